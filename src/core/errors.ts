@@ -1,0 +1,79 @@
+/**
+ * Typed errors with stable string codes (STYLE.md §6).
+ *
+ * Every error keepwork raises on purpose is a `KeepworkError` with a `code` from `ErrorCode`.
+ * Code that reacts to an error matches on `code` (or `isKeepworkError(e, code)`), never on the
+ * message: errors that cross the worker boundary arrive as plain objects whose only reliable
+ * fields are `code`, `message` and `details`.
+ */
+
+export const ErrorCode = {
+  /** A conditional write lost: the precondition (If-None-Match / If-Match) did not hold. */
+  PreconditionFailed: 'PRECONDITION_FAILED',
+  /** A conditional write may or may not have been applied; read back to find out. */
+  AmbiguousWrite: 'AMBIGUOUS_WRITE',
+  /** The store could not be reached or kept failing within the retry budget. */
+  StoreUnavailable: 'STORE_UNAVAILABLE',
+  /** A key the store refuses (empty segment, `..`, NUL, too long, ...). */
+  BadKey: 'BAD_KEY',
+  /** Invalid input from a caller (address, body, CLI argument). */
+  BadRequest: 'BAD_REQUEST',
+  /** An option failed validation. */
+  BadConfig: 'BAD_CONFIG',
+  /** The node's lease or the actor's hold is no longer valid. */
+  LeaseLost: 'LEASE_LOST',
+  /** The node gave the actor up (failed upload, conflict, index out of line). */
+  ActorGivenUp: 'ACTOR_GIVEN_UP',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export interface KeepworkErrorOptions {
+  cause?: unknown;
+  details?: Record<string, unknown>;
+}
+
+export class KeepworkError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, options: KeepworkErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.details = options.details ?? {};
+  }
+
+  /** A structured-clone-safe form for crossing a worker boundary. */
+  toJSON(): { code: ErrorCode; message: string; details: Record<string, unknown> } {
+    return { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+function errorClass<C extends ErrorCode>(code: C, name: string) {
+  const cls = class extends KeepworkError {
+    declare readonly code: C;
+    constructor(message: string, options?: KeepworkErrorOptions) {
+      super(code, message, options);
+    }
+  };
+  Object.defineProperty(cls, 'name', { value: name });
+  Object.defineProperty(cls.prototype, 'name', { value: name });
+  return cls;
+}
+
+export const PreconditionFailed = errorClass(ErrorCode.PreconditionFailed, 'PreconditionFailed');
+export const AmbiguousWrite = errorClass(ErrorCode.AmbiguousWrite, 'AmbiguousWrite');
+export const StoreUnavailable = errorClass(ErrorCode.StoreUnavailable, 'StoreUnavailable');
+export const BadKey = errorClass(ErrorCode.BadKey, 'BadKey');
+export const BadRequest = errorClass(ErrorCode.BadRequest, 'BadRequest');
+export const BadConfig = errorClass(ErrorCode.BadConfig, 'BadConfig');
+export const LeaseLost = errorClass(ErrorCode.LeaseLost, 'LeaseLost');
+export const ActorGivenUp = errorClass(ErrorCode.ActorGivenUp, 'ActorGivenUp');
+
+/** True when `e` carries keepwork's `code` (a live error, or one that crossed a thread as data). */
+export function isKeepworkError(e: unknown, code?: ErrorCode): e is { code: ErrorCode; message: string } {
+  if (typeof e !== 'object' || e === null || !('code' in e)) return false;
+  const c = (e as { code: unknown }).code;
+  if (typeof c !== 'string' || !Object.values(ErrorCode).includes(c as ErrorCode)) return false;
+  return code === undefined || c === code;
+}

@@ -1,0 +1,108 @@
+/**
+ * Every tunable of keepwork, in three stages (STYLE.md §4):
+ *
+ *   KeepworkOptions (all optional)  →  DEFAULTS (one place)  →  resolveOptions(): ResolvedConfig
+ *
+ * Names end in their unit. `resolveOptions` validates once and throws `BadConfig` with a message
+ * that names the option and the rule; unknown option names are refused too (a typo must not be
+ * silently ignored). The defaults are DESIGN.md §1 and the ADR's numbers.
+ */
+import { BadConfig } from '../core/errors.js';
+
+export const DEFAULTS = Object.freeze({
+  /** How long a node lease lasts after its last successful renewal was sent. */
+  leasePeriodMs: 10_000,
+  /** How long after expiry a lease is still treated as possibly live. */
+  graceMs: 5_000,
+  /** Bound on clock skew the lease validity subtracts. */
+  skewBoundMs: 1_000,
+  /** Every how often each node sweeps each tenant's alarm index. */
+  alarmSweepMs: 10_000,
+  /** Index entries read per sweep, at most. */
+  sweepPageEntries: 2048,
+  /** Alarms delivered per sweep, at most. */
+  deliveriesPerSweep: 256,
+  /** Of those, kept for entries that are anyone's (an eighth of deliveriesPerSweep unless set). */
+  anyonesDeliveriesPerSweep: 32,
+  /** An entry overdue this many margins (lease + grace) is anyone's. */
+  anyonesAfterMargins: 3,
+  /** First retry delay of a failed alarm handler; doubles per failure. */
+  retryBaseMs: 1_000,
+  /** Longest retry delay. */
+  retryMaxMs: 300_000,
+  /** An actor idle this long is flushed, closed and released. */
+  idleTimeoutMs: 60_000,
+  /** Group-commit window of the replicator. */
+  replicationDelayMs: 20,
+  /** Attempts of one store request before it is reported as failed. */
+  storeAttemptsMax: 4,
+  /** First delay between store attempts (doubles, with jitter). */
+  storeRetryBaseMs: 50,
+  /** Time limit of one store request. */
+  storeRequestTimeoutMs: 10_000,
+  /** Keep-alive sockets of the S3 client (sized for the sweep's concurrency). */
+  storeSocketsMax: 64,
+});
+
+export type ResolvedConfig = {
+  readonly [K in keyof typeof DEFAULTS]: number;
+} & {
+  /** lease + grace: how overdue an entry must be before a sweep reads it. */
+  readonly marginMs: number;
+};
+
+export type KeepworkOptions = Partial<Record<keyof typeof DEFAULTS, number>>;
+
+type Rule = { min: number; max?: number };
+
+const RULES: Record<keyof typeof DEFAULTS, Rule> = {
+  leasePeriodMs: { min: 1 },
+  graceMs: { min: 0 },
+  skewBoundMs: { min: 0 },
+  alarmSweepMs: { min: 1 },
+  sweepPageEntries: { min: 1, max: 100_000 },
+  deliveriesPerSweep: { min: 1, max: 100_000 },
+  anyonesDeliveriesPerSweep: { min: 0 },
+  anyonesAfterMargins: { min: 1 },
+  retryBaseMs: { min: 1 },
+  retryMaxMs: { min: 1 },
+  idleTimeoutMs: { min: 1 },
+  replicationDelayMs: { min: 0 },
+  storeAttemptsMax: { min: 1, max: 100 },
+  storeRetryBaseMs: { min: 0 },
+  storeRequestTimeoutMs: { min: 1 },
+  storeSocketsMax: { min: 1, max: 10_000 },
+};
+
+export function resolveOptions(options: KeepworkOptions = {}): ResolvedConfig {
+  for (const key of Object.keys(options)) {
+    if (!(key in DEFAULTS)) throw new BadConfig(`unknown option ${key}; known options: ${Object.keys(DEFAULTS).join(', ')}`);
+  }
+  const merged = { ...DEFAULTS } as Record<keyof typeof DEFAULTS, number>;
+  for (const key of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[]) {
+    const value = options[key];
+    if (value === undefined) continue;
+    const rule = RULES[key];
+    if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
+      throw new BadConfig(`${key} must be an integer, got ${JSON.stringify(value)}`);
+    }
+    if (value < rule.min) throw new BadConfig(`${key} must be at least ${rule.min}, got ${value}`);
+    if (rule.max !== undefined && value > rule.max) throw new BadConfig(`${key} must be at most ${rule.max}, got ${value}`);
+    merged[key] = value;
+  }
+  if (options.anyonesDeliveriesPerSweep === undefined) {
+    merged.anyonesDeliveriesPerSweep = Math.floor(merged.deliveriesPerSweep / 8);
+  }
+  if (merged.retryBaseMs > merged.retryMaxMs) {
+    throw new BadConfig(`retryBaseMs (${merged.retryBaseMs}) must not exceed retryMaxMs (${merged.retryMaxMs})`);
+  }
+  if (merged.anyonesDeliveriesPerSweep > merged.deliveriesPerSweep) {
+    throw new BadConfig(
+      `anyonesDeliveriesPerSweep (${merged.anyonesDeliveriesPerSweep}) must not exceed deliveriesPerSweep (${merged.deliveriesPerSweep})`,
+    );
+  }
+  if (merged.skewBoundMs >= merged.leasePeriodMs) {
+    throw new BadConfig(`skewBoundMs (${merged.skewBoundMs}) must be less than leasePeriodMs (${merged.leasePeriodMs})`);
+  }
+  return Object.freeze({ ...merged, marginMs: merged.leasePeriodMs + merged.graceMs });
+}

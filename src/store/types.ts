@@ -1,0 +1,61 @@
+/**
+ * The `ObjectStore` interface: the one bucket every node of a cluster shares (DESIGN.md §2).
+ *
+ * Contract, the same for every implementation (test/store/conformance.ts checks it):
+ * - Keys are validated by `store/keys.ts` (`BadKey` before any I/O); listings are in UTF-8 byte
+ *   order, which is what S3 uses.
+ * - `put` with `{ ifNoneMatch: '*' }` creates only if absent; with `{ ifMatch: etag }` replaces
+ *   only the version with that etag. Exactly one of any number of racing conditional writers
+ *   wins; every loser gets `PreconditionFailed` and the object holds the winner's body.
+ * - A conditional write whose outcome is unknown (a timeout, an S3 5xx or 409 after retries)
+ *   rejects with `AmbiguousWrite`, never with success or a clean `PreconditionFailed`; the
+ *   caller reads back to resolve it.
+ * - `delete` takes no precondition (as the ADR's pinned store) and succeeds for a missing key.
+ * - Etags are opaque unquoted strings; equal bodies written to the same store have equal etags.
+ * - Transient failures are retried inside the store within `storeAttemptsMax`; what still
+ *   fails rejects with `StoreUnavailable`.
+ */
+
+export type PutCondition = { ifNoneMatch: '*' } | { ifMatch: string } | Record<string, never>;
+
+export interface StoredObject {
+  body: Uint8Array;
+  etag: string;
+}
+
+export interface ObjectHead {
+  etag: string;
+  size: number;
+}
+
+export interface ListOptions {
+  /** Only keys starting with this string. */
+  prefix?: string;
+  /** Only keys strictly after this one (it need not exist). */
+  startAfter?: string;
+  /** At most this many keys (1..1000; default 1000). */
+  maxKeys?: number;
+  /** The `continuation` of the previous page. */
+  continuation?: string;
+}
+
+export interface ListPage {
+  keys: string[];
+  /** Present when more keys may follow; pass it back as `continuation`. */
+  continuation?: string;
+}
+
+export interface ObjectStore {
+  /** A short description for logs and errors (`fs:/path`, `s3://bucket/prefix`, `memory`). */
+  readonly description: string;
+  get(key: string): Promise<StoredObject | null>;
+  head(key: string): Promise<ObjectHead | null>;
+  put(key: string, body: Uint8Array, condition?: PutCondition): Promise<{ etag: string }>;
+  delete(key: string): Promise<void>;
+  deleteMany(keys: readonly string[]): Promise<void>;
+  list(options?: ListOptions): Promise<ListPage>;
+  /** Releases sockets, file handles and locks. */
+  close(): Promise<void>;
+}
+
+export const LIST_MAX_KEYS = 1000;

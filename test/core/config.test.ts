@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ErrorCode } from '../../src/core/errors.js';
+import { DEFAULTS, resolveOptions } from '../../src/main/config.js';
+
+describe('config', () => {
+  it('holds the defaults of DESIGN.md §1 and the ADR', () => {
+    const c = resolveOptions();
+    assert.equal(c.leasePeriodMs, 10_000);
+    assert.equal(c.graceMs, 5_000);
+    assert.equal(c.marginMs, 15_000);
+    assert.equal(c.alarmSweepMs, 10_000);
+    assert.equal(c.sweepPageEntries, 2048);
+    assert.equal(c.deliveriesPerSweep, 256);
+    assert.equal(c.anyonesDeliveriesPerSweep, 32);
+    assert.equal(c.anyonesAfterMargins, 3);
+    assert.equal(c.retryBaseMs, 1_000);
+    assert.equal(c.retryMaxMs, 300_000);
+    assert.equal(c.idleTimeoutMs, 60_000);
+    assert.equal(c.replicationDelayMs, 20);
+    assert.ok(Object.isFrozen(c));
+  });
+
+  it('merges options and derives the anyone’s share and the margin', () => {
+    const c = resolveOptions({ leasePeriodMs: 2000, graceMs: 500, deliveriesPerSweep: 64 });
+    assert.equal(c.marginMs, 2500);
+    assert.equal(c.anyonesDeliveriesPerSweep, 8);
+    assert.equal(resolveOptions({ deliveriesPerSweep: 64, anyonesDeliveriesPerSweep: 3 }).anyonesDeliveriesPerSweep, 3);
+  });
+
+  const bad: [string, Record<string, unknown>, RegExp][] = [
+    ['a negative period', { leasePeriodMs: -1 }, /^leasePeriodMs must be at least 1, got -1$/],
+    ['a fraction', { alarmSweepMs: 1.5 }, /^alarmSweepMs must be an integer/],
+    ['a string', { graceMs: '5' }, /^graceMs must be an integer, got "5"$/],
+    ['an unknown name', { leasePeriod: 5 }, /^unknown option leasePeriod/],
+    ['base above max', { retryBaseMs: 10, retryMaxMs: 5 }, /retryBaseMs \(10\) must not exceed retryMaxMs \(5\)/],
+    ['a page too large', { sweepPageEntries: 1e9 }, /^sweepPageEntries must be at most/],
+    ['anyone’s above the cap', { deliveriesPerSweep: 4, anyonesDeliveriesPerSweep: 5 }, /anyonesDeliveriesPerSweep/],
+    ['skew at the lease', { leasePeriodMs: 1000, skewBoundMs: 1000 }, /skewBoundMs/],
+  ];
+  for (const [what, options, message] of bad) {
+    it(`refuses ${what} with a message naming the option`, () => {
+      assert.throws(() => resolveOptions(options as never), (e: { code: string; message: string }) => {
+        assert.equal(e.code, ErrorCode.BadConfig);
+        assert.match(e.message, message);
+        return true;
+      });
+    });
+  }
+
+  it('DEFAULTS cannot be changed', () => {
+    assert.throws(() => ((DEFAULTS as { leasePeriodMs: number }).leasePeriodMs = 1));
+  });
+});

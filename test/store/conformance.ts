@@ -1,0 +1,302 @@
+/**
+ * The ObjectStore conformance suite: every implementation (memory, fs, s3) runs these same cases
+ * against a fresh namespace each, so they cannot drift apart. See src/store/types.ts for the
+ * contract being checked.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
+import { etagOf } from '../../src/store/etag.js';
+import { listAll } from '../../src/store/keys.js';
+import type { ObjectStore } from '../../src/store/types.js';
+import type { OpenFixture } from './fixture.js';
+
+const text = (s: string) => new TextEncoder().encode(s);
+const str = (b: Uint8Array) => new TextDecoder().decode(b);
+
+async function rejectsWith(p: Promise<unknown>, code: string): Promise<void> {
+  await assert.rejects(p, (e: unknown) => {
+    assert.ok(isKeepworkError(e), `expected a keepwork error with code ${code}, got ${String(e)}`);
+    assert.equal((e as { code: string }).code, code);
+    return true;
+  });
+}
+
+async function allKeys(store: ObjectStore, prefix?: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const k of listAll(store, { prefix, pageKeys: 1000 })) out.push(k);
+  return out;
+}
+
+/** Keys in UTF-8 byte order, including non-ASCII, astral characters and keys that prefix others. */
+const ORDERED_KEYS = [
+  'a',
+  'a-b',
+  'a/b',
+  'a/b/c',
+  'a/b0',
+  'a0',
+  'b',
+  'caf\u00e9',
+  'z',
+  '\uff61half',
+  '\u4e2d\u6587',
+  '\ud83d\ude00smile',
+].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+
+type Case = (store: ObjectStore, fixture: { reopen(): Promise<ObjectStore> }) => Promise<void>;
+
+const CASES: Record<string, Case> = {
+  'get of a missing key is null': async (s) => {
+    assert.equal(await s.get('missing/key'), null);
+  },
+  'head of a missing key is null': async (s) => {
+    assert.equal(await s.head('missing/key'), null);
+  },
+  'put then get returns the body and the etag put returned': async (s) => {
+    const { etag } = await s.put('k/one', text('hello'));
+    const got = await s.get('k/one');
+    assert.ok(got);
+    assert.equal(str(got.body), 'hello');
+    assert.equal(got.etag, etag);
+    assert.match(etag, /^[^"]+$/, 'etags are unquoted');
+  },
+  'head returns the etag and the size': async (s) => {
+    const { etag } = await s.put('k/h', text('12345'));
+    assert.deepEqual(await s.head('k/h'), { etag, size: 5 });
+  },
+  'an unconditional put replaces the body and changes the etag': async (s) => {
+    const a = await s.put('k', text('first'));
+    const b = await s.put('k', text('second'));
+    assert.notEqual(a.etag, b.etag);
+    assert.equal(str((await s.get('k'))!.body), 'second');
+  },
+  'equal bodies have equal etags, different bodies different ones': async (s) => {
+    const a = await s.put('e/1', text('same'));
+    const b = await s.put('e/2', text('same'));
+    const c = await s.put('e/3', text('other'));
+    assert.equal(a.etag, b.etag);
+    assert.notEqual(a.etag, c.etag);
+  },
+  'empty, binary and 1 MiB bodies round-trip byte for byte': async (s) => {
+    const bin = Uint8Array.from({ length: 256 }, (_, i) => i);
+    const big = Uint8Array.from({ length: 1 << 20 }, (_, i) => (i * 31 + 7) & 0xff);
+    for (const [k, body] of [['b/empty', new Uint8Array(0)], ['b/bin', bin], ['b/big', big]] as const) {
+      await s.put(k, body);
+      const got = await s.get(k);
+      assert.ok(got, k);
+      assert.equal(Buffer.compare(got.body, body), 0, k);
+      assert.equal((await s.head(k))!.size, body.byteLength);
+    }
+  },
+  'changing the caller buffer after put does not change the object': async (s) => {
+    const body = text('abc');
+    await s.put('iso', body);
+    body[0] = 0x7a;
+    assert.equal(str((await s.get('iso'))!.body), 'abc');
+  },
+  'delete removes the object; deleting a missing key succeeds': async (s) => {
+    await s.put('d/x', text('x'));
+    await s.delete('d/x');
+    assert.equal(await s.get('d/x'), null);
+    await s.delete('d/x');
+    await s.delete('d/never');
+  },
+  'deleteMany removes the listed keys, ignores missing ones, keeps the rest': async (s) => {
+    for (const k of ['m/1', 'm/2', 'm/3']) await s.put(k, text(k));
+    await s.deleteMany(['m/1', 'm/3', 'm/missing']);
+    await s.deleteMany([]);
+    assert.deepEqual(await allKeys(s, 'm/'), ['m/2']);
+  },
+  'a key can be an object and the prefix of other objects': async (s) => {
+    await s.put('p', text('parent'));
+    await s.put('p/child', text('child'));
+    assert.equal(str((await s.get('p'))!.body), 'parent');
+    assert.equal(str((await s.get('p/child'))!.body), 'child');
+    await s.delete('p');
+    assert.equal(str((await s.get('p/child'))!.body), 'child');
+    assert.deepEqual(await allKeys(s), ['p/child']);
+  },
+  'If-None-Match creates an absent object': async (s) => {
+    const { etag } = await s.put('c/new', text('v1'), { ifNoneMatch: '*' });
+    assert.equal((await s.get('c/new'))!.etag, etag);
+  },
+  'If-None-Match on an existing object fails and leaves it unchanged': async (s) => {
+    const { etag } = await s.put('c/x', text('original'));
+    await rejectsWith(s.put('c/x', text('intruder'), { ifNoneMatch: '*' }), ErrorCode.PreconditionFailed);
+    const got = await s.get('c/x');
+    assert.equal(str(got!.body), 'original');
+    assert.equal(got!.etag, etag);
+  },
+  'If-None-Match succeeds again after the object was deleted': async (s) => {
+    await s.put('c/y', text('1'), { ifNoneMatch: '*' });
+    await s.delete('c/y');
+    await s.put('c/y', text('2'), { ifNoneMatch: '*' });
+    assert.equal(str((await s.get('c/y'))!.body), '2');
+  },
+  'If-Match with the current etag replaces the object': async (s) => {
+    const a = await s.put('cas/1', text('a'));
+    const b = await s.put('cas/1', text('b'), { ifMatch: a.etag });
+    assert.equal(b.etag, etagOf(text('b')));
+    assert.equal(str((await s.get('cas/1'))!.body), 'b');
+  },
+  'If-Match with a stale etag fails and leaves the object unchanged': async (s) => {
+    const a = await s.put('cas/2', text('a'));
+    await s.put('cas/2', text('b'), { ifMatch: a.etag });
+    await rejectsWith(s.put('cas/2', text('c'), { ifMatch: a.etag }), ErrorCode.PreconditionFailed);
+    assert.equal(str((await s.get('cas/2'))!.body), 'b');
+  },
+  'If-Match on a missing key fails and creates nothing': async (s) => {
+    await rejectsWith(s.put('cas/none', text('x'), { ifMatch: etagOf(text('x')) }), ErrorCode.PreconditionFailed);
+    assert.equal(await s.get('cas/none'), null);
+  },
+  'conditional-create race: of 16 writers exactly one wins, the object holds its body': async (s) => {
+    const results = await Promise.allSettled(
+      Array.from({ length: 16 }, (_, i) => s.put('race/create', text(`writer-${i}`), { ifNoneMatch: '*' }).then(() => i)),
+    );
+    const winners = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    assert.equal(winners.length, 1, `winners: ${winners}`);
+    for (const r of results) {
+      if (r.status === 'rejected') assert.equal((r.reason as { code?: string }).code, ErrorCode.PreconditionFailed, String(r.reason));
+    }
+    assert.equal(str((await s.get('race/create'))!.body), `writer-${winners[0]}`);
+  },
+  'compare-and-swap race: of 16 writers on one etag exactly one wins': async (s) => {
+    const { etag } = await s.put('race/cas', text('base'));
+    const results = await Promise.allSettled(
+      Array.from({ length: 16 }, (_, i) => s.put('race/cas', text(`writer-${i}`), { ifMatch: etag }).then(() => i)),
+    );
+    const winners = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    assert.equal(winners.length, 1, `winners: ${winners}`);
+    for (const r of results) {
+      if (r.status === 'rejected') assert.equal((r.reason as { code?: string }).code, ErrorCode.PreconditionFailed, String(r.reason));
+    }
+    assert.equal(str((await s.get('race/cas'))!.body), `writer-${winners[0]}`);
+  },
+  'compare-and-swap counter: concurrent read-modify-write loses no increment': async (s, f) => {
+    await s.put('race/counter', text('0'));
+    const other = await f.reopen();
+    try {
+      const increment = async (store: ObjectStore) => {
+        for (let attempt = 0; attempt < 200; attempt++) {
+          const cur = await store.get('race/counter');
+          try {
+            await store.put('race/counter', text(String(Number(str(cur!.body)) + 1)), { ifMatch: cur!.etag });
+            return;
+          } catch (e) {
+            if (!isKeepworkError(e, ErrorCode.PreconditionFailed)) throw e;
+          }
+        }
+        throw new Error('increment starved');
+      };
+      const loops = Array.from({ length: 6 }, async (_, i) => {
+        for (let n = 0; n < 4; n++) await increment(i % 2 ? other : s);
+      });
+      await Promise.all(loops);
+      assert.equal(str((await s.get('race/counter'))!.body), '24');
+    } finally {
+      await other.close();
+    }
+  },
+  'a second client on the same bucket sees writes and loses races like the first': async (s, f) => {
+    const other = await f.reopen();
+    try {
+      await s.put('shared/k', text('from-first'));
+      assert.equal(str((await other.get('shared/k'))!.body), 'from-first');
+      await rejectsWith(other.put('shared/k', text('x'), { ifNoneMatch: '*' }), ErrorCode.PreconditionFailed);
+      await other.delete('shared/k');
+      assert.equal(await s.head('shared/k'), null);
+    } finally {
+      await other.close();
+    }
+  },
+  'listing is in UTF-8 byte order, also for non-ASCII keys and keys that prefix others': async (s) => {
+    for (const k of [...ORDERED_KEYS].reverse()) await s.put(k, text(k));
+    assert.deepEqual(await allKeys(s), ORDERED_KEYS);
+  },
+  'listing by prefix, ending mid-segment or at a folder': async (s) => {
+    for (const k of ORDERED_KEYS) await s.put(k, text(k));
+    assert.deepEqual(await allKeys(s, 'a/'), ['a/b', 'a/b/c', 'a/b0']);
+    assert.deepEqual(await allKeys(s, 'a/b'), ['a/b', 'a/b/c', 'a/b0']);
+    assert.deepEqual(await allKeys(s, 'a'), ORDERED_KEYS.filter((k) => k.startsWith('a')));
+    assert.deepEqual(await allKeys(s, 'nothing-here/'), []);
+  },
+  'startAfter an existing key lists only what follows it': async (s) => {
+    for (const k of ORDERED_KEYS) await s.put(k, text(k));
+    const page = await s.list({ startAfter: 'a/b' });
+    assert.deepEqual(page.keys, ORDERED_KEYS.slice(ORDERED_KEYS.indexOf('a/b') + 1));
+  },
+  'startAfter a missing key lists from where it would be': async (s) => {
+    for (const k of ORDERED_KEYS) await s.put(k, text(k));
+    const page = await s.list({ startAfter: 'a/a' });
+    assert.deepEqual(page.keys, ORDERED_KEYS.slice(ORDERED_KEYS.indexOf('a/b')));
+    const withPrefix = await s.list({ prefix: 'a/', startAfter: 'a/b/' });
+    assert.deepEqual(withPrefix.keys, ['a/b/c', 'a/b0']);
+  },
+  'paging with maxKeys returns every key once, in order, and ends without a continuation': async (s) => {
+    const keys = Array.from({ length: 23 }, (_, i) => `pg/${String(i).padStart(3, '0')}`);
+    await Promise.all(keys.map((k) => s.put(k, text(k))));
+    const seen: string[] = [];
+    let continuation: string | undefined;
+    let pages = 0;
+    do {
+      const page = await s.list({ prefix: 'pg/', maxKeys: 5, continuation });
+      assert.ok(page.keys.length <= 5);
+      seen.push(...page.keys);
+      continuation = page.continuation;
+      pages++;
+    } while (continuation !== undefined && pages < 20);
+    assert.deepEqual(seen, keys);
+    assert.equal(pages, 5);
+  },
+  'paging combines prefix, startAfter and maxKeys': async (s) => {
+    const keys = Array.from({ length: 12 }, (_, i) => `pq/${String(i).padStart(2, '0')}`);
+    await Promise.all([...keys, 'pp/0', 'pr/0'].map((k) => s.put(k, text(k))));
+    const first = await s.list({ prefix: 'pq/', startAfter: 'pq/03', maxKeys: 4 });
+    assert.deepEqual(first.keys, keys.slice(4, 8));
+    assert.ok(first.continuation);
+    const second = await s.list({ prefix: 'pq/', startAfter: 'pq/03', maxKeys: 4, continuation: first.continuation });
+    assert.deepEqual(second.keys, keys.slice(8, 12));
+  },
+  'a listing exactly one page long has no continuation, or an empty next page': async (s) => {
+    await Promise.all(['x/1', 'x/2', 'x/3'].map((k) => s.put(k, text(k))));
+    const page = await s.list({ prefix: 'x/', maxKeys: 3 });
+    assert.deepEqual(page.keys, ['x/1', 'x/2', 'x/3']);
+    if (page.continuation !== undefined) {
+      const next = await s.list({ prefix: 'x/', maxKeys: 3, continuation: page.continuation });
+      assert.deepEqual(next.keys, []);
+    }
+  },
+  'bad keys are refused with BAD_KEY before anything is written': async (s) => {
+    const bad = ['', '/abs', 'a//b', 'a/../b', '..', 'a/./b', 'nul\u0000x', 'trailing/', 'lone\ud800', 'x'.repeat(1025)];
+    for (const k of bad) {
+      await rejectsWith(s.put(k, text('x')), ErrorCode.BadKey);
+      await rejectsWith(s.get(k), ErrorCode.BadKey);
+      await rejectsWith(s.delete(k), ErrorCode.BadKey);
+    }
+    await rejectsWith(s.deleteMany(['ok', 'a//b']), ErrorCode.BadKey);
+    assert.deepEqual(await allKeys(s), []);
+  },
+  'bad list options are refused with BAD_REQUEST': async (s) => {
+    await rejectsWith(s.list({ maxKeys: 0 }), ErrorCode.BadRequest);
+    await rejectsWith(s.list({ maxKeys: 1001 }), ErrorCode.BadRequest);
+    await rejectsWith(s.list({ prefix: 'a//' }), ErrorCode.BadKey);
+  },
+};
+
+export function runConformance(label: string, open: OpenFixture): void {
+  describe(`ObjectStore conformance: ${label}`, () => {
+    for (const [name, run] of Object.entries(CASES)) {
+      it(name, async () => {
+        const fixture = await open();
+        try {
+          await run(fixture.store, fixture);
+        } finally {
+          await fixture.cleanup();
+        }
+      });
+    }
+  });
+}
+
+export const CONFORMANCE_CASE_COUNT = Object.keys(CASES).length;
