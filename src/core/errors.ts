@@ -24,6 +24,18 @@ export const ErrorCode = {
   LeaseLost: 'LEASE_LOST',
   /** The node gave the actor up (failed upload, conflict, index out of line). */
   ActorGivenUp: 'ACTOR_GIVEN_UP',
+  /** No such class, method or route. */
+  NotFound: 'NOT_FOUND',
+  /** Guest SQL named an internal table or used a refused statement; nothing ran. */
+  SqlRefused: 'SQL_REFUSED',
+  /** A bounded queue is full; retry later. */
+  Overloaded: 'OVERLOADED',
+  /** A handler ran past its time limit (counts as a failure). */
+  HandlerTimeout: 'HANDLER_TIMEOUT',
+  /** A handler threw; the event was rolled back. */
+  HandlerFailed: 'HANDLER_FAILED',
+  /** The node is stopping or stopped. */
+  NodeStopped: 'NODE_STOPPED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -69,6 +81,17 @@ export const BadRequest = errorClass(ErrorCode.BadRequest, 'BadRequest');
 export const BadConfig = errorClass(ErrorCode.BadConfig, 'BadConfig');
 export const LeaseLost = errorClass(ErrorCode.LeaseLost, 'LeaseLost');
 export const ActorGivenUp = errorClass(ErrorCode.ActorGivenUp, 'ActorGivenUp');
+export const NotFound = errorClass(ErrorCode.NotFound, 'NotFound');
+export const SqlRefused = errorClass(ErrorCode.SqlRefused, 'SqlRefused');
+export const Overloaded = errorClass(ErrorCode.Overloaded, 'Overloaded');
+export const HandlerTimeout = errorClass(ErrorCode.HandlerTimeout, 'HandlerTimeout');
+export const HandlerFailed = errorClass(ErrorCode.HandlerFailed, 'HandlerFailed');
+export const NodeStopped = errorClass(ErrorCode.NodeStopped, 'NodeStopped');
+
+/** Rebuilds a typed error from its structured-clone form (the worker boundary). */
+export function reviveError(data: { code: ErrorCode; message: string; details?: Record<string, unknown> }): KeepworkError {
+  return new KeepworkError(data.code, data.message, { details: data.details ?? {} });
+}
 
 /** True when `e` carries keepwork's `code` (a live error, or one that crossed a thread as data). */
 export function isKeepworkError(e: unknown, code?: ErrorCode): e is { code: ErrorCode; message: string } {

@@ -42,6 +42,20 @@ export const DEFAULTS = Object.freeze({
   storeRequestTimeoutMs: 10_000,
   /** Keep-alive sockets of the S3 client (sized for the sweep's concurrency). */
   storeSocketsMax: 64,
+  /** Time limit of one handler run; past it the event fails (and rolls back). */
+  handlerTimeoutMs: 30_000,
+  /** Events waiting per actor, at most; more are refused with OVERLOADED. */
+  actorQueueMax: 256,
+  /** Worker threads running actor events (0: one per core, at most 4). */
+  workerThreads: 0,
+  /** Events one worker runs at once (for different actors). */
+  workerConcurrency: 4,
+  /** Open actor databases kept per worker (LRU). */
+  dbCacheMax: 256,
+  /** Largest HTTP request body. */
+  httpBodyMaxBytes: 1_048_576,
+  /** Alarms the in-memory timer holds, at most. */
+  timerEntriesMax: 1_000_000,
 });
 
 export type ResolvedConfig = {
@@ -72,6 +86,13 @@ const RULES: Record<keyof typeof DEFAULTS, Rule> = {
   storeRetryBaseMs: { min: 0 },
   storeRequestTimeoutMs: { min: 1 },
   storeSocketsMax: { min: 1, max: 10_000 },
+  handlerTimeoutMs: { min: 1 },
+  actorQueueMax: { min: 1, max: 1_000_000 },
+  workerThreads: { min: 0, max: 256 },
+  workerConcurrency: { min: 1, max: 1024 },
+  dbCacheMax: { min: 1, max: 100_000 },
+  httpBodyMaxBytes: { min: 1, max: 1_073_741_824 },
+  timerEntriesMax: { min: 1 },
 };
 
 export function resolveOptions(options: KeepworkOptions = {}): ResolvedConfig {

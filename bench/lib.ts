@@ -1,0 +1,50 @@
+/**
+ * Small helpers shared by the benchmarks: timing, percentiles, tables, result files.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const quick = process.argv.includes('--quick');
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Runs `op(i)` `total` times with `inFlight` at once; returns ops/s and latency percentiles (ms). */
+export async function measure(total: number, inFlight: number, op: (i: number) => Promise<unknown>) {
+  const latencies: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  const lane = async () => {
+    while (next < total) {
+      const i = next++;
+      const s = performance.now();
+      await op(i);
+      latencies.push(performance.now() - s);
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  const seconds = (performance.now() - t0) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { ops: total, opsPerSec: Math.round(total / seconds), p50Ms: round(percentile(latencies, 50)), p99Ms: round(percentile(latencies, 99)) };
+}
+
+export const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+export function table(rows: Record<string, unknown>[]): string {
+  if (rows.length === 0) return '(no rows)';
+  const cols = Object.keys(rows[0]!);
+  const cells = rows.map((r) => cols.map((c) => String(r[c] ?? '')));
+  const widths = cols.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i]!.length)));
+  const line = (vals: string[]) => '| ' + vals.map((v, i) => v.padEnd(widths[i]!)).join(' | ') + ' |';
+  return [line(cols), '|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|', ...cells.map(line)].join('\n');
+}
+
+export function writeResult(name: string, data: unknown): string {
+  const dir = fileURLToPath(new URL('./results/', import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  const path = `${dir}${name}.json`;
+  writeFileSync(path, JSON.stringify(data, null, 2) + '\n');
+  return path;
+}

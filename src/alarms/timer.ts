@@ -1,0 +1,130 @@
+/**
+ * The node's in-memory alarm timer (DESIGN.md §3): the committed alarm of each actor this node
+ * ran, in a min-heap, with one clock timer armed for the earliest. When an alarm comes due the
+ * timer calls `onDue(key, at)` and forgets it; the caller runs the ordinary alarm event, which
+ * re-reads the committed alarm and sets the timer again from the outcome.
+ *
+ * Time comes from the injected Clock; the heap is bounded by `maxEntries` (a set beyond it
+ * throws, it never drops an alarm silently). Stale heap entries (replaced or cleared) are
+ * skipped lazily when they reach the top.
+ */
+import type { Clock, TimerHandle } from '../core/clock.js';
+
+interface Slot {
+  at: number;
+  key: string;
+}
+
+export class AlarmTimer {
+  private readonly heap: Slot[] = [];
+  private readonly due = new Map<string, number>();
+  private armed: { at: number; handle: TimerHandle } | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly onDue: (key: string, at: number) => void,
+    private readonly maxEntries = 1_000_000,
+  ) {}
+
+  /** Sets (or replaces) the alarm of `key`; null clears it. */
+  set(key: string, at: number | null): void {
+    if (at === null) return this.clear(key);
+    if (!this.due.has(key) && this.due.size >= this.maxEntries) {
+      throw new RangeError(`alarm timer holds ${this.maxEntries} alarms already (maxEntries)`);
+    }
+    if (this.due.get(key) === at) return;
+    this.due.set(key, at);
+    this.push({ at, key });
+    this.compact();
+    this.arm();
+  }
+
+  clear(key: string): void {
+    this.due.delete(key);
+  }
+
+  get(key: string): number | undefined {
+    return this.due.get(key);
+  }
+
+  get size(): number {
+    return this.due.size;
+  }
+
+  /** The earliest pending alarm, if any. */
+  next(): Slot | undefined {
+    this.dropStale();
+    return this.heap[0];
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.armed?.handle.cancel();
+    this.armed = undefined;
+  }
+
+  private fire(): void {
+    this.armed = undefined;
+    const now = this.clock.now();
+    for (;;) {
+      const top = this.next();
+      if (!top || top.at > now) break;
+      this.pop();
+      this.due.delete(top.key);
+      this.onDue(top.key, top.at);
+    }
+    this.arm();
+  }
+
+  private arm(): void {
+    if (this.stopped) return;
+    const top = this.next();
+    if (!top) return;
+    if (this.armed && this.armed.at <= top.at) return;
+    this.armed?.handle.cancel();
+    const handle = this.clock.setTimer(Math.max(0, top.at - this.clock.now()), () => this.fire());
+    this.armed = { at: top.at, handle };
+  }
+
+  private dropStale(): void {
+    while (this.heap.length > 0 && this.due.get(this.heap[0]!.key) !== this.heap[0]!.at) this.pop();
+  }
+
+  /** Rebuilds the heap when stale slots outnumber live ones (keeps memory bounded). */
+  private compact(): void {
+    if (this.heap.length <= 2 * this.due.size + 64) return;
+    this.heap.length = 0;
+    for (const [key, at] of this.due) this.push({ at, key });
+  }
+
+  private push(slot: Slot): void {
+    const h = this.heap;
+    h.push(slot);
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (h[p]!.at <= h[i]!.at) break;
+      [h[p], h[i]] = [h[i]!, h[p]!];
+      i = p;
+    }
+  }
+
+  private pop(): void {
+    const h = this.heap;
+    const last = h.pop()!;
+    if (h.length === 0) return;
+    h[0] = last;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < h.length && h[l]!.at < h[m]!.at) m = l;
+      if (r < h.length && h[r]!.at < h[m]!.at) m = r;
+      if (m === i) break;
+      [h[m], h[i]] = [h[i]!, h[m]!];
+      i = m;
+    }
+  }
+}

@@ -1,0 +1,12 @@
+/**
+ * The public API of the `keepwork` package. (`startNode` and `defineActor` arrive with the runtime.)
+ */
+export { resolveOptions, DEFAULTS, type KeepworkOptions, type ResolvedConfig } from './main/config.js';
+export * from './core/errors.js';
+export { SystemClock, SimClock, type Clock, type TimerHandle } from './core/clock.js';
+export { SystemRandom, SeededRandom, type Random } from './core/random.js';
+export { createLogger, type Logger } from './core/logger.js';
+export type { ObjectStore, PutCondition, ListOptions, ListPage, StoredObject, ObjectHead } from './store/types.js';
+export { openStore, DEFAULT_BUCKET_URL } from './store/open.js';
+export { MemoryStore, type FaultHook, type Fault, type StoreRequest } from './store/memory.js';
+export { listAll } from './store/keys.js';

@@ -1,0 +1,36 @@
+/**
+ * Opens the bucket a URL names — the one place that knows every store kind:
+ *
+ *   file:///abs/path · file://./rel/path · ./plain/path   → FsStore (the embedded default)
+ *   s3://bucket/prefix?endpoint=http://host:port&region=r → S3Store
+ *   memory:                                               → MemoryStore (tests; one per call)
+ */
+import { SystemClock, type Clock } from '../core/clock.js';
+import { BadConfig } from '../core/errors.js';
+import { SystemRandom, type Random } from '../core/random.js';
+import { resolveOptions, type ResolvedConfig } from '../main/config.js';
+import { FsStore, parseFsUrl } from './fs.js';
+import { MemoryStore } from './memory.js';
+import { S3Store, parseS3Url } from './s3.js';
+import type { ObjectStore } from './types.js';
+
+export const DEFAULT_BUCKET_URL = 'file://./data/bucket';
+
+export interface OpenStoreDeps {
+  config?: ResolvedConfig;
+  clock?: Clock;
+  random?: Random;
+}
+
+export function openStore(url: string, deps: OpenStoreDeps = {}): ObjectStore {
+  if (typeof url !== 'string' || url.trim() === '') throw new BadConfig('bucket must be a URL or a path, got an empty value');
+  const clock = deps.clock ?? new SystemClock();
+  if (url === 'memory:') return new MemoryStore({ clock });
+  if (url.startsWith('s3://')) {
+    return new S3Store({ ...parseS3Url(url), config: deps.config ?? resolveOptions(), random: deps.random ?? new SystemRandom(), clock });
+  }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && !url.startsWith('file://')) {
+    throw new BadConfig(`bucket URL scheme not supported: ${JSON.stringify(url)}; use file://, s3:// or a path`);
+  }
+  return new FsStore(parseFsUrl(url));
+}

@@ -1,0 +1,74 @@
+/**
+ * One actor's SQLite database: where its file lives, how it is opened, and keepwork's internal
+ * tables inside it (DESIGN.md §3), so that guest writes, the alarm and the metadata commit in
+ * one transaction.
+ *
+ *   <dataDir>/actors/<tenant>/<class>/<name hex>.db      (names over 100 bytes: h-<sha256>.db)
+ *   _keep_alarm(id = 0, at)        zero or one row: the committed alarm in ms
+ *   _keep_meta(key, value)         address, initialized, deleted, alarm_failures, alarm_indexed,
+ *                                  owner_fence (the last two used by the alarm index)
+ */
+import Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { formatAddress, nameHex, type ActorAddress } from '../core/address.js';
+
+export type Db = Database.Database;
+
+export type MetaKey = 'address' | 'initialized' | 'deleted' | 'alarm_failures' | 'alarm_indexed' | 'owner_fence';
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS _keep_alarm (id INTEGER PRIMARY KEY CHECK (id = 0), at INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS _keep_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`;
+
+const NAME_HEX_MAX = 200;
+
+export function actorDbPath(dataDir: string, a: ActorAddress): string {
+  const hex = nameHex(a.name);
+  const file = hex.length <= NAME_HEX_MAX ? hex : 'h-' + createHash('sha256').update(a.name, 'utf8').digest('hex');
+  return join(dataDir, 'actors', a.tenant, a.className, `${file}.db`);
+}
+
+/** Opens (creating when `create`) the actor's database; null when it does not exist and !create. */
+export function openActorDb(path: string, address: ActorAddress, create: boolean): Db | null {
+  if (!create && !existsSync(path)) return null;
+  mkdirSync(join(path, '..'), { recursive: true });
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.exec(SCHEMA);
+  if (readMeta(db, 'address') === null) writeMeta(db, 'address', formatAddress(address));
+  return db;
+}
+
+/** Removes the database and its WAL files (the handle must be closed). */
+export function removeActorDb(path: string): void {
+  for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
+}
+
+export function readMeta(db: Db, key: MetaKey): string | null {
+  const row = db.prepare('SELECT value FROM _keep_meta WHERE key = ?').get(key) as { value: string } | undefined;
+  return row ? row.value : null;
+}
+
+export function writeMeta(db: Db, key: MetaKey, value: string | null): void {
+  if (value === null) db.prepare('DELETE FROM _keep_meta WHERE key = ?').run(key);
+  else db.prepare('INSERT INTO _keep_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+}
+
+export function readAlarm(db: Db): number | null {
+  const row = db.prepare('SELECT at FROM _keep_alarm WHERE id = 0').get() as { at: number } | undefined;
+  return row ? row.at : null;
+}
+
+export function writeAlarm(db: Db, at: number | null): void {
+  if (at === null) db.prepare('DELETE FROM _keep_alarm WHERE id = 0').run();
+  else db.prepare('INSERT INTO _keep_alarm (id, at) VALUES (0, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at').run(at);
+}
+
+export function readFailures(db: Db): number {
+  return Number(readMeta(db, 'alarm_failures') ?? '0');
+}

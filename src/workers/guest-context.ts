@@ -1,0 +1,80 @@
+/**
+ * Builds the `ctx` a handler receives. Alarm calls are recorded in a shadow (`HandlerAlarm`) so
+ * that the committed-retry rule can honour them even when the handler throws and its SQL rolls
+ * back. Every ctx stops working once its event has ended.
+ */
+import type { ActorAddress } from '../core/address.js';
+import type { Clock } from '../core/clock.js';
+import { BadRequest } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { HandlerAlarm } from '../alarms/retry.js';
+import type { Db } from './actor-db.js';
+import type { ActorContext, GuestSql, GuestStatement } from './define-actor.js';
+import { checkGuestSql } from './sql-guard.js';
+
+export interface GuestRun {
+  ctx: ActorContext;
+  alarm: HandlerAlarm;
+  deleted: boolean;
+  /** Ends the ctx: any later use throws. */
+  end(): void;
+}
+
+const MAX_ALARM_MS = 8_640_000_000_000_000; // the largest Date
+
+export function createGuestRun(db: Db, address: ActorAddress, committedAlarm: number | null, clock: Clock, log: Logger): GuestRun {
+  let active = true;
+  const live = () => {
+    if (!active) throw new Error('this actor context belongs to an event that has ended');
+  };
+  const run: GuestRun = {
+    alarm: { touched: false, at: null },
+    deleted: false,
+    end: () => void (active = false),
+    ctx: {
+      sql: guestSql(db, live),
+      address,
+      log,
+      now: () => clock.now(),
+      setAlarm(atMs: number) {
+        live();
+        if (typeof atMs !== 'number' || !Number.isFinite(atMs) || atMs < 0 || atMs > MAX_ALARM_MS) {
+          throw new BadRequest(`setAlarm needs a time in ms since the epoch, got ${String(atMs)}`);
+        }
+        run.alarm = { touched: true, at: Math.round(atMs) };
+      },
+      getAlarm() {
+        live();
+        return run.alarm.touched ? run.alarm.at : committedAlarm;
+      },
+      clearAlarm() {
+        live();
+        run.alarm = { touched: true, at: null };
+      },
+      deleteActor() {
+        live();
+        run.deleted = true;
+      },
+    },
+  };
+  return run;
+}
+
+function guestSql(db: Db, live: () => void): GuestSql {
+  return {
+    exec(sql: string) {
+      live();
+      db.exec(checkGuestSql(sql));
+    },
+    prepare(sql: string): GuestStatement {
+      live();
+      const stmt = db.prepare(checkGuestSql(sql));
+      return {
+        run: (...p) => (live(), stmt.run(...p)),
+        get: (...p) => (live(), stmt.get(...p)),
+        all: (...p) => (live(), stmt.all(...p)),
+        iterate: (...p) => (live(), stmt.iterate(...p)),
+      };
+    },
+  };
+}

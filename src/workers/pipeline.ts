@@ -1,0 +1,197 @@
+/**
+ * The event pipeline: runs one event against one actor's database. A plain async function with
+ * every dependency injected, so it runs inline in tests (and later in the simulator) exactly as
+ * in a Piscina worker (event-worker.ts is only an adapter).
+ *
+ *   request: class + method exist? ─▶ open/create db ─▶ BEGIN ─▶ init once ─▶ handler ─▶ alarm
+ *            outcome ─▶ COMMIT (or ROLLBACK on throw / time limit) ─▶ { result, alarmAt }
+ *   alarm:   db exists? ─▶ BEGIN ─▶ committed alarm due? ─▶ handler(info) ─▶ committed retry
+ *            outcome (alarms/retry.ts) ─▶ COMMIT
+ *
+ * One event at a time per actor is the caller's promise (the main thread serialises them).
+ */
+import type { Clock } from '../core/clock.js';
+import { HandlerFailed, HandlerTimeout, NotFound, isKeepworkError, type ErrorCode } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { Random } from '../core/random.js';
+import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ResolvedConfig } from '../main/config.js';
+import { alarmOutcome, type AlarmState, type EventKind } from '../alarms/retry.js';
+import { readAlarm, readFailures, readMeta, writeAlarm, writeMeta, type Db } from './actor-db.js';
+import type { DbCache } from './db-cache.js';
+import { hasMethod, type ActorDefinition } from './define-actor.js';
+import { createGuestRun, type GuestRun } from './guest-context.js';
+import type { ActorEvent, ErrorData, EventResult } from './messages.js';
+
+export interface PipelineDeps {
+  clock: Clock;
+  random: Random;
+  config: ResolvedConfig;
+  log: Logger;
+  dbs: DbCache;
+  /** The class's definition; rejects with NotFound for a class this node does not serve. */
+  loadClass(className: string): Promise<ActorDefinition>;
+}
+
+export async function runEvent(deps: PipelineDeps, event: ActorEvent): Promise<EventResult> {
+  switch (event.type) {
+    case 'request':
+      return runRequest(deps, event);
+    case 'alarm':
+      return runAlarm(deps, event.address, event.recordFailure === true);
+    case 'getAlarm':
+      return withDb(deps, event.address, false, (db) => ok(readAlarm(db), false));
+    case 'close':
+      deps.dbs.close(event.address);
+      return ok(null, false);
+  }
+}
+
+async function runRequest(deps: PipelineDeps, e: Extract<ActorEvent, { type: 'request' }>): Promise<EventResult> {
+  const def = await deps.loadClass(e.address.className).catch((err: unknown) => err as Error);
+  if (def instanceof Error) return failure(def, null);
+  if (!hasMethod(def, e.method)) return failure(new NotFound(`class ${e.address.className} has no method ${JSON.stringify(e.method)}`), null);
+  return withDb(deps, e.address, true, (db) =>
+    inEvent(deps, db, e.address, 'request', e.durable, async (run) => {
+      await initOnce(deps, db, def, run);
+      return def.methods[e.method]!(run.ctx, ...e.args);
+    }),
+  );
+}
+
+async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure: boolean): Promise<EventResult> {
+  return withDb(
+    deps,
+    address,
+    false,
+    async (db) => {
+      const at = readAlarm(db);
+      if (at === null || at > deps.clock.now()) return ok(at, false);
+      const def = await deps.loadClass(address.className);
+      const info = { scheduledAt: at, retryCount: readFailures(db) };
+      return inEvent(deps, db, address, 'alarm', false, async (run) => {
+        if (recordFailure) throw new HandlerTimeout(`the alarm handler of ${formatAddress(address)} was stopped at its time limit`);
+        await initOnce(deps, db, def, run);
+        await def.alarm?.(run.ctx, info);
+      });
+    },
+  );
+}
+
+async function withDb(
+  deps: PipelineDeps,
+  address: ActorAddress,
+  create: boolean,
+  use: (db: Db) => Promise<EventResult> | EventResult,
+  absent: () => EventResult = () => ok(null, false),
+): Promise<EventResult> {
+  const db = deps.dbs.acquire(address, create);
+  if (!db) return absent();
+  let removed = false;
+  try {
+    const result = await use(db);
+    if (result.type === 'ok' && result.deleted) {
+      deps.dbs.remove(address);
+      removed = true;
+    }
+    return result;
+  } finally {
+    if (!removed) deps.dbs.release(db);
+  }
+}
+
+async function initOnce(deps: PipelineDeps, db: Db, def: ActorDefinition, run: GuestRun): Promise<void> {
+  if (readMeta(db, 'initialized') === '1') return;
+  await def.init?.(run.ctx);
+  writeMeta(db, 'initialized', '1');
+}
+
+/**
+ * One transaction around `body`: the handler's SQL and the alarm outcome commit together. On a
+ * failure the SQL rolls back; for an alarm event the committed-retry outcome is then written in a
+ * transaction of its own.
+ */
+async function inEvent(
+  deps: PipelineDeps,
+  db: Db,
+  address: ActorAddress,
+  kind: EventKind,
+  durable: boolean,
+  body: (run: GuestRun) => Promise<unknown>,
+): Promise<EventResult> {
+  db.exec('BEGIN IMMEDIATE');
+  const before: AlarmState = { at: readAlarm(db), failures: readFailures(db) };
+  const run = createGuestRun(db, address, before.at, deps.clock, deps.log.child({ actor: formatAddress(address) }));
+  try {
+    const result = await withTimeLimit(deps, body(run), address);
+    run.end();
+    const after = run.deleted ? { at: null, failures: 0 } : alarmOutcome(kind, before, run.alarm, false, deps.clock.now(), deps.config);
+    commitAlarm(db, after);
+    commit(db, durable);
+    return { type: 'ok', result, alarmAt: after.at, deleted: run.deleted, ran: true };
+  } catch (err) {
+    run.end();
+    if (db.inTransaction) db.exec('ROLLBACK');
+    const after = alarmOutcome(kind, before, run.alarm, true, deps.clock.now(), deps.config);
+    if (kind === 'alarm') recordAlarmFailure(deps, db, address, before, after, err);
+    return failure(err, after.at);
+  }
+}
+
+function commitAlarm(db: Db, state: AlarmState): void {
+  writeAlarm(db, state.at);
+  writeMeta(db, 'alarm_failures', state.failures === 0 ? null : String(state.failures));
+}
+
+function commit(db: Db, durable: boolean): void {
+  if (!durable) return void db.exec('COMMIT');
+  db.pragma('synchronous = FULL');
+  try {
+    db.exec('COMMIT');
+  } finally {
+    db.pragma('synchronous = NORMAL');
+  }
+}
+
+function recordAlarmFailure(deps: PipelineDeps, db: Db, address: ActorAddress, before: AlarmState, after: AlarmState, err: unknown): void {
+  db.exec('BEGIN IMMEDIATE');
+  commitAlarm(db, after);
+  db.exec('COMMIT');
+  deps.log.warn(
+    { actor: formatAddress(address), retryCount: before.failures, nextAttemptAt: after.at, err: errorData(err) },
+    'alarm handler failed; retry committed',
+  );
+}
+
+async function withTimeLimit<T>(deps: PipelineDeps, work: Promise<T>, address: ActorAddress): Promise<T> {
+  const limit = deps.config.handlerTimeoutMs;
+  const ac = new AbortController();
+  const timeout = deps.clock.sleep(limit, ac.signal).then(
+    () => {
+      throw new HandlerTimeout(`a handler of ${formatAddress(address)} ran past handlerTimeoutMs (${limit} ms)`);
+    },
+    () => undefined as never,
+  );
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    ac.abort();
+  }
+}
+
+function ok(alarmAt: number | null, ran: boolean): EventResult {
+  return { type: 'ok', alarmAt, deleted: false, ran };
+}
+
+function failure(err: unknown, alarmAt: number | null): EventResult {
+  return { type: 'error', error: errorData(err), alarmAt };
+}
+
+export function errorData(err: unknown): ErrorData {
+  if (isKeepworkError(err)) {
+    const e = err as { code: ErrorCode; message: string; details?: Record<string, unknown> };
+    return { code: e.code, message: e.message, details: e.details ?? {} };
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return new HandlerFailed(message).toJSON();
+}
