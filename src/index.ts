@@ -1,6 +1,11 @@
 /**
- * The public API of the `keepwork` package. (`startNode` and `defineActor` arrive with the runtime.)
+ * The public API of the `keepwork` package.
+ *
+ *   import { startNode, defineActor } from 'keepwork'
  */
+export { startNode, type StartNodeOptions, type KeepworkNode, type ActorHandle } from './main/node.js';
+export * from './actor.js';
+export { parseAddress, formatAddress, type ActorAddress } from './core/address.js';
 export { resolveOptions, DEFAULTS, type KeepworkOptions, type ResolvedConfig } from './main/config.js';
 export * from './core/errors.js';
 export { SystemClock, SimClock, type Clock, type TimerHandle } from './core/clock.js';

@@ -1,15 +1,27 @@
 #!/usr/bin/env node
 /**
- * The `keepwork` command. Sub-commands are registered here and implemented in their own modules.
+ * The `keepwork` command (commander). `start` runs a node until SIGINT/SIGTERM, then hands over
+ * cleanly (node.stop()).
  */
 import { Command, InvalidArgumentError } from 'commander';
-import { DEFAULT_BUCKET_URL, openStore } from '../store/open.js';
 import { createLogger } from '../core/logger.js';
+import { DEFAULT_BUCKET_URL } from '../store/open.js';
+import { startNode } from './node.js';
 
-function positiveInt(value: string): number {
+function port(value: string): number {
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0) throw new InvalidArgumentError('must be a non-negative integer');
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number from 0 to 65535');
   return n;
+}
+
+function classPair(value: string, previous: Record<string, string>): Record<string, string> {
+  const eq = value.indexOf('=');
+  if (eq <= 0 || eq === value.length - 1) throw new InvalidArgumentError('expected Name=path/to/module.js');
+  return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
+}
+
+function list(value: string): string[] {
+  return value.split(',').map((s) => s.trim()).filter(Boolean);
 }
 
 const program = new Command('keepwork').description('a durable-actor runtime for Node.js').showHelpAfterError();
@@ -19,15 +31,17 @@ program
   .description('run a node (the embedded default: ./data with a folder bucket)')
   .option('--data <dir>', 'data directory', './data')
   .option('--bucket <url>', 'bucket URL: file://…, a path, or s3://bucket/prefix?endpoint=…', DEFAULT_BUCKET_URL)
-  .option('--port <n>', 'HTTP port (0 picks a free one)', positiveInt, 8080)
-  .action(async (opts: { data: string; bucket: string; port: number }) => {
-    const log = createLogger({ base: { component: 'cli' } });
-    const store = openStore(opts.bucket);
-    const page = await store.list({ maxKeys: 1 });
-    log.info({ bucket: store.description, data: opts.data, empty: page.keys.length === 0 }, 'keepwork node shell started (the actor runtime is not built yet); Ctrl-C stops it');
+  .option('--port <n>', 'HTTP port (0 picks a free one)', port, 8080)
+  .option('--host <addr>', 'HTTP listen address', '127.0.0.1')
+  .option('--class <Name=path>', 'an actor class module (repeatable)', classPair, {})
+  .option('--tenants <a,b>', 'tenants to serve (default: all)', list)
+  .option('--node-id <id>', 'this node’s id (default: kept in the data dir)')
+  .action(async (o: { data: string; bucket: string; port: number; host: string; class: Record<string, string>; tenants?: string[]; nodeId?: string }) => {
+    const log = createLogger();
+    const node = await startNode({ dataDir: o.data, bucket: o.bucket, port: o.port, host: o.host, classes: o.class, tenants: o.tenants, nodeId: o.nodeId, logger: log });
+    console.error(`keepwork node ${node.nodeId} (epoch ${node.epoch}) serving ${node.url} — Ctrl-C stops it`);
     await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
-    await store.close();
-    log.info('stopped');
+    await node.stop();
   });
 
 program.parseAsync().catch((e: unknown) => {

@@ -12,7 +12,9 @@ export type ActorEvent =
    *  (time limit); commit it as a failed run without running the handler again. */
   | { type: 'alarm'; address: ActorAddress; recordFailure?: boolean }
   | { type: 'getAlarm'; address: ActorAddress }
-  | { type: 'close'; address: ActorAddress };
+  | { type: 'close'; address: ActorAddress }
+  /** Closes every open database of the worker (clean shutdown). */
+  | { type: 'closeAll' };
 
 export interface ErrorData {
   code: ErrorCode;

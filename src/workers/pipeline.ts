@@ -44,6 +44,9 @@ export async function runEvent(deps: PipelineDeps, event: ActorEvent): Promise<E
     case 'close':
       deps.dbs.close(event.address);
       return ok(null, false);
+    case 'closeAll':
+      deps.dbs.closeAll();
+      return ok(null, false);
   }
 }
 

@@ -1,0 +1,28 @@
+/**
+ * Validates the `classes` option: class names per DESIGN.md §1, each module given as an
+ * absolute or relative path (against the working directory) or a file URL that exists.
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { validateClassName } from '../core/address.js';
+import { BadConfig } from '../core/errors.js';
+
+export function resolveClasses(classes: unknown): Record<string, string> {
+  if (typeof classes !== 'object' || classes === null || Object.keys(classes).length === 0) {
+    throw new BadConfig('classes must name at least one actor class: { ClassName: "/path/to/module.js" }');
+  }
+  const out: Record<string, string> = {};
+  for (const [name, where] of Object.entries(classes as Record<string, unknown>)) {
+    try {
+      validateClassName(name);
+    } catch (e) {
+      throw new BadConfig(`classes: ${(e as Error).message}`);
+    }
+    if (typeof where !== 'string' || where === '') throw new BadConfig(`classes.${name} must be a module path or file URL`);
+    const path = where.startsWith('file:') ? fileURLToPath(where) : resolve(where);
+    if (!existsSync(path)) throw new BadConfig(`classes.${name}: no such module file ${path}`);
+    out[name] = pathToFileURL(path).href;
+  }
+  return out;
+}

@@ -1,0 +1,151 @@
+/**
+ * The HTTP API (DESIGN.md §8), on node:http:
+ *
+ *   POST /v1/actors/:tenant/:class/:name/:method[?durable=1]   body: JSON array of arguments
+ *        → 200 {"result": …}
+ *   GET  /v1/actors/:tenant/:class/:name/alarm                 → 200 {"alarm": ms | null}
+ *   GET  /healthz                                               → 200 {"ok": true, nodeId, epoch}
+ *
+ * Path segments are percent-decoded (a name containing "/" is sent as %2F). Errors are
+ * `{error: CODE, message}`: 400 bad input, 404 unknown route/class/method, 405, 413 body too
+ * large, 503 overloaded or stopping, 504 handler time limit, 500 a handler failure. Input is
+ * validated before any event is submitted, so bad input never writes.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseAddress, type ActorAddress } from '../core/address.js';
+import { BadRequest, ErrorCode, NotFound, isKeepworkError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { KeepworkNode } from './node.js';
+
+export interface HttpServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export interface HttpSettings {
+  port: number;
+  host: string;
+  bodyMaxBytes: number;
+  log: Logger;
+}
+
+const STATUS: Partial<Record<string, number>> = {
+  [ErrorCode.BadRequest]: 400,
+  [ErrorCode.NotFound]: 404,
+  [ErrorCode.Overloaded]: 503,
+  [ErrorCode.NodeStopped]: 503,
+  [ErrorCode.HandlerTimeout]: 504,
+  PAYLOAD_TOO_LARGE: 413,
+  METHOD_NOT_ALLOWED: 405,
+};
+
+const METHOD_RE = /^[A-Za-z_$][A-Za-z0-9_$]{0,127}$/;
+
+class HttpError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export async function startHttp(node: KeepworkNode, s: HttpSettings): Promise<HttpServer> {
+  const server = createServer((req, res) => {
+    handle(node, s, req, res).catch((e: unknown) => reply(res, s.log, e));
+  });
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((ok, fail) => server.once('error', fail).listen(s.port, s.host, ok));
+  const { port } = server.address() as AddressInfo;
+  const host = s.host.includes(':') ? `[${s.host}]` : s.host;
+  return {
+    url: `http://${host}:${port}`,
+    close: () =>
+      new Promise<void>((ok) => {
+        server.close(() => ok());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function handle(node: KeepworkNode, s: HttpSettings, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://x');
+  const parts = url.pathname.split('/').slice(1);
+  if (url.pathname === '/healthz') {
+    onlyMethod(req, 'GET');
+    return send(res, 200, { ok: true, nodeId: node.nodeId, epoch: node.epoch });
+  }
+  if (parts[0] !== 'v1' || parts[1] !== 'actors' || parts.length !== 6) throw new NotFound(`no route ${req.method} ${url.pathname}`);
+  const address = addressOf(parts.slice(2, 5));
+  const last = decode(parts[5]!);
+  if (req.method === 'GET' && last === 'alarm') return send(res, 200, { alarm: await node.actor(address).getAlarm() });
+  onlyMethod(req, 'POST');
+  if (!METHOD_RE.test(last)) throw new BadRequest(`method name ${JSON.stringify(last)} must match ${METHOD_RE.source}`);
+  const args = parseArgs(await readBody(req, s.bodyMaxBytes));
+  const durable = url.searchParams.get('durable');
+  if (durable !== null && durable !== '0' && durable !== '1') throw new BadRequest('durable must be 0 or 1');
+  const handle = node.actor(address);
+  const result = durable === '1' ? await handle.callDurable(last, ...args) : await handle.call(last, ...args);
+  send(res, 200, { result: result === undefined ? null : result });
+}
+
+function onlyMethod(req: IncomingMessage, method: string): void {
+  if (req.method !== method) throw new HttpError('METHOD_NOT_ALLOWED', `use ${method} here, not ${req.method}`);
+}
+
+function decode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new BadRequest(`malformed percent-encoding in ${JSON.stringify(segment)}`);
+  }
+}
+
+function addressOf(segments: string[]): ActorAddress {
+  const [tenant, className, name] = segments.map(decode);
+  return parseAddress({ tenant, className, name });
+}
+
+async function readBody(req: IncomingMessage, max: number): Promise<string> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > max) throw new HttpError('PAYLOAD_TOO_LARGE', `request body is ${declared} bytes; the limit is ${max} (httpBodyMaxBytes)`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > max) throw new HttpError('PAYLOAD_TOO_LARGE', `request body exceeds ${max} bytes (httpBodyMaxBytes)`);
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  return text;
+}
+
+function parseArgs(body: string): unknown[] {
+  if (body.trim() === '') return [];
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (e) {
+    throw new BadRequest(`body is not JSON: ${(e as Error).message}`);
+  }
+  if (!Array.isArray(value)) throw new BadRequest('body must be a JSON array of arguments, e.g. [1, "two"]');
+  return value;
+}
+
+function reply(res: ServerResponse, log: Logger, e: unknown): void {
+  const code = e instanceof HttpError || isKeepworkError(e) ? (e as { code: string }).code : ErrorCode.HandlerFailed;
+  const status = STATUS[code] ?? 500;
+  const message = e instanceof Error ? e.message : String(e);
+  if (status >= 500) log.warn({ code, err: e }, 'request failed');
+  if (res.headersSent) return void res.destroy();
+  if (status === 413) res.setHeader('connection', 'close');
+  if (status === 503) res.setHeader('retry-after', '1');
+  send(res, status, { error: code, message });
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}

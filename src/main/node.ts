@@ -1,0 +1,227 @@
+/**
+ * `startNode`: the composition root of one keepwork node (DESIGN.md §7, §8).
+ *
+ *   callers (library handle, HTTP) ─▶ ActorLanes (one event at a time per actor, bounded)
+ *        ─▶ WorkerGroup (Piscina, actor pinned to a worker) ─▶ pipeline ─▶ actor SQLite
+ *   results ─▶ AlarmTimer (committed alarm per actor) ─▶ due ─▶ alarm event (same path)
+ *   RxJS schedule: idle reaping.
+ */
+import { interval, type Subscription } from 'rxjs';
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { SystemClock, type Clock } from '../core/clock.js';
+import { formatAddress, parseAddress, validateTenant, type ActorAddress } from '../core/address.js';
+import { NodeStopped, NotFound, reviveError } from '../core/errors.js';
+import { createLogger, type Logger } from '../core/logger.js';
+import { SystemRandom } from '../core/random.js';
+import { AlarmTimer } from '../alarms/timer.js';
+import { openStore, DEFAULT_BUCKET_URL } from '../store/open.js';
+import type { ObjectStore } from '../store/types.js';
+import type { ActorEvent, EventResult } from '../workers/messages.js';
+import { scanAlarms } from '../workers/scan.js';
+import { ActorLanes } from './actor-lanes.js';
+import { resolveClasses } from './classes.js';
+import { resolveOptions, type KeepworkOptions, type ResolvedConfig } from './config.js';
+import { startHttp, type HttpServer } from './http.js';
+import { nextIdentity } from './identity.js';
+import { WorkerGroup } from './worker-group.js';
+
+export interface StartNodeOptions extends KeepworkOptions {
+  /** Class name → module path or file URL whose default export is `defineActor(...)`. */
+  classes: Record<string, string>;
+  /** Bucket URL (file://, a path, s3://, memory:). Default: file://./data/bucket. */
+  bucket?: string;
+  /** Where actor databases and node.json live. Default: ./data. */
+  dataDir?: string;
+  /** Tenants this node serves; all when absent. */
+  tenants?: string[];
+  nodeId?: string;
+  /** HTTP port; 0 picks a free one; no HTTP server when absent. */
+  port?: number;
+  host?: string;
+  logger?: Logger;
+}
+
+export interface ActorHandle {
+  readonly address: ActorAddress;
+  call<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
+  callDurable<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
+  getAlarm(): Promise<number | null>;
+}
+
+export interface KeepworkNode {
+  readonly nodeId: string;
+  readonly epoch: number;
+  /** The HTTP base URL, when serving HTTP. */
+  readonly url: string | undefined;
+  readonly config: ResolvedConfig;
+  readonly store: ObjectStore;
+  actor(address: string | { tenant: string; className: string; name: string }): ActorHandle;
+  /** Pending alarms in this node's timer. */
+  pendingAlarms(): number;
+  stop(): Promise<void>;
+}
+
+export async function startNode(options: StartNodeOptions): Promise<KeepworkNode> {
+  const { classes, bucket, dataDir: dir, tenants, nodeId, port, host, logger, ...tunables } = options;
+  const config = resolveOptions(tunables);
+  const classUrls = resolveClasses(classes);
+  const served = tenants?.map(validateTenant);
+  const dataDir = resolve(dir ?? './data');
+  mkdirSync(dataDir, { recursive: true });
+  const clock: Clock = new SystemClock();
+  const identity = nextIdentity(dataDir, new SystemRandom(), nodeId);
+  const log = (logger ?? createLogger()).child({ nodeId: identity.nodeId, epoch: identity.epoch });
+  const store = openStore(bucket ?? DEFAULT_BUCKET_URL, { config, clock });
+  const workers = new WorkerGroup(config, { dataDir, classes: classUrls, options: tunables, logLevel: log.level, nodeId: identity.nodeId });
+  const node = new Node(config, clock, log, store, workers, identity, classUrls, served);
+  try {
+    node.refillTimer(dataDir);
+    if (port !== undefined) await node.serveHttp(port, host ?? '127.0.0.1');
+  } catch (e) {
+    await node.stop();
+    throw e;
+  }
+  log.info({ dataDir, bucket: store.description, classes: Object.keys(classUrls), workers: workers.size, url: node.url }, 'node started');
+  return node;
+}
+
+class Node implements KeepworkNode {
+  readonly nodeId: string;
+  readonly epoch: number;
+  private readonly lanes: ActorLanes;
+  private readonly timer: AlarmTimer;
+  private readonly lastUsed = new Map<string, { address: ActorAddress; at: number }>();
+  private readonly reaper: Subscription;
+  private http: HttpServer | undefined;
+  private stopping = false;
+
+  constructor(
+    readonly config: ResolvedConfig,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    readonly store: ObjectStore,
+    private readonly workers: WorkerGroup,
+    identity: { nodeId: string; epoch: number },
+    private readonly classes: Record<string, string>,
+    private readonly tenants: string[] | undefined,
+  ) {
+    this.nodeId = identity.nodeId;
+    this.epoch = identity.epoch;
+    this.lanes = new ActorLanes(config.actorQueueMax);
+    this.timer = new AlarmTimer(clock, (key) => void this.deliverAlarm(key), config.timerEntriesMax);
+    const reapEveryMs = Math.max(100, Math.min(config.idleTimeoutMs / 4, 10_000));
+    this.reaper = interval(reapEveryMs).subscribe(() => void this.reapIdle());
+  }
+
+  get url(): string | undefined {
+    return this.http?.url;
+  }
+
+  actor(input: string | { tenant: string; className: string; name: string }): ActorHandle {
+    const address = this.checkServed(parseAddress(input));
+    return {
+      address,
+      call: (method, ...args) => this.request(address, method, args, false) as never,
+      callDurable: (method, ...args) => this.request(address, method, args, true) as never,
+      getAlarm: async () => (await this.submit(address, { type: 'getAlarm', address })).alarmAt,
+    };
+  }
+
+  pendingAlarms(): number {
+    return this.timer.size;
+  }
+
+  refillTimer(dataDir: string): void {
+    let n = 0;
+    for (const { address, at } of scanAlarms(dataDir, (path, e) => this.log.error({ path, err: e }, 'cannot read actor database at start'))) {
+      if (!this.serves(address)) continue;
+      this.timer.set(formatAddress(address), at);
+      this.lastUsed.set(formatAddress(address), { address, at: this.clock.now() });
+      n++;
+    }
+    this.log.info({ alarms: n }, 'timer refilled from the data dir');
+  }
+
+  async serveHttp(port: number, host: string): Promise<void> {
+    this.http = await startHttp(this, { port, host, bodyMaxBytes: this.config.httpBodyMaxBytes, log: this.log });
+  }
+
+  async request(address: ActorAddress, method: string, args: unknown[], durable: boolean): Promise<unknown> {
+    const r = await this.submit(address, { type: 'request', address, method, args, durable });
+    if (r.type === 'error') throw reviveError(r.error);
+    return r.result;
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.reaper.unsubscribe();
+    this.timer.stop();
+    await this.http?.close();
+    await this.lanes.drained();
+    await this.workers.broadcast({ type: 'closeAll' });
+    await this.workers.destroy();
+    await this.store.close();
+    this.log.info('node stopped');
+  }
+
+  /** Runs one event through the actor's lane and worker; the committed alarm feeds the timer. */
+  private submit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
+    if (this.stopping) return Promise.reject(new NodeStopped(`node ${this.nodeId} is stopping`));
+    const key = formatAddress(address);
+    return this.lanes.run(key, async () => {
+      this.lastUsed.set(key, { address, at: this.clock.now() });
+      const r = await this.runWithHardLimit(event);
+      if (event.type !== 'getAlarm') this.timer.set(key, r.alarmAt);
+      if (r.type === 'ok' && r.deleted) this.lastUsed.delete(key);
+      return r;
+    });
+  }
+
+  /** A handler stuck in synchronous code cannot see its time limit: abort the task (ends the thread). */
+  private async runWithHardLimit(event: ActorEvent): Promise<EventResult> {
+    const ac = new AbortController();
+    const t = this.clock.setTimer(this.config.handlerTimeoutMs + 5_000, () => ac.abort());
+    try {
+      return await this.workers.run(event, ac.signal);
+    } catch (e) {
+      if (!ac.signal.aborted || event.type !== 'alarm') throw e;
+      this.log.warn({ actor: formatAddress(event.address) }, 'alarm handler stuck past its time limit; worker restarted');
+      return this.workers.run({ ...event, recordFailure: true });
+    } finally {
+      t.cancel();
+    }
+  }
+
+  private async deliverAlarm(key: string): Promise<void> {
+    const address = parseAddress(key);
+    try {
+      await this.submit(address, { type: 'alarm', address });
+    } catch (e) {
+      if (this.stopping) return;
+      const retryAt = this.clock.now() + this.config.retryBaseMs;
+      this.log.error({ actor: key, err: e, retryAt }, 'alarm delivery failed; trying again');
+      this.timer.set(key, retryAt);
+    }
+  }
+
+  private async reapIdle(): Promise<void> {
+    const cutoff = this.clock.now() - this.config.idleTimeoutMs;
+    for (const [key, { address, at }] of this.lastUsed) {
+      if (at > cutoff || this.stopping) continue;
+      this.lastUsed.delete(key);
+      await this.lanes.run(key, () => this.workers.run({ type: 'close', address })).catch((e: unknown) => this.log.warn({ actor: key, err: e }, 'closing an idle actor failed'));
+    }
+  }
+
+  private serves(address: ActorAddress): boolean {
+    return Object.prototype.hasOwnProperty.call(this.classes, address.className) && (!this.tenants || this.tenants.includes(address.tenant));
+  }
+
+  private checkServed(address: ActorAddress): ActorAddress {
+    if (!Object.prototype.hasOwnProperty.call(this.classes, address.className)) throw new NotFound(`this node serves no actor class ${JSON.stringify(address.className)}`);
+    if (this.tenants && !this.tenants.includes(address.tenant)) throw new NotFound(`this node does not serve tenant ${JSON.stringify(address.tenant)}`);
+    return address;
+  }
+}

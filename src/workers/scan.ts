@@ -1,0 +1,42 @@
+/**
+ * The start-up scan of a data dir (DESIGN.md §3): every actor database's committed alarm, so
+ * the node's timer is refilled after a restart and no alarm is lost. Reads only; a file that
+ * cannot be read is reported to `onError` and skipped.
+ */
+import Database from 'better-sqlite3';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAddress, type ActorAddress } from '../core/address.js';
+import { readAlarm, readMeta } from './actor-db.js';
+
+export interface ScannedAlarm {
+  address: ActorAddress;
+  at: number;
+}
+
+export function* scanAlarms(dataDir: string, onError: (path: string, e: unknown) => void): Generator<ScannedAlarm> {
+  for (const path of actorFiles(join(dataDir, 'actors'))) {
+    let db: Database.Database | undefined;
+    try {
+      db = new Database(path, { fileMustExist: true });
+      const at = readAlarm(db);
+      const address = readMeta(db, 'address');
+      if (at !== null && address !== null) yield { address: parseAddress(address), at };
+    } catch (e) {
+      onError(path, e);
+    } finally {
+      db?.close();
+    }
+  }
+}
+
+function* actorFiles(root: string): Generator<string> {
+  if (!existsSync(root)) return;
+  for (const tenant of readdirSync(root)) {
+    for (const cls of readdirSync(join(root, tenant))) {
+      for (const file of readdirSync(join(root, tenant, cls))) {
+        if (file.endsWith('.db')) yield join(root, tenant, cls, file);
+      }
+    }
+  }
+}
