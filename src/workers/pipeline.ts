@@ -122,6 +122,7 @@ async function inEvent(
   durable: boolean,
   body: (run: GuestRun) => Promise<unknown>,
 ): Promise<EventResult> {
+  if (durable) db.pragma('synchronous = FULL'); // the commit waits for fsync of the WAL
   db.exec('BEGIN IMMEDIATE');
   const before: AlarmState = { at: readAlarm(db), failures: readFailures(db) };
   const run = createGuestRun(db, address, before.at, deps.clock, deps.log.child({ actor: formatAddress(address) }));
@@ -130,7 +131,7 @@ async function inEvent(
     run.end();
     const after = run.deleted ? { at: null, failures: 0 } : alarmOutcome(kind, before, run.alarm, false, deps.clock.now(), deps.config);
     commitAlarm(db, after);
-    commit(db, durable);
+    db.exec('COMMIT');
     return { type: 'ok', result, alarmAt: after.at, deleted: run.deleted, ran: true };
   } catch (err) {
     run.end();
@@ -138,22 +139,14 @@ async function inEvent(
     const after = alarmOutcome(kind, before, run.alarm, true, deps.clock.now(), deps.config);
     if (kind === 'alarm') recordAlarmFailure(deps, db, address, before, after, err);
     return failure(err, after.at);
+  } finally {
+    if (durable) db.pragma('synchronous = NORMAL');
   }
 }
 
 function commitAlarm(db: Db, state: AlarmState): void {
   writeAlarm(db, state.at);
   writeMeta(db, 'alarm_failures', state.failures === 0 ? null : String(state.failures));
-}
-
-function commit(db: Db, durable: boolean): void {
-  if (!durable) return void db.exec('COMMIT');
-  db.pragma('synchronous = FULL');
-  try {
-    db.exec('COMMIT');
-  } finally {
-    db.pragma('synchronous = NORMAL');
-  }
 }
 
 function recordAlarmFailure(deps: PipelineDeps, db: Db, address: ActorAddress, before: AlarmState, after: AlarmState, err: unknown): void {

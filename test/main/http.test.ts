@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
+import { silentLogger } from '../../src/core/logger.js';
+import { startNode, type KeepworkNode } from '../../src/main/node.js';
+
+const PROBE = new URL('../fixtures/classes/probe.ts', import.meta.url).href;
+
+function actorFiles(dataDir: string): string[] {
+  const root = join(dataDir, 'actors');
+  if (!existsSync(root)) return [];
+  return readdirSync(root, { recursive: true }).map(String).sort();
+}
+
+describe('HTTP API', () => {
+  let node: KeepworkNode;
+  let dataDir: string;
+  let base: string;
+  before(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'kw-http-'));
+    node = await startNode({ dataDir, bucket: 'memory:', classes: { Probe: PROBE }, port: 0, workerThreads: 1, httpBodyMaxBytes: 4096, logger: silentLogger() });
+    base = node.url!;
+  });
+  after(async () => {
+    await node.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const post = (path: string, body?: string) => fetch(base + path, { method: 'POST', body });
+  const json = async (r: Response) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> });
+
+  it('calls a method with a JSON array of arguments', async () => {
+    assert.deepEqual(await json(await post('/v1/actors/t1/Probe/a/echo', '[1,"two",{"x":3}]')), { status: 200, body: { result: [1, 'two', { x: 3 }] } });
+    assert.deepEqual(await json(await post('/v1/actors/t1/Probe/a/slowIncrement?durable=1', '[0]')), { status: 200, body: { result: 1 } });
+    assert.deepEqual(await json(await post('/v1/actors/t1/Probe/a/value')), { status: 200, body: { result: 1 } });
+  });
+
+  it('decodes a name holding "/" and non-ASCII from percent-encoding', async () => {
+    const name = encodeURIComponent('a/b é');
+    assert.equal((await post(`/v1/actors/t1/Probe/${name}/echo`, '[]')).status, 200);
+    assert.equal(await node.actor('t1/Probe/a/b é').call('value'), 0);
+  });
+
+  it('reads the committed alarm, and answers /healthz', async () => {
+    await post('/v1/actors/t1/Probe/al/setAlarm', JSON.stringify([Date.now() + 3_600_000]));
+    const r = await json(await fetch(`${base}/v1/actors/t1/Probe/al/alarm`));
+    assert.equal(r.status, 200);
+    assert.equal(typeof r.body.alarm, 'number');
+    assert.deepEqual(await json(await fetch(`${base}/v1/actors/t1/Probe/none/alarm`)), { status: 200, body: { alarm: null } });
+    const h = await json(await fetch(`${base}/healthz`));
+    assert.deepEqual(h, { status: 200, body: { ok: true, nodeId: node.nodeId, epoch: node.epoch } });
+  });
+
+  const bad: [string, () => Promise<Response>, number, string][] = [
+    ['a body that is not JSON', () => post('/v1/actors/t1/Probe/b/echo', '{nope'), 400, 'BAD_REQUEST'],
+    ['a body that is not an array', () => post('/v1/actors/t1/Probe/b/echo', '{"a":1}'), 400, 'BAD_REQUEST'],
+    ['a bad tenant', () => post('/v1/actors/T!/Probe/b/echo', '[]'), 400, 'BAD_REQUEST'],
+    ['a bad class name', () => post('/v1/actors/t1/Pro.be/b/echo', '[]'), 400, 'BAD_REQUEST'],
+    ['a bad method name', () => post('/v1/actors/t1/Probe/b/no-such', '[]'), 400, 'BAD_REQUEST'],
+    ['broken percent-encoding', () => post('/v1/actors/t1/Probe/%E0%A4%A/echo', '[]'), 400, 'BAD_REQUEST'],
+    ['durable=2', () => post('/v1/actors/t1/Probe/b/echo?durable=2', '[]'), 400, 'BAD_REQUEST'],
+    ['an unknown class', () => post('/v1/actors/t1/Nope/b/echo', '[]'), 404, 'NOT_FOUND'],
+    ['an unknown method', () => post('/v1/actors/t1/Probe/b/nothing', '[]'), 404, 'NOT_FOUND'],
+    ['an unknown route', () => fetch(`${base}/v2/whatever`), 404, 'NOT_FOUND'],
+    ['GET on a method', () => fetch(`${base}/v1/actors/t1/Probe/b/echo`), 405, 'METHOD_NOT_ALLOWED'],
+    ['a body over httpBodyMaxBytes', () => post('/v1/actors/t1/Probe/b/echo', JSON.stringify(['x'.repeat(5000)])), 413, 'PAYLOAD_TOO_LARGE'],
+  ];
+  for (const [what, send, status, code] of bad) {
+    it(`answers ${status} ${code} to ${what}, writing nothing`, async () => {
+      const before = actorFiles(dataDir);
+      const r = await json(await send());
+      assert.equal(r.status, status);
+      assert.equal(r.body.error, code);
+      assert.equal(typeof r.body.message, 'string');
+      assert.deepEqual(actorFiles(dataDir), before);
+    });
+  }
+
+  it('fuzz: arbitrary addresses, methods and bodies never get a 5xx, and only a 200 writes', async () => {
+    const segment = fc.oneof(fc.constantFrom('t1', 'Probe', 'echo', 'value', '', '..', '%2F', '%ZZ'), fc.string({ maxLength: 12 }), fc.stringMatching(/^[a-z0-9_-]{1,8}$/));
+    const body = fc.oneof(fc.json(), fc.string({ maxLength: 40 }), fc.constant(''), fc.array(fc.jsonValue(), { maxLength: 3 }).map((a) => JSON.stringify(a)));
+    await fc.assert(
+      fc.asyncProperty(fc.array(segment, { minLength: 3, maxLength: 4 }), segment, body, async (addr, method, text) => {
+        const path = '/v1/actors/' + [...addr, method].map((s) => (/%/.test(s) ? s : encodeURIComponent(s))).join('/');
+        const before = actorFiles(dataDir);
+        const r = await post(path, text);
+        const payload = (await r.json()) as Record<string, unknown>;
+        assert.ok(r.status < 500, `${r.status} for POST ${path} ${text}: ${JSON.stringify(payload)}`);
+        if (r.status !== 200) {
+          assert.deepEqual(actorFiles(dataDir), before, `a ${r.status} wrote files`);
+          assert.equal(typeof payload.error, 'string');
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+});

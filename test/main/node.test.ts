@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { parseAddress } from '../../src/core/address.js';
+import { startNode, type KeepworkNode, type StartNodeOptions } from '../../src/main/node.js';
+import { actorDbPath } from '../../src/workers/actor-db.js';
+import { silentLogger } from '../../src/core/logger.js';
+
+const PROBE = new URL('../fixtures/classes/probe.ts', import.meta.url).href;
+const dirs: string[] = [];
+after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'kw-node-'));
+  dirs.push(d);
+  return d;
+}
+
+function start(dataDir: string, extra: Partial<StartNodeOptions> = {}): Promise<KeepworkNode> {
+  return startNode({ dataDir, bucket: 'memory:', classes: { Probe: PROBE }, workerThreads: 2, logger: silentLogger(), ...extra });
+}
+
+const waitFor = async (what: string, check: () => Promise<boolean>, ms = 10_000) => {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+};
+
+describe('node (real Piscina workers)', () => {
+  it('serialises the events of one actor: concurrent read-modify-writes lose nothing', async () => {
+    const node = await start(tempDir());
+    try {
+      const a = node.actor('t/Probe/counter');
+      const results = await Promise.all(Array.from({ length: 40 }, () => a.call<number>('slowIncrement', 1)));
+      assert.equal(await a.call('value'), 40);
+      assert.deepEqual([...results].sort((x, y) => x - y), Array.from({ length: 40 }, (_, i) => i + 1));
+      const others = await Promise.all(['x', 'y', 'z'].map((n) => node.actor(`t/Probe/${n}`).call('slowIncrement', 1)));
+      assert.deepEqual(others, [1, 1, 1]);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('bounds each actor’s queue: past actorQueueMax calls are refused with OVERLOADED, the rest all run', async () => {
+    const node = await start(tempDir(), { actorQueueMax: 3 });
+    try {
+      const a = node.actor('t/Probe/busy');
+      const settled = await Promise.allSettled(Array.from({ length: 10 }, () => a.call('slowIncrement', 20)));
+      const refused = settled.filter((s) => s.status === 'rejected');
+      assert.ok(refused.length >= 5, `refused ${refused.length}`);
+      for (const r of refused) assert.equal((r as PromiseRejectedResult).reason.code, 'OVERLOADED');
+      assert.equal(await a.call('value'), settled.length - refused.length);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('fires a due alarm through the timer, with scheduledAt and retryCount', async () => {
+    const node = await start(tempDir());
+    try {
+      const a = node.actor('t/Probe/alarm');
+      const at = Date.now() + 300;
+      await a.call('setAlarm', at);
+      assert.equal(await a.getAlarm(), at);
+      await waitFor('the alarm', async () => ((await a.call('fired')) as unknown[]).length === 1);
+      const [row] = (await a.call('fired')) as { at: number; scheduled: number; retries: number }[];
+      assert.equal(row!.scheduled, at);
+      assert.equal(row!.retries, 0);
+      assert.ok(row!.at >= at);
+      assert.equal(await a.getAlarm(), null);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('a restart loses no alarm: the timer is refilled from the data dir, and the epoch grows', async () => {
+    const dataDir = tempDir();
+    const first = await start(dataDir);
+    const at = Date.now() + 1500;
+    await first.actor('t/Probe/sleeper').call('setAlarm', at);
+    await first.stop();
+    const second = await start(dataDir);
+    try {
+      assert.equal(second.nodeId, first.nodeId);
+      assert.equal(second.epoch, first.epoch + 1);
+      assert.equal(second.pendingAlarms(), 1);
+      const fired = async () => ((await second.actor('t/Probe/sleeper').call('fired')) as unknown[]).length === 1;
+      await waitFor('the alarm after restart', fired);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('closes an idle actor’s database (its WAL is folded back), and serves it again later', async () => {
+    const dataDir = tempDir();
+    const node = await start(dataDir, { idleTimeoutMs: 200 });
+    try {
+      const a = node.actor('t/Probe/idle');
+      await a.call('slowIncrement', 0);
+      const wal = actorDbPath(dataDir, parseAddress('t/Probe/idle')) + '-wal';
+      assert.ok(existsSync(wal), 'open while active');
+      await waitFor('idle close', async () => !existsSync(wal));
+      assert.equal(await a.call('slowIncrement', 0), 2);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('a handler stuck in synchronous code past the hard limit fails; the node keeps serving', async () => {
+    const node = await start(tempDir(), { handlerTimeoutMs: 100, workerThreads: 1 });
+    try {
+      const t0 = Date.now();
+      await assert.rejects(node.actor('t/Probe/spin').call('spin', 30_000), (e: Error) => {
+        assert.match(`${e.name} ${e.message}`, /abort/i);
+        return true;
+      });
+      assert.ok(Date.now() - t0 < 20_000, 'the worker was stopped at the hard limit, not after the 30 s spin');
+      assert.deepEqual(await node.actor('t/Probe/after').call('echo', 1), [1]);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('refuses bad addresses and unknown classes with typed errors, creating nothing', async () => {
+    const dataDir = tempDir();
+    const node = await start(dataDir);
+    try {
+      assert.throws(() => node.actor('T/Probe/x'), { code: 'BAD_REQUEST' });
+      assert.throws(() => node.actor('t/Pro.be/x'), { code: 'BAD_REQUEST' });
+      assert.throws(() => node.actor('t/Probe'), { code: 'BAD_REQUEST' });
+      assert.throws(() => node.actor('t/Other/x'), { code: 'NOT_FOUND' });
+      await assert.rejects(node.actor('t/Probe/x').call('noSuchMethod'), { code: 'NOT_FOUND' });
+      assert.equal(existsSync(join(dataDir, 'actors')) && readdirSync(join(dataDir, 'actors')).length > 0, false);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('refuses bad options with BAD_CONFIG naming the option', async () => {
+    await assert.rejects(start(tempDir(), { leasePeriodMs: -5 }), /leasePeriodMs must be at least 1/);
+    await assert.rejects(start(tempDir(), { classes: { Probe: '/no/such/file.js' } }), /classes.Probe: no such module file/);
+    await assert.rejects(start(tempDir(), { classes: {} }), { code: 'BAD_CONFIG' });
+  });
+
+  it('refuses calls after stop', async () => {
+    const node = await start(tempDir());
+    const a = node.actor('t/Probe/s');
+    await node.stop();
+    await assert.rejects(a.call('value'), { code: 'NODE_STOPPED' });
+  });
+});
