@@ -51,7 +51,7 @@ export const DEFAULTS = Object.freeze({
   /** Events one worker runs at once (for different actors). */
   workerConcurrency: 4,
   /** Open actor databases kept per worker (LRU). */
-  dbCacheMax: 256,
+  dbCacheMax: 2048,
   /** Largest HTTP request body. */
   httpBodyMaxBytes: 1_048_576,
   /** Alarms the in-memory timer holds, at most. */

@@ -39,6 +39,7 @@ export function openActorDb(path: string, address: ActorAddress, create: boolean
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
+  db.pragma('cache_size = -512'); // 512 KiB per open actor: many actors stay open per worker
   db.exec(SCHEMA);
   if (readMeta(db, 'address') === null) writeMeta(db, 'address', formatAddress(address));
   return db;
