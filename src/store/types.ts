@@ -9,7 +9,9 @@
  *   wins; every loser gets `PreconditionFailed` and the object holds the winner's body.
  * - A conditional write whose outcome is unknown (a timeout, an S3 5xx or 409 after retries)
  *   rejects with `AmbiguousWrite`, never with success or a clean `PreconditionFailed`; the
- *   caller reads back to resolve it.
+ *   caller reads back to resolve it. The S3 store settles it itself where a read proves it: the
+ *   object now holds exactly our body → success. So a caller that must know *it* won writes a
+ *   body unique to itself (keepwork's leases, holds and links carry nodeId, epoch, generation).
  * - `delete` takes no precondition (as the ADR's pinned store) and succeeds for a missing key.
  * - Etags are opaque unquoted strings; equal bodies written to the same store have equal etags.
  * - Transient failures are retried inside the store within `storeAttemptsMax`; what still

@@ -9,7 +9,7 @@ import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
 import { etagOf } from '../../src/store/etag.js';
 import { listAll } from '../../src/store/keys.js';
 import type { ObjectStore } from '../../src/store/types.js';
-import type { OpenFixture } from './fixture.js';
+import type { OpenFixture, StoreFixture } from './fixture.js';
 
 const text = (s: string) => new TextEncoder().encode(s);
 const str = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -44,7 +44,18 @@ const ORDERED_KEYS = [
   '\ud83d\ude00smile',
 ].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
 
-type Case = (store: ObjectStore, fixture: { reopen(): Promise<ObjectStore> }) => Promise<void>;
+type Case = (store: ObjectStore, fixture: Pick<StoreFixture, 'reopen' | 'ambiguousLosers'>) => Promise<void>;
+
+/** Exactly one fulfilled; every loser PRECONDITION_FAILED (or AMBIGUOUS_WRITE where the store may say so). */
+function soleWinner(results: PromiseSettledResult<number>[], f: Pick<StoreFixture, 'ambiguousLosers'>): number {
+  const winners = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  assert.equal(winners.length, 1, `winners: ${winners}`);
+  const allowed: string[] = [ErrorCode.PreconditionFailed, ...(f.ambiguousLosers ? [ErrorCode.AmbiguousWrite] : [])];
+  for (const r of results) {
+    if (r.status === 'rejected') assert.ok(allowed.includes((r.reason as { code?: string }).code ?? ''), String(r.reason));
+  }
+  return winners[0]!;
+}
 
 const CASES: Record<string, Case> = {
   'get of a missing key is null': async (s) => {
@@ -150,50 +161,51 @@ const CASES: Record<string, Case> = {
     await rejectsWith(s.put('cas/none', text('x'), { ifMatch: etagOf(text('x')) }), ErrorCode.PreconditionFailed);
     assert.equal(await s.get('cas/none'), null);
   },
-  'conditional-create race: of 16 writers exactly one wins, the object holds its body': async (s) => {
+  'conditional-create race: of 16 writers exactly one wins, the object holds its body': async (s, f) => {
     const results = await Promise.allSettled(
       Array.from({ length: 16 }, (_, i) => s.put('race/create', text(`writer-${i}`), { ifNoneMatch: '*' }).then(() => i)),
     );
-    const winners = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-    assert.equal(winners.length, 1, `winners: ${winners}`);
-    for (const r of results) {
-      if (r.status === 'rejected') assert.equal((r.reason as { code?: string }).code, ErrorCode.PreconditionFailed, String(r.reason));
-    }
-    assert.equal(str((await s.get('race/create'))!.body), `writer-${winners[0]}`);
+    const winner = soleWinner(results, f);
+    assert.equal(str((await s.get('race/create'))!.body), `writer-${winner}`);
   },
-  'compare-and-swap race: of 16 writers on one etag exactly one wins': async (s) => {
+  'compare-and-swap race: of 16 writers on one etag exactly one wins': async (s, f) => {
     const { etag } = await s.put('race/cas', text('base'));
     const results = await Promise.allSettled(
       Array.from({ length: 16 }, (_, i) => s.put('race/cas', text(`writer-${i}`), { ifMatch: etag }).then(() => i)),
     );
-    const winners = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-    assert.equal(winners.length, 1, `winners: ${winners}`);
-    for (const r of results) {
-      if (r.status === 'rejected') assert.equal((r.reason as { code?: string }).code, ErrorCode.PreconditionFailed, String(r.reason));
-    }
-    assert.equal(str((await s.get('race/cas'))!.body), `writer-${winners[0]}`);
+    const winner = soleWinner(results, f);
+    assert.equal(str((await s.get('race/cas'))!.body), `writer-${winner}`);
   },
-  'compare-and-swap counter: concurrent read-modify-write loses no increment': async (s, f) => {
-    await s.put('race/counter', text('0'));
+  'compare-and-swap log: concurrent read-modify-writes lose no reported success and apply none twice': async (s, f) => {
+    // The object is a log of writer tags; each successful CAS appends one. Tags are unique, so an
+    // ambiguous outcome is settled by reading the log back (the way callers are meant to).
+    await s.put('race/log', text('[]'));
     const other = await f.reopen();
-    try {
-      const increment = async (store: ObjectStore) => {
-        for (let attempt = 0; attempt < 200; attempt++) {
-          const cur = await store.get('race/counter');
-          try {
-            await store.put('race/counter', text(String(Number(str(cur!.body)) + 1)), { ifMatch: cur!.etag });
-            return;
-          } catch (e) {
-            if (!isKeepworkError(e, ErrorCode.PreconditionFailed)) throw e;
-          }
+    const succeeded: string[] = [];
+    const append = async (store: ObjectStore, tag: string) => {
+      for (let attempt = 0; attempt < 200; attempt++) {
+        const cur = await store.get('race/log');
+        const log = JSON.parse(str(cur!.body)) as string[];
+        if (log.includes(tag)) return void succeeded.push(tag); // an earlier ambiguous attempt landed
+        try {
+          await store.put('race/log', text(JSON.stringify([...log, tag])), { ifMatch: cur!.etag });
+          return void succeeded.push(tag);
+        } catch (e) {
+          if (!isKeepworkError(e, ErrorCode.PreconditionFailed) && !(f.ambiguousLosers && isKeepworkError(e, ErrorCode.AmbiguousWrite))) throw e;
         }
-        throw new Error('increment starved');
-      };
-      const loops = Array.from({ length: 6 }, async (_, i) => {
-        for (let n = 0; n < 4; n++) await increment(i % 2 ? other : s);
-      });
-      await Promise.all(loops);
-      assert.equal(str((await s.get('race/counter'))!.body), '24');
+      }
+      throw new Error(`append of ${tag} starved`);
+    };
+    try {
+      await Promise.all(
+        Array.from({ length: 6 }, async (_, w) => {
+          for (let n = 0; n < 4; n++) await append(w % 2 ? other : s, `w${w}-${n}`);
+        }),
+      );
+      const final = JSON.parse(str((await s.get('race/log'))!.body)) as string[];
+      assert.equal(new Set(final).size, final.length, 'no write applied twice');
+      assert.deepEqual([...final].sort(), [...succeeded].sort(), 'exactly the reported successes are in the log');
+      assert.equal(final.length, 24);
     } finally {
       await other.close();
     }

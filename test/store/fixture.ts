@@ -9,6 +9,12 @@ export interface StoreFixture {
   /** Opens a second, independent client on the same namespace (another "node"). */
   reopen(): Promise<ObjectStore>;
   cleanup(): Promise<void>;
+  /**
+   * The store may report a lost conditional race as AMBIGUOUS_WRITE instead of
+   * PRECONDITION_FAILED (S3: a server such as Ceph RGW answers some racing losers with a 500,
+   * whose outcome only a read can settle). Local stores never may.
+   */
+  ambiguousLosers?: boolean;
 }
 
 export type OpenFixture = () => Promise<StoreFixture>;

@@ -1,0 +1,147 @@
+/**
+ * FsStore between OS processes: children (test/fixtures/fs-racer.ts) share one folder and race
+ * conditional creates and compare-and-swap increments; one is SIGKILLed while hammering and one
+ * while holding the host lock, and the rest must still make progress.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { after, before, describe, it } from 'node:test';
+import { FsStore } from '../../src/store/fs.js';
+
+const RACERS = 4;
+const COUNTER_KEY = 'race/counter';
+const text = (s: string) => new TextEncoder().encode(s);
+const str = (b: Uint8Array) => new TextDecoder().decode(b);
+
+/** One child process and the lines it printed. */
+class Racer {
+  readonly child: ChildProcess;
+  readonly lines: string[] = [];
+  increments = 0;
+  stderr = '';
+  readonly exited: Promise<number | null>;
+  #listeners: (() => void)[] = [];
+
+  constructor(args: string[]) {
+    this.child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/fs-racer.ts', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    createInterface({ input: this.child.stdout! }).on('line', (line) => {
+      if (line === '+') this.increments++;
+      else this.lines.push(line);
+      for (const l of this.#listeners) l();
+    });
+    this.child.stderr!.on('data', (d) => (this.stderr += String(d)));
+    this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
+  }
+
+  /** Resolves once `test` holds over what was printed; rejects after `timeoutMs`. */
+  until(test: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+    if (test()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}; stderr: ${this.stderr}`)), timeoutMs);
+      const check = () => {
+        if (!test()) return;
+        clearTimeout(timer);
+        this.#listeners = this.#listeners.filter((l) => l !== check);
+        resolve();
+      };
+      this.#listeners.push(check);
+    });
+  }
+
+  send(line: string): void {
+    this.child.stdin!.write(line + '\n');
+  }
+
+  async result<T>(): Promise<T> {
+    const code = await this.exited;
+    assert.equal(code, 0, `racer failed: ${this.stderr}`);
+    return JSON.parse(this.lines.find((l) => l.startsWith('{'))!) as T;
+  }
+}
+
+async function startAll(args: (i: number) => string[]): Promise<Racer[]> {
+  const racers = Array.from({ length: RACERS }, (_, i) => new Racer(args(i)));
+  await Promise.all(racers.map((r) => r.until(() => r.lines.includes('ready'), 'ready')));
+  for (const r of racers) r.send('go');
+  return racers;
+}
+
+async function counterValue(store: FsStore): Promise<number> {
+  return Number(str((await store.get(COUNTER_KEY))!.body));
+}
+
+describe('fs store between processes', { timeout: 120_000 }, () => {
+  let root: string;
+  let store: FsStore;
+  before(() => {
+    root = mkdtempSync(join(tmpdir(), 'kw-fs-proc-'));
+    store = new FsStore(root);
+  });
+  after(async () => {
+    await store.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it(`${RACERS} processes race If-None-Match creates: exactly one winner per key, holding its body`, async () => {
+    const keys = 400;
+    const racers = await startAll((i) => ['create', root, String(i), String(keys)]);
+    const results = await Promise.all(racers.map((r) => r.result<{ id: string; won: number[]; lost: number[] }>()));
+    for (let k = 0; k < keys; k++) {
+      const winners = results.filter((r) => r.won.includes(k));
+      assert.equal(winners.length, 1, `key ${k}: winners ${winners.map((w) => w.id)}`);
+      assert.equal(results.filter((r) => r.lost.includes(k)).length, RACERS - 1, `key ${k}: every other racer lost`);
+      assert.equal(str((await store.get(`race/create/${k}`))!.body), `racer-${winners[0]!.id}`);
+    }
+    const winsPerRacer = results.map((r) => r.won.length);
+    console.log(`create race: ${keys} keys, wins per process ${winsPerRacer.join('/')}`);
+  });
+
+  it(`${RACERS} processes race compare-and-swap increments: no lost update`, async () => {
+    await store.put(COUNTER_KEY, text('0'));
+    const each = 100;
+    const racers = await startAll((i) => ['cas', root, String(i), String(each)]);
+    const results = await Promise.all(racers.map((r) => r.result<{ done: number; conflicts: number; ms: number }>()));
+    const total = results.reduce((n, r) => n + r.done, 0);
+    assert.equal(await counterValue(store), total);
+    const conflicts = results.reduce((n, r) => n + r.conflicts, 0);
+    const slowestMs = Math.max(...results.map((r) => r.ms));
+    console.log(`cas race: ${total} increments by ${RACERS} processes in ${slowestMs.toFixed(0)} ms (${((total / slowestMs) * 1000).toFixed(0)} CAS/s), ${conflicts} conflicts retried`);
+  });
+
+  it('a process SIGKILLed while hammering, or while holding the lock, does not stop the others', async () => {
+    await store.put(COUNTER_KEY, text('0'));
+    const racers = await startAll((i) => ['hammer', root, String(i)]);
+    await Promise.all(racers.map((r) => r.until(() => r.increments >= 10, 'first increments')));
+    const [victim, ...survivors] = racers as [Racer, ...Racer[]];
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    await progress(survivors, 'after the hammering process was killed');
+
+    const holder = new Racer(['hold', root]);
+    await holder.until(() => holder.lines.includes('holding'), 'the lock holder');
+    const frozen = survivors.map((r) => r.increments);
+    await new Promise((r) => setTimeout(r, 300));
+    const during = survivors.map((r) => r.increments);
+    // At most the increment already past the lock when the holder took it may land.
+    assert.ok(during.every((n, i) => n <= frozen[i]! + 1), `no progress while the lock is held: ${frozen} → ${during}`);
+    holder.child.kill('SIGKILL');
+    await holder.exited;
+    await progress(survivors, 'after the lock holder was killed');
+
+    for (const r of survivors) r.send('stop');
+    const done = await Promise.all(survivors.map((r) => r.result<{ done: number }>()));
+    const reported = done.reduce((n, r) => n + r.done, 0) + victim.increments;
+    const final = await counterValue(store);
+    // The victim may have renamed its last increment in place without living to print it.
+    assert.ok(final === reported || final === reported + 1, `counter ${final}, increments reported ${reported}`);
+  });
+});
+
+async function progress(racers: Racer[], what: string): Promise<void> {
+  const from = racers.map((r) => r.increments);
+  await Promise.all(racers.map((r, i) => r.until(() => r.increments >= from[i]! + 20, `progress ${what}`)));
+}
