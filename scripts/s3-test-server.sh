@@ -27,7 +27,8 @@ SECRET_KEY=keepwork-test-secret-key
 CONF=$BASE/ceph.conf
 MARKER=$BASE/.keepwork-rgw
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-T0=$(date +%s%N)
+export KEEPWORK_RGW_T0=${KEEPWORK_RGW_T0:-$(date +%s%N)}   # shared with the `_start` child
+T0=$KEEPWORK_RGW_T0
 STARTING=0   # 1 while `up` starts daemons: a failure then stops them again
 
 say() { local ms=$(( ($(date +%s%N) - T0) / 1000000 )); printf '[s3-test-server %d.%03ds] %s\n' $((ms / 1000)) $((ms % 1000)) "$*" >&2; }
@@ -233,17 +234,8 @@ create_bucket() {
   say "bucket $BUCKET ready; access key $ACCESS_KEY"
 }
 
-cmd_up() {
-  if our_pid "$BASE/run/client.rgw.a.pid" >/dev/null && [ -e "$BASE/ready" ] && http_answers; then
-    say "already running on 127.0.0.1:$PORT ($BASE)"
-    return 0
-  fi
-  install_packages
-  command -v node >/dev/null || die "node is not on PATH (the bucket is created with the project's S3 client)"
-  [ -d "$ROOT/node_modules/@aws-sdk/client-s3" ] || die "$ROOT/node_modules/@aws-sdk/client-s3 is missing: run npm ci first"
-  [ -d "$BASE/run" ] && stop_daemons
-  if http_answers; then die "something else already answers on 127.0.0.1:$PORT; set KEEPWORK_RGW_PORT"; fi
-  if port_taken "$MON_PORT"; then die "127.0.0.1:$MON_PORT (monitor) is taken by another process; set KEEPWORK_RGW_MON_PORT"; fi
+# One start from scratch; exits non-zero (after showing the logs and stopping what started) on failure.
+start_once() {
   reset_base
   STARTING=1
   local fsid
@@ -255,7 +247,30 @@ cmd_up() {
   create_bucket
   touch "$BASE/ready"
   STARTING=0
-  say "up: s3://$BUCKET at http://127.0.0.1:$PORT (stop with: bash scripts/s3-test-server.sh down)"
+}
+
+cmd_up() {
+  if our_pid "$BASE/run/client.rgw.a.pid" >/dev/null && [ -e "$BASE/ready" ] && http_answers; then
+    say "already running on 127.0.0.1:$PORT ($BASE)"
+    return 0
+  fi
+  install_packages
+  command -v node >/dev/null || die "node is not on PATH (the bucket is created with the project's S3 client)"
+  [ -d "$ROOT/node_modules/@aws-sdk/client-s3" ] || die "$ROOT/node_modules/@aws-sdk/client-s3 is missing: run npm ci first"
+  [ -d "$BASE/run" ] && stop_daemons
+  if http_answers; then die "something else already answers on 127.0.0.1:$PORT; set KEEPWORK_RGW_PORT"; fi
+  if port_taken "$MON_PORT"; then die "127.0.0.1:$MON_PORT (monitor) is taken by another process; set KEEPWORK_RGW_MON_PORT"; fi
+  # A start fails rarely (1 in ~80 here) for reasons that do not repeat: try twice, loudly.
+  local attempt
+  for attempt in 1 2; do
+    # A separate bash, so that errexit holds inside it (it would not in an `if` subshell).
+    if bash "${BASH_SOURCE[0]}" _start </dev/null; then
+      say "up: s3://$BUCKET at http://127.0.0.1:$PORT (stop with: bash scripts/s3-test-server.sh down)"
+      return 0
+    fi
+    say "start attempt $attempt failed (logs above)"
+  done
+  die "radosgw did not come up; logs are in $BASE/log"
 }
 
 cmd_down() {
@@ -276,6 +291,7 @@ EOF
 
 case "${1:-}" in
   up) cmd_up </dev/null ;;
+  _start) start_once ;;
   down) cmd_down ;;
   env) print_env ;;
   *) echo "usage: $0 up|down|env" >&2; exit 2 ;;

@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+
+const CLI = ['--import', 'tsx', 'src/main/cli.ts'];
+
+describe('keepwork CLI', () => {
+  it('start serves the example classes over HTTP and stops cleanly on SIGTERM', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
+    const child = spawn(process.execPath, [...CLI, 'start', '--data', dir, '--bucket', join(dir, 'bucket'), '--port', '0', '--class', 'Counter=examples/counter.ts'], {
+      env: { ...process.env, KEEPWORK_LOG_LEVEL: 'warn' },
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let err = '';
+        child.stderr.on('data', (d: Buffer) => {
+          err += d.toString();
+          const m = /serving (http:\/\/\S+)/.exec(err);
+          if (m) resolve(m[1]!);
+        });
+        child.once('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
+      });
+      const r = await fetch(`${url}/v1/actors/demo/Counter/c/add`, { method: 'POST', body: '[3]' });
+      assert.deepEqual(await r.json(), { result: 3 });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+    } finally {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses bad arguments with a message and a non-zero exit', () => {
+    const bad = spawnSync(process.execPath, [...CLI, 'start', '--port', 'abc'], { encoding: 'utf8' });
+    assert.notEqual(bad.status, 0);
+    assert.match(bad.stderr, /port number/);
+    const noClass = spawnSync(process.execPath, [...CLI, 'start', '--port', '0', '--data', join(tmpdir(), 'kw-cli-none')], { encoding: 'utf8' });
+    assert.notEqual(noClass.status, 0);
+    assert.match(noClass.stderr, /classes must name at least one actor class/);
+  });
+});
