@@ -209,7 +209,7 @@ start_osd() {
 
 start_rgw() {
   radosgw -c "$CONF" -n client.rgw.a 2>>"$BASE/log/rgw-start.err" || die "radosgw did not start"
-  wait_for "radosgw on 127.0.0.1:$PORT" 120 "$BASE/run/client.rgw.a.pid" http_answers
+  wait_for "radosgw on 127.0.0.1:$PORT" 60 "$BASE/run/client.rgw.a.pid" http_answers
   say "radosgw answering on 127.0.0.1:$PORT (pid $(cat "$BASE/run/client.rgw.a.pid"))"
   timeout 60 radosgw-admin -c "$CONF" user create --uid=keepwork-test --display-name=keepwork-test \
     --access-key="$ACCESS_KEY" --secret="$SECRET_KEY" >"$BASE/user.json" 2>>"$BASE/log/rgw-start.err" \
