@@ -3,7 +3,9 @@
  *
  *   tenant  [a-z0-9][a-z0-9_-]{0,63}
  *   class   [A-Za-z0-9_-]{1,64}         (never a '.': the index uses `<class>.t`)
- *   name    any UTF-8 string of 1–512 bytes; in bucket keys and file names always as lowercase hex
+ *   name    any UTF-8 string of 1–400 bytes; in bucket keys and file names always as lowercase hex
+ *           (DESIGN.md §1 says 512, but an index key holds the name in hex next to ~190 other
+ *           bytes, and S3 keys end at 1024 bytes: 400 keeps every key the layout builds valid)
  *
  * As a string the name is everything after the second '/', so it may itself contain '/'.
  * Invalid input raises `BadRequest` naming the part and the rule.
@@ -18,7 +20,7 @@ export interface ActorAddress {
 
 export const TENANT_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 export const CLASS_RE = /^[A-Za-z0-9_-]{1,64}$/;
-export const NAME_MAX_BYTES = 512;
+export const NAME_MAX_BYTES = 400;
 
 export function validateTenant(tenant: unknown): string {
   if (typeof tenant !== 'string' || !TENANT_RE.test(tenant)) {

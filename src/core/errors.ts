@@ -36,6 +36,10 @@ export const ErrorCode = {
   HandlerFailed: 'HANDLER_FAILED',
   /** The node is stopping or stopped. */
   NodeStopped: 'NODE_STOPPED',
+  /** A chain link failed its checks, or the chain has a gap: the actor is not served. */
+  CorruptLink: 'CORRUPT_LINK',
+  /** The actor was deleted (its chain ends in a tombstone). */
+  ActorDeleted: 'ACTOR_DELETED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

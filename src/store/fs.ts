@@ -37,8 +37,19 @@
  * there), and against a lone unlink or rename the kernel orders the two directory operations.
  * So all operations are linearisable without creates ever taking the lock.
  *
- * Folders emptied by a delete are removed (best effort); a write that meets ENOENT because such a
- * removal raced with it re-creates the folder and retries, at most `folderRacesMax` times.
+ * The lock is the one SQLite takes for BEGIN IMMEDIATE; no pid or mtime staleness is involved. The
+ * expensive work (writing and fsyncing the temp file, reading the version an ifMatch expects) is
+ * done before it; the section itself is a few synchronous syscalls, and a waiter polls without
+ * blocking its event loop, for at most `lockWaitMs`.
+ *
+ * Listing walks folders depth-first in key order (see ListWalk), starting at the folder of the
+ * prefix's complete segments and skipping subtrees that cannot hold a wanted key; it stops at
+ * maxKeys + 1 keys. Folders emptied by a delete are removed (best effort); a write that meets
+ * ENOENT because such a removal raced with it re-creates the folder and retries, at most
+ * `folderRacesMax` times.
+ *
+ * Limits: one host, a local POSIX filesystem with hard links and fcntl locks (not NFS/SMB), case-
+ * sensitive names; the root path plus up to 3× the key length must fit in PATH_MAX (4096).
  * Errors: `BadKey`/`BadRequest` before any I/O; `PreconditionFailed`; `StoreUnavailable` when the
  * write did not happen (or a read failed); `AmbiguousWrite` when the object became visible but the
  * folder fsync failed.
@@ -275,6 +286,9 @@ class HostLock {
 // ---------------------------------------------------------------------------------------------
 // Listing
 
+/** Folders read ahead of the walk (each listing holds at most this many extra readdirs). */
+const LIST_READ_AHEAD = 8;
+
 interface Entry {
   /** The full key, with a trailing `/` for a folder. */
   key: string;
@@ -297,19 +311,35 @@ class ListWalk {
     readonly limit: number,
   ) {}
 
-  async walk(dir: string, base: string): Promise<void> {
-    const entries = await this.#entries(dir, base);
+  async walk(dir: string, base: string, dirents: Promise<fs.Dirent[]> = readDirents(dir)): Promise<void> {
+    const entries = await this.#entries(await dirents, dir, base);
     entries.sort((a, b) => compareKeys(a.key, b.key));
-    for (const entry of entries) {
-      if (this.keys.length >= this.limit) return;
-      if (entry.folder) await this.walk(entry.path, entry.key);
-      else this.keys.push(entry.key);
+    const ahead = new Map<number, Promise<fs.Dirent[]>>();
+    for (let i = 0; i < entries.length && this.keys.length < this.limit; i++) {
+      const entry = entries[i]!;
+      if (!entry.folder) {
+        this.keys.push(entry.key);
+        continue;
+      }
+      this.#readAhead(entries, i, ahead);
+      await this.walk(entry.path, entry.key, ahead.get(i));
+      ahead.delete(i);
     }
   }
 
-  async #entries(dir: string, base: string): Promise<Entry[]> {
+  /** Starts reading the next few folders while this one is walked (readdir is the cost of a listing). */
+  #readAhead(entries: Entry[], from: number, ahead: Map<number, Promise<fs.Dirent[]>>): void {
+    for (let j = from; j < entries.length && j <= from + LIST_READ_AHEAD; j++) {
+      if (!entries[j]!.folder || ahead.has(j)) continue;
+      const read = readDirents(entries[j]!.path);
+      read.catch(() => undefined); // surfaced when awaited; ignored if the page fills first
+      ahead.set(j, read);
+    }
+  }
+
+  async #entries(dirents: fs.Dirent[], dir: string, base: string): Promise<Entry[]> {
     const out: Entry[] = [];
-    for (const dirent of await readDirents(dir)) {
+    for (const dirent of dirents) {
       const name = dirent.name;
       if (name.startsWith(INTERNAL_MARK)) continue;
       const full = path.join(dir, name);
@@ -334,7 +364,7 @@ class ListWalk {
 
   async #addContinued(out: Entry[], base: string, name: string, full: string): Promise<void> {
     const text = decodeSegment(name);
-    if (text !== null && this.#mayHold(base + text)) out.push(...(await this.#entries(full, base + text)));
+    if (text !== null && this.#mayHold(base + text)) out.push(...(await this.#entries(await readDirents(full), full, base + text)));
   }
 
   /** Whether some key longer than `start` and starting with it can be wanted. */
@@ -428,14 +458,19 @@ export class FsStore implements ObjectStore {
   }
 
   async deleteMany(keys: readonly string[]): Promise<void> {
-    const targets = [...new Set(keys.map((k) => validateKey(k)))].map((k) => this.#target(k));
+    const targets = [...new Set(keys.map((k) => validateKey(k)))].map((key) => ({ key, ...this.#target(key) }));
     for (let i = 0; i < targets.length; i += this.#config.deleteBatchKeys) {
-      const batch = targets.slice(i, i + this.#config.deleteBatchKeys);
-      const removed = await this.#guard('delete', batch[0]!.file, () => this.#lock.run(() => batch.filter((t) => unlinkIfPresent(t.file)), this.#config.lockWaitMs));
-      const dirs = [...new Set(removed.map((t) => t.dir))];
-      if (this.#config.fsync) await this.#guard('delete', dirs[0] ?? '', () => Promise.all(dirs.map(fsyncPath)));
-      for (const dir of dirs) await this.#pruneEmpty(dir);
+      await this.#deleteBatch(targets.slice(i, i + this.#config.deleteBatchKeys));
     }
+  }
+
+  /** Unlinks a batch under one lock acquisition, then fsyncs and prunes the folders it touched. */
+  async #deleteBatch(batch: (Target & { key: string })[]): Promise<void> {
+    const what = batch.length === 1 ? batch[0]!.key : `${batch.length} keys from ${batch[0]!.key}`;
+    const removed = await this.#guard('delete', what, () => this.#lock.run(() => batch.filter((t) => unlinkIfPresent(t.file)), this.#config.lockWaitMs));
+    const dirs = [...new Set(removed.map((t) => t.dir))];
+    if (this.#config.fsync) await this.#guard('delete', what, () => Promise.all(dirs.map(fsyncPath)));
+    for (const dir of dirs) await this.#pruneEmpty(dir);
   }
 
   async list(options?: ListOptions): Promise<ListPage> {

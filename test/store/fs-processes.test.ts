@@ -17,6 +17,8 @@ const COUNTER_KEY = 'race/counter';
 const text = (s: string) => new TextEncoder().encode(s);
 const str = (b: Uint8Array) => new TextDecoder().decode(b);
 
+const spawned: Racer[] = [];
+
 /** One child process and the lines it printed. */
 class Racer {
   readonly child: ChildProcess;
@@ -24,6 +26,7 @@ class Racer {
   increments = 0;
   stderr = '';
   readonly exited: Promise<number | null>;
+  exitCode: number | null | undefined;
   #listeners: (() => void)[] = [];
 
   constructor(args: string[]) {
@@ -35,18 +38,25 @@ class Racer {
     });
     this.child.stderr!.on('data', (d) => (this.stderr += String(d)));
     this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
+    this.exited.then((code) => {
+      this.exitCode = code;
+      for (const l of this.#listeners) l();
+    });
+    spawned.push(this);
   }
 
   /** Resolves once `test` holds over what was printed; rejects after `timeoutMs`. */
-  until(test: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  until(test: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
     if (test()) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}; stderr: ${this.stderr}`)), timeoutMs);
       const check = () => {
-        if (!test()) return;
+        const ok = test();
+        if (!ok && this.exitCode === undefined) return;
         clearTimeout(timer);
         this.#listeners = this.#listeners.filter((l) => l !== check);
-        resolve();
+        if (ok) resolve();
+        else reject(new Error(`racer exited (${this.exitCode}) before ${what}; stderr: ${this.stderr}`));
       };
       this.#listeners.push(check);
     });
@@ -82,8 +92,10 @@ describe('fs store between processes', { timeout: 120_000 }, () => {
     store = new FsStore(root);
   });
   after(async () => {
+    for (const r of spawned) if (r.exitCode === undefined) r.child.kill('SIGKILL');
+    await Promise.all(spawned.map((r) => r.exited));
     await store.close();
-    rmSync(root, { recursive: true, force: true });
+    rmSync(root, { recursive: true, force: true, maxRetries: 3 });
   });
 
   it(`${RACERS} processes race If-None-Match creates: exactly one winner per key, holding its body`, async () => {
