@@ -32,5 +32,10 @@ export function openStore(url: string, deps: OpenStoreDeps = {}): ObjectStore {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && !url.startsWith('file://')) {
     throw new BadConfig(`bucket URL scheme not supported: ${JSON.stringify(url)}; use file://, s3:// or a path`);
   }
-  return new FsStore(parseFsUrl(url));
+  const config = deps.config ?? resolveOptions();
+  return new FsStore(parseFsUrl(url), {
+    lockWaitMs: config.storeRequestTimeoutMs,
+    attemptsMax: config.storeAttemptsMax,
+    retryBaseMs: config.storeRetryBaseMs,
+  });
 }
