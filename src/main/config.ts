@@ -56,6 +56,14 @@ export const DEFAULTS = Object.freeze({
   httpBodyMaxBytes: 1_048_576,
   /** Alarms the in-memory timer holds, at most. */
   timerEntriesMax: 1_000_000,
+  /** A snapshot link at least every this many links (also when the deltas outweigh a snapshot). */
+  snapshotEveryLinks: 64,
+  /** Checkpoint an actor's WAL into its database every this many links... */
+  checkpointEveryLinks: 32,
+  /** ...or once the WAL grows past this size. */
+  checkpointWalBytes: 4_194_304,
+  /** Links older than the second-newest snapshot are deleted once they are this old. */
+  linkRetentionMs: 86_400_000,
 });
 
 export type ResolvedConfig = {
@@ -93,6 +101,10 @@ const RULES: Record<keyof typeof DEFAULTS, Rule> = {
   dbCacheMax: { min: 1, max: 100_000 },
   httpBodyMaxBytes: { min: 1, max: 1_073_741_824 },
   timerEntriesMax: { min: 1 },
+  snapshotEveryLinks: { min: 1 },
+  checkpointEveryLinks: { min: 1 },
+  checkpointWalBytes: { min: 1 },
+  linkRetentionMs: { min: 0 },
 };
 
 export function resolveOptions(options: KeepworkOptions = {}): ResolvedConfig {

@@ -72,8 +72,9 @@ export async function startNode(options: StartNodeOptions): Promise<KeepworkNode
   const clock: Clock = new SystemClock();
   const identity = nextIdentity(dataDir, new SystemRandom(), nodeId);
   const log = (logger ?? createLogger()).child({ nodeId: identity.nodeId, epoch: identity.epoch });
-  const store = openStore(bucket ?? DEFAULT_BUCKET_URL, { config, clock });
-  const workers = new WorkerGroup(config, { dataDir, classes: classUrls, options: tunables, logLevel: log.level, nodeId: identity.nodeId });
+  const bucketUrl = bucket ?? DEFAULT_BUCKET_URL;
+  const store = openStore(bucketUrl, { config, clock });
+  const workers = new WorkerGroup(config, { dataDir, bucket: bucketUrl, classes: classUrls, options: tunables, logLevel: log.level, nodeId: identity.nodeId, epoch: identity.epoch });
   const node = new Node(config, clock, log, store, workers, identity, classUrls, served);
   try {
     node.refillTimer(dataDir);

@@ -40,6 +40,11 @@ export interface ActorContext {
   clearAlarm(): void;
   /** Deletes the actor and all its state when the event commits. */
   deleteActor(): void;
+  /**
+   * In a durable call: commits what the handler did so far and waits until it is in the bucket,
+   * then goes on in a new transaction (a later throw rolls back only what came after).
+   */
+  checkpoint(): Promise<void>;
 }
 
 export interface AlarmInfo {

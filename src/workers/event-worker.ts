@@ -8,7 +8,8 @@ import { createLogger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../main/config.js';
 import { classLoader } from './class-loader.js';
-import { DbCache } from './db-cache.js';
+import { openStore } from '../store/open.js';
+import { ActorSlots } from './actor-slots.js';
 import type { ActorEvent, EventResult } from './messages.js';
 import { runEvent, type PipelineDeps } from './pipeline.js';
 
@@ -19,17 +20,26 @@ export interface WorkerSetup {
   options: KeepworkOptions;
   logLevel: string;
   nodeId: string;
+  epoch: number;
+  /** The bucket URL; each worker opens its own client. */
+  bucket: string;
   worker: number;
 }
 
 const setup = workerData as WorkerSetup;
 const config = resolveOptions(setup.options);
+const clock = new SystemClock();
+const random = new SystemRandom();
+const log = createLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } });
+const store = openStore(setup.bucket, { config, clock, random });
+// Holds (and so generations) come with the cluster issue; until then every link says generation 0.
+const writer = { nodeId: setup.nodeId, epoch: setup.epoch, generation: 0 };
 const deps: PipelineDeps = {
-  clock: new SystemClock(),
-  random: new SystemRandom(),
+  clock,
+  random,
   config,
-  log: createLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } }),
-  dbs: new DbCache(setup.dataDir, config.dbCacheMax),
+  log,
+  slots: new ActorSlots(setup.dataDir, config.dbCacheMax, { store, clock, random, config, log, writer }),
   loadClass: classLoader(setup.classes),
 };
 

@@ -22,7 +22,14 @@ export interface GuestRun {
 
 const MAX_ALARM_MS = 8_640_000_000_000_000; // the largest Date
 
-export function createGuestRun(db: Db, address: ActorAddress, committedAlarm: number | null, clock: Clock, log: Logger): GuestRun {
+export function createGuestRun(
+  db: Db,
+  address: ActorAddress,
+  committedAlarm: number | null,
+  clock: Clock,
+  log: Logger,
+  checkpoint?: () => Promise<void>,
+): GuestRun {
   let active = true;
   const live = () => {
     if (!active) throw new Error('this actor context belongs to an event that has ended');
@@ -54,6 +61,11 @@ export function createGuestRun(db: Db, address: ActorAddress, committedAlarm: nu
       deleteActor() {
         live();
         run.deleted = true;
+      },
+      async checkpoint() {
+        live();
+        if (!checkpoint) throw new BadRequest('ctx.checkpoint() works only in a durable call (callDurable, or ?durable=1)');
+        await checkpoint();
       },
     },
   };

@@ -18,7 +18,7 @@ import { formatAddress, type ActorAddress } from '../core/address.js';
 import type { ResolvedConfig } from '../main/config.js';
 import { alarmOutcome, type AlarmState, type EventKind } from '../alarms/retry.js';
 import { readAlarm, readFailures, readMeta, writeAlarm, writeMeta, type Db } from './actor-db.js';
-import type { DbCache } from './db-cache.js';
+import type { ActorSlots, Slot } from './actor-slots.js';
 import { hasMethod, type ActorDefinition } from './define-actor.js';
 import { createGuestRun, type GuestRun } from './guest-context.js';
 import type { ActorEvent, ErrorData, EventResult } from './messages.js';
@@ -28,7 +28,7 @@ export interface PipelineDeps {
   random: Random;
   config: ResolvedConfig;
   log: Logger;
-  dbs: DbCache;
+  slots: ActorSlots;
   /** The class's definition; rejects with NotFound for a class this node does not serve. */
   loadClass(className: string): Promise<ActorDefinition>;
 }
@@ -40,12 +40,12 @@ export async function runEvent(deps: PipelineDeps, event: ActorEvent): Promise<E
     case 'alarm':
       return runAlarm(deps, event.address, event.recordFailure === true);
     case 'getAlarm':
-      return withDb(deps, event.address, false, (db) => ok(readAlarm(db), false));
+      return withDb(deps, event.address, false, (slot) => ok(readAlarm(slot.db), false));
     case 'close':
-      deps.dbs.close(event.address);
+      await deps.slots.close(event.address);
       return ok(null, false);
     case 'closeAll':
-      deps.dbs.closeAll();
+      await deps.slots.closeAll();
       return ok(null, false);
   }
 }
@@ -54,9 +54,9 @@ async function runRequest(deps: PipelineDeps, e: Extract<ActorEvent, { type: 're
   const def = await deps.loadClass(e.address.className).catch((err: unknown) => err as Error);
   if (def instanceof Error) return failure(def, null);
   if (!hasMethod(def, e.method)) return failure(new NotFound(`class ${e.address.className} has no method ${JSON.stringify(e.method)}`), null);
-  return withDb(deps, e.address, true, (db) =>
-    inEvent(deps, db, e.address, 'request', e.durable, async (run) => {
-      await initOnce(deps, db, def, run);
+  return withDb(deps, e.address, true, (slot) =>
+    inEvent(deps, slot, e.address, 'request', e.durable, async (run) => {
+      await initOnce(deps, slot.db, def, run);
       return def.methods[e.method]!(run.ctx, ...e.args);
     }),
   );
@@ -67,12 +67,13 @@ async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure
     deps,
     address,
     false,
-    async (db) => {
+    async (slot) => {
+      const db = slot.db;
       const at = readAlarm(db);
       if (at === null || at > deps.clock.now()) return ok(at, false);
       const def = await deps.loadClass(address.className);
       const info = { scheduledAt: at, retryCount: readFailures(db) };
-      return inEvent(deps, db, address, 'alarm', false, async (run) => {
+      return inEvent(deps, slot, address, 'alarm', false, async (run) => {
         if (recordFailure) throw new HandlerTimeout(`the alarm handler of ${formatAddress(address)} was stopped at its time limit`);
         await initOnce(deps, db, def, run);
         await def.alarm?.(run.ctx, info);
@@ -85,21 +86,20 @@ async function withDb(
   deps: PipelineDeps,
   address: ActorAddress,
   create: boolean,
-  use: (db: Db) => Promise<EventResult> | EventResult,
+  use: (slot: Slot) => Promise<EventResult> | EventResult,
   absent: () => EventResult = () => ok(null, false),
 ): Promise<EventResult> {
-  const db = deps.dbs.acquire(address, create);
-  if (!db) return absent();
-  let removed = false;
+  let slot: Slot | null;
   try {
-    const result = await use(db);
-    if (result.type === 'ok' && result.deleted) {
-      deps.dbs.remove(address);
-      removed = true;
-    }
-    return result;
+    slot = await deps.slots.acquire(address, create);
+  } catch (e) {
+    return failure(e, null); // the chain could not be read or restored: the actor is not served
+  }
+  if (!slot) return absent();
+  try {
+    return await use(slot);
   } finally {
-    if (!removed) deps.dbs.release(db);
+    deps.slots.release(slot);
   }
 }
 
@@ -112,35 +112,62 @@ async function initOnce(deps: PipelineDeps, db: Db, def: ActorDefinition, run: G
 /**
  * One transaction around `body`: the handler's SQL and the alarm outcome commit together. On a
  * failure the SQL rolls back; for an alarm event the committed-retry outcome is then written in a
- * transaction of its own.
+ * transaction of its own. After the commit the replica uploads it: at once for a durable call
+ * (which replies only once its link is in the bucket), within replicationDelayMs otherwise.
  */
 async function inEvent(
   deps: PipelineDeps,
-  db: Db,
+  slot: Slot,
   address: ActorAddress,
   kind: EventKind,
   durable: boolean,
   body: (run: GuestRun) => Promise<unknown>,
 ): Promise<EventResult> {
-  if (durable) db.pragma('synchronous = FULL'); // the commit waits for fsync of the WAL
+  const { db, replica } = slot;
+  if (replica.givenUp) return failure(replica.givenUp, null);
   db.exec('BEGIN IMMEDIATE');
   const before: AlarmState = { at: readAlarm(db), failures: readFailures(db) };
-  const run = createGuestRun(db, address, before.at, deps.clock, deps.log.child({ actor: formatAddress(address) }));
+  const checkpoint = durable ? () => midEventCheckpoint(slot) : undefined;
+  const run = createGuestRun(db, address, before.at, deps.clock, deps.log.child({ actor: formatAddress(address) }), checkpoint);
+  let after: AlarmState;
+  let result: unknown;
   try {
-    const result = await withTimeLimit(deps, body(run), address);
+    result = await withTimeLimit(deps, body(run), address);
     run.end();
-    const after = run.deleted ? { at: null, failures: 0 } : alarmOutcome(kind, before, run.alarm, false, deps.clock.now(), deps.config);
+    after = run.deleted ? { at: null, failures: 0 } : alarmOutcome(kind, before, run.alarm, false, deps.clock.now(), deps.config);
     commitAlarm(db, after);
     db.exec('COMMIT');
-    return { type: 'ok', result, alarmAt: after.at, deleted: run.deleted, ran: true };
   } catch (err) {
     run.end();
     if (db.inTransaction) db.exec('ROLLBACK');
-    const after = alarmOutcome(kind, before, run.alarm, true, deps.clock.now(), deps.config);
-    if (kind === 'alarm') recordAlarmFailure(deps, db, address, before, after, err);
-    return failure(err, after.at);
+    const failed = alarmOutcome(kind, before, run.alarm, true, deps.clock.now(), deps.config);
+    if (kind === 'alarm') recordAlarmFailure(deps, slot, address, before, failed, err);
+    return failure(err, failed.at);
+  }
+  return replicate(deps, slot, address, durable || run.deleted, run.deleted, result, after.at);
+}
+
+/** After the commit: a durable call (or a delete) waits for its link; a plain one schedules it. */
+async function replicate(deps: PipelineDeps, slot: Slot, address: ActorAddress, wait: boolean, deleted: boolean, result: unknown, alarmAt: number | null): Promise<EventResult> {
+  try {
+    if (deleted) {
+      await slot.replica.tombstone();
+      deps.slots.remove(address);
+    } else if (wait) await slot.replica.sync();
+    else slot.replica.committed();
+  } catch (e) {
+    return failure(e, alarmAt);
+  }
+  return { type: 'ok', result, alarmAt: deleted ? null : alarmAt, deleted, ran: true };
+}
+
+/** `ctx.checkpoint()` in a durable call: commit what is done so far and upload it, then go on. */
+async function midEventCheckpoint(slot: Slot): Promise<void> {
+  slot.db.exec('COMMIT');
+  try {
+    await slot.replica.sync();
   } finally {
-    if (durable) db.pragma('synchronous = NORMAL');
+    slot.db.exec('BEGIN IMMEDIATE');
   }
 }
 
@@ -149,10 +176,11 @@ function commitAlarm(db: Db, state: AlarmState): void {
   writeMeta(db, 'alarm_failures', state.failures === 0 ? null : String(state.failures));
 }
 
-function recordAlarmFailure(deps: PipelineDeps, db: Db, address: ActorAddress, before: AlarmState, after: AlarmState, err: unknown): void {
-  db.exec('BEGIN IMMEDIATE');
-  commitAlarm(db, after);
-  db.exec('COMMIT');
+function recordAlarmFailure(deps: PipelineDeps, slot: Slot, address: ActorAddress, before: AlarmState, after: AlarmState, err: unknown): void {
+  slot.db.exec('BEGIN IMMEDIATE');
+  commitAlarm(slot.db, after);
+  slot.db.exec('COMMIT');
+  slot.replica.committed();
   deps.log.warn(
     { actor: formatAddress(address), retryCount: before.failures, nextAttemptAt: after.at, err: errorData(err) },
     'alarm handler failed; retry committed',

@@ -10,31 +10,38 @@ import { NotFound } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../../src/main/config.js';
-import { DbCache } from '../../src/workers/db-cache.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import type { ObjectStore } from '../../src/store/types.js';
+import { ActorSlots } from '../../src/workers/actor-slots.js';
 import type { ActorDefinition } from '../../src/workers/define-actor.js';
 import type { EventResult } from '../../src/workers/messages.js';
 import { runEvent, type PipelineDeps } from '../../src/workers/pipeline.js';
 
 export class InlineActors {
   readonly clock = new SimClock(1_800_000_000_000);
-  readonly dataDir = mkdtempSync(join(tmpdir(), 'kw-pipeline-'));
   deps: PipelineDeps;
+  epoch = 1;
 
   constructor(
     readonly classes: Record<string, ActorDefinition>,
     options: KeepworkOptions = {},
+    readonly store: ObjectStore = new MemoryStore(),
+    readonly dataDir: string = mkdtempSync(join(tmpdir(), 'kw-pipeline-')),
   ) {
     this.deps = this.makeDeps(options);
   }
 
   private makeDeps(options: KeepworkOptions): PipelineDeps {
     const config = resolveOptions(options);
+    const random = new SeededRandom(this.epoch);
+    const log = silentLogger();
+    const writer = { nodeId: 'inline', epoch: this.epoch, generation: 0 };
     return {
       clock: this.clock,
-      random: new SeededRandom(1),
+      random,
       config,
-      log: silentLogger(),
-      dbs: new DbCache(this.dataDir, config.dbCacheMax),
+      log,
+      slots: new ActorSlots(this.dataDir, config.dbCacheMax, { store: this.store, clock: this.clock, random, config, log, writer }),
       loadClass: async (name) => {
         const def = this.classes[name];
         if (!def) throw new NotFound(`no class ${name}`);
@@ -55,14 +62,19 @@ export class InlineActors {
     return (await runEvent(this.deps, { type: 'getAlarm', address: parseAddress(address) })).alarmAt;
   }
 
-  /** Closes every database and opens fresh handles: what a node restart does to the data dir. */
-  restart(options: KeepworkOptions = {}): void {
-    this.deps.dbs.closeAll();
+  callDurable(address: string, method: string, ...args: unknown[]): Promise<EventResult> {
+    return runEvent(this.deps, { type: 'request', address: parseAddress(address), method, args, durable: true });
+  }
+
+  /** Closes every actor (flushed) and opens fresh handles: what a clean node restart does. */
+  async restart(options: KeepworkOptions = {}): Promise<void> {
+    await this.deps.slots.closeAll();
+    this.epoch++;
     this.deps = this.makeDeps(options);
   }
 
-  cleanup(): void {
-    this.deps.dbs.closeAll();
+  async cleanup(): Promise<void> {
+    await this.deps.slots.closeAll();
     rmSync(this.dataDir, { recursive: true, force: true });
   }
 }

@@ -72,7 +72,7 @@ describe('event pipeline: committed retries (ADR "Retries are committed")', () =
   });
 
   it('retries survive a restart (the count is in the database)', async () => {
-    env.restart();
+    await env.restart();
     seen.length = 0;
     await failOnce(A);
     assert.equal(seen[0]!.retryCount, 3);
@@ -131,7 +131,7 @@ describe('event pipeline: committed retries (ADR "Retries are committed")', () =
       assert.equal(await slow.getAlarm(A), r.alarmAt, 'the retry is committed');
       assert.equal(r.alarmAt, t0 + 50 + 1000, 'one second after the limit ended the run');
     } finally {
-      slow.cleanup();
+      await slow.cleanup();
     }
   });
 

@@ -1,0 +1,117 @@
+/**
+ * Chain I/O against the bucket: list an actor's links, create one, and restore a database from
+ * them (DESIGN.md §4).
+ *
+ * - `createLink`: `If-None-Match: *`, so exactly one writer wins each seq. A failed or ambiguous
+ *   attempt is retried with the same key and body; a 412 whose object is our own body is a
+ *   success; any other 412 is a late commit or a rival writer → `ChainConflict`, and the caller
+ *   gives the actor up.
+ * - `restoreChain`: the newest snapshot at or below the head (or `uptoSeq`), then every later
+ *   delta in order, into a temp file the caller moves into place. A gap or a bad link is
+ *   `CorruptLink`; nothing local is touched until the whole chain checked out.
+ */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Clock } from '../core/clock.js';
+import { ActorGivenUp, ErrorCode, isKeepworkError } from '../core/errors.js';
+import { jitter, type Random } from '../core/random.js';
+import { formatAddress, type ActorAddress } from '../core/address.js';
+import { sameBytes } from '../store/etag.js';
+import { listAll } from '../store/keys.js';
+import type { ObjectStore } from '../store/types.js';
+import { CorruptLink, decodeLink, type Link, type LinkHeader } from './link.js';
+import { chainPrefix, linkKey, seqOfKey } from './state-keys.js';
+import { applyDelta, decodeDelta } from './wal.js';
+
+export interface RetryDeps {
+  clock: Clock;
+  random: Random;
+  attemptsMax: number;
+  retryBaseMs: number;
+}
+
+export class ChainConflict extends ActorGivenUp {}
+
+/** Every seq of the actor's chain, ascending. */
+export async function listChain(store: ObjectStore, a: ActorAddress): Promise<number[]> {
+  const seqs: number[] = [];
+  for await (const key of listAll(store, { prefix: chainPrefix(a) })) {
+    const seq = seqOfKey(a, key);
+    if (seq !== undefined) seqs.push(seq);
+  }
+  return seqs;
+}
+
+export async function createLink(store: ObjectStore, a: ActorAddress, seq: number, body: Uint8Array, r: RetryDeps): Promise<{ etag: string }> {
+  const key = linkKey(a, seq);
+  let uncertain = false;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await store.put(key, body, { ifNoneMatch: '*' });
+    } catch (e) {
+      if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return settleConflict(store, a, seq, key, body, uncertain);
+      const transient = isKeepworkError(e, ErrorCode.AmbiguousWrite) || isKeepworkError(e, ErrorCode.StoreUnavailable);
+      if (!transient || attempt >= r.attemptsMax) throw e;
+      uncertain ||= isKeepworkError(e, ErrorCode.AmbiguousWrite);
+      await r.clock.sleep(jitter(r.random, r.retryBaseMs * 2 ** (attempt - 1)));
+    }
+  }
+}
+
+async function settleConflict(store: ObjectStore, a: ActorAddress, seq: number, key: string, body: Uint8Array, uncertain: boolean): Promise<{ etag: string }> {
+  const current = await store.get(key);
+  if (current && sameBytes(current.body, body)) return { etag: current.etag }; // our own earlier attempt landed
+  throw new ChainConflict(`link ${seq} of ${formatAddress(a)} was written by another writer${uncertain ? ' (after an ambiguous attempt of ours)' : ''}`, {
+    details: { key, seq },
+  });
+}
+
+export interface ChainHead {
+  seq: number;
+  etag: string;
+  header: LinkHeader;
+}
+
+export type RestoreResult = { state: 'empty' } | { state: 'deleted'; head: ChainHead } | { state: 'restored'; head: ChainHead; links: number; bytes: number };
+
+/**
+ * Restores the chain up to its head (or `uptoSeq`) into `outPath` (overwritten). `seqs` is the
+ * listing, when the caller has it already.
+ */
+export async function restoreChain(
+  store: ObjectStore,
+  a: ActorAddress,
+  outPath: string,
+  options: { seqs?: number[]; uptoSeq?: number; onProgress?: (done: number, total: number) => void } = {},
+): Promise<RestoreResult> {
+  const all = options.seqs ?? (await listChain(store, a));
+  const seqs = options.uptoSeq === undefined ? all : all.filter((s) => s <= options.uptoSeq!);
+  if (seqs.length === 0) return { state: 'empty' };
+  const fetched: { seq: number; etag: string; link: Link }[] = [];
+  for (let i = seqs.length - 1; i >= 0; i--) {
+    const seq = seqs[i]!;
+    if (i < seqs.length - 1 && seqs[i + 1] !== seq + 1) throw new CorruptLink(`chain of ${formatAddress(a)} has a gap before link ${seqs[i + 1]}`);
+    const obj = await store.get(linkKey(a, seq));
+    if (!obj) throw new CorruptLink(`link ${seq} of ${formatAddress(a)} vanished while restoring`, { seq });
+    const link = decodeLink(obj.body, seq);
+    fetched.push({ seq, etag: obj.etag, link });
+    if (i === seqs.length - 1 && link.header.kind === 'tombstone') return { state: 'deleted', head: { seq, etag: obj.etag, header: link.header } };
+    if (link.header.kind !== 'delta') break;
+  }
+  const base = fetched[fetched.length - 1]!;
+  if (base.link.header.kind !== 'snapshot') throw new CorruptLink(`chain of ${formatAddress(a)} has no snapshot at or below link ${base.seq}`);
+  const top = fetched[0]!;
+  writeLinks(outPath, fetched.reverse(), options.onProgress);
+  const bytes = fetched.reduce((n, f) => n + f.link.payload.byteLength, 0);
+  return { state: 'restored', head: { seq: top.seq, etag: top.etag, header: top.link.header }, links: fetched.length, bytes };
+}
+
+function writeLinks(outPath: string, links: { link: Link }[], onProgress?: (done: number, total: number) => void): void {
+  mkdirSync(dirname(outPath), { recursive: true });
+  rmSync(outPath, { force: true });
+  writeFileSync(outPath, links[0]!.link.payload);
+  for (let i = 1; i < links.length; i++) {
+    applyDelta(outPath, decodeDelta(links[i]!.link.payload));
+    onProgress?.(i + 1, links.length);
+  }
+}

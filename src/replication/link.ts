@@ -1,0 +1,92 @@
+/**
+ * The body of one chain link — the only module that builds or parses it:
+ *
+ *   "KWL1" | header length (u32 BE) | header (JSON, UTF-8) | payload (deflate-compressed)
+ *
+ *   header: { v: 1, seq, kind: snapshot|delta|tombstone, generation, nodeId, epoch, pageSize,
+ *             pageCount, size (payload bytes before compression), sha256 (of those bytes) }
+ *
+ * A snapshot's payload is the whole database image; a delta's is `encodeDelta` of the pages
+ * changed since the previous link (wal.ts); a tombstone's is empty. `decodeLink` verifies the
+ * magic, the version, the header's fields and the checksum, and throws `CorruptLink` otherwise.
+ */
+import { createHash } from 'node:crypto';
+import { deflateSync, inflateSync } from 'node:zlib';
+import { ErrorCode, KeepworkError } from '../core/errors.js';
+
+export type LinkKind = 'snapshot' | 'delta' | 'tombstone';
+
+export interface LinkHeader {
+  v: 1;
+  seq: number;
+  kind: LinkKind;
+  generation: number;
+  nodeId: string;
+  epoch: number;
+  pageSize: number;
+  pageCount: number;
+  size: number;
+  sha256: string;
+}
+
+export interface Link {
+  header: LinkHeader;
+  payload: Uint8Array;
+}
+
+const MAGIC = Buffer.from('KWL1');
+const HEADER_MAX = 64 * 1024;
+const KINDS: readonly LinkKind[] = ['snapshot', 'delta', 'tombstone'];
+
+export class CorruptLink extends KeepworkError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super(ErrorCode.CorruptLink, message, { details });
+    this.name = 'CorruptLink';
+  }
+}
+
+export function encodeLink(fields: Omit<LinkHeader, 'v' | 'size' | 'sha256'>, payload: Uint8Array): Uint8Array {
+  const header: LinkHeader = { v: 1, ...fields, size: payload.byteLength, sha256: sha256(payload) };
+  const json = Buffer.from(JSON.stringify(header), 'utf8');
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(json.length);
+  return Buffer.concat([MAGIC, len, json, deflateSync(payload, { level: 3 })]);
+}
+
+export function decodeLink(body: Uint8Array, expectSeq?: number): Link {
+  const buf = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (buf.length < 8 || !buf.subarray(0, 4).equals(MAGIC)) throw new CorruptLink('not a keepwork link (bad magic)');
+  const len = buf.readUInt32BE(4);
+  if (len > HEADER_MAX || 8 + len > buf.length) throw new CorruptLink(`link header length ${len} is out of range`);
+  const header = parseHeader(buf.subarray(8, 8 + len));
+  if (expectSeq !== undefined && header.seq !== expectSeq) throw new CorruptLink(`link holds seq ${header.seq}, expected ${expectSeq}`, { seq: expectSeq });
+  let payload: Buffer;
+  try {
+    payload = inflateSync(buf.subarray(8 + len));
+  } catch (e) {
+    throw new CorruptLink(`link ${header.seq}: payload does not decompress: ${(e as Error).message}`, { seq: header.seq });
+  }
+  if (payload.length !== header.size || sha256(payload) !== header.sha256) {
+    throw new CorruptLink(`link ${header.seq}: payload checksum mismatch`, { seq: header.seq });
+  }
+  return { header, payload: new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength) };
+}
+
+function parseHeader(bytes: Buffer): LinkHeader {
+  let h: Partial<LinkHeader>;
+  try {
+    h = JSON.parse(bytes.toString('utf8')) as Partial<LinkHeader>;
+  } catch {
+    throw new CorruptLink('link header is not JSON');
+  }
+  const ints = ['seq', 'generation', 'epoch', 'pageSize', 'pageCount', 'size'] as const;
+  if (h.v !== 1) throw new CorruptLink(`unsupported link format version ${String(h.v)}`);
+  for (const k of ints) if (!Number.isSafeInteger(h[k]) || (h[k] as number) < 0) throw new CorruptLink(`link header field ${k} is invalid`);
+  if (!KINDS.includes(h.kind as LinkKind)) throw new CorruptLink(`link kind ${String(h.kind)} is unknown`);
+  if (typeof h.nodeId !== 'string' || typeof h.sha256 !== 'string') throw new CorruptLink('link header lacks nodeId or sha256');
+  return h as LinkHeader;
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}

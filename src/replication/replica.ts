@@ -1,0 +1,311 @@
+/**
+ * One actor's replica: keeps the bucket's chain in step with the local database (DESIGN.md §4).
+ *
+ *   take()        before the database opens: bring the local file in line with the chain
+ *                 (nothing to do · apply missing deltas · set aside as .replaced + restore ·
+ *                 first upload of a local-only file)
+ *   committed()   after each commit: one upload at most every replicationDelayMs (group commit)
+ *   sync()        upload everything committed so far; resolves once it is in the bucket
+ *   tombstone()   the actor was deleted: a tombstone link
+ *   release()     flush, checkpoint, sidecar: the file equals the head
+ *
+ * Uploads run one at a time per actor (`queue`). A conflict (someone else wrote our next seq: a
+ * late commit or a rival) or a persistent failure gives the actor up: `givenUp` is set, every
+ * later sync rejects with it, and the owner drops the open database; the next take restores.
+ * Time, randomness and the store are injected.
+ */
+import Database from 'better-sqlite3';
+import { existsSync, renameSync, rmSync } from 'node:fs';
+import type { Clock, TimerHandle } from '../core/clock.js';
+import { ActorGivenUp, isKeepworkError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { Random } from '../core/random.js';
+import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ResolvedConfig } from '../main/config.js';
+import type { ObjectStore } from '../store/types.js';
+import type { Db } from '../workers/actor-db.js';
+import { createLink, listChain, restoreChain, type RetryDeps } from './chain.js';
+import { decodeLink, encodeLink, type LinkKind } from './link.js';
+import { readSidecar, removeSidecar, writeSidecar, type Sidecar } from './sidecar.js';
+import { linkKey } from './state-keys.js';
+import { applyDelta, captureWal, decodeDelta, encodeDelta, type WalCursor } from './wal.js';
+
+export interface ReplicaDeps {
+  store: ObjectStore;
+  clock: Clock;
+  random: Random;
+  config: ResolvedConfig;
+  log: Logger;
+  writer: { nodeId: string; epoch: number; generation: number };
+}
+
+export type TakeResult = 'ready' | 'absent' | 'deleted';
+
+interface Head {
+  seq: number;
+  etag: string;
+}
+
+export class ActorReplica {
+  givenUp: Error | undefined;
+  private head: Head | null = null;
+  private cursor: WalCursor | null = null;
+  private deleted = false;
+  private linksSinceSnapshot = 0;
+  private linksSinceCheckpoint = 0;
+  private deltaBytesSinceSnapshot = 0;
+  private snapshotBytes = 0;
+  private db: Db | undefined;
+  private queue: Promise<void> = Promise.resolve();
+  private timer: TimerHandle | undefined;
+
+  constructor(
+    private readonly deps: ReplicaDeps,
+    readonly address: ActorAddress,
+    readonly dbPath: string,
+  ) {}
+
+  async take(): Promise<TakeResult> {
+    const seqs = await listChain(this.deps.store, this.address);
+    const local = existsSync(this.dbPath);
+    const side = readSidecar(this.dbPath);
+    if (seqs.length === 0) return this.takeEmptyBucket(local, side);
+    const headSeq = seqs[seqs.length - 1]!;
+    const head = await this.deps.store.head(linkKey(this.address, headSeq));
+    if (!head) throw new ActorGivenUp(`head link ${headSeq} of ${this.name()} vanished during take`);
+    if (local && side && side.seq === headSeq && side.etag === head.etag) return this.adopt(side);
+    if (local && side && side.seq < headSeq && !this.localChanged(side)) {
+      const caught = await this.catchUp(side, seqs);
+      if (caught) return caught;
+    }
+    if (local) this.setAside();
+    return this.restoreFully(seqs);
+  }
+
+  attach(db: Db): void {
+    this.db = db;
+    db.pragma('wal_autocheckpoint = 0');
+    if (this.head === null && !this.deleted) this.committed(); // first upload of a local-only file
+  }
+
+  /** A commit happened: schedule a group-commit upload. */
+  committed(): void {
+    if (this.timer || this.givenUp) return;
+    this.timer = this.deps.clock.setTimer(this.deps.config.replicationDelayMs, () => {
+      this.timer = undefined;
+      this.sync().catch(() => undefined); // failures are recorded in givenUp and logged
+    });
+  }
+
+  sync(): Promise<void> {
+    const run = this.queue.then(() => this.flush());
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The actor was deleted: end its chain with a tombstone, then forget the local files. */
+  async tombstone(): Promise<void> {
+    await this.sync();
+    const run = this.queue.then(() => this.upload('tombstone', new Uint8Array(0), 0, 0, null));
+    this.queue = run.catch(() => undefined);
+    await run;
+    this.deleted = true;
+    removeSidecar(this.dbPath);
+  }
+
+  /** Before closing: everything uploaded, the WAL folded in, the sidecar saying so. */
+  async release(): Promise<void> {
+    this.timer?.cancel();
+    this.timer = undefined;
+    if (this.givenUp || this.deleted) return;
+    await this.sync();
+    this.checkpoint(true);
+  }
+
+  /**
+   * Before the database closes (SQLite folds the WAL into the file on close): if the file holds
+   * anything the bucket does not — the actor was given up, or commits were never uploaded — the
+   * sidecar goes, so the next take sets the file aside and restores instead of trusting it.
+   */
+  beforeClose(): void {
+    this.timer?.cancel();
+    this.timer = undefined;
+    if (this.deleted) return;
+    if (this.givenUp || captureWal(`${this.dbPath}-wal`, this.cursor).delta !== null) removeSidecar(this.dbPath);
+  }
+
+  private name(): string {
+    return formatAddress(this.address);
+  }
+
+  private takeEmptyBucket(local: boolean, side: Sidecar | undefined): TakeResult {
+    if (!local) return 'absent';
+    if (side) this.deps.log.warn({ actor: this.name(), sidecarSeq: side.seq }, 'the bucket has no chain for a local actor with a sidecar; uploading it as link 1');
+    this.head = null; // attach() schedules the first upload: a snapshot
+    return 'ready';
+  }
+
+  private adopt(side: Sidecar): TakeResult {
+    this.head = { seq: side.seq, etag: side.etag };
+    this.cursor = side.cursor;
+    this.linksSinceSnapshot = side.linksSinceSnapshot ?? this.deps.config.snapshotEveryLinks;
+    this.deltaBytesSinceSnapshot = side.deltaBytesSinceSnapshot ?? 0;
+    this.snapshotBytes = side.snapshotBytes ?? 0;
+    return 'ready';
+  }
+
+  /** True when the local WAL holds commits past what the sidecar says was uploaded. */
+  private localChanged(side: Sidecar): boolean {
+    return captureWal(`${this.dbPath}-wal`, side.cursor).delta !== null;
+  }
+
+  /** Applies the links after the sidecar's seq onto the local file; undefined if it cannot. */
+  private async catchUp(side: Sidecar, seqs: number[]): Promise<TakeResult | undefined> {
+    const missing = seqs.filter((s) => s > side.seq);
+    if (missing[0] !== side.seq + 1 || missing.some((s, i) => s !== side.seq + 1 + i)) return undefined;
+    const links = [];
+    for (const seq of missing) {
+      const obj = await this.deps.store.get(linkKey(this.address, seq));
+      if (!obj) return undefined;
+      const link = decodeLink(obj.body, seq);
+      if (link.header.kind !== 'delta') return undefined; // a snapshot or tombstone: restore fully
+      links.push({ seq, etag: obj.etag, link });
+    }
+    foldWal(this.dbPath);
+    for (const { link } of links) applyDelta(this.dbPath, decodeDelta(link.payload));
+    const top = links[links.length - 1]!;
+    this.head = { seq: top.seq, etag: top.etag };
+    this.cursor = null;
+    this.linksSinceSnapshot = this.deps.config.snapshotEveryLinks; // unknown: the next link is a snapshot
+    this.saveSidecar();
+    this.deps.log.info({ actor: this.name(), from: side.seq, to: top.seq }, 'applied missing links onto the local copy');
+    return 'ready';
+  }
+
+  private setAside(): void {
+    const aside = `${this.dbPath}.replaced`;
+    for (const suffix of ['', '-wal', '-shm']) {
+      if (existsSync(this.dbPath + suffix)) renameSync(this.dbPath + suffix, aside + suffix);
+    }
+    removeSidecar(this.dbPath);
+    this.deps.log.warn({ actor: this.name(), aside }, 'local copy differs from the bucket; set aside and restoring the bucket’s state');
+  }
+
+  private async restoreFully(seqs: number[]): Promise<TakeResult> {
+    const tmp = `${this.dbPath}.restore`;
+    const result = await restoreChain(this.deps.store, this.address, tmp, { seqs });
+    if (result.state === 'empty') return 'absent';
+    this.head = { seq: result.head.seq, etag: result.head.etag };
+    if (result.state === 'deleted') {
+      this.deleted = true;
+      rmSync(tmp, { force: true });
+      return 'deleted';
+    }
+    for (const suffix of ['-wal', '-shm']) rmSync(this.dbPath + suffix, { force: true });
+    renameSync(tmp, this.dbPath);
+    this.cursor = null;
+    this.linksSinceSnapshot = result.links - 1;
+    this.deltaBytesSinceSnapshot = 0;
+    this.snapshotBytes = result.bytes;
+    this.saveSidecar();
+    return 'ready';
+  }
+
+  private async flush(): Promise<void> {
+    if (this.givenUp) throw this.givenUp;
+    const db = this.db;
+    if (!db || !db.open) return;
+    const captured = captureWal(`${this.dbPath}-wal`, this.cursor);
+    const wantSnapshot = this.head === null || this.deleted || this.linksSinceSnapshot + 1 >= this.deps.config.snapshotEveryLinks;
+    if (!captured.delta && !wantSnapshot) return;
+    if (!captured.delta && this.head !== null && !this.deleted) return;
+    const deltaBytes = captured.delta ? encodeDelta(captured.delta) : undefined;
+    const outweighs = deltaBytes !== undefined && this.deltaBytesSinceSnapshot + deltaBytes.byteLength > this.snapshotBytes;
+    if ((wantSnapshot || outweighs || !deltaBytes) && !db.inTransaction) {
+      const image = db.serialize();
+      const pageSize = db.pragma('page_size', { simple: true }) as number;
+      return this.upload('snapshot', image, pageSize, image.byteLength / pageSize, captured.cursor);
+    }
+    if (!deltaBytes) return this.committed(); // a snapshot is due but an event is running: try again shortly
+    const d = captured.delta!;
+    return this.upload('delta', deltaBytes, d.pageSize, d.pageCountAfter, captured.cursor);
+  }
+
+  private async upload(kind: LinkKind, payload: Uint8Array, pageSize: number, pageCount: number, cursor: WalCursor | null): Promise<void> {
+    if (this.givenUp) throw this.givenUp;
+    const seq = (this.head?.seq ?? 0) + 1;
+    const { nodeId, epoch, generation } = this.deps.writer;
+    const body = encodeLink({ seq, kind, generation, nodeId, epoch, pageSize, pageCount }, payload);
+    let etag: string;
+    try {
+      ({ etag } = await createLink(this.deps.store, this.address, seq, body, this.retryDeps()));
+    } catch (e) {
+      throw this.giveUp(e, seq);
+    }
+    this.head = { seq, etag };
+    this.cursor = cursor ?? this.cursor;
+    this.deleted = kind === 'tombstone';
+    this.countLink(kind, payload.byteLength);
+    this.saveSidecar();
+    this.checkpoint(false);
+  }
+
+  private countLink(kind: LinkKind, bytes: number): void {
+    this.linksSinceCheckpoint++;
+    if (kind === 'snapshot') {
+      this.linksSinceSnapshot = 0;
+      this.deltaBytesSinceSnapshot = 0;
+      this.snapshotBytes = bytes;
+    } else {
+      this.linksSinceSnapshot++;
+      this.deltaBytesSinceSnapshot += bytes;
+    }
+  }
+
+  /** Folds the WAL into the database when due (or `force`d), only if nothing is left to capture. */
+  private checkpoint(force: boolean): void {
+    const db = this.db;
+    if (!db || !db.open || db.inTransaction) return;
+    const due = force || this.linksSinceCheckpoint >= this.deps.config.checkpointEveryLinks || (this.cursor?.offset ?? 0) >= this.deps.config.checkpointWalBytes;
+    if (!due || captureWal(`${this.dbPath}-wal`, this.cursor).delta !== null) return;
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    this.cursor = null;
+    this.linksSinceCheckpoint = 0;
+    this.saveSidecar();
+  }
+
+  private saveSidecar(): void {
+    if (!this.head) return;
+    writeSidecar(this.dbPath, {
+      seq: this.head.seq,
+      etag: this.head.etag,
+      generation: this.deps.writer.generation,
+      cursor: this.cursor,
+      linksSinceSnapshot: this.linksSinceSnapshot,
+      deltaBytesSinceSnapshot: this.deltaBytesSinceSnapshot,
+      snapshotBytes: this.snapshotBytes,
+    });
+  }
+
+  private giveUp(e: unknown, seq: number): Error {
+    const err = isKeepworkError(e)
+      ? (e as unknown as Error)
+      : new ActorGivenUp(`uploading link ${seq} of ${this.name()} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    this.givenUp = err;
+    this.deps.log.error({ actor: this.name(), seq, err: e }, 'actor given up: its chain could not be extended');
+    return err;
+  }
+
+  private retryDeps(): RetryDeps {
+    const { clock, random, config } = this.deps;
+    return { clock, random, attemptsMax: config.storeAttemptsMax, retryBaseMs: config.storeRetryBaseMs };
+  }
+}
+
+/** Folds a closed database's WAL into its file (open, checkpoint, close). */
+function foldWal(dbPath: string): void {
+  if (!existsSync(`${dbPath}-wal`)) return;
+  const db = new Database(dbPath);
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+}

@@ -1,0 +1,116 @@
+/**
+ * The open actors of one worker: each actor's database and its replica, in a bounded LRU.
+ *
+ *   acquire ─▶ (closing? wait) ─▶ replica.take() (bucket ⇄ local file) ─▶ open db ─▶ attach
+ *   evict / close ─▶ replica.release() (uploaded, WAL folded, sidecar) ─▶ db.close()
+ *   drop (given up) ─▶ db.close() without flushing; the next acquire takes it again
+ *
+ * An actor in use by a running event is never evicted; the LRU may exceed `max` by the number in
+ * use at once.
+ */
+import { formatAddress, type ActorAddress } from '../core/address.js';
+import { ActorReplica, type ReplicaDeps } from '../replication/replica.js';
+import { removeSidecar } from '../replication/sidecar.js';
+import { actorDbPath, openActorDb, removeActorDb, type Db } from './actor-db.js';
+
+export interface Slot {
+  readonly db: Db;
+  readonly replica: ActorReplica;
+  users: number;
+}
+
+export class ActorSlots {
+  private readonly open = new Map<string, Slot>();
+  private readonly closing = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly dataDir: string,
+    private readonly max: number,
+    private readonly replicaDeps: ReplicaDeps,
+  ) {}
+
+  /** The actor, taken and opened as needed; null when it does not exist (or was deleted) and !create. */
+  async acquire(address: ActorAddress, create: boolean): Promise<Slot | null> {
+    const key = formatAddress(address);
+    await this.closing.get(key);
+    let slot: Slot | null | undefined = this.open.get(key);
+    if (slot) {
+      this.open.delete(key); // re-insert: most recently used last
+    } else {
+      slot = await this.take(address, create);
+      if (!slot) return null;
+    }
+    slot.users++;
+    this.open.set(key, slot);
+    this.evict();
+    return slot;
+  }
+
+  release(slot: Slot): void {
+    slot.users = Math.max(0, slot.users - 1);
+    if (slot.replica.givenUp) this.drop(slot.replica.address);
+    this.evict();
+  }
+
+  /** Flushes and closes the actor (idle, or an owner giving it back). */
+  close(address: ActorAddress): Promise<void> {
+    const key = formatAddress(address);
+    const slot = this.open.get(key);
+    if (!slot) return this.closing.get(key) ?? Promise.resolve();
+    this.open.delete(key);
+    const done = slot.replica
+      .release()
+      .catch(() => undefined) // a failed flush gave the actor up; the chain stays the truth
+      .finally(() => {
+        slot.replica.beforeClose();
+        slot.db.close();
+        this.closing.delete(key);
+      });
+    this.closing.set(key, done);
+    return done;
+  }
+
+  /** Closes without flushing: the actor was given up, the bucket's chain is the truth. */
+  drop(address: ActorAddress): void {
+    const key = formatAddress(address);
+    const slot = this.open.get(key);
+    if (!slot) return;
+    this.open.delete(key);
+    slot.replica.beforeClose();
+    if (slot.db.open) slot.db.close();
+  }
+
+  /** After a tombstone: closes and deletes the local files. */
+  remove(address: ActorAddress): void {
+    this.drop(address);
+    const path = actorDbPath(this.dataDir, address);
+    removeActorDb(path);
+    removeSidecar(path);
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.open.values()].map((s) => this.close(s.replica.address)));
+    await Promise.all([...this.closing.values()]);
+  }
+
+  get size(): number {
+    return this.open.size;
+  }
+
+  private async take(address: ActorAddress, create: boolean): Promise<Slot | null> {
+    const path = actorDbPath(this.dataDir, address);
+    const replica = new ActorReplica(this.replicaDeps, address, path);
+    const state = await replica.take();
+    if (state !== 'ready' && !create) return null;
+    const db = openActorDb(path, address, true)!;
+    replica.attach(db);
+    return { db, replica, users: 0 };
+  }
+
+  private evict(): void {
+    for (const [, slot] of this.open) {
+      if (this.open.size <= this.max) return;
+      if (slot.users === 0) void this.close(slot.replica.address);
+    }
+  }
+}
