@@ -44,6 +44,19 @@ program
     await node.stop();
   });
 
+const actor = program.command('actor').description('work on one actor in the bucket');
+actor
+  .command('restore')
+  .description('write a past state of an actor (as of a link, or a time) as its new head')
+  .argument('<address>', 'tenant/class/name')
+  .option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL)
+  .option('--seq <n>', 'restore the state as of this link', Number)
+  .option('--at <iso-time>', 'restore the state as of the newest link written at or before this time')
+  .action(async (address: string, o: { bucket: string; seq?: number; at?: string }) => {
+    const { restoreCommand } = await import('./restore-command.js');
+    await restoreCommand(address, o);
+  });
+
 program.parseAsync().catch((e: unknown) => {
   console.error(`keepwork: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);

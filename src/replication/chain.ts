@@ -72,7 +72,10 @@ export interface ChainHead {
   header: LinkHeader;
 }
 
-export type RestoreResult = { state: 'empty' } | { state: 'deleted'; head: ChainHead } | { state: 'restored'; head: ChainHead; links: number; bytes: number };
+export type RestoreResult =
+  | { state: 'empty' }
+  | { state: 'deleted'; head: ChainHead }
+  | { state: 'restored'; head: ChainHead; base: ChainHead; links: number; bytes: number };
 
 /**
  * Restores the chain up to its head (or `uptoSeq`) into `outPath` (overwritten). `seqs` is the
@@ -103,7 +106,15 @@ export async function restoreChain(
   const top = fetched[0]!;
   writeLinks(outPath, fetched.reverse(), options.onProgress);
   const bytes = fetched.reduce((n, f) => n + f.link.payload.byteLength, 0);
-  return { state: 'restored', head: { seq: top.seq, etag: top.etag, header: top.link.header }, links: fetched.length, bytes };
+  const headOf = (f: (typeof fetched)[number]): ChainHead => ({ seq: f.seq, etag: f.etag, header: f.link.header });
+  return { state: 'restored', head: headOf(top), base: headOf(base), links: fetched.length, bytes };
+}
+
+/** Deletes every link below `belowSeq` (retention), in batches. */
+export async function deleteLinksBelow(store: ObjectStore, a: ActorAddress, belowSeq: number): Promise<number> {
+  const doomed = (await listChain(store, a)).filter((s) => s < belowSeq).map((s) => linkKey(a, s));
+  for (let i = 0; i < doomed.length; i += 1000) await store.deleteMany(doomed.slice(i, i + 1000));
+  return doomed.length;
 }
 
 function writeLinks(outPath: string, links: { link: Link }[], onProgress?: (done: number, total: number) => void): void {

@@ -1,10 +1,11 @@
 /**
  * The body of one chain link — the only module that builds or parses it:
  *
- *   "KWL1" | header length (u32 BE) | header (JSON, UTF-8) | payload (deflate-compressed)
+ *   "KWL1" | header length (u32 BE) | header (JSON, UTF-8) | payload (deflate) | sha256 of all before
  *
- *   header: { v: 1, seq, kind: snapshot|delta|tombstone, generation, nodeId, epoch, pageSize,
- *             pageCount, size (payload bytes before compression), sha256 (of those bytes) }
+ *   header: { v: 1, seq, kind: snapshot|delta|tombstone, generation, nodeId, epoch, atMs (the
+ *             writer's clock), pageSize, pageCount, size (payload bytes before compression),
+ *             sha256 (of those bytes) }
  *
  * A snapshot's payload is the whole database image; a delta's is `encodeDelta` of the pages
  * changed since the previous link (wal.ts); a tombstone's is empty. `decodeLink` verifies the
@@ -23,6 +24,7 @@ export interface LinkHeader {
   generation: number;
   nodeId: string;
   epoch: number;
+  atMs: number;
   pageSize: number;
   pageCount: number;
   size: number;
@@ -36,6 +38,7 @@ export interface Link {
 
 const MAGIC = Buffer.from('KWL1');
 const HEADER_MAX = 64 * 1024;
+const SEAL = 32;
 const KINDS: readonly LinkKind[] = ['snapshot', 'delta', 'tombstone'];
 
 export class CorruptLink extends KeepworkError {
@@ -50,12 +53,15 @@ export function encodeLink(fields: Omit<LinkHeader, 'v' | 'size' | 'sha256'>, pa
   const json = Buffer.from(JSON.stringify(header), 'utf8');
   const len = Buffer.alloc(4);
   len.writeUInt32BE(json.length);
-  return Buffer.concat([MAGIC, len, json, deflateSync(payload, { level: 3 })]);
+  const unsealed = Buffer.concat([MAGIC, len, json, deflateSync(payload, { level: 3 })]);
+  return Buffer.concat([unsealed, createHash('sha256').update(unsealed).digest()]);
 }
 
 export function decodeLink(body: Uint8Array, expectSeq?: number): Link {
-  const buf = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  if (buf.length < 8 || !buf.subarray(0, 4).equals(MAGIC)) throw new CorruptLink('not a keepwork link (bad magic)');
+  const sealed = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (sealed.length < 8 + SEAL || !sealed.subarray(0, 4).equals(MAGIC)) throw new CorruptLink('not a keepwork link (bad magic)');
+  const buf = sealed.subarray(0, sealed.length - SEAL);
+  if (!createHash('sha256').update(buf).digest().equals(sealed.subarray(sealed.length - SEAL))) throw new CorruptLink('link checksum mismatch (damaged in storage or transit)');
   const len = buf.readUInt32BE(4);
   if (len > HEADER_MAX || 8 + len > buf.length) throw new CorruptLink(`link header length ${len} is out of range`);
   const header = parseHeader(buf.subarray(8, 8 + len));
@@ -79,7 +85,7 @@ function parseHeader(bytes: Buffer): LinkHeader {
   } catch {
     throw new CorruptLink('link header is not JSON');
   }
-  const ints = ['seq', 'generation', 'epoch', 'pageSize', 'pageCount', 'size'] as const;
+  const ints = ['seq', 'generation', 'epoch', 'atMs', 'pageSize', 'pageCount', 'size'] as const;
   if (h.v !== 1) throw new CorruptLink(`unsupported link format version ${String(h.v)}`);
   for (const k of ints) if (!Number.isSafeInteger(h[k]) || (h[k] as number) < 0) throw new CorruptLink(`link header field ${k} is invalid`);
   if (!KINDS.includes(h.kind as LinkKind)) throw new CorruptLink(`link kind ${String(h.kind)} is unknown`);

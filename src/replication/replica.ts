@@ -24,7 +24,7 @@ import { formatAddress, type ActorAddress } from '../core/address.js';
 import type { ResolvedConfig } from '../main/config.js';
 import type { ObjectStore } from '../store/types.js';
 import type { Db } from '../workers/actor-db.js';
-import { createLink, listChain, restoreChain, type RetryDeps } from './chain.js';
+import { createLink, deleteLinksBelow, listChain, restoreChain, type RetryDeps } from './chain.js';
 import { decodeLink, encodeLink, type LinkKind } from './link.js';
 import { readSidecar, removeSidecar, writeSidecar, type Sidecar } from './sidecar.js';
 import { linkKey } from './state-keys.js';
@@ -55,6 +55,7 @@ export class ActorReplica {
   private linksSinceCheckpoint = 0;
   private deltaBytesSinceSnapshot = 0;
   private snapshotBytes = 0;
+  private snapshots: { seq: number; atMs: number }[] = [];
   private db: Db | undefined;
   private queue: Promise<void> = Promise.resolve();
   private timer: TimerHandle | undefined;
@@ -151,6 +152,7 @@ export class ActorReplica {
     this.linksSinceSnapshot = side.linksSinceSnapshot ?? this.deps.config.snapshotEveryLinks;
     this.deltaBytesSinceSnapshot = side.deltaBytesSinceSnapshot ?? 0;
     this.snapshotBytes = side.snapshotBytes ?? 0;
+    this.snapshots = side.snapshots ?? [];
     return 'ready';
   }
 
@@ -207,6 +209,7 @@ export class ActorReplica {
     this.linksSinceSnapshot = result.links - 1;
     this.deltaBytesSinceSnapshot = 0;
     this.snapshotBytes = result.bytes;
+    this.snapshots = [{ seq: result.base.seq, atMs: result.base.header.atMs }];
     this.saveSidecar();
     return 'ready';
   }
@@ -235,7 +238,8 @@ export class ActorReplica {
     if (this.givenUp) throw this.givenUp;
     const seq = (this.head?.seq ?? 0) + 1;
     const { nodeId, epoch, generation } = this.deps.writer;
-    const body = encodeLink({ seq, kind, generation, nodeId, epoch, pageSize, pageCount }, payload);
+    const atMs = this.deps.clock.now();
+    const body = encodeLink({ seq, kind, generation, nodeId, epoch, atMs, pageSize, pageCount }, payload);
     let etag: string;
     try {
       ({ etag } = await createLink(this.deps.store, this.address, seq, body, this.retryDeps()));
@@ -246,8 +250,29 @@ export class ActorReplica {
     this.cursor = cursor ?? this.cursor;
     this.deleted = kind === 'tombstone';
     this.countLink(kind, payload.byteLength);
+    if (kind === 'snapshot') this.snapshots = [...this.snapshots, { seq, atMs }].slice(-3);
     this.saveSidecar();
     this.checkpoint(false);
+    await this.prune();
+  }
+
+  /**
+   * Retention: links before a snapshot that is not the newest, and older than linkRetentionMs,
+   * are no longer needed by any restore (nor by a point-in-time restore within the retention).
+   */
+  private async prune(): Promise<void> {
+    const cutoff = this.deps.clock.now() - this.deps.config.linkRetentionMs;
+    const older = this.snapshots.slice(0, -1).filter((s) => s.atMs <= cutoff);
+    const keepFrom = older[older.length - 1];
+    if (!keepFrom) return;
+    try {
+      const n = await deleteLinksBelow(this.deps.store, this.address, keepFrom.seq);
+      this.snapshots = this.snapshots.filter((s) => s.seq >= keepFrom.seq);
+      this.saveSidecar();
+      if (n > 0) this.deps.log.debug({ actor: this.name(), below: keepFrom.seq, links: n }, 'old links deleted (retention)');
+    } catch (e) {
+      this.deps.log.warn({ actor: this.name(), err: e }, 'deleting old links failed; retrying after the next snapshot');
+    }
   }
 
   private countLink(kind: LinkKind, bytes: number): void {
@@ -284,6 +309,7 @@ export class ActorReplica {
       linksSinceSnapshot: this.linksSinceSnapshot,
       deltaBytesSinceSnapshot: this.deltaBytesSinceSnapshot,
       snapshotBytes: this.snapshotBytes,
+      snapshots: this.snapshots,
     });
   }
 

@@ -18,6 +18,8 @@ export interface Sidecar {
   linksSinceSnapshot?: number;
   deltaBytesSinceSnapshot?: number;
   snapshotBytes?: number;
+  /** The newest snapshots this replica knows of (seq, writer's time), for retention. */
+  snapshots?: { seq: number; atMs: number }[];
 }
 
 export const sidecarPath = (dbPath: string) => `${dbPath}.chain`;
