@@ -29,6 +29,7 @@ const MAGIC = 0x4b575044; // "KWPD"
 const FORMAT_VERSION = 1;
 const HEADER_BYTES = 20;
 const PGNO_BYTES = 4;
+const SQLITE_MAGIC = new TextEncoder().encode('SQLite format 3\0');
 export const PAGE_SIZE_MIN = 512;
 export const PAGE_SIZE_MAX = 65536;
 
@@ -120,9 +121,11 @@ export function applyDelta(dbPath: string, delta: PageDelta): void {
 /** The page size in a database file's header (offset 16, big-endian, 1 = 65536); null for an empty file. */
 function readPageSize(fd: number): number | null {
   if (fstatSync(fd).size === 0) return null;
-  const b = new Uint8Array(2);
-  if (readSync(fd, b, 0, 2, 16) !== 2) throw new Error('database file is too short to hold a header');
-  const n = (b[0]! << 8) | b[1]!;
+  const b = new Uint8Array(18);
+  if (readSync(fd, b, 0, b.length, 0) !== b.length || !SQLITE_MAGIC.every((c, i) => b[i] === c)) {
+    throw new Error('the file a delta is applied to is not a SQLite database (no "SQLite format 3" header)');
+  }
+  const n = (b[16]! << 8) | b[17]!;
   return n === 1 ? PAGE_SIZE_MAX : n;
 }
 

@@ -40,7 +40,8 @@ interface WalHeader {
   checksum: Checksum;
 }
 
-type Checksum = [number, number];
+/** SQLite's running WAL checksum: two unsigned 32-bit words. */
+export type Checksum = [number, number];
 
 const WAL_HEADER_BYTES = 32;
 const FRAME_HEADER_BYTES = 24;
