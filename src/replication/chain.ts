@@ -10,7 +10,7 @@
  *   delta in order, into a temp file the caller moves into place. A gap or a bad link is
  *   `CorruptLink`; nothing local is touched until the whole chain checked out.
  */
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Clock } from '../core/clock.js';
 import { ActorGivenUp, ErrorCode, isKeepworkError } from '../core/errors.js';
@@ -124,5 +124,16 @@ function writeLinks(outPath: string, links: { link: Link }[], onProgress?: (done
   for (let i = 1; i < links.length; i++) {
     applyDelta(outPath, decodeDelta(links[i]!.link.payload));
     onProgress?.(i + 1, links.length);
+  }
+  fsyncFile(outPath);
+}
+
+/** Makes a file's contents durable before anything (a rename, a sidecar) says it is current. */
+export function fsyncFile(path: string): void {
+  const fd = openSync(path, 'r+');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
 }

@@ -24,7 +24,7 @@ import { formatAddress, type ActorAddress } from '../core/address.js';
 import type { ResolvedConfig } from '../main/config.js';
 import type { ObjectStore } from '../store/types.js';
 import type { Db } from '../workers/actor-db.js';
-import { createLink, deleteLinksBelow, listChain, restoreChain, type RetryDeps } from './chain.js';
+import { createLink, deleteLinksBelow, fsyncFile, listChain, restoreChain, type RetryDeps } from './chain.js';
 import { decodeLink, encodeLink, type LinkKind } from './link.js';
 import { readSidecar, removeSidecar, writeSidecar, type Sidecar } from './sidecar.js';
 import { linkKey } from './state-keys.js';
@@ -175,6 +175,7 @@ export class ActorReplica {
     }
     foldWal(this.dbPath);
     for (const { link } of links) applyDelta(this.dbPath, decodeDelta(link.payload));
+    fsyncFile(this.dbPath);
     const top = links[links.length - 1]!;
     this.head = { seq: top.seq, etag: top.etag };
     this.cursor = null;
