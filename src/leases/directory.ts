@@ -1,0 +1,64 @@
+/**
+ * The cluster's node records as this node sees them: the `nodes/` listing, read at most once per
+ * `alarmSweepMs` and shared by everything that needs liveness (routing, sharding), plus fresh
+ * reads of one record (with its etag) when a decision is about to act on it.
+ */
+import type { Clock } from '../core/clock.js';
+import type { ResolvedConfig } from '../main/config.js';
+import { listAll } from '../store/keys.js';
+import type { ObjectStore } from '../store/types.js';
+import { isLive } from './decisions.js';
+import { NODES_PREFIX, decodeNode, nodeIdOfKey, nodeKey, type NodeRecord } from './records.js';
+
+export interface NodeEntry {
+  record: NodeRecord;
+  etag: string;
+}
+
+export class NodeDirectory {
+  private cache: { atMs: number; nodes: NodeEntry[] } | undefined;
+  private reading: Promise<NodeEntry[]> | undefined;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly clock: Clock,
+    private readonly config: ResolvedConfig,
+  ) {}
+
+  /** Every node record (at most `alarmSweepMs` old). Unparsable records are skipped. */
+  async all(): Promise<NodeEntry[]> {
+    const c = this.cache;
+    if (c && this.clock.now() - c.atMs < this.config.alarmSweepMs) return c.nodes;
+    this.reading ??= this.readAll().finally(() => (this.reading = undefined));
+    return this.reading;
+  }
+
+  async live(): Promise<NodeRecord[]> {
+    const now = this.clock.now();
+    return (await this.all()).map((e) => e.record).filter((r) => isLive(r, now, this.config.graceMs));
+  }
+
+  /** One record, read now. */
+  async fresh(nodeId: string): Promise<NodeEntry | null> {
+    const obj = await this.store.get(nodeKey(nodeId));
+    if (!obj) return null;
+    try {
+      return { record: decodeNode(obj.body), etag: obj.etag };
+    } catch {
+      return null;
+    }
+  }
+
+  invalidate(): void {
+    this.cache = undefined;
+  }
+
+  private async readAll(): Promise<NodeEntry[]> {
+    const keys: string[] = [];
+    for await (const key of listAll(this.store, { prefix: NODES_PREFIX })) if (nodeIdOfKey(key)) keys.push(key);
+    const entries = await Promise.all(keys.map((k) => this.fresh(nodeIdOfKey(k)!)));
+    const nodes = entries.filter((e): e is NodeEntry => e !== null);
+    this.cache = { atMs: this.clock.now(), nodes };
+    return nodes;
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * Per-actor holds (`holds/<tenant>/<class>/<name hex>`, DESIGN.md §5): acquiring an actor for
+ * this node — always generation + 1 — or learning which live node has it.
+ *
+ *   get hold ─▶ holdDecision ─▶ create (If-None-Match) · ours · take (If-Match) ·
+ *               fence the holder's node record (If-Match) then take · forward to the holder
+ *
+ * Only while this node's lease is valid. A lost race (412) re-reads and decides again, a bounded
+ * number of times.
+ */
+import type { Clock } from '../core/clock.js';
+import { ErrorCode, StoreUnavailable, isKeepworkError } from '../core/errors.js';
+import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ResolvedConfig } from '../main/config.js';
+import type { ObjectStore } from '../store/types.js';
+import { holdDecision } from './decisions.js';
+import type { NodeDirectory } from './directory.js';
+import type { NodeLease } from './node-lease.js';
+import { decodeHold, encodeHold, encodeNode, holdKey, nodeKey, type HoldRecord } from './records.js';
+
+export type Ownership = { kind: 'mine'; generation: number } | { kind: 'elsewhere'; nodeId: string; addr: string };
+
+const ROUNDS_MAX = 4;
+
+export class HoldTable {
+  private readonly mine = new Map<string, { generation: number; etag: string }>();
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly clock: Clock,
+    private readonly config: ResolvedConfig,
+    private readonly lease: NodeLease,
+    private readonly nodes: NodeDirectory,
+    private readonly self: { nodeId: string },
+  ) {}
+
+  /** The generation this node holds the actor under, if it does. */
+  held(a: ActorAddress): number | undefined {
+    return this.mine.get(formatAddress(a))?.generation;
+  }
+
+  heldCount(): number {
+    return this.mine.size;
+  }
+
+  async acquire(a: ActorAddress): Promise<Ownership> {
+    const known = this.mine.get(formatAddress(a));
+    if (known) {
+      this.lease.check();
+      return { kind: 'mine', generation: known.generation };
+    }
+    for (let round = 0; round < ROUNDS_MAX; round++) {
+      this.lease.check();
+      const outcome = await this.tryAcquire(a);
+      if (outcome) return outcome;
+    }
+    throw new StoreUnavailable(`could not settle the hold of ${formatAddress(a)} after ${ROUNDS_MAX} rounds of races`);
+  }
+
+  /** Gives the actor back (after its replication is done). */
+  async release(a: ActorAddress): Promise<void> {
+    const key = formatAddress(a);
+    const known = this.mine.get(key);
+    if (!known) return;
+    this.mine.delete(key);
+    const record: HoldRecord = { nodeId: this.self.nodeId, epoch: this.lease.epoch, generation: known.generation, state: 'released' };
+    await this.store.put(holdKey(a), encodeHold(record), { ifMatch: known.etag }).catch((e: unknown) => {
+      if (!isKeepworkError(e, ErrorCode.PreconditionFailed)) throw e; // someone took it already
+    });
+  }
+
+  /** Forgets every hold without writing (the lease was lost: others will fence and take them). */
+  forgetAll(): void {
+    this.mine.clear();
+  }
+
+  forget(a: ActorAddress): void {
+    this.mine.delete(formatAddress(a));
+  }
+
+  /** undefined: lost a race, decide again. */
+  private async tryAcquire(a: ActorAddress): Promise<Ownership | undefined> {
+    const obj = await this.store.get(holdKey(a));
+    const hold = obj ? decodeHold(obj.body) : null;
+    const holder = hold && hold.nodeId !== this.self.nodeId ? await this.nodes.fresh(hold.nodeId) : null;
+    const d = holdDecision(hold, holder?.record ?? null, { nodeId: this.self.nodeId, epoch: this.lease.epoch }, this.clock.now(), this.config.graceMs);
+    switch (d.kind) {
+      case 'ours':
+        this.mine.set(formatAddress(a), { generation: d.generation, etag: obj!.etag });
+        return { kind: 'mine', generation: d.generation };
+      case 'forward':
+        return { kind: 'elsewhere', nodeId: d.nodeId, addr: d.addr };
+      case 'create':
+        return this.write(a, 1, { ifNoneMatch: '*' });
+      case 'take':
+        return this.write(a, d.generation, { ifMatch: obj!.etag });
+      case 'fenceThenTake':
+        if (!(await this.fence(holder!.record, holder!.etag))) return undefined;
+        return this.write(a, d.generation, { ifMatch: obj!.etag });
+    }
+  }
+
+  private async write(a: ActorAddress, generation: number, condition: { ifNoneMatch: '*' } | { ifMatch: string }): Promise<Ownership | undefined> {
+    const record: HoldRecord = { nodeId: this.self.nodeId, epoch: this.lease.epoch, generation, state: 'held' };
+    try {
+      const { etag } = await this.store.put(holdKey(a), encodeHold(record), condition);
+      this.mine.set(formatAddress(a), { generation, etag });
+      return { kind: 'mine', generation };
+    } catch (e) {
+      if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return undefined;
+      throw e;
+    }
+  }
+
+  /** Writes the holder's record `fenced` so it can never renew again; false if it changed meanwhile. */
+  private async fence(record: import('./records.js').NodeRecord, etag: string): Promise<boolean> {
+    try {
+      await this.store.put(nodeKey(record.nodeId), encodeNode({ ...record, state: 'fenced' }), { ifMatch: etag });
+      this.nodes.invalidate();
+      return true;
+    } catch (e) {
+      if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return false;
+      throw e;
+    }
+  }
+}

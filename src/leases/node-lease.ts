@@ -1,0 +1,106 @@
+/**
+ * This node's lease in the bucket (`nodes/<nodeId>`, DESIGN.md §5).
+ *
+ *   start()   refuse if a live record of this nodeId exists (another process runs it); else write
+ *             it with epoch = max(local, bucket) + 1, state live
+ *   renew()   If-Match on the last etag; on success the lease is valid until the renew's send
+ *             time + leasePeriod − skew; a 412 means we were fenced: `fenced` turns true for good
+ *   release() state released (clean shutdown)
+ *
+ * A failed renew (bucket unreachable) changes nothing; validity then runs out on its own before
+ * any other node could see the record as expired (it adds grace, we subtract skew).
+ */
+import type { Clock } from '../core/clock.js';
+import { BadConfig, ErrorCode, LeaseLost, isKeepworkError } from '../core/errors.js';
+import type { ResolvedConfig } from '../main/config.js';
+import type { ObjectStore } from '../store/types.js';
+import { isLive, leaseValidUntil } from './decisions.js';
+import { decodeNode, encodeNode, nodeKey, type NodeRecord } from './records.js';
+
+export interface NodeSelf {
+  nodeId: string;
+  addr: string;
+  tenants: string[] | null;
+  classes: string[];
+}
+
+export type RenewOutcome = 'renewed' | 'fenced' | 'failed';
+
+export class NodeLease {
+  epoch = 0;
+  fenced = false;
+  private etag: string | undefined;
+  private validUntilMs = 0;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly clock: Clock,
+    private readonly config: ResolvedConfig,
+    private self: NodeSelf,
+  ) {}
+
+  get validUntil(): number {
+    return this.fenced ? 0 : this.validUntilMs;
+  }
+
+  isValid(): boolean {
+    return !this.fenced && this.clock.now() < this.validUntilMs;
+  }
+
+  /** The address other nodes forward to (known once the HTTP server listens). */
+  setAddr(addr: string): void {
+    this.self = { ...this.self, addr };
+  }
+
+  async start(localEpoch: number): Promise<number> {
+    const key = nodeKey(this.self.nodeId);
+    const existing = await this.store.get(key);
+    const previous = existing ? decodeNode(existing.body) : undefined;
+    if (previous && isLive(previous, this.clock.now(), this.config.graceMs)) {
+      throw new BadConfig(
+        `node ${this.self.nodeId} is already running (epoch ${previous.epoch} at ${previous.addr}, lease live until ${new Date(previous.expiresAtMs + this.config.graceMs).toISOString()}); use another nodeId or stop it first`,
+      );
+    }
+    this.epoch = Math.max(localEpoch, (previous?.epoch ?? 0) + 1);
+    const sentAt = this.clock.now();
+    const { etag } = await this.store.put(key, encodeNode(this.record(sentAt, 'live')), existing ? { ifMatch: existing.etag } : { ifNoneMatch: '*' });
+    this.accept(etag, sentAt);
+    return this.epoch;
+  }
+
+  async renew(): Promise<RenewOutcome> {
+    if (this.fenced) return 'fenced';
+    const sentAt = this.clock.now();
+    try {
+      const { etag } = await this.store.put(nodeKey(this.self.nodeId), encodeNode(this.record(sentAt, 'live')), { ifMatch: this.etag! });
+      this.accept(etag, sentAt);
+      return 'renewed';
+    } catch (e) {
+      if (isKeepworkError(e, ErrorCode.PreconditionFailed)) {
+        this.fenced = true;
+        return 'fenced';
+      }
+      return 'failed';
+    }
+  }
+
+  async release(): Promise<void> {
+    if (this.fenced || !this.etag) return;
+    await this.store.put(nodeKey(this.self.nodeId), encodeNode(this.record(this.clock.now(), 'released')), { ifMatch: this.etag });
+    this.validUntilMs = 0;
+  }
+
+  /** Throws LeaseLost unless the lease is valid now. */
+  check(): void {
+    if (!this.isValid()) throw new LeaseLost(`node ${this.self.nodeId}'s lease is ${this.fenced ? 'fenced' : 'not valid (renewals failing)'}`);
+  }
+
+  private record(sentAt: number, state: NodeRecord['state']): NodeRecord {
+    return { ...this.self, epoch: this.epoch, expiresAtMs: sentAt + this.config.leasePeriodMs, state };
+  }
+
+  private accept(etag: string, sentAt: number): void {
+    this.etag = etag;
+    this.validUntilMs = leaseValidUntil(sentAt, this.config.leasePeriodMs, this.config.skewBoundMs);
+  }
+}

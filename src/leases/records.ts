@@ -1,0 +1,89 @@
+/**
+ * The two ownership records in the bucket (DESIGN.md §5) — keys, bodies and their checks, the
+ * only module that builds or parses them:
+ *
+ *   nodes/<nodeId>                     {"nodeId":"n1","epoch":4,"addr":"http://127.0.0.1:8081",
+ *                                        "tenants":null,"classes":["Counter"],"expiresAtMs":…,"state":"live"}
+ *   holds/<tenant>/<class>/<name hex>  {"nodeId":"n1","epoch":4,"generation":17,"state":"held"}
+ */
+import { nameFromHex, nameHex, parseAddress, type ActorAddress } from '../core/address.js';
+import { BadRequest } from '../core/errors.js';
+
+export type NodeState = 'live' | 'released' | 'fenced';
+export type HoldState = 'held' | 'released';
+
+export interface NodeRecord {
+  nodeId: string;
+  epoch: number;
+  addr: string;
+  /** Tenants served; null for all. */
+  tenants: string[] | null;
+  classes: string[];
+  expiresAtMs: number;
+  state: NodeState;
+}
+
+export interface HoldRecord {
+  nodeId: string;
+  epoch: number;
+  generation: number;
+  state: HoldState;
+}
+
+export const NODES_PREFIX = 'nodes/';
+export const HOLDS_PREFIX = 'holds/';
+
+export const nodeKey = (nodeId: string) => NODES_PREFIX + nodeId;
+export const holdKey = (a: ActorAddress) => `${HOLDS_PREFIX}${a.tenant}/${a.className}/${nameHex(a.name)}`;
+
+export function nodeIdOfKey(key: string): string | undefined {
+  return key.startsWith(NODES_PREFIX) && !key.slice(NODES_PREFIX.length).includes('/') ? key.slice(NODES_PREFIX.length) : undefined;
+}
+
+export function addressOfHoldKey(key: string): ActorAddress | undefined {
+  const m = /^holds\/([^/]+)\/([^/]+)\/((?:[0-9a-f]{2})+)$/.exec(key);
+  if (!m) return undefined;
+  try {
+    return parseAddress({ tenant: m[1], className: m[2], name: nameFromHex(m[3]!) });
+  } catch {
+    return undefined;
+  }
+}
+
+const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+
+export const encodeNode = (r: NodeRecord): Uint8Array => enc(r);
+export const encodeHold = (r: HoldRecord): Uint8Array => enc(r);
+
+function parse(body: Uint8Array, what: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(new TextDecoder().decode(body)) as unknown;
+    if (typeof v === 'object' && v !== null) return v as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  throw new BadRequest(`${what} record is not a JSON object`);
+}
+
+const int = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
+
+export function decodeNode(body: Uint8Array): NodeRecord {
+  const r = parse(body, 'node');
+  const ok =
+    typeof r.nodeId === 'string' &&
+    int(r.epoch) &&
+    typeof r.addr === 'string' &&
+    (r.tenants === null || Array.isArray(r.tenants)) &&
+    Array.isArray(r.classes) &&
+    int(r.expiresAtMs) &&
+    (r.state === 'live' || r.state === 'released' || r.state === 'fenced');
+  if (!ok) throw new BadRequest('node record has missing or invalid fields');
+  return r as unknown as NodeRecord;
+}
+
+export function decodeHold(body: Uint8Array): HoldRecord {
+  const r = parse(body, 'hold');
+  const ok = typeof r.nodeId === 'string' && int(r.epoch) && int(r.generation) && (r.state === 'held' || r.state === 'released');
+  if (!ok) throw new BadRequest('hold record has missing or invalid fields');
+  return r as unknown as HoldRecord;
+}
