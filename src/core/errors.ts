@@ -40,6 +40,8 @@ export const ErrorCode = {
   CorruptLink: 'CORRUPT_LINK',
   /** The actor was deleted (its chain ends in a tombstone). */
   ActorDeleted: 'ACTOR_DELETED',
+  /** The node holding the actor is live but could not be reached (or a routing loop); retry. */
+  OwnerUnreachable: 'OWNER_UNREACHABLE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -91,6 +93,7 @@ export const Overloaded = errorClass(ErrorCode.Overloaded, 'Overloaded');
 export const HandlerTimeout = errorClass(ErrorCode.HandlerTimeout, 'HandlerTimeout');
 export const HandlerFailed = errorClass(ErrorCode.HandlerFailed, 'HandlerFailed');
 export const NodeStopped = errorClass(ErrorCode.NodeStopped, 'NodeStopped');
+export const OwnerUnreachable = errorClass(ErrorCode.OwnerUnreachable, 'OwnerUnreachable');
 
 /** Rebuilds a typed error from its structured-clone form (the worker boundary). */
 export function reviveError(data: { code: ErrorCode; message: string; details?: Record<string, unknown> }): KeepworkError {

@@ -20,6 +20,12 @@ function classPair(value: string, previous: Record<string, string>): Record<stri
   return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
 }
 
+function tunable(value: string, previous: Record<string, number>): Record<string, number> {
+  const m = /^([A-Za-z]+)=(-?\d+)$/.exec(value);
+  if (!m) throw new InvalidArgumentError('expected name=integer, e.g. leasePeriodMs=2000');
+  return { ...previous, [m[1]!]: Number(m[2]) };
+}
+
 function list(value: string): string[] {
   return value.split(',').map((s) => s.trim()).filter(Boolean);
 }
@@ -36,12 +42,23 @@ program
   .option('--class <Name=path>', 'an actor class module (repeatable)', classPair, {})
   .option('--tenants <a,b>', 'tenants to serve (default: all)', list)
   .option('--node-id <id>', 'this node’s id (default: kept in the data dir)')
-  .action(async (o: { data: string; bucket: string; port: number; host: string; class: Record<string, string>; tenants?: string[]; nodeId?: string }) => {
+  .option('--set <name=value>', 'any tunable of DESIGN.md §1 / src/main/config.ts, e.g. leasePeriodMs=2000 (repeatable)', tunable, {})
+  .action(async (o: { data: string; bucket: string; port: number; host: string; class: Record<string, string>; tenants?: string[]; nodeId?: string; set: Record<string, number> }) => {
     const log = createLogger();
-    const node = await startNode({ dataDir: o.data, bucket: o.bucket, port: o.port, host: o.host, classes: o.class, tenants: o.tenants, nodeId: o.nodeId, logger: log });
+    const node = await startNode({ ...o.set, dataDir: o.data, bucket: o.bucket, port: o.port, host: o.host, classes: o.class, tenants: o.tenants, nodeId: o.nodeId, logger: log });
     console.error(`keepwork node ${node.nodeId} (epoch ${node.epoch}) serving ${node.url} — Ctrl-C stops it`);
     await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
     await node.stop();
+  });
+
+program
+  .command('status')
+  .description('nodes (live / expired / fenced / released) and the holds per node, from the bucket alone')
+  .option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL)
+  .option('--json', 'print JSON instead of a table')
+  .action(async (o: { bucket: string; json?: boolean }) => {
+    const { statusCommand } = await import('./status-command.js');
+    await statusCommand(o);
   });
 
 const actor = program.command('actor').description('work on one actor in the bucket');

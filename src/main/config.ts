@@ -64,6 +64,10 @@ export const DEFAULTS = Object.freeze({
   checkpointWalBytes: 4_194_304,
   /** Links older than the second-newest snapshot are deleted once they are this old. */
   linkRetentionMs: 86_400_000,
+  /** Time limit of a call forwarded to the node holding the actor. */
+  forwardTimeoutMs: 10_000,
+  /** Forwarding hops a call may take before it is refused (a routing loop). */
+  forwardHopsMax: 2,
 });
 
 export type ResolvedConfig = {
@@ -105,6 +109,8 @@ const RULES: Record<keyof typeof DEFAULTS, Rule> = {
   checkpointEveryLinks: { min: 1 },
   checkpointWalBytes: { min: 1 },
   linkRetentionMs: { min: 0 },
+  forwardTimeoutMs: { min: 1 },
+  forwardHopsMax: { min: 0, max: 10 },
 };
 
 export function resolveOptions(options: KeepworkOptions = {}): ResolvedConfig {

@@ -16,7 +16,8 @@ import type { AddressInfo } from 'node:net';
 import { parseAddress, type ActorAddress } from '../core/address.js';
 import { BadRequest, ErrorCode, NotFound, isKeepworkError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import type { KeepworkNode } from './node.js';
+import { HOPS_HEADER } from './forward.js';
+import type { RoutingNode } from './node.js';
 
 export interface HttpServer {
   url: string;
@@ -36,6 +37,9 @@ const STATUS: Partial<Record<string, number>> = {
   [ErrorCode.Overloaded]: 503,
   [ErrorCode.NodeStopped]: 503,
   [ErrorCode.HandlerTimeout]: 504,
+  [ErrorCode.OwnerUnreachable]: 503,
+  [ErrorCode.LeaseLost]: 503,
+  [ErrorCode.ActorGivenUp]: 503,
   PAYLOAD_TOO_LARGE: 413,
   METHOD_NOT_ALLOWED: 405,
 };
@@ -51,7 +55,7 @@ class HttpError extends Error {
   }
 }
 
-export async function startHttp(node: KeepworkNode, s: HttpSettings): Promise<HttpServer> {
+export async function startHttp(node: RoutingNode, s: HttpSettings): Promise<HttpServer> {
   const server = createServer((req, res) => {
     handle(node, s, req, res).catch((e: unknown) => reply(res, s.log, e));
   });
@@ -69,7 +73,7 @@ export async function startHttp(node: KeepworkNode, s: HttpSettings): Promise<Ht
   };
 }
 
-async function handle(node: KeepworkNode, s: HttpSettings, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://x');
   const parts = url.pathname.split('/').slice(1);
   if (url.pathname === '/healthz') {
@@ -79,15 +83,23 @@ async function handle(node: KeepworkNode, s: HttpSettings, req: IncomingMessage,
   if (parts[0] !== 'v1' || parts[1] !== 'actors' || parts.length !== 6) throw new NotFound(`no route ${req.method} ${url.pathname}`);
   const address = addressOf(parts.slice(2, 5));
   const last = decode(parts[5]!);
-  if (req.method === 'GET' && last === 'alarm') return send(res, 200, { alarm: await node.actor(address).getAlarm() });
+  const hops = hopsOf(req);
+  if (req.method === 'GET' && last === 'alarm') return send(res, 200, { alarm: await node.readAlarm(address, hops) });
   onlyMethod(req, 'POST');
   if (!METHOD_RE.test(last)) throw new BadRequest(`method name ${JSON.stringify(last)} must match ${METHOD_RE.source}`);
   const args = parseArgs(await readBody(req, s.bodyMaxBytes));
   const durable = url.searchParams.get('durable');
   if (durable !== null && durable !== '0' && durable !== '1') throw new BadRequest('durable must be 0 or 1');
-  const handle = node.actor(address);
-  const result = durable === '1' ? await handle.callDurable(last, ...args) : await handle.call(last, ...args);
+  const result = await node.request(address, last, args, durable === '1', hops);
   send(res, 200, { result: result === undefined ? null : result });
+}
+
+function hopsOf(req: IncomingMessage): number {
+  const raw = req.headers[HOPS_HEADER];
+  if (raw === undefined) return 0;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 100) throw new BadRequest(`${HOPS_HEADER} must be a small non-negative integer`);
+  return n;
 }
 
 function onlyMethod(req: IncomingMessage, method: string): void {

@@ -1,10 +1,11 @@
 /**
- * `startNode`: the composition root of one keepwork node (DESIGN.md §7, §8).
+ * `startNode`: the composition root of one keepwork node (DESIGN.md §5, §7, §8).
  *
- *   callers (library handle, HTTP) ─▶ ActorLanes (one event at a time per actor, bounded)
- *        ─▶ WorkerGroup (Piscina, actor pinned to a worker) ─▶ pipeline ─▶ actor SQLite
- *   results ─▶ AlarmTimer (committed alarm per actor) ─▶ due ─▶ alarm event (same path)
- *   RxJS schedule: idle reaping.
+ *   call ─▶ lease valid? ─▶ hold (acquire: mine / elsewhere) ─┬─ elsewhere ─▶ forward to holder
+ *                                                              └─ mine ─▶ ActorLanes (one event at a
+ *        time per actor) ─▶ WorkerGroup (actor pinned to a worker) ─▶ pipeline ─▶ SQLite + chain
+ *   results ─▶ AlarmTimer ─▶ due ─▶ alarm event (same path; an actor held elsewhere: dropped)
+ *   RxJS schedules: lease renewal (membership.ts), idle reaping (flush, close, release the hold).
  */
 import { interval, type Subscription } from 'rxjs';
 import { mkdirSync } from 'node:fs';
@@ -22,8 +23,10 @@ import { scanAlarms } from '../workers/scan.js';
 import { ActorLanes } from './actor-lanes.js';
 import { resolveClasses } from './classes.js';
 import { resolveOptions, type KeepworkOptions, type ResolvedConfig } from './config.js';
+import { forwardCall, forwardGetAlarm, type ForwardSettings } from './forward.js';
 import { startHttp, type HttpServer } from './http.js';
 import { nextIdentity } from './identity.js';
+import { Membership } from './membership.js';
 import { WorkerGroup } from './worker-group.js';
 
 export interface StartNodeOptions extends KeepworkOptions {
@@ -36,7 +39,7 @@ export interface StartNodeOptions extends KeepworkOptions {
   /** Tenants this node serves; all when absent. */
   tenants?: string[];
   nodeId?: string;
-  /** HTTP port; 0 picks a free one; no HTTP server when absent. */
+  /** HTTP port; 0 picks a free one; no HTTP server when absent (then no node can forward to it). */
   port?: number;
   host?: string;
   logger?: Logger;
@@ -59,7 +62,15 @@ export interface KeepworkNode {
   actor(address: string | { tenant: string; className: string; name: string }): ActorHandle;
   /** Pending alarms in this node's timer. */
   pendingAlarms(): number;
+  /** Actors this node holds. */
+  heldActors(): number;
   stop(): Promise<void>;
+}
+
+/** What the HTTP layer needs beyond the public node: calls that carry a hop count. */
+export interface RoutingNode extends KeepworkNode {
+  request(address: ActorAddress, method: string, args: unknown[], durable: boolean, hops: number): Promise<unknown>;
+  readAlarm(address: ActorAddress, hops: number): Promise<number | null>;
 }
 
 export async function startNode(options: StartNodeOptions): Promise<KeepworkNode> {
@@ -71,11 +82,29 @@ export async function startNode(options: StartNodeOptions): Promise<KeepworkNode
   mkdirSync(dataDir, { recursive: true });
   const clock: Clock = new SystemClock();
   const identity = nextIdentity(dataDir, new SystemRandom(), nodeId);
-  const log = (logger ?? createLogger()).child({ nodeId: identity.nodeId, epoch: identity.epoch });
   const bucketUrl = bucket ?? DEFAULT_BUCKET_URL;
   const store = openStore(bucketUrl, { config, clock });
-  const workers = new WorkerGroup(config, { dataDir, bucket: bucketUrl, classes: classUrls, options: tunables, logLevel: log.level, nodeId: identity.nodeId, epoch: identity.epoch });
-  const node = new Node(config, clock, log, store, workers, identity, classUrls, served);
+  const baseLog = logger ?? createLogger();
+  const membership = new Membership(store, clock, config, baseLog.child({ nodeId: identity.nodeId }), {
+    nodeId: identity.nodeId,
+    addr: '',
+    tenants: served ?? null,
+    classes: Object.keys(classUrls),
+  });
+  let node: Node | undefined;
+  const epoch = await membership.start(identity.epoch, () => node?.fenced());
+  const log = baseLog.child({ nodeId: identity.nodeId, epoch });
+  const workers = new WorkerGroup(config, {
+    dataDir,
+    bucket: bucketUrl,
+    classes: classUrls,
+    options: tunables,
+    logLevel: log.level,
+    nodeId: identity.nodeId,
+    epoch,
+    leaseValidUntil: membership.shared,
+  });
+  node = new Node(config, clock, log, store, workers, membership, { nodeId: identity.nodeId, epoch }, classUrls, served);
   try {
     node.refillTimer(dataDir);
     if (port !== undefined) await node.serveHttp(port, host ?? '127.0.0.1');
@@ -87,13 +116,14 @@ export async function startNode(options: StartNodeOptions): Promise<KeepworkNode
   return node;
 }
 
-class Node implements KeepworkNode {
+class Node implements RoutingNode {
   readonly nodeId: string;
   readonly epoch: number;
   private readonly lanes: ActorLanes;
   private readonly timer: AlarmTimer;
   private readonly lastUsed = new Map<string, { address: ActorAddress; at: number }>();
   private readonly reaper: Subscription;
+  private readonly forwarding: ForwardSettings;
   private http: HttpServer | undefined;
   private stopping = false;
 
@@ -103,6 +133,7 @@ class Node implements KeepworkNode {
     private readonly log: Logger,
     readonly store: ObjectStore,
     private readonly workers: WorkerGroup,
+    private readonly membership: Membership,
     identity: { nodeId: string; epoch: number },
     private readonly classes: Record<string, string>,
     private readonly tenants: string[] | undefined,
@@ -111,6 +142,7 @@ class Node implements KeepworkNode {
     this.epoch = identity.epoch;
     this.lanes = new ActorLanes(config.actorQueueMax);
     this.timer = new AlarmTimer(clock, (key) => void this.deliverAlarm(key), config.timerEntriesMax);
+    this.forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax };
     const reapEveryMs = Math.max(100, Math.min(config.idleTimeoutMs / 4, 10_000));
     this.reaper = interval(reapEveryMs).subscribe(() => void this.reapIdle());
   }
@@ -123,9 +155,9 @@ class Node implements KeepworkNode {
     const address = this.checkServed(parseAddress(input));
     return {
       address,
-      call: (method, ...args) => this.request(address, method, args, false) as never,
-      callDurable: (method, ...args) => this.request(address, method, args, true) as never,
-      getAlarm: async () => (await this.submit(address, { type: 'getAlarm', address })).alarmAt,
+      call: (method, ...args) => this.request(address, method, args, false, 0) as never,
+      callDurable: (method, ...args) => this.request(address, method, args, true, 0) as never,
+      getAlarm: () => this.readAlarm(address, 0),
     };
   }
 
@@ -133,12 +165,15 @@ class Node implements KeepworkNode {
     return this.timer.size;
   }
 
+  heldActors(): number {
+    return this.membership.holds.heldCount();
+  }
+
   refillTimer(dataDir: string): void {
     let n = 0;
     for (const { address, at } of scanAlarms(dataDir, (path, e) => this.log.error({ path, err: e }, 'cannot read actor database at start'))) {
       if (!this.serves(address)) continue;
       this.timer.set(formatAddress(address), at);
-      this.lastUsed.set(formatAddress(address), { address, at: this.clock.now() });
       n++;
     }
     this.log.info({ alarms: n }, 'timer refilled from the data dir');
@@ -146,14 +181,27 @@ class Node implements KeepworkNode {
 
   async serveHttp(port: number, host: string): Promise<void> {
     this.http = await startHttp(this, { port, host, bodyMaxBytes: this.config.httpBodyMaxBytes, log: this.log });
+    this.membership.lease.setAddr(this.http.url);
+    await this.membership.renew(() => this.fenced());
   }
 
-  async request(address: ActorAddress, method: string, args: unknown[], durable: boolean): Promise<unknown> {
-    const r = await this.submit(address, { type: 'request', address, method, args, durable });
+  async request(address: ActorAddress, method: string, args: unknown[], durable: boolean, hops: number): Promise<unknown> {
+    this.checkServed(address);
+    const own = await this.own(address);
+    if (own.kind === 'elsewhere') return forwardCall(own.addr, address, method, args, durable, hops, this.forwarding);
+    const r = await this.submit(address, { type: 'request', address, method, args, durable, generation: own.generation });
     if (r.type === 'error') throw reviveError(r.error);
     return r.result;
   }
 
+  async readAlarm(address: ActorAddress, hops: number): Promise<number | null> {
+    this.checkServed(address);
+    const own = await this.own(address);
+    if (own.kind === 'elsewhere') return forwardGetAlarm(own.addr, address, hops, this.forwarding);
+    return (await this.submit(address, { type: 'getAlarm', address, generation: own.generation })).alarmAt;
+  }
+
+  /** Clean handover: stop taking work, finish replication, release every hold, release the lease. */
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
@@ -161,10 +209,23 @@ class Node implements KeepworkNode {
     this.timer.stop();
     await this.http?.close();
     await this.lanes.drained();
-    await this.workers.broadcast({ type: 'closeAll' });
+    await this.workers.broadcast({ type: 'closeAll' }).catch((e: unknown) => this.log.error({ err: e }, 'flushing actors at stop failed'));
+    await Promise.all([...this.lastUsed.values()].map(({ address }) => this.releaseHold(address)));
+    await this.membership.stop();
     await this.workers.destroy();
     await this.store.close();
     this.log.info('node stopped');
+  }
+
+  /** The lease was fenced: every actor stops at once (nothing more can be uploaded anyway). */
+  fenced(): void {
+    this.lastUsed.clear();
+    void this.workers.broadcast({ type: 'dropAll' }).catch(() => undefined);
+  }
+
+  private own(address: ActorAddress) {
+    if (this.stopping) throw new NodeStopped(`node ${this.nodeId} is stopping`);
+    return this.membership.holds.acquire(address);
   }
 
   /** Runs one event through the actor's lane and worker; the committed alarm feeds the timer. */
@@ -175,7 +236,7 @@ class Node implements KeepworkNode {
       this.lastUsed.set(key, { address, at: this.clock.now() });
       const r = await this.runWithHardLimit(event);
       if (event.type !== 'getAlarm') this.timer.set(key, r.alarmAt);
-      if (r.type === 'ok' && r.deleted) this.lastUsed.delete(key);
+      if (r.type === 'ok' && r.deleted) this.timer.clear(key);
       return r;
     });
   }
@@ -198,11 +259,16 @@ class Node implements KeepworkNode {
   private async deliverAlarm(key: string): Promise<void> {
     const address = parseAddress(key);
     try {
-      await this.submit(address, { type: 'alarm', address });
+      const own = await this.own(address);
+      if (own.kind === 'elsewhere') {
+        this.log.info({ actor: key, holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it');
+        return;
+      }
+      await this.submit(address, { type: 'alarm', address, generation: own.generation });
     } catch (e) {
       if (this.stopping) return;
-      const retryAt = this.clock.now() + this.config.retryBaseMs;
-      this.log.error({ actor: key, err: e, retryAt }, 'alarm delivery failed; trying again');
+      const retryAt = this.clock.now() + this.config.leasePeriodMs;
+      this.log.error({ actor: key, err: e, retryAt }, 'alarm delivery failed; trying again after a lease period');
       this.timer.set(key, retryAt);
     }
   }
@@ -212,8 +278,17 @@ class Node implements KeepworkNode {
     for (const [key, { address, at }] of this.lastUsed) {
       if (at > cutoff || this.stopping) continue;
       this.lastUsed.delete(key);
-      await this.lanes.run(key, () => this.workers.run({ type: 'close', address })).catch((e: unknown) => this.log.warn({ actor: key, err: e }, 'closing an idle actor failed'));
+      try {
+        await this.lanes.run(key, () => this.workers.run({ type: 'close', address }));
+        await this.releaseHold(address);
+      } catch (e) {
+        this.log.warn({ actor: key, err: e }, 'closing an idle actor failed');
+      }
     }
+  }
+
+  private async releaseHold(address: ActorAddress): Promise<void> {
+    await this.membership.holds.release(address).catch((e: unknown) => this.log.warn({ actor: formatAddress(address), err: e }, 'releasing a hold failed'));
   }
 
   private serves(address: ActorAddress): boolean {

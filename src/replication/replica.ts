@@ -17,7 +17,7 @@
 import Database from 'better-sqlite3';
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import type { Clock, TimerHandle } from '../core/clock.js';
-import { ActorGivenUp, isKeepworkError } from '../core/errors.js';
+import { ActorGivenUp, LeaseLost, isKeepworkError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
@@ -36,7 +36,9 @@ export interface ReplicaDeps {
   random: Random;
   config: ResolvedConfig;
   log: Logger;
-  writer: { nodeId: string; epoch: number; generation: number };
+  writer: { nodeId: string; epoch: number };
+  /** LeaseView: true while this node's lease is valid (the hold's generation is the replica's). */
+  leaseValid(): boolean;
 }
 
 export type TakeResult = 'ready' | 'absent' | 'deleted';
@@ -64,6 +66,8 @@ export class ActorReplica {
     private readonly deps: ReplicaDeps,
     readonly address: ActorAddress,
     readonly dbPath: string,
+    /** The hold generation this replica writes under (written into every link). */
+    readonly generation: number,
   ) {}
 
   async take(): Promise<TakeResult> {
@@ -238,7 +242,9 @@ export class ActorReplica {
   private async upload(kind: LinkKind, payload: Uint8Array, pageSize: number, pageCount: number, cursor: WalCursor | null): Promise<void> {
     if (this.givenUp) throw this.givenUp;
     const seq = (this.head?.seq ?? 0) + 1;
-    const { nodeId, epoch, generation } = this.deps.writer;
+    if (!this.deps.leaseValid()) throw this.giveUp(new LeaseLost(`no valid lease to upload link ${seq} of ${this.name()}`), seq);
+    const { nodeId, epoch } = this.deps.writer;
+    const generation = this.generation;
     const atMs = this.deps.clock.now();
     const body = encodeLink({ seq, kind, generation, nodeId, epoch, atMs, pageSize, pageCount }, payload);
     let etag: string;
@@ -305,7 +311,7 @@ export class ActorReplica {
     writeSidecar(this.dbPath, {
       seq: this.head.seq,
       etag: this.head.etag,
-      generation: this.deps.writer.generation,
+      generation: this.generation,
       cursor: this.cursor,
       linksSinceSnapshot: this.linksSinceSnapshot,
       deltaBytesSinceSnapshot: this.deltaBytesSinceSnapshot,

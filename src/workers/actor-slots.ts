@@ -29,15 +29,23 @@ export class ActorSlots {
     private readonly replicaDeps: ReplicaDeps,
   ) {}
 
-  /** The actor, taken and opened as needed; null when it does not exist (or was deleted) and !create. */
-  async acquire(address: ActorAddress, create: boolean): Promise<Slot | null> {
+  /**
+   * The actor, taken and opened as needed; null when it does not exist (or was deleted) and
+   * !create. A slot opened under another hold generation is dropped and the actor taken again:
+   * another node may have written to its chain in between.
+   */
+  async acquire(address: ActorAddress, create: boolean, generation: number): Promise<Slot | null> {
     const key = formatAddress(address);
     await this.closing.get(key);
     let slot: Slot | null | undefined = this.open.get(key);
+    if (slot && slot.replica.generation !== generation) {
+      this.drop(address);
+      slot = undefined;
+    }
     if (slot) {
       this.open.delete(key); // re-insert: most recently used last
     } else {
-      slot = await this.take(address, create);
+      slot = await this.take(address, create, generation);
       if (!slot) return null;
     }
     slot.users++;
@@ -97,9 +105,14 @@ export class ActorSlots {
     return this.open.size;
   }
 
-  private async take(address: ActorAddress, create: boolean): Promise<Slot | null> {
+  /** Closes everything without flushing (the lease was lost). */
+  dropAll(): void {
+    for (const slot of [...this.open.values()]) this.drop(slot.replica.address);
+  }
+
+  private async take(address: ActorAddress, create: boolean, generation: number): Promise<Slot | null> {
     const path = actorDbPath(this.dataDir, address);
-    const replica = new ActorReplica(this.replicaDeps, address, path);
+    const replica = new ActorReplica(this.replicaDeps, address, path, generation);
     const state = await replica.take();
     if (state !== 'ready' && !create) return null;
     const db = openActorDb(path, address, true)!;

@@ -23,6 +23,8 @@ export interface WorkerSetup {
   epoch: number;
   /** The bucket URL; each worker opens its own client. */
   bucket: string;
+  /** One int64 the main thread keeps at "lease valid until" (ms): the LeaseView's lease half. */
+  leaseValidUntil: SharedArrayBuffer;
   worker: number;
 }
 
@@ -32,14 +34,15 @@ const clock = new SystemClock();
 const random = new SystemRandom();
 const log = createLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } });
 const store = openStore(setup.bucket, { config, clock, random });
-// Holds (and so generations) come with the cluster issue; until then every link says generation 0.
-const writer = { nodeId: setup.nodeId, epoch: setup.epoch, generation: 0 };
+const writer = { nodeId: setup.nodeId, epoch: setup.epoch };
+const validUntil = new BigInt64Array(setup.leaseValidUntil);
+const leaseValid = () => clock.now() < Number(Atomics.load(validUntil, 0));
 const deps: PipelineDeps = {
   clock,
   random,
   config,
   log,
-  slots: new ActorSlots(setup.dataDir, config.dbCacheMax, { store, clock, random, config, log, writer }),
+  slots: new ActorSlots(setup.dataDir, config.dbCacheMax, { store, clock, random, config, log, writer, leaseValid }),
   loadClass: classLoader(setup.classes),
 };
 

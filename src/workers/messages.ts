@@ -5,13 +5,15 @@
 import type { ActorAddress } from '../core/address.js';
 import type { ErrorCode } from '../core/errors.js';
 
-/** Main → worker. */
+/** Main → worker. `generation`: the hold this node owns the actor under (0 before holds existed). */
 export type ActorEvent =
-  | { type: 'request'; address: ActorAddress; method: string; args: unknown[]; durable: boolean }
+  | { type: 'request'; address: ActorAddress; method: string; args: unknown[]; durable: boolean; generation?: number }
   /** Runs the alarm if the committed one is due. `recordFailure`: a previous attempt was killed
    *  (time limit); commit it as a failed run without running the handler again. */
-  | { type: 'alarm'; address: ActorAddress; recordFailure?: boolean }
-  | { type: 'getAlarm'; address: ActorAddress }
+  | { type: 'alarm'; address: ActorAddress; recordFailure?: boolean; generation?: number }
+  | { type: 'getAlarm'; address: ActorAddress; generation?: number }
+  /** Closes without flushing: this node lost the actor (fenced, or its lease ran out). */
+  | { type: 'dropAll' }
   | { type: 'close'; address: ActorAddress }
   /** Closes every open database of the worker (clean shutdown). */
   | { type: 'closeAll' };

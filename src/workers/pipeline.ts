@@ -38,14 +38,17 @@ export async function runEvent(deps: PipelineDeps, event: ActorEvent): Promise<E
     case 'request':
       return runRequest(deps, event);
     case 'alarm':
-      return runAlarm(deps, event.address, event.recordFailure === true);
+      return runAlarm(deps, event.address, event.recordFailure === true, event.generation ?? 0);
     case 'getAlarm':
-      return withDb(deps, event.address, false, (slot) => ok(readAlarm(slot.db), false));
+      return withDb(deps, event.address, false, event.generation ?? 0, (slot) => ok(readAlarm(slot.db), false));
     case 'close':
       await deps.slots.close(event.address);
       return ok(null, false);
     case 'closeAll':
       await deps.slots.closeAll();
+      return ok(null, false);
+    case 'dropAll':
+      deps.slots.dropAll();
       return ok(null, false);
   }
 }
@@ -54,7 +57,7 @@ async function runRequest(deps: PipelineDeps, e: Extract<ActorEvent, { type: 're
   const def = await deps.loadClass(e.address.className).catch((err: unknown) => err as Error);
   if (def instanceof Error) return failure(def, null);
   if (!hasMethod(def, e.method)) return failure(new NotFound(`class ${e.address.className} has no method ${JSON.stringify(e.method)}`), null);
-  return withDb(deps, e.address, true, (slot) =>
+  return withDb(deps, e.address, true, e.generation ?? 0, (slot) =>
     inEvent(deps, slot, e.address, 'request', e.durable, async (run) => {
       await initOnce(deps, slot.db, def, run);
       return def.methods[e.method]!(run.ctx, ...e.args);
@@ -62,11 +65,12 @@ async function runRequest(deps: PipelineDeps, e: Extract<ActorEvent, { type: 're
   );
 }
 
-async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure: boolean): Promise<EventResult> {
+async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure: boolean, generation: number): Promise<EventResult> {
   return withDb(
     deps,
     address,
     false,
+    generation,
     async (slot) => {
       const db = slot.db;
       const at = readAlarm(db);
@@ -86,12 +90,13 @@ async function withDb(
   deps: PipelineDeps,
   address: ActorAddress,
   create: boolean,
+  generation: number,
   use: (slot: Slot) => Promise<EventResult> | EventResult,
   absent: () => EventResult = () => ok(null, false),
 ): Promise<EventResult> {
   let slot: Slot | null;
   try {
-    slot = await deps.slots.acquire(address, create);
+    slot = await deps.slots.acquire(address, create, generation);
   } catch (e) {
     return failure(e, null); // the chain could not be read or restored: the actor is not served
   }

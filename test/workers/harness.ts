@@ -21,6 +21,8 @@ export class InlineActors {
   readonly clock = new SimClock(1_800_000_000_000);
   deps: PipelineDeps;
   epoch = 1;
+  /** What the replicas see as this node's LeaseView (tests flip it). */
+  leaseValid = true;
 
   constructor(
     readonly classes: Record<string, ActorDefinition>,
@@ -35,13 +37,13 @@ export class InlineActors {
     const config = resolveOptions(options);
     const random = new SeededRandom(this.epoch);
     const log = silentLogger();
-    const writer = { nodeId: 'inline', epoch: this.epoch, generation: 0 };
+    const writer = { nodeId: 'inline', epoch: this.epoch };
     return {
       clock: this.clock,
       random,
       config,
       log,
-      slots: new ActorSlots(this.dataDir, config.dbCacheMax, { store: this.store, clock: this.clock, random, config, log, writer }),
+      slots: new ActorSlots(this.dataDir, config.dbCacheMax, { store: this.store, clock: this.clock, random, config, log, writer, leaseValid: () => this.leaseValid }),
       loadClass: async (name) => {
         const def = this.classes[name];
         if (!def) throw new NotFound(`no class ${name}`);

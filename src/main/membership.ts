@@ -1,0 +1,70 @@
+/**
+ * This node's membership of the cluster, on the main thread: its lease (renewed every
+ * leasePeriod/3 as an RxJS schedule), the node directory, its holds, and the lease validity it
+ * shares with the workers (one int64 in shared memory) so that every upload checks the LeaseView.
+ *
+ *   interval(lease/3) ─▶ renew ─▶ validUntil ─▶ shared memory ─▶ workers' replicas
+ *                              └─ 412: fenced ─▶ onFenced (every actor stops at once)
+ */
+import { interval, type Subscription } from 'rxjs';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import { NodeDirectory } from '../leases/directory.js';
+import { HoldTable } from '../leases/holds.js';
+import { NodeLease, type NodeSelf } from '../leases/node-lease.js';
+import type { ObjectStore } from '../store/types.js';
+import type { ResolvedConfig } from './config.js';
+
+export class Membership {
+  readonly lease: NodeLease;
+  readonly nodes: NodeDirectory;
+  readonly holds: HoldTable;
+  /** Shared with the workers: the lease's "valid until", in ms. */
+  readonly shared = new SharedArrayBuffer(8);
+  private readonly view = new BigInt64Array(this.shared);
+  private renewals: Subscription | undefined;
+
+  constructor(
+    store: ObjectStore,
+    private readonly clock: Clock,
+    private readonly config: ResolvedConfig,
+    private readonly log: Logger,
+    self: NodeSelf,
+  ) {
+    this.lease = new NodeLease(store, clock, config, self);
+    this.nodes = new NodeDirectory(store, clock, config);
+    this.holds = new HoldTable(store, clock, config, this.lease, this.nodes, { nodeId: self.nodeId });
+  }
+
+  async start(localEpoch: number, onFenced: () => void): Promise<number> {
+    const epoch = await this.lease.start(localEpoch);
+    this.publish();
+    const everyMs = Math.max(1, Math.floor(this.config.leasePeriodMs / 3));
+    this.renewals = interval(everyMs).subscribe(() => void this.renew(onFenced));
+    return epoch;
+  }
+
+  /** Renews now (also used to publish a new addr). */
+  async renew(onFenced: () => void): Promise<void> {
+    const outcome = await this.lease.renew();
+    this.publish();
+    if (outcome === 'fenced') {
+      this.log.error('this node was fenced: another node took over its actors; every actor stops now');
+      this.renewals?.unsubscribe();
+      this.holds.forgetAll();
+      onFenced();
+    } else if (outcome === 'failed') {
+      this.log.warn({ validForMs: this.lease.validUntil - this.clock.now() }, 'lease renewal failed; retrying');
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.renewals?.unsubscribe();
+    await this.lease.release().catch((e: unknown) => this.log.warn({ err: e }, 'releasing the node lease failed'));
+    this.publish();
+  }
+
+  private publish(): void {
+    Atomics.store(this.view, 0, BigInt(Math.floor(this.lease.validUntil)));
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * `keepwork status`: the cluster as the bucket shows it — every node record (live, expired,
+ * fenced or released, epoch, addr, age of its lease) and how many actors each holds. Reads only.
+ */
+import { SystemClock } from '../core/clock.js';
+import { isLive } from '../leases/decisions.js';
+import { HOLDS_PREFIX, NODES_PREFIX, decodeHold, decodeNode, type NodeRecord } from '../leases/records.js';
+import { listAll } from '../store/keys.js';
+import { openStore } from '../store/open.js';
+import type { ObjectStore } from '../store/types.js';
+import { resolveOptions } from './config.js';
+
+export interface NodeStatus {
+  nodeId: string;
+  status: 'live' | 'expired' | 'fenced' | 'released';
+  epoch: number;
+  addr: string;
+  leaseAgeMs: number;
+  holds: number;
+}
+
+export async function clusterStatus(store: ObjectStore, nowMs: number, graceMs: number, leasePeriodMs: number): Promise<NodeStatus[]> {
+  const records: NodeRecord[] = [];
+  for await (const key of listAll(store, { prefix: NODES_PREFIX })) {
+    const obj = await store.get(key);
+    if (obj) records.push(decodeNode(obj.body));
+  }
+  const holds = new Map<string, number>();
+  for await (const key of listAll(store, { prefix: HOLDS_PREFIX })) {
+    const obj = await store.get(key);
+    if (!obj) continue;
+    const h = decodeHold(obj.body);
+    if (h.state === 'held') holds.set(`${h.nodeId}/${h.epoch}`, (holds.get(`${h.nodeId}/${h.epoch}`) ?? 0) + 1);
+  }
+  return records.map((r) => ({
+    nodeId: r.nodeId,
+    status: r.state !== 'live' ? r.state : isLive(r, nowMs, graceMs) ? 'live' : 'expired',
+    epoch: r.epoch,
+    addr: r.addr,
+    leaseAgeMs: nowMs - (r.expiresAtMs - leasePeriodMs),
+    holds: holds.get(`${r.nodeId}/${r.epoch}`) ?? 0,
+  }));
+}
+
+export async function statusCommand(o: { bucket: string; json?: boolean }): Promise<void> {
+  const config = resolveOptions();
+  const clock = new SystemClock();
+  const store = openStore(o.bucket, { config, clock });
+  try {
+    const rows = await clusterStatus(store, clock.now(), config.graceMs, config.leasePeriodMs);
+    if (o.json) return void console.log(JSON.stringify(rows, null, 2));
+    if (rows.length === 0) return void console.log(`no nodes in ${store.description}`);
+    console.log(['node', 'status', 'epoch', 'addr', 'renewed', 'holds'].join('\t'));
+    for (const r of rows) console.log([r.nodeId, r.status, r.epoch, r.addr || '-', `${(r.leaseAgeMs / 1000).toFixed(1)}s ago`, r.holds].join('\t'));
+  } finally {
+    await store.close();
+  }
+}
