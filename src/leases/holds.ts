@@ -10,7 +10,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import { ErrorCode, StoreUnavailable, isKeepworkError } from '../core/errors.js';
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
 import type { ResolvedConfig } from '../main/config.js';
 import type { ObjectStore } from '../store/types.js';
 import { holdDecision } from './decisions.js';
@@ -67,6 +67,12 @@ export class HoldTable {
     await this.store.put(holdKey(a), encodeHold(record), { ifMatch: known.etag }).catch((e: unknown) => {
       if (!isKeepworkError(e, ErrorCode.PreconditionFailed)) throw e; // someone took it already
     });
+  }
+
+  /** Releases every hold this node has (clean shutdown, after replication finished). */
+  async releaseAll(): Promise<void> {
+    const addresses = [...this.mine.keys()];
+    await Promise.all(addresses.map((k) => this.release(parseAddress(k)).catch(() => undefined)));
   }
 
   /** Forgets every hold without writing (the lease was lost: others will fence and take them). */

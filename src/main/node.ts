@@ -210,7 +210,7 @@ class Node implements RoutingNode {
     await this.http?.close();
     await this.lanes.drained();
     await this.workers.broadcast({ type: 'closeAll' }).catch((e: unknown) => this.log.error({ err: e }, 'flushing actors at stop failed'));
-    await Promise.all([...this.lastUsed.values()].map(({ address }) => this.releaseHold(address)));
+    await this.membership.holds.releaseAll();
     await this.membership.stop();
     await this.workers.destroy();
     await this.store.close();
