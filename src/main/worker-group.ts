@@ -32,6 +32,9 @@ export class WorkerGroup {
           maxQueue: config.actorQueueMax * 64,
           workerData: { ...setup, worker } satisfies WorkerSetup,
           execArgv: EXEC_ARGV,
+          // 'sync' parks an idle worker in Atomics.wait, which also stops its timers: the
+          // replicator's group-commit timer would never fire between tasks.
+          atomics: 'async',
         }),
     );
   }

@@ -7,6 +7,8 @@ import { parseAddress } from '../../src/core/address.js';
 import { startNode, type KeepworkNode, type StartNodeOptions } from '../../src/main/node.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { silentLogger } from '../../src/core/logger.js';
+import { listChain } from '../../src/replication/chain.js';
+import { FsStore } from '../../src/store/fs.js';
 
 const PROBE = new URL('../fixtures/classes/probe.ts', import.meta.url).href;
 const dirs: string[] = [];
@@ -121,6 +123,23 @@ describe('node (real Piscina workers)', () => {
       });
       assert.ok(Date.now() - t0 < 20_000, 'the worker was stopped at the hard limit, not after the 30 s spin');
       assert.deepEqual(await node.actor('t/Probe/after').call('echo', 1), [1]);
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it('a plain call reaches the bucket on its own within the group-commit window (idle workers keep their timers)', async () => {
+    const dir = tempDir();
+    const bucket = join(dir, 'bucket');
+    const node = await start(join(dir, 'data'), { bucket });
+    try {
+      await node.actor('t/Probe/gc').call('slowIncrement', 0);
+      const store = new FsStore(bucket);
+      const links = async () => (await listChain(store, parseAddress('t/Probe/gc'))).length;
+      await waitFor('the first link, without another call or a stop', async () => (await links()) >= 1, 3_000);
+      await node.actor('t/Probe/gc').call('slowIncrement', 0);
+      await waitFor('the second link', async () => (await links()) >= 2, 3_000);
+      await store.close();
     } finally {
       await node.stop();
     }
