@@ -26,6 +26,7 @@ import type { ObjectStore } from '../store/types.js';
 import type { Db } from '../workers/actor-db.js';
 import { createLink, deleteLinksBelow, fsyncFile, listChain, restoreChain, type RetryDeps } from './chain.js';
 import { decodeLink, encodeLink, type LinkKind } from './link.js';
+import { committedImage } from './image.js';
 import { readSidecar, removeSidecar, writeSidecar, type Sidecar } from './sidecar.js';
 import { linkKey } from './state-keys.js';
 import { applyDelta, captureWal, decodeDelta, encodeDelta, type WalCursor } from './wal.js';
@@ -224,17 +225,16 @@ export class ActorReplica {
     const db = this.db;
     if (!db || !db.open) return;
     const captured = captureWal(`${this.dbPath}-wal`, this.cursor);
-    const wantSnapshot = this.head === null || this.deleted || this.linksSinceSnapshot + 1 >= this.deps.config.snapshotEveryLinks;
-    if (!captured.delta && !wantSnapshot) return;
-    if (!captured.delta && this.head !== null && !this.deleted) return;
+    const first = this.head === null || this.deleted; // a chain (re)starts with a snapshot
+    if (!captured.delta && !first) return; // no frames: no change
     const deltaBytes = captured.delta ? encodeDelta(captured.delta) : undefined;
+    const due = this.linksSinceSnapshot + 1 >= this.deps.config.snapshotEveryLinks;
     const outweighs = deltaBytes !== undefined && this.deltaBytesSinceSnapshot + deltaBytes.byteLength > this.snapshotBytes;
-    if ((wantSnapshot || outweighs || !deltaBytes) && !db.inTransaction) {
-      const image = db.serialize();
-      const pageSize = db.pragma('page_size', { simple: true }) as number;
-      return this.upload('snapshot', image, pageSize, image.byteLength / pageSize, captured.cursor);
+    if (first || due || outweighs || !deltaBytes) {
+      // Synchronous since the capture above: no commit can slip in between the two reads.
+      const { image, pageSize, cursor } = committedImage(this.dbPath);
+      return this.upload('snapshot', image, pageSize, image.byteLength / pageSize, cursor ?? captured.cursor);
     }
-    if (!deltaBytes) return this.committed(); // a snapshot is due but an event is running: try again shortly
     const d = captured.delta!;
     return this.upload('delta', deltaBytes, d.pageSize, d.pageCountAfter, captured.cursor);
   }

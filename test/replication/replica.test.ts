@@ -20,6 +20,11 @@ const Notes = defineActor({
     add: (ctx: ActorContext, text: string) => ctx.sql.prepare('INSERT INTO notes (text) VALUES (?)').run(text).changes,
     all: (ctx: ActorContext) => (ctx.sql.prepare('SELECT text FROM notes ORDER BY id').all() as { text: string }[]).map((r) => r.text),
     remove: (ctx: ActorContext) => ctx.deleteActor(),
+    async slowAdd(ctx: ActorContext, text: string, ms: number) {
+      ctx.sql.prepare('INSERT INTO notes (text) VALUES (?)').run(text);
+      await new Promise((r) => pendingSleeps.push(() => r(undefined)));
+      void ms;
+    },
     async partly(ctx: ActorContext) {
       ctx.sql.prepare('INSERT INTO notes (text) VALUES (?)').run('kept');
       await ctx.checkpoint();
@@ -29,6 +34,7 @@ const Notes = defineActor({
   },
 });
 
+const pendingSleeps: (() => void)[] = [];
 const A = 't/Notes/a';
 const address = parseAddress(A);
 const envs: InlineActors[] = [];
@@ -82,6 +88,38 @@ describe('replication: the chain in the bucket', () => {
     assert.deepEqual(okResult(await a.call(A, 'all')), ['kept']);
     const plain = await a.call(A, 'partly');
     assert.equal(plain.type === 'error' && plain.error.code, 'BAD_REQUEST', 'only durable calls may checkpoint');
+  });
+});
+
+describe('replication: uploads while the next event is running', () => {
+  it('the first link is a snapshot even when the next event holds a transaction open, and holds only committed work', async () => {
+    const store = new MemoryStore();
+    const e = env(store);
+    okResult(await e.call(A, 'add', 'committed'));
+    const running = e.call(A, 'slowAdd', 'uncommitted', 0); // its transaction stays open
+    await e.clock.advance(25); // the group-commit timer fires now
+    assert.deepEqual(await kinds(store), ['snapshot']);
+    assert.deepEqual(okResult(await env(store).call(A, 'all')), ['committed'], 'restores the committed state only');
+    pendingSleeps.splice(0).forEach((wake) => wake());
+    okResult(await running);
+    await e.clock.advance(25);
+    assert.deepEqual(okResult(await env(store).call(A, 'all')), ['committed', 'uncommitted']);
+  });
+
+  it('periodic snapshots are not starved by events that keep a transaction open', async () => {
+    const store = new MemoryStore();
+    const e = env(store, { snapshotEveryLinks: 2 });
+    for (let i = 0; i < 4; i++) {
+      okResult(await e.call(A, 'add', `v${i}`));
+      const running = e.call(A, 'slowAdd', `s${i}`, 0);
+      await e.clock.advance(25);
+      pendingSleeps.splice(0).forEach((wake) => wake());
+      okResult(await running);
+    }
+    await e.clock.advance(25);
+    const k = await kinds(store);
+    assert.ok(k.filter((x) => x === 'snapshot').length >= 2, `kinds: ${k}`);
+    assert.deepEqual(okResult(await env(store).call(A, 'all')), ['v0', 's0', 'v1', 's1', 'v2', 's2', 'v3', 's3']);
   });
 });
 
