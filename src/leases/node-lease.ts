@@ -96,7 +96,8 @@ export class NodeLease {
   }
 
   private record(sentAt: number, state: NodeRecord['state']): NodeRecord {
-    return { ...this.self, epoch: this.epoch, expiresAtMs: sentAt + this.config.leasePeriodMs, state };
+    const { leasePeriodMs, graceMs } = this.config;
+    return { ...this.self, epoch: this.epoch, expiresAtMs: sentAt + leasePeriodMs, state, leasePeriodMs, graceMs };
   }
 
   private accept(etag: string, sentAt: number): void {

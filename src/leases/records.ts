@@ -21,6 +21,9 @@ export interface NodeRecord {
   classes: string[];
   expiresAtMs: number;
   state: NodeState;
+  /** The lease settings the node runs with (so tools can judge its record without guessing). */
+  leasePeriodMs?: number;
+  graceMs?: number;
 }
 
 export interface HoldRecord {

@@ -32,12 +32,13 @@ export async function clusterStatus(store: ObjectStore, nowMs: number, graceMs: 
     const h = decodeHold(obj.body);
     if (h.state === 'held') holds.set(`${h.nodeId}/${h.epoch}`, (holds.get(`${h.nodeId}/${h.epoch}`) ?? 0) + 1);
   }
+  // Each record says which lease and grace its node runs with; the defaults are for older records.
   return records.map((r) => ({
     nodeId: r.nodeId,
-    status: r.state !== 'live' ? r.state : isLive(r, nowMs, graceMs) ? 'live' : 'expired',
+    status: r.state !== 'live' ? r.state : isLive(r, nowMs, r.graceMs ?? graceMs) ? 'live' : 'expired',
     epoch: r.epoch,
     addr: r.addr,
-    leaseAgeMs: nowMs - (r.expiresAtMs - leasePeriodMs),
+    leaseAgeMs: nowMs - (r.expiresAtMs - (r.leasePeriodMs ?? leasePeriodMs)),
     holds: holds.get(`${r.nodeId}/${r.epoch}`) ?? 0,
   }));
 }
