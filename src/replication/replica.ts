@@ -15,7 +15,7 @@
  * Time, randomness and the store are injected.
  */
 import Database from 'better-sqlite3';
-import { existsSync, renameSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readSync, renameSync, rmSync } from 'node:fs';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { ActorGivenUp, LeaseLost, isKeepworkError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
@@ -59,6 +59,7 @@ export class ActorReplica {
   private deltaBytesSinceSnapshot = 0;
   private snapshotBytes = 0;
   private snapshots: { seq: number; atMs: number }[] = [];
+  private closed = false;
   private db: Db | undefined;
   private queue: Promise<void> = Promise.resolve();
   private timer: TimerHandle | undefined;
@@ -79,8 +80,9 @@ export class ActorReplica {
     const headSeq = seqs[seqs.length - 1]!;
     const head = await this.deps.store.head(linkKey(this.address, headSeq));
     if (!head) throw new ActorGivenUp(`head link ${headSeq} of ${this.name()} vanished during take`);
-    if (local && side && side.seq === headSeq && side.etag === head.etag) return this.adopt(side);
-    if (local && side && side.seq < headSeq && !this.localChanged(side)) {
+    const trusted = local && side !== undefined && this.walIntact(side);
+    if (trusted && side.seq === headSeq && side.etag === head.etag) return this.adopt(side);
+    if (trusted && side.seq < headSeq && !this.localChanged(side)) {
       const caught = await this.catchUp(side, seqs);
       if (caught) return caught;
     }
@@ -134,6 +136,7 @@ export class ActorReplica {
    * sidecar goes, so the next take sets the file aside and restores instead of trusting it.
    */
   beforeClose(): void {
+    this.closed = true;
     this.timer?.cancel();
     this.timer = undefined;
     if (this.deleted) return;
@@ -159,6 +162,18 @@ export class ActorReplica {
     this.snapshotBytes = side.snapshotBytes ?? 0;
     this.snapshots = side.snapshots ?? [];
     return 'ready';
+  }
+
+  /**
+   * A sidecar with a cursor describes a WAL: if that WAL is gone, shorter, or of another
+   * generation (salts), something folded it into the file (a read-write open and close outside
+   * this replica) and the file may hold commits the bucket never got: it cannot be trusted.
+   */
+  private walIntact(side: Sidecar): boolean {
+    const c = side.cursor;
+    if (!c) return true;
+    const header = readWalHeader(`${this.dbPath}-wal`);
+    return header !== undefined && header.size >= c.offset && header.salt1 === c.salt1 && header.salt2 === c.salt2;
   }
 
   /** True when the local WAL holds commits past what the sidecar says was uploaded. */
@@ -214,7 +229,7 @@ export class ActorReplica {
     this.cursor = null;
     this.linksSinceSnapshot = result.links - 1;
     this.deltaBytesSinceSnapshot = 0;
-    this.snapshotBytes = result.bytes;
+    this.snapshotBytes = result.base.header.size;
     this.snapshots = [{ seq: result.base.seq, atMs: result.base.header.atMs }];
     this.saveSidecar();
     return 'ready';
@@ -307,7 +322,7 @@ export class ActorReplica {
   }
 
   private saveSidecar(): void {
-    if (!this.head) return;
+    if (!this.head || this.closed) return; // after close an upload may still land: the sidecar stays gone
     writeSidecar(this.dbPath, {
       seq: this.head.seq,
       etag: this.head.etag,
@@ -332,6 +347,22 @@ export class ActorReplica {
   private retryDeps(): RetryDeps {
     const { clock, random, config } = this.deps;
     return { clock, random, attemptsMax: config.storeAttemptsMax, retryBaseMs: config.storeRetryBaseMs };
+  }
+}
+
+function readWalHeader(walPath: string): { size: number; salt1: number; salt2: number } | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(walPath, 'r');
+    const size = fstatSync(fd).size;
+    if (size < 32) return undefined;
+    const b = Buffer.alloc(32);
+    readSync(fd, b, 0, 32, 0);
+    return { size, salt1: b.readUInt32BE(16), salt2: b.readUInt32BE(20) };
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 

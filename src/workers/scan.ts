@@ -18,7 +18,9 @@ export function* scanAlarms(dataDir: string, onError: (path: string, e: unknown)
   for (const path of actorFiles(join(dataDir, 'actors'))) {
     let db: Database.Database | undefined;
     try {
-      db = new Database(path, { fileMustExist: true });
+      // Read-only: a read-write handle would fold the WAL into the file when it closes, and
+      // commits the bucket never got would then look like part of the state it has.
+      db = new Database(path, { fileMustExist: true, readonly: true });
       const at = readAlarm(db);
       const address = readMeta(db, 'address');
       if (at !== null && address !== null) yield { address: parseAddress(address), at };

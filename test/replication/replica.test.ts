@@ -6,6 +6,7 @@ import { listChain } from '../../src/replication/chain.js';
 import { decodeLink } from '../../src/replication/link.js';
 import { readSidecar } from '../../src/replication/sidecar.js';
 import { linkKey } from '../../src/replication/state-keys.js';
+import { SimClock } from '../../src/core/clock.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
@@ -124,6 +125,25 @@ describe('replication: uploads while the next event is running', () => {
 });
 
 describe('replication: taking an actor (the sidecar)', () => {
+  it('an actor dropped while its upload is in flight leaves no sidecar, so its next take restores the bucket', async () => {
+    const clock = new SimClock(1_800_000_000_000);
+    const store = new MemoryStore({ clock });
+    const e = new InlineActors({ Notes }, { replicationDelayMs: 20 }, store, undefined, clock);
+    envs.push(e);
+    okResult(await e.callDurable(A, 'add', 'durable'));
+    okResult(await e.call(A, 'add', 'uploading'));
+    store.setFaults((r) => (r.op === 'put' ? { delayMs: 300 } : undefined)); // the next uploads are slow
+    await e.clock.advance(25); // the group-commit upload starts and hangs in the store
+    okResult(await e.call(A, 'add', 'never uploaded'));
+    e.deps.slots.dropAll();
+    await e.clock.advance(400); // the upload lands after the drop
+    store.setFaults(undefined);
+    const path = actorDbPath(e.dataDir, address);
+    assert.equal(readSidecar(path), undefined, 'no sidecar for a closed replica');
+    assert.deepEqual(okResult(await e.call(A, 'all')), ['durable', 'uploading'], 'the bucket’s state, not the local file');
+    assert.ok(existsSync(path + '.replaced'));
+  });
+
   it('a take whose head equals the sidecar downloads nothing', async () => {
     const store = new MemoryStore();
     const a = env(store);

@@ -18,7 +18,6 @@ import type { EventResult } from '../../src/workers/messages.js';
 import { runEvent, type PipelineDeps } from '../../src/workers/pipeline.js';
 
 export class InlineActors {
-  readonly clock = new SimClock(1_800_000_000_000);
   deps: PipelineDeps;
   epoch = 1;
   /** What the replicas see as this node's LeaseView (tests flip it). */
@@ -29,6 +28,7 @@ export class InlineActors {
     options: KeepworkOptions = {},
     readonly store: ObjectStore = new MemoryStore(),
     readonly dataDir: string = mkdtempSync(join(tmpdir(), 'kw-pipeline-')),
+    readonly clock: SimClock = new SimClock(1_800_000_000_000),
   ) {
     this.deps = this.makeDeps(options);
   }

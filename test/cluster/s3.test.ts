@@ -1,0 +1,118 @@
+/**
+ * The kill -9 takeover of cluster.test.ts against a real S3 server (RGW on loopback, see
+ * scripts/s3-test-server.sh), in a prefix of its own (`s3://keepwork-test/cluster-<random>`) that
+ * is emptied afterwards. Skipped, with the reason, when KEEPWORK_TEST_S3_URL is not set.
+ *
+ *   a holds x; durable calls through a and b ─▶ kill -9 a ─▶ b takes over after lease + grace
+ *   with every acknowledged call; a `fenced` in `keepwork status`; SIGTERM b ─▶ `released`;
+ *   every chain sound, no link written twice
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { decodeHold, decodeNode, holdKey, nodeKey } from '../../src/leases/records.js';
+import { parseAddress } from '../../src/core/address.js';
+import { listAll } from '../../src/store/keys.js';
+import { openStore } from '../../src/store/open.js';
+import { checkBucket, describeChain, LinkLedger } from './chains.js';
+import { call, FAST, killLeftovers, mustCall, waitFor, withCluster } from './harness.js';
+
+const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
+const SKIP = S3_URL ? false : 'set KEEPWORK_TEST_S3_URL (bash scripts/s3-test-server.sh up; eval "$(bash scripts/s3-test-server.sh env)")';
+
+after(() => {
+  const n = killLeftovers();
+  assert.equal(n, 0, `${n} node processes were still running after the tests`);
+});
+
+/** The test server's URL with a fresh prefix of its own. */
+function uniqueBucket(base: string): string {
+  const q = base.indexOf('?');
+  const [path, query] = q < 0 ? [base, ''] : [base.slice(0, q), base.slice(q)];
+  return `${path.replace(/\/+$/, '')}/cluster-${randomBytes(6).toString('hex')}${query}`;
+}
+
+async function emptyBucket(url: string): Promise<void> {
+  const store = openStore(url);
+  try {
+    const keys: string[] = [];
+    for await (const k of listAll(store)) keys.push(k);
+    for (let i = 0; i < keys.length; i += 1000) await store.deleteMany(keys.slice(i, i + 1000));
+  } finally {
+    await store.close();
+  }
+}
+
+describe('cluster of real node processes (S3 bucket)', () => {
+  it('kill -9 of the holder: the other node takes over with every acknowledged durable call; a clean stop releases', { skip: SKIP, timeout: 90_000 }, async (t) => {
+    const bucket = uniqueBucket(S3_URL!);
+    t.diagnostic(`bucket ${bucket}`);
+    try {
+      await withCluster(
+        t,
+        's3',
+        async (c) => {
+          const ledger = new LinkLedger();
+          const [a, b] = await c.startAll(['a', 'b']);
+          const X = 's3/Probe/x';
+          assert.equal(await mustCall(a!.url, X, 'slowIncrement', [], { durable: true }), 1);
+          const acked: number[] = [1];
+          let stop = false;
+          const loop = async (url: string) => {
+            while (!stop) {
+              const r = await call(url, X, 'slowIncrement', [1], { durable: true, timeoutMs: 5_000 });
+              if (r.ok) acked.push(r.result as number);
+              else if (!stop) throw new Error(`a durable call before the kill failed: ${r.status} ${r.error}: ${r.message}`);
+            }
+          };
+          const loops = [a!, b!].map((n) => loop(n.url));
+          await waitFor('20 acknowledged durable calls', 30_000, () => (acked.length >= 20 ? true : undefined), 10);
+          await ledger.observe(c.store());
+          const holdBefore = decodeHold((await c.store().get(holdKey(parseAddress(X))))!.body);
+          assert.equal(holdBefore.nodeId, 'a');
+
+          stop = true;
+          a!.kill('SIGKILL');
+          const killedAt = Date.now();
+          await Promise.all(loops);
+          await a!.exited;
+          const lastAck = Math.max(...acked);
+          assert.equal(new Set(acked).size, acked.length, `no value acknowledged twice: ${acked.join(',')}`);
+
+          const value = await waitFor(
+            'a call through b to succeed after the takeover',
+            FAST.leasePeriodMs! + FAST.graceMs! + 15_000,
+            async () => {
+              const r = await call(b!.url, X, 'value', [], { timeoutMs: 5_000 });
+              return r.ok ? (r.result as number) : undefined;
+            },
+            100,
+          );
+          t.diagnostic(`takeover ${Date.now() - killedAt} ms after the kill; last acknowledged ${lastAck}, value ${value}`);
+          assert.ok(value >= lastAck && value <= lastAck + 2, `value ${value} after the takeover; last acknowledged ${lastAck}, 2 calls in flight at most`);
+          for (let k = 1; k <= 3; k++) assert.equal(await mustCall(b!.url, X, 'slowIncrement', [], { durable: k === 1 }), value + k);
+
+          assert.equal(decodeNode((await c.store().get(nodeKey('a')))!.body).state, 'fenced');
+          let status = new Map((await c.status()).map((s) => [s.nodeId, s]));
+          assert.equal(status.get('a')?.status, 'fenced', 'keepwork status shows a fenced');
+          assert.equal(status.get('b')?.holds, 1);
+
+          const exit = await b!.killAndWait('SIGTERM');
+          assert.deepEqual(exit, { code: 0, signal: null });
+          status = new Map((await c.status()).map((s) => [s.nodeId, s]));
+          assert.equal(status.get('b')?.status, 'released', 'keepwork status shows b released');
+
+          const chains = await checkBucket(c.store(), ledger, join(c.root, 'restore'));
+          const links = chains.get(X)!.links;
+          const last = links.at(-1)!.header;
+          assert.equal(last.nodeId, 'b', describeChain(links));
+          assert.ok(last.generation > holdBefore.generation, describeChain(links));
+        },
+        bucket,
+      );
+    } finally {
+      await emptyBucket(bucket);
+    }
+  });
+});
