@@ -60,6 +60,8 @@ export class ActorReplica {
   private snapshotBytes = 0;
   private snapshots: { seq: number; atMs: number }[] = [];
   private closed = false;
+  /** Index entries to DELETE once the next link is in the bucket (the state no longer names them). */
+  private pendingDeletes: string[] = [];
   private db: Db | undefined;
   private queue: Promise<void> = Promise.resolve();
   private timer: TimerHandle | undefined;
@@ -93,7 +95,34 @@ export class ActorReplica {
   attach(db: Db): void {
     this.db = db;
     db.pragma('wal_autocheckpoint = 0');
-    if (this.head === null && !this.deleted) this.committed(); // first upload of a local-only file
+  }
+
+  /** True while the bucket has nothing for this actor (its first upload is still to come). */
+  firstUpload(): boolean {
+    return this.head === null && !this.deleted;
+  }
+
+  /** After the owner indexed the committed alarm: a local-only actor's first upload may go. */
+  start(): void {
+    if (this.head === null && !this.deleted) this.committed();
+  }
+
+  /**
+   * `key` is named by no state from the last commit on: delete it once a link holding that commit
+   * is in the bucket (ADR R2). Call it after the commit, so the next capture includes it.
+   */
+  deleteAfterUpload(key: string): void {
+    this.pendingDeletes.push(key);
+  }
+
+  /** The index could not be brought in line: the actor is given up, nothing more is uploaded. */
+  giveUpNow(e: unknown): Error {
+    return this.giveUp(e, (this.head?.seq ?? 0) + 1);
+  }
+
+  /** True when this node may write for the actor now (LeaseView, and replication healthy). */
+  healthy(): boolean {
+    return !this.givenUp && !this.closed && this.deps.leaseValid();
   }
 
   /** A commit happened: schedule a group-commit upload. */
@@ -150,7 +179,7 @@ export class ActorReplica {
   private takeEmptyBucket(local: boolean, side: Sidecar | undefined): TakeResult {
     if (!local) return 'absent';
     if (side) this.deps.log.warn({ actor: this.name(), sidecarSeq: side.seq }, 'the bucket has no chain for a local actor with a sidecar; uploading it as link 1');
-    this.head = null; // attach() schedules the first upload: a snapshot
+    this.head = null; // start() schedules the first upload, a snapshot, once the alarm is indexed (R4)
     return 'ready';
   }
 
@@ -242,6 +271,21 @@ export class ActorReplica {
     const captured = captureWal(`${this.dbPath}-wal`, this.cursor);
     const first = this.head === null || this.deleted; // a chain (re)starts with a snapshot
     if (!captured.delta && !first) return; // no frames: no change
+    const deletes = this.pendingDeletes.splice(0); // registered after commits this capture holds
+    await this.uploadCaptured(captured, first); // if it fails the entries stay: extra ones are harmless
+    await this.deleteEntries(deletes);
+  }
+
+  private async deleteEntries(keys: string[]): Promise<void> {
+    if (keys.length === 0) return;
+    try {
+      await this.deps.store.deleteMany(keys);
+    } catch (e) {
+      this.deps.log.warn({ actor: this.name(), keys, err: e }, 'deleting replaced index entries failed; they stay until a delivery removes them');
+    }
+  }
+
+  private async uploadCaptured(captured: ReturnType<typeof captureWal>, first: boolean): Promise<void> {
     const deltaBytes = captured.delta ? encodeDelta(captured.delta) : undefined;
     const due = this.linksSinceSnapshot + 1 >= this.deps.config.snapshotEveryLinks;
     const outweighs = deltaBytes !== undefined && this.deltaBytesSinceSnapshot + deltaBytes.byteLength > this.snapshotBytes;

@@ -17,6 +17,8 @@ export interface Slot {
   readonly db: Db;
   readonly replica: ActorReplica;
   users: number;
+  /** Just taken: the owner has not yet checked its index entry (R4, migration). */
+  fresh: boolean;
 }
 
 export class ActorSlots {
@@ -117,7 +119,7 @@ export class ActorSlots {
     if (state !== 'ready' && !create) return null;
     const db = openActorDb(path, address, true)!;
     replica.attach(db);
-    return { db, replica, users: 0 };
+    return { db, replica, users: 0, fresh: true };
   }
 
   private evict(): void {

@@ -8,6 +8,7 @@ import { createLogger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../main/config.js';
 import { classLoader } from './class-loader.js';
+import { NonceSource } from '../alarms/keys.js';
 import { openStore } from '../store/open.js';
 import { ActorSlots } from './actor-slots.js';
 import type { ActorEvent, EventResult } from './messages.js';
@@ -42,6 +43,8 @@ const deps: PipelineDeps = {
   random,
   config,
   log,
+  store,
+  nonces: new NonceSource(random),
   slots: new ActorSlots(setup.dataDir, config.dbCacheMax, { store, clock, random, config, log, writer, leaseValid }),
   loadClass: classLoader(setup.classes),
 };

@@ -22,8 +22,9 @@ import type { ActorSlots, Slot } from './actor-slots.js';
 import { hasMethod, type ActorDefinition } from './define-actor.js';
 import { createGuestRun, type GuestRun } from './guest-context.js';
 import type { ActorEvent, ErrorData, EventResult } from './messages.js';
+import { indexBeforeCommit, indexOnTake, type IndexDeps } from './index-owner.js';
 
-export interface PipelineDeps {
+export interface PipelineDeps extends IndexDeps {
   clock: Clock;
   random: Random;
   config: ResolvedConfig;
@@ -102,7 +103,13 @@ async function withDb(
   }
   if (!slot) return absent();
   try {
+    if (slot.fresh) {
+      await indexOnTake(deps, slot, address);
+      slot.fresh = false;
+    }
     return await use(slot);
+  } catch (e) {
+    return failure(e, null);
   } finally {
     deps.slots.release(slot);
   }
@@ -132,24 +139,33 @@ async function inEvent(
   if (replica.givenUp) return failure(replica.givenUp, null);
   db.exec('BEGIN IMMEDIATE');
   const before: AlarmState = { at: readAlarm(db), failures: readFailures(db) };
-  const checkpoint = durable ? () => midEventCheckpoint(slot) : undefined;
+  const soFar = () => alarmOutcome(kind, before, run.alarm, false, deps.clock.now(), deps.config);
+  const checkpoint = durable ? () => midEventCheckpoint(deps, slot, address, soFar()) : undefined;
   const run = createGuestRun(db, address, before.at, deps.clock, deps.log.child({ actor: formatAddress(address) }), checkpoint);
   let after: AlarmState;
   let result: unknown;
   try {
     result = await withTimeLimit(deps, body(run), address);
     run.end();
-    after = run.deleted ? { at: null, failures: 0 } : alarmOutcome(kind, before, run.alarm, false, deps.clock.now(), deps.config);
-    commitAlarm(db, after);
-    db.exec('COMMIT');
+    after = run.deleted ? { at: null, failures: 0 } : soFar();
+    await commitWithAlarm(deps, slot, address, after);
   } catch (err) {
     run.end();
     if (db.inTransaction) db.exec('ROLLBACK');
     const failed = alarmOutcome(kind, before, run.alarm, true, deps.clock.now(), deps.config);
-    if (kind === 'alarm') recordAlarmFailure(deps, slot, address, before, failed, err);
+    if (kind === 'alarm' && !replica.givenUp) await recordAlarmFailure(deps, slot, address, before, failed, err);
     return failure(err, failed.at);
   }
   return replicate(deps, slot, address, durable || run.deleted, run.deleted, result, after.at);
+}
+
+/** Writes the alarm outcome, lists it in the index (before the commit), commits, and schedules
+ *  the DELETE of the entry it replaced for after the upload. */
+async function commitWithAlarm(deps: PipelineDeps, slot: Slot, address: ActorAddress, state: AlarmState): Promise<void> {
+  commitAlarm(slot.db, state);
+  const replaced = await indexBeforeCommit(deps, slot, address, state.at);
+  slot.db.exec('COMMIT');
+  if (replaced) slot.replica.deleteAfterUpload(replaced);
 }
 
 /** After the commit: a durable call (or a delete) waits for its link; a plain one schedules it. */
@@ -166,9 +182,12 @@ async function replicate(deps: PipelineDeps, slot: Slot, address: ActorAddress, 
   return { type: 'ok', result, alarmAt: deleted ? null : alarmAt, deleted, ran: true };
 }
 
-/** `ctx.checkpoint()` in a durable call: commit what is done so far and upload it, then go on. */
-async function midEventCheckpoint(slot: Slot): Promise<void> {
-  slot.db.exec('COMMIT');
+/**
+ * `ctx.checkpoint()` in a durable call: commit what is done so far — the alarm as the handler has
+ * left it too, listed in the index first — and upload it, then go on in a new transaction.
+ */
+async function midEventCheckpoint(deps: PipelineDeps, slot: Slot, address: ActorAddress, soFar: AlarmState): Promise<void> {
+  await commitWithAlarm(deps, slot, address, soFar);
   try {
     await slot.replica.sync();
   } finally {
@@ -181,10 +200,16 @@ function commitAlarm(db: Db, state: AlarmState): void {
   writeMeta(db, 'alarm_failures', state.failures === 0 ? null : String(state.failures));
 }
 
-function recordAlarmFailure(deps: PipelineDeps, slot: Slot, address: ActorAddress, before: AlarmState, after: AlarmState, err: unknown): void {
+/** Commits the committed-retry outcome (listed in the index: no sweep delivers it early). */
+async function recordAlarmFailure(deps: PipelineDeps, slot: Slot, address: ActorAddress, before: AlarmState, after: AlarmState, err: unknown): Promise<void> {
   slot.db.exec('BEGIN IMMEDIATE');
-  commitAlarm(slot.db, after);
-  slot.db.exec('COMMIT');
+  try {
+    await commitWithAlarm(deps, slot, address, after);
+  } catch (e) {
+    if (slot.db.inTransaction) slot.db.exec('ROLLBACK');
+    deps.log.error({ actor: formatAddress(address), err: e }, 'recording an alarm failure failed; the actor is given up');
+    return;
+  }
   slot.replica.committed();
   deps.log.warn(
     { actor: formatAddress(address), retryCount: before.failures, nextAttemptAt: after.at, err: errorData(err) },

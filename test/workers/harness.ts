@@ -13,15 +13,20 @@ import { resolveOptions, type KeepworkOptions } from '../../src/main/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { ActorSlots } from '../../src/workers/actor-slots.js';
+import { NonceSource } from '../../src/alarms/keys.js';
 import type { ActorDefinition } from '../../src/workers/define-actor.js';
 import type { EventResult } from '../../src/workers/messages.js';
 import { runEvent, type PipelineDeps } from '../../src/workers/pipeline.js';
+
+let nextSeed = 1;
 
 export class InlineActors {
   deps: PipelineDeps;
   epoch = 1;
   /** What the replicas see as this node's LeaseView (tests flip it). */
   leaseValid = true;
+  /** The hold generation events run under (a real node gets it from its hold). */
+  generation = 0;
 
   constructor(
     readonly classes: Record<string, ActorDefinition>,
@@ -35,7 +40,7 @@ export class InlineActors {
 
   private makeDeps(options: KeepworkOptions): PipelineDeps {
     const config = resolveOptions(options);
-    const random = new SeededRandom(this.epoch);
+    const random = new SeededRandom(nextSeed++);
     const log = silentLogger();
     const writer = { nodeId: 'inline', epoch: this.epoch };
     return {
@@ -43,6 +48,8 @@ export class InlineActors {
       random,
       config,
       log,
+      store: this.store,
+      nonces: new NonceSource(random),
       slots: new ActorSlots(this.dataDir, config.dbCacheMax, { store: this.store, clock: this.clock, random, config, log, writer, leaseValid: () => this.leaseValid }),
       loadClass: async (name) => {
         const def = this.classes[name];
@@ -53,19 +60,19 @@ export class InlineActors {
   }
 
   call(address: string, method: string, ...args: unknown[]): Promise<EventResult> {
-    return runEvent(this.deps, { type: 'request', address: parseAddress(address), method, args, durable: false });
+    return runEvent(this.deps, { type: 'request', address: parseAddress(address), method, args, durable: false, generation: this.generation });
   }
 
   alarm(address: string): Promise<EventResult> {
-    return runEvent(this.deps, { type: 'alarm', address: parseAddress(address) });
+    return runEvent(this.deps, { type: 'alarm', address: parseAddress(address), generation: this.generation });
   }
 
   async getAlarm(address: string): Promise<number | null> {
-    return (await runEvent(this.deps, { type: 'getAlarm', address: parseAddress(address) })).alarmAt;
+    return (await runEvent(this.deps, { type: 'getAlarm', address: parseAddress(address), generation: this.generation })).alarmAt;
   }
 
   callDurable(address: string, method: string, ...args: unknown[]): Promise<EventResult> {
-    return runEvent(this.deps, { type: 'request', address: parseAddress(address), method, args, durable: true });
+    return runEvent(this.deps, { type: 'request', address: parseAddress(address), method, args, durable: true, generation: this.generation });
   }
 
   /** Closes every actor (flushed) and opens fresh handles: what a clean node restart does. */

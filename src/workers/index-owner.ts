@@ -1,0 +1,78 @@
+/**
+ * The owner's index sequencing inside the event pipeline (ADR 0009, alarms/owner.ts): run inside
+ * an open write transaction, just before it commits.
+ *
+ *   plan ─▶ LeaseView + healthy replication? ─▶ PUT the new entry (fresh key) ─▶ record it in
+ *   alarm_indexed ─▶ (caller) COMMIT ─▶ deleteAfterUpload(the entry replaced) ─▶ link uploaded ─▶ DELETE
+ *
+ * If the index cannot be brought in line (the PUT fails, alarm_indexed is unreadable, the lease
+ * lapsed) the actor is given up: the caller rolls back and nothing more is uploaded.
+ */
+import { formatAddress, type ActorAddress } from '../core/address.js';
+import { LeaseLost } from '../core/errors.js';
+import type { Clock } from '../core/clock.js';
+import type { Random } from '../core/random.js';
+import type { ResolvedConfig } from '../main/config.js';
+import type { ObjectStore } from '../store/types.js';
+import { formatIndexed, parseIndexed, type Indexed, type NonceSource } from '../alarms/keys.js';
+import { deletable, indexPlan, keyOf, listEntry } from '../alarms/owner.js';
+import { readAlarm, readMeta, writeMeta } from './actor-db.js';
+import type { Slot } from './actor-slots.js';
+
+export interface IndexDeps {
+  store: ObjectStore;
+  clock: Clock;
+  random: Random;
+  config: ResolvedConfig;
+  nonces: NonceSource;
+}
+
+/**
+ * Brings `alarm_indexed` in line with the alarm `after` this transaction commits. Returns the key
+ * of the entry to delete once the commit is in the bucket (null: none).
+ */
+export async function indexBeforeCommit(d: IndexDeps, slot: Slot, address: ActorAddress, after: number | null, firstUpload = false): Promise<string | null> {
+  const { db, replica } = slot;
+  let indexed: Indexed | null;
+  try {
+    indexed = parseIndexed(readMeta(db, 'alarm_indexed'));
+  } catch (e) {
+    throw replica.giveUpNow(e);
+  }
+  // R4: before the first upload of a local-only actor its alarm is listed under a fresh key — the
+  // entry its file names (if any) is not in this bucket's history — and, by the empty-bucket
+  // rule, nothing is removed.
+  const plan = firstUpload ? { list: after, replaces: null } : indexPlan(after, indexed);
+  if (plan.list === null && plan.replaces === null) return null;
+  if (!replica.healthy()) throw replica.giveUpNow(new LeaseLost(`cannot index the alarm of ${formatAddress(address)}: no valid lease or replication given up`));
+  let named: Indexed | null = null;
+  if (plan.list !== null) {
+    const listing = { store: d.store, clock: d.clock, random: d.random, nonces: d.nonces, attemptsMax: d.config.storeAttemptsMax, retryBaseMs: d.config.storeRetryBaseMs };
+    try {
+      named = await listEntry(listing, address, plan.list, replica.generation);
+    } catch (e) {
+      throw replica.giveUpNow(e);
+    }
+  }
+  writeMeta(db, 'alarm_indexed', named ? formatIndexed(named) : null);
+  return plan.replaces && deletable(plan.replaces, replica.generation) ? keyOf(address, plan.replaces) : null;
+}
+
+/**
+ * A freshly taken actor: its committed alarm must be listed before its first upload (R4), and a
+ * legacy entry is migrated. Then the replica may upload (a local-only actor's first snapshot).
+ */
+export async function indexOnTake(d: IndexDeps, slot: Slot, address: ActorAddress): Promise<void> {
+  const { db, replica } = slot;
+  db.exec('BEGIN IMMEDIATE');
+  let replaced: string | null;
+  try {
+    replaced = await indexBeforeCommit(d, slot, address, readAlarm(db), replica.firstUpload());
+    db.exec('COMMIT');
+  } catch (e) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw e;
+  }
+  if (replaced) replica.deleteAfterUpload(replaced);
+  replica.start();
+}
