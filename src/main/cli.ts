@@ -61,6 +61,20 @@ program
     await statusCommand(o);
   });
 
+const alarms = program.command('alarms').description('the alarm index in the bucket');
+alarms
+  .command('ls')
+  .description('list index entries, decoded, in due order')
+  .option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL)
+  .option('--tenant <t>', 'one tenant (default: every tenant in the index)')
+  .option('--due-before <iso-time>', 'only entries due at or before this time')
+  .option('--limit <n>', 'at most this many rows', Number, 1000)
+  .option('--json', 'one JSON object per line')
+  .action(async (o: { bucket: string; tenant?: string; dueBefore?: string; limit?: number; json?: boolean }) => {
+    const { alarmsLsCommand } = await import('./alarms-command.js');
+    await alarmsLsCommand(o);
+  });
+
 const actor = program.command('actor').description('work on one actor in the bucket');
 actor
   .command('restore')

@@ -1,0 +1,83 @@
+/**
+ * `keepwork alarms ls [--tenant T] [--due-before TIME] [--limit N] [--json]`: the alarm index,
+ * decoded — due time, class, name, generation, tagged or legacy — page by page in due order.
+ * Reads only. Tenants are found from the index itself when none is given.
+ */
+import { SystemClock } from '../core/clock.js';
+import { BadRequest } from '../core/errors.js';
+import { validateTenant } from '../core/address.js';
+import { dueBound, parseEntryKey, tenantPrefix } from '../alarms/keys.js';
+import { compareKeys } from '../store/keys.js';
+import { openStore } from '../store/open.js';
+import type { ObjectStore } from '../store/types.js';
+import { resolveOptions } from './config.js';
+
+export interface AlarmRow {
+  tenant: string;
+  due: string;
+  dueMs: number;
+  className: string;
+  name: string;
+  generation: number | null;
+  kind: 'tagged' | 'legacy';
+  key: string;
+}
+
+/** Tenants with index entries (one LIST per tenant, skipping over each tenant's keys). */
+export async function indexTenants(store: ObjectStore): Promise<string[]> {
+  const tenants: string[] = [];
+  let after = 'alarms/';
+  for (;;) {
+    const page = await store.list({ prefix: 'alarms/', startAfter: after, maxKeys: 1 });
+    const key = page.keys[0];
+    if (!key) return tenants;
+    const tenant = key.split('/')[1]!;
+    tenants.push(tenant);
+    after = `alarms/${tenant}/\u{10ffff}`;
+  }
+}
+
+export async function* listAlarms(store: ObjectStore, tenant: string, dueBeforeMs?: number): AsyncGenerator<AlarmRow> {
+  const bound = dueBeforeMs === undefined ? undefined : dueBound(tenant, dueBeforeMs);
+  let continuation: string | undefined;
+  do {
+    const page = await store.list({ prefix: tenantPrefix(tenant), maxKeys: 1000, continuation });
+    for (const key of page.keys) {
+      if (bound !== undefined && compareKeys(key, bound) >= 0) return;
+      const e = parseEntryKey(key);
+      if (!e) continue;
+      yield {
+        tenant,
+        due: new Date(e.dueMs).toISOString(),
+        dueMs: e.dueMs,
+        className: e.address.className,
+        name: e.address.name,
+        generation: e.tag?.generation ?? null,
+        kind: e.tag ? 'tagged' : 'legacy',
+        key,
+      };
+    }
+    continuation = page.continuation;
+  } while (continuation !== undefined);
+}
+
+export async function alarmsLsCommand(o: { bucket: string; tenant?: string; dueBefore?: string; limit?: number; json?: boolean }): Promise<void> {
+  const dueBeforeMs = o.dueBefore === undefined ? undefined : Date.parse(o.dueBefore);
+  if (dueBeforeMs !== undefined && Number.isNaN(dueBeforeMs)) throw new BadRequest(`--due-before must be an ISO time, got ${JSON.stringify(o.dueBefore)}`);
+  const limit = o.limit ?? 1000;
+  if (!Number.isInteger(limit) || limit < 1) throw new BadRequest('--limit must be a positive integer');
+  const store = openStore(o.bucket, { config: resolveOptions(), clock: new SystemClock() });
+  try {
+    const tenants = o.tenant ? [validateTenant(o.tenant)] : await indexTenants(store);
+    let shown = 0;
+    if (!o.json) console.log(['due', 'tenant', 'class', 'name', 'generation', 'kind'].join('\t'));
+    for (const tenant of tenants) {
+      for await (const row of listAlarms(store, tenant, dueBeforeMs)) {
+        if (shown++ >= limit) return void console.error(`(stopped at --limit ${limit})`);
+        console.log(o.json ? JSON.stringify(row) : [row.due, row.tenant, row.className, JSON.stringify(row.name), row.generation ?? '-', row.kind].join('\t'));
+      }
+    }
+  } finally {
+    await store.close();
+  }
+}
