@@ -60,6 +60,10 @@ export class ActorReplica {
   private snapshotBytes = 0;
   private snapshots: { seq: number; atMs: number }[] = [];
   private closed = false;
+  /** This replica's take found nothing in the bucket for the actor (a local-only or new actor). */
+  foundNothing = false;
+  /** A link was uploaded by this replica, i.e. under its hold (the history ends with our own). */
+  uploadedUnderHold = false;
   /** Index entries to DELETE once the next link is in the bucket (the state no longer names them). */
   private pendingDeletes: string[] = [];
   private db: Db | undefined;
@@ -113,6 +117,21 @@ export class ActorReplica {
    */
   deleteAfterUpload(key: string): void {
     this.pendingDeletes.push(key);
+  }
+
+  /**
+   * The owner fence (ADR R2): before removing entries as stale, an owner that has uploaded nothing
+   * under its hold ends the history with a one-line change of its own, so no earlier owner's late
+   * upload can still become the state. At most one extra upload per hold.
+   */
+  async fence(): Promise<void> {
+    if (this.uploadedUnderHold) return;
+    const db = this.db;
+    if (!db || db.inTransaction) throw new ActorGivenUp(`cannot fence ${this.name()} now`);
+    db.prepare("INSERT INTO _keep_meta (key, value) VALUES ('owner_fence', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(
+      `${this.deps.writer.nodeId}/${this.deps.writer.epoch}/${this.generation}`,
+    );
+    await this.sync();
   }
 
   /** The index could not be brought in line: the actor is given up, nothing more is uploaded. */
@@ -177,6 +196,7 @@ export class ActorReplica {
   }
 
   private takeEmptyBucket(local: boolean, side: Sidecar | undefined): TakeResult {
+    this.foundNothing = true;
     if (!local) return 'absent';
     if (side) this.deps.log.warn({ actor: this.name(), sidecarSeq: side.seq }, 'the bucket has no chain for a local actor with a sidecar; uploading it as link 1');
     this.head = null; // start() schedules the first upload, a snapshot, once the alarm is indexed (R4)
@@ -313,6 +333,7 @@ export class ActorReplica {
       throw this.giveUp(e, seq);
     }
     this.head = { seq, etag };
+    this.uploadedUnderHold = true;
     this.cursor = cursor ?? this.cursor;
     this.deleted = kind === 'tombstone';
     this.countLink(kind, payload.byteLength);

@@ -36,7 +36,7 @@ export class ActorSlots {
    * !create. A slot opened under another hold generation is dropped and the actor taken again:
    * another node may have written to its chain in between.
    */
-  async acquire(address: ActorAddress, create: boolean, generation: number): Promise<Slot | null> {
+  async acquire(address: ActorAddress, create: boolean, generation: number, onTake?: (state: string) => void): Promise<Slot | null> {
     const key = formatAddress(address);
     await this.closing.get(key);
     let slot: Slot | null | undefined = this.open.get(key);
@@ -47,7 +47,7 @@ export class ActorSlots {
     if (slot) {
       this.open.delete(key); // re-insert: most recently used last
     } else {
-      slot = await this.take(address, create, generation);
+      slot = await this.take(address, create, generation, onTake);
       if (!slot) return null;
     }
     slot.users++;
@@ -112,10 +112,11 @@ export class ActorSlots {
     for (const slot of [...this.open.values()]) this.drop(slot.replica.address);
   }
 
-  private async take(address: ActorAddress, create: boolean, generation: number): Promise<Slot | null> {
+  private async take(address: ActorAddress, create: boolean, generation: number, onTake?: (state: string) => void): Promise<Slot | null> {
     const path = actorDbPath(this.dataDir, address);
     const replica = new ActorReplica(this.replicaDeps, address, path, generation);
     const state = await replica.take();
+    onTake?.(state);
     if (state !== 'ready' && !create) return null;
     const db = openActorDb(path, address, true)!;
     replica.attach(db);

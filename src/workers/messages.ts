@@ -12,6 +12,9 @@ export type ActorEvent =
    *  (time limit); commit it as a failed run without running the handler again. */
   | { type: 'alarm'; address: ActorAddress; recordFailure?: boolean; generation?: number }
   | { type: 'getAlarm'; address: ActorAddress; generation?: number }
+  /** An index entry came due (the sweep): run the alarm if it is the committed one, or clean up
+   *  the actor's stale entries at that time (ADR R2, R3, owner fence, empty-bucket rule). */
+  | { type: 'deliver'; address: ActorAddress; dueMs: number; generation?: number }
   /** Closes without flushing: this node lost the actor (fenced, or its lease ran out). */
   | { type: 'dropAll' }
   | { type: 'close'; address: ActorAddress }
@@ -26,5 +29,17 @@ export interface ErrorData {
 
 /** Worker → main. `alarmAt` is the committed alarm after the event (for the node's timer). */
 export type EventResult =
-  | { type: 'ok'; result?: unknown; alarmAt: number | null; deleted: boolean; ran: boolean }
+  | {
+      type: 'ok';
+      result?: unknown;
+      alarmAt: number | null;
+      deleted: boolean;
+      ran: boolean;
+      /** deliver: the entry stays (empty bucket); offer it again no sooner than this. */
+      retryAtMs?: number;
+      /** deliver: give the actor's hold back at once (empty-bucket rule). */
+      releaseHold?: boolean;
+      /** deliver: stale entries deleted. */
+      removed?: number;
+    }
   | { type: 'error'; error: ErrorData; alarmAt: number | null };

@@ -23,6 +23,7 @@ import { hasMethod, type ActorDefinition } from './define-actor.js';
 import { createGuestRun, type GuestRun } from './guest-context.js';
 import type { ActorEvent, ErrorData, EventResult } from './messages.js';
 import { indexBeforeCommit, indexOnTake, type IndexDeps } from './index-owner.js';
+import { deliverTo, deliverWithoutState } from './deliver.js';
 
 export interface PipelineDeps extends IndexDeps {
   clock: Clock;
@@ -40,6 +41,8 @@ export async function runEvent(deps: PipelineDeps, event: ActorEvent): Promise<E
       return runRequest(deps, event);
     case 'alarm':
       return runAlarm(deps, event.address, event.recordFailure === true, event.generation ?? 0);
+    case 'deliver':
+      return runDeliver(deps, event.address, event.dueMs, event.generation ?? 0);
     case 'getAlarm':
       return withDb(deps, event.address, false, event.generation ?? 0, (slot) => ok(readAlarm(slot.db), false));
     case 'close':
@@ -87,6 +90,26 @@ async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure
   );
 }
 
+async function runDeliver(deps: PipelineDeps, address: ActorAddress, dueMs: number, generation: number): Promise<EventResult> {
+  let taken = '';
+  const absent: EventResult = { type: 'ok', alarmAt: null, deleted: false, ran: false };
+  const result = await withDb(
+    deps,
+    address,
+    false,
+    generation,
+    (slot) => deliverTo(deps, slot, address, dueMs, () => runAlarm(deps, address, false, generation)),
+    () => absent,
+    (state) => (taken = state),
+  );
+  if (result !== absent) return result;
+  try {
+    return await deliverWithoutState(deps, address, dueMs, taken === 'deleted', generation);
+  } catch (e) {
+    return failure(e, null);
+  }
+}
+
 async function withDb(
   deps: PipelineDeps,
   address: ActorAddress,
@@ -94,10 +117,11 @@ async function withDb(
   generation: number,
   use: (slot: Slot) => Promise<EventResult> | EventResult,
   absent: () => EventResult = () => ok(null, false),
+  onTake?: (state: string) => void,
 ): Promise<EventResult> {
   let slot: Slot | null;
   try {
-    slot = await deps.slots.acquire(address, create, generation);
+    slot = await deps.slots.acquire(address, create, generation, onTake);
   } catch (e) {
     return failure(e, null); // the chain could not be read or restored: the actor is not served
   }

@@ -67,6 +67,10 @@ export class InlineActors {
     return runEvent(this.deps, { type: 'alarm', address: parseAddress(address), generation: this.generation });
   }
 
+  deliver(address: string, dueMs: number): Promise<EventResult> {
+    return runEvent(this.deps, { type: 'deliver', address: parseAddress(address), dueMs, generation: this.generation });
+  }
+
   async getAlarm(address: string): Promise<number | null> {
     return (await runEvent(this.deps, { type: 'getAlarm', address: parseAddress(address), generation: this.generation })).alarmAt;
   }

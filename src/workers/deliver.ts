@@ -1,0 +1,70 @@
+/**
+ * Delivery of an index entry (ADR 0009 "Delivery is the ordinary alarm event"): take the actor
+ * (restoring it from the bucket), read the committed alarm, and
+ *
+ *   entry time = committed alarm ─▶ the ordinary alarm event (runs `alarm` if due)
+ *   entry time ≠ committed alarm ─▶ stale: the committed alarm is already indexed (every commit
+ *       lists it); remove the actor's entries at that time that the state does not name (R2),
+ *       never one of a higher generation (R3) — after the owner fence, unless the bucket had
+ *       nothing (then remove nothing, retry after retryMaxMs, release the hold)
+ *   no state (no committed alarm, no init recorded; or deleted) ─▶ remove without running it
+ *
+ * Costs one LIST of the actor's tagged entries at that time; a legacy key is deleted by name.
+ */
+import type { ActorAddress } from '../core/address.js';
+import { formatAddress } from '../core/address.js';
+import { actorEntriesPrefix, entryKey, parseEntryKey, parseIndexed, type IndexEntry, type Indexed } from '../alarms/keys.js';
+import { staleEntries, staleRemoval } from '../alarms/stale.js';
+import { listAll } from '../store/keys.js';
+import { readAlarm, readMeta } from './actor-db.js';
+import type { Slot } from './actor-slots.js';
+import type { EventResult } from './messages.js';
+import type { PipelineDeps } from './pipeline.js';
+
+/** Every entry of the actor at `dueMs`: its tagged ones (one LIST) and the legacy key if present. */
+async function entriesAt(deps: PipelineDeps, a: ActorAddress, dueMs: number): Promise<IndexEntry[]> {
+  const out: IndexEntry[] = [];
+  for await (const key of listAll(deps.store, { prefix: actorEntriesPrefix(a, dueMs) })) {
+    const e = parseEntryKey(key);
+    if (e) out.push(e);
+  }
+  const legacy: IndexEntry = { address: a, dueMs, tag: null };
+  if (await deps.store.head(entryKey(legacy))) out.push(legacy);
+  return out;
+}
+
+async function remove(deps: PipelineDeps, a: ActorAddress, dueMs: number, named: Indexed | null, generation: number): Promise<number> {
+  const doomed = staleEntries(await entriesAt(deps, a, dueMs), named, generation).map(entryKey);
+  if (doomed.length > 0) await deps.store.deleteMany(doomed);
+  deps.log.info({ actor: formatAddress(a), dueMs, removed: doomed.length }, 'stale index entries removed');
+  return doomed.length;
+}
+
+/** The actor has no slot: nothing local and nothing (or a tombstone) in the bucket. */
+export async function deliverWithoutState(deps: PipelineDeps, a: ActorAddress, dueMs: number, deleted: boolean, generation: number): Promise<EventResult> {
+  if (!deleted) {
+    // Empty bucket: an earlier owner's first snapshot may still land naming this entry (R4).
+    return { type: 'ok', alarmAt: null, deleted: false, ran: false, retryAtMs: deps.clock.now() + deps.config.retryMaxMs, releaseHold: true };
+  }
+  const removed = await remove(deps, a, dueMs, null, generation); // deleted: the state names none
+  return { type: 'ok', alarmAt: null, deleted: true, ran: false, removed };
+}
+
+/** The actor is taken; `runAlarm` is the ordinary alarm event. */
+export async function deliverTo(
+  deps: PipelineDeps,
+  slot: Slot,
+  a: ActorAddress,
+  dueMs: number,
+  runAlarm: () => Promise<EventResult>,
+): Promise<EventResult> {
+  const committed = readAlarm(slot.db);
+  if (committed === dueMs) return runAlarm();
+  const base = { type: 'ok' as const, alarmAt: committed, deleted: false, ran: false };
+  const noState = committed === null && readMeta(slot.db, 'initialized') !== '1';
+  const rule = noState ? 'allowed' : staleRemoval(slot.replica);
+  if (rule === 'emptyBucket') return { ...base, retryAtMs: deps.clock.now() + deps.config.retryMaxMs, releaseHold: true };
+  if (rule === 'fenceFirst') await slot.replica.fence();
+  const named = parseIndexed(readMeta(slot.db, 'alarm_indexed'));
+  return { ...base, removed: await remove(deps, a, dueMs, named, slot.replica.generation) };
+}

@@ -1,0 +1,141 @@
+/**
+ * Delivery of index entries and stale cleanup (ADR 0009 "Sweep", second half, and R2/R3, the
+ * owner fence, the empty-bucket rule), through the real pipeline on a memory bucket.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { after, describe, it } from 'node:test';
+import { parseAddress } from '../../src/core/address.js';
+import { entryKey, parseEntryKey } from '../../src/alarms/keys.js';
+import { staleEntries, staleRemoval } from '../../src/alarms/stale.js';
+import { listChain } from '../../src/replication/chain.js';
+import { decodeLink } from '../../src/replication/link.js';
+import { linkKey } from '../../src/replication/state-keys.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { actorDbPath } from '../../src/workers/actor-db.js';
+import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
+import { InlineActors, okResult } from '../workers/harness.js';
+
+const fired: string[] = [];
+const Rem = defineActor({
+  init: (ctx: ActorContext) => ctx.sql.exec('CREATE TABLE t (v INTEGER)'),
+  alarm: (ctx: ActorContext) => void fired.push(ctx.address.name),
+  methods: {
+    set: (ctx: ActorContext, at: number) => ctx.setAlarm(at),
+    remove: (ctx: ActorContext) => ctx.deleteActor(),
+  },
+});
+const A = 't/Rem/a';
+const address = parseAddress(A);
+const envs: InlineActors[] = [];
+after(async () => {
+  for (const e of envs) await e.cleanup();
+});
+function env(store: MemoryStore, generation: number): InlineActors {
+  const e = new InlineActors({ Rem }, { replicationDelayMs: 20 }, store);
+  e.generation = generation;
+  envs.push(e);
+  return e;
+}
+const entries = (s: MemoryStore) => s.keys().filter((k) => k.startsWith('alarms/')).map((k) => parseEntryKey(k)!);
+const tagged = (dueMs: number, generation: number, nonce = 'ee') => entryKey({ address, dueMs, tag: { generation, nonce } });
+
+describe('stale entries (pure)', () => {
+  const e = (dueMs: number, gen: number | null, nonce = 'a') => ({ address, dueMs, tag: gen === null ? null : { generation: gen, nonce } });
+  it('R2: every entry of the actor at that time except the one the state names; R3: none of a higher generation', () => {
+    const listed = [e(5, 1, 'a'), e(5, 2, 'b'), e(5, 7, 'c'), e(5, null)];
+    assert.deepEqual(staleEntries(listed, { at: 5, tag: { generation: 2, nonce: 'b' } }, 3), [e(5, 1, 'a'), e(5, null)]);
+    assert.deepEqual(staleEntries(listed, { at: 5, tag: null }, 9), [e(5, 1, 'a'), e(5, 2, 'b'), e(5, 7, 'c')]);
+    assert.deepEqual(staleEntries(listed, null, 0), [e(5, null)]);
+  });
+  it('the owner fence first, unless the owner uploaded already; an empty bucket removes nothing', () => {
+    assert.equal(staleRemoval({ foundNothing: false, uploadedUnderHold: false }), 'fenceFirst');
+    assert.equal(staleRemoval({ foundNothing: false, uploadedUnderHold: true }), 'allowed');
+    assert.equal(staleRemoval({ foundNothing: true, uploadedUnderHold: false }), 'emptyBucket');
+    assert.equal(staleRemoval({ foundNothing: true, uploadedUnderHold: true }), 'allowed');
+  });
+});
+
+describe('delivering index entries', () => {
+  it('the sweep delivering an orphaned alarm: a node that never ran the actor restores it and runs its alarm', async () => {
+    const store = new MemoryStore();
+    const owner = env(store, 1);
+    const at = owner.clock.now() + 1_000;
+    okResult(await owner.callDurable(A, 'set', at));
+    const [entry] = entries(store);
+    const other = env(store, 2); // the owner died; another node took the hold
+    await other.clock.runUntil(at + 20_000);
+    fired.length = 0;
+    const r = await other.deliver(A, entry!.dueMs);
+    assert.equal(r.type === 'ok' && r.ran, true);
+    assert.deepEqual(fired, ['a']);
+    await other.clock.advance(25);
+    assert.deepEqual(entries(store), [], 'the alarm fired and its entry is gone once that is uploaded');
+  });
+
+  it('stale-entry cleanup: an entry at a time that is not the committed alarm is removed; the named one stays', async () => {
+    const store = new MemoryStore();
+    const e = env(store, 3);
+    okResult(await e.callDurable(A, 'set', 1_900_000_000_000));
+    await store.put(tagged(1_800_000_000_000, 2), new Uint8Array(0)); // left by a crash between PUT and upload
+    await store.put(entryKey({ address, dueMs: 1_800_000_000_000, tag: null }), new Uint8Array(0)); // and a legacy one
+    okResult(await e.callDurable(A, 'set', 1_900_000_000_000)); // an upload under this hold exists
+    const r = await e.deliver(A, 1_800_000_000_000);
+    assert.equal(r.type === 'ok' && r.removed, 2);
+    assert.deepEqual(entries(store).map((x) => x.dueMs), [1_900_000_000_000]);
+  });
+
+  it('R3 during cleanup: an entry a newer generation wrote is never removed', async () => {
+    const store = new MemoryStore();
+    const e = env(store, 3);
+    okResult(await e.callDurable(A, 'set', 1_900_000_000_000));
+    await store.put(tagged(1_800_000_000_000, 8), new Uint8Array(0));
+    await e.deliver(A, 1_800_000_000_000);
+    assert.ok(store.peek(tagged(1_800_000_000_000, 8)));
+  });
+
+  it('the owner fence: an owner that has uploaded nothing under its hold uploads owner_fence before removing, once per hold', async () => {
+    const store = new MemoryStore();
+    const first = env(store, 1);
+    okResult(await first.callDurable(A, 'set', 1_900_000_000_000));
+    await store.put(tagged(1_800_000_000_000, 1, 'a1'), new Uint8Array(0));
+    await store.put(tagged(1_700_000_000_000, 1, 'a2'), new Uint8Array(0));
+    const next = env(store, 2); // took the actor over, restored it, uploaded nothing yet
+    const before = (await listChain(store, address)).length;
+    okResult(await next.deliver(A, 1_800_000_000_000));
+    const seqs = await listChain(store, address);
+    assert.equal(seqs.length, before + 1, 'one fence upload');
+    const head = decodeLink((await store.get(linkKey(address, seqs.at(-1)!)))!.body);
+    assert.deepEqual([head.header.generation, head.header.nodeId], [2, 'inline']);
+    assert.equal(store.peek(tagged(1_800_000_000_000, 1, 'a1')), undefined, 'removed after the fence');
+    okResult(await next.deliver(A, 1_700_000_000_000));
+    assert.equal((await listChain(store, address)).length, before + 1, 'no second fence under the same hold');
+    assert.equal(store.peek(tagged(1_700_000_000_000, 1, 'a2')), undefined);
+  });
+
+  it('an entry for an actor the bucket never had stays, without creating it; it is offered again after retryMaxMs and the hold is released', async () => {
+    const store = new MemoryStore();
+    await store.put(tagged(1_800_000_000_000, 1), new Uint8Array(0)); // a joining node listed it, then died before its first upload
+    const e = env(store, 2);
+    const r = await e.deliver(A, 1_800_000_000_000);
+    assert.deepEqual(r.type === 'ok' && [r.retryAtMs, r.releaseHold, r.ran], [e.clock.now() + 300_000, true, false]);
+    assert.ok(store.peek(tagged(1_800_000_000_000, 1)), 'the entry stays');
+    assert.deepEqual(await listChain(store, address), [], 'no chain created');
+    assert.equal(existsSync(actorDbPath(e.dataDir, address)), false, 'no local database created');
+  });
+
+  it('an entry delivered for a deleted actor is removed without running it', async () => {
+    const store = new MemoryStore();
+    const owner = env(store, 1);
+    okResult(await owner.callDurable(A, 'set', 1_900_000_000_000));
+    okResult(await owner.call(A, 'remove'));
+    await store.put(tagged(1_900_000_000_000, 1, '1ef7'), new Uint8Array(0)); // an entry left behind
+    const other = env(store, 2);
+    fired.length = 0;
+    const r = await other.deliver(A, 1_900_000_000_000);
+    assert.equal(r.type === 'ok' && r.removed, 1);
+    assert.deepEqual(fired, []);
+    assert.deepEqual(entries(store), []);
+    assert.equal(existsSync(actorDbPath(other.dataDir, address)), false, 'the deleted actor is not created again');
+  });
+});
