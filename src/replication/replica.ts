@@ -293,7 +293,7 @@ export class ActorReplica {
     if (!captured.delta && !first) return; // no frames: no change
     const deletes = this.pendingDeletes.splice(0); // registered after commits this capture holds
     await this.uploadCaptured(captured, first); // if it fails the entries stay: extra ones are harmless
-    await this.deleteEntries(deletes);
+    void this.deleteEntries(deletes); // not awaited: a durable reply waits for its link, not for cleanup
   }
 
   private async deleteEntries(keys: string[]): Promise<void> {

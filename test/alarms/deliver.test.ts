@@ -11,6 +11,7 @@ import { staleEntries, staleRemoval } from '../../src/alarms/stale.js';
 import { listChain } from '../../src/replication/chain.js';
 import { decodeLink } from '../../src/replication/link.js';
 import { linkKey } from '../../src/replication/state-keys.js';
+import { SimClock } from '../../src/core/clock.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
@@ -137,5 +138,39 @@ describe('delivering index entries', () => {
     assert.deepEqual(fired, []);
     assert.deepEqual(entries(store), []);
     assert.equal(existsSync(actorDbPath(other.dataDir, address)), false, 'the deleted actor is not created again');
+  });
+});
+
+describe('late deletes (R1: a fresh key for every PUT)', () => {
+  it('late deletes after an owner’s own reschedule and a takeover: the alarm is still delivered by a node that never ran the actor', async () => {
+    const clock = new SimClock(1_800_000_000_000);
+    const store = new MemoryStore({ clock }); // one bucket, one virtual time for both nodes
+    const owner = new InlineActors({ Rem }, { replicationDelayMs: 20 }, store, undefined, clock);
+    owner.generation = 1;
+    envs.push(owner);
+    const t1 = owner.clock.now() + 60_000;
+    okResult(await owner.callDurable(A, 'set', t1)); // entry E1 at t1
+    let late = true;
+    store.setFaults((r) => {
+      if (late && r.op === 'delete' && r.key.startsWith('alarms/')) {
+        late = false;
+        return { timeout: { afterMs: 5, landAfterMs: 10_000 } }; // E1's delete hangs and lands much later
+      }
+      return undefined;
+    });
+    okResult(await owner.callDurable(A, 'set', t1 + 5_000)); // reschedule: PUT E2, upload, DELETE E1 (late)
+    okResult(await owner.callDurable(A, 'set', t1)); // back to t1: a fresh key E3, never E1's
+    await owner.clock.advance(11_000); // the late DELETE of E1 lands now
+    assert.deepEqual(entries(store).map((x) => x.dueMs), [t1], 'the entry for t1 survived the late delete');
+    // The owner dies; a node that never ran the actor delivers the entry.
+    const other = new InlineActors({ Rem }, { replicationDelayMs: 20 }, store, undefined, clock);
+    other.generation = 2;
+    envs.push(other);
+    await clock.runUntil(t1 + 20_000);
+    fired.length = 0;
+    const [entry] = entries(store);
+    const r = await other.deliver(A, entry!.dueMs);
+    assert.equal(r.type === 'ok' && r.ran, true);
+    assert.deepEqual(fired, ['a']);
   });
 });
