@@ -10,6 +10,17 @@
  */
 import type { Clock, TimerHandle } from '../core/clock.js';
 
+/**
+ * The timer's backoff horizon (ADR 0009 "Sweep"): an entry the sweep offers for an actor whose
+ * alarm this timer already holds does not replace it when the held time is earlier (it fires
+ * first anyway) or within the longest backoff from now (a committed retry is pending: delivering
+ * the entry now would skip the backoff).
+ */
+export function sweepOffer(held: number | undefined, entryAt: number, nowMs: number, retryMaxMs: number): 'keep' | 'deliver' {
+  if (held === undefined) return 'deliver';
+  return held <= entryAt || held <= nowMs + retryMaxMs ? 'keep' : 'deliver';
+}
+
 interface Slot {
   at: number;
   key: string;
@@ -38,6 +49,13 @@ export class AlarmTimer {
     this.push({ at, key });
     this.compact();
     this.arm();
+  }
+
+  /** An entry offered by the sweep: set unless the backoff horizon says to keep what is held. */
+  offer(key: string, entryAt: number, retryMaxMs: number): boolean {
+    if (sweepOffer(this.due.get(key), entryAt, this.clock.now(), retryMaxMs) === 'keep') return false;
+    this.set(key, entryAt);
+    return true;
   }
 
   clear(key: string): void {

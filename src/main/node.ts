@@ -67,8 +67,10 @@ export interface KeepworkNode {
   stop(): Promise<void>;
 }
 
-/** What the HTTP layer needs beyond the public node: calls that carry a hop count. */
+/** What the HTTP layer and the sweep need beyond the public node. */
 export interface RoutingNode extends KeepworkNode {
+  /** An index entry the sweep found overdue: delivered through the timer (its backoff horizon applies). */
+  offerEntry(address: ActorAddress, dueMs: number): boolean;
   request(address: ActorAddress, method: string, args: unknown[], durable: boolean, hops: number): Promise<unknown>;
   readAlarm(address: ActorAddress, hops: number): Promise<number | null>;
 }
@@ -141,7 +143,7 @@ class Node implements RoutingNode {
     this.nodeId = identity.nodeId;
     this.epoch = identity.epoch;
     this.lanes = new ActorLanes(config.actorQueueMax);
-    this.timer = new AlarmTimer(clock, (key) => void this.deliverAlarm(key), config.timerEntriesMax);
+    this.timer = new AlarmTimer(clock, (key, at) => void this.deliverAlarm(key, at), config.timerEntriesMax);
     this.forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax };
     const reapEveryMs = Math.max(100, Math.min(config.idleTimeoutMs / 4, 10_000));
     this.reaper = interval(reapEveryMs).subscribe(() => void this.reapIdle());
@@ -163,6 +165,11 @@ class Node implements RoutingNode {
 
   pendingAlarms(): number {
     return this.timer.size;
+  }
+
+  offerEntry(address: ActorAddress, dueMs: number): boolean {
+    if (this.stopping || !this.serves(address)) return false;
+    return this.timer.offer(formatAddress(address), dueMs, this.config.retryMaxMs);
   }
 
   heldActors(): number {
@@ -235,7 +242,7 @@ class Node implements RoutingNode {
     return this.lanes.run(key, async () => {
       this.lastUsed.set(key, { address, at: this.clock.now() });
       const r = await this.runWithHardLimit(event);
-      if (event.type !== 'getAlarm') this.timer.set(key, r.alarmAt);
+      if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.timer.set(key, r.alarmAt);
       if (r.type === 'ok' && r.deleted) this.timer.clear(key);
       return r;
     });
@@ -256,7 +263,12 @@ class Node implements RoutingNode {
     }
   }
 
-  private async deliverAlarm(key: string): Promise<void> {
+  /**
+   * The timer fired for `key` at `at` (its own committed alarm, or an entry the sweep offered):
+   * the ordinary delivery — run the alarm if `at` is the committed one, else clean up stale
+   * entries at `at`. An actor held by another live node: dropped (the owner has it).
+   */
+  private async deliverAlarm(key: string, at: number): Promise<void> {
     const address = parseAddress(key);
     try {
       const own = await this.own(address);
@@ -264,13 +276,23 @@ class Node implements RoutingNode {
         this.log.info({ actor: key, holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it');
         return;
       }
-      await this.submit(address, { type: 'alarm', address, generation: own.generation });
+      const r = await this.submit(address, { type: 'deliver', address, dueMs: at, generation: own.generation });
+      if (r.type === 'ok' && r.retryAtMs !== undefined) this.timer.set(key, r.retryAtMs);
+      if (r.type === 'ok' && r.releaseHold) await this.giveBack(address);
     } catch (e) {
       if (this.stopping) return;
       const retryAt = this.clock.now() + this.config.leasePeriodMs;
       this.log.error({ actor: key, err: e, retryAt }, 'alarm delivery failed; trying again after a lease period');
       this.timer.set(key, retryAt);
     }
+  }
+
+  /** Closes the actor and releases its hold at once (the empty-bucket rule). */
+  private async giveBack(address: ActorAddress): Promise<void> {
+    const key = formatAddress(address);
+    this.lastUsed.delete(key);
+    await this.lanes.run(key, () => this.workers.run({ type: 'close', address }));
+    await this.releaseHold(address);
   }
 
   private async reapIdle(): Promise<void> {

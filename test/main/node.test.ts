@@ -4,11 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
-import { startNode, type KeepworkNode, type StartNodeOptions } from '../../src/main/node.js';
+import { startNode, type KeepworkNode, type RoutingNode, type StartNodeOptions } from '../../src/main/node.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { listChain } from '../../src/replication/chain.js';
 import { FsStore } from '../../src/store/fs.js';
+import { listAll } from '../../src/store/keys.js';
+import { parseEntryKey } from '../../src/alarms/keys.js';
 
 const PROBE = new URL('../fixtures/classes/probe.ts', import.meta.url).href;
 const dirs: string[] = [];
@@ -142,6 +144,33 @@ describe('node (real Piscina workers)', () => {
       await store.close();
     } finally {
       await node.stop();
+    }
+  });
+
+  it('an overdue index entry offered to a node that never ran the actor delivers its alarm there', async () => {
+    const dir = tempDir();
+    const bucket = join(dir, 'bucket');
+    const a = await start(join(dir, 'a'), { bucket });
+    const at = Date.now() + 500;
+    await a.actor('t/Probe/orphan').callDurable('setAlarm', at);
+    await a.stop(); // clean: its hold is released; in a cluster its entry is what remains
+    const store = new FsStore(bucket);
+    const keys: string[] = [];
+    for await (const k of listAll(store, { prefix: 'alarms/' })) keys.push(k);
+    assert.equal(keys.length, 1);
+    const entry = parseEntryKey(keys[0]!)!;
+    const b = (await start(join(dir, 'b'), { bucket })) as RoutingNode;
+    try {
+      assert.equal(b.offerEntry(entry.address, entry.dueMs), true);
+      await waitFor('the alarm on b', async () => ((await b.actor('t/Probe/orphan').call('fired')) as unknown[]).length === 1);
+      await waitFor('the entry removed', async () => {
+        const left: string[] = [];
+        for await (const k of listAll(store, { prefix: 'alarms/' })) left.push(k);
+        return left.length === 0;
+      });
+    } finally {
+      await b.stop();
+      await store.close();
     }
   });
 

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { SimClock } from '../../src/core/clock.js';
+import { AlarmTimer, sweepOffer } from '../../src/alarms/timer.js';
+
+describe('AlarmTimer', () => {
+  it('fires each key once at its latest time, in time order', async () => {
+    const clock = new SimClock(0);
+    const fired: [string, number][] = [];
+    const t = new AlarmTimer(clock, (k, at) => fired.push([k, at]));
+    t.set('a', 300);
+    t.set('b', 100);
+    t.set('a', 200); // replaces 300
+    t.set('c', 150);
+    t.clear('c');
+    await clock.advance(1_000);
+    assert.deepEqual(fired, [['b', 100], ['a', 200]]);
+    assert.equal(t.size, 0);
+  });
+
+  it('refuses more than maxEntries alarms instead of dropping one', () => {
+    const t = new AlarmTimer(new SimClock(0), () => {}, 2);
+    t.set('a', 1);
+    t.set('b', 2);
+    assert.throws(() => t.set('c', 3), RangeError);
+    t.set('a', 5); // replacing is fine
+  });
+
+  it('keeps its heap bounded under many replacements', async () => {
+    const clock = new SimClock(0);
+    let n = 0;
+    const t = new AlarmTimer(clock, () => n++);
+    for (let i = 0; i < 10_000; i++) t.set('k', 1_000_000 - i);
+    assert.ok((t as unknown as { heap: unknown[] }).heap.length < 200);
+    await clock.advance(2_000_000);
+    assert.equal(n, 1);
+  });
+});
+
+describe('the timer’s backoff horizon', () => {
+  const now = 1_000_000;
+  const retryMax = 300_000;
+  it('an entry offered for an actor the timer does not hold is delivered', () => {
+    assert.equal(sweepOffer(undefined, now - 50_000, now, retryMax), 'deliver');
+  });
+  it('a time the timer already holds earlier wins', () => {
+    assert.equal(sweepOffer(now - 60_000, now - 50_000, now, retryMax), 'keep');
+  });
+  it('a held time within the longest backoff (a pending retry) wins over an overdue entry', () => {
+    assert.equal(sweepOffer(now + 120_000, now - 50_000, now, retryMax), 'keep');
+  });
+  it('a held time beyond the longest backoff does not: the overdue entry is delivered', () => {
+    assert.equal(sweepOffer(now + 3_600_000, now - 50_000, now, retryMax), 'deliver');
+  });
+  it('offer() applies the rule to the timer', async () => {
+    const clock = new SimClock(now);
+    const t = new AlarmTimer(clock, () => {});
+    t.set('retrying', now + 8_000);
+    assert.equal(t.offer('retrying', now - 45_000, retryMax), false);
+    assert.equal(t.get('retrying'), now + 8_000);
+    assert.equal(t.offer('orphan', now - 45_000, retryMax), true);
+    assert.equal(t.get('orphan'), now - 45_000);
+  });
+});
