@@ -1,0 +1,82 @@
+/**
+ * `planSweep`: which of the overdue entries a sweep read this node delivers (ADR 0009 "Sweep").
+ *
+ *   own       the entry's shard (rendezvous over live nodes serving its tenant) is this node
+ *   anyone's  overdue `anyonesAfterMargins` margins or more: any node serving its class may take it
+ *   skipped   another node's shard, a class this node does not serve, or in flight / retrying here
+ *
+ * Own entries go first; anyone's keep a reserve (an eighth of the cap), taken from a random
+ * rotation so surviving nodes do not all deliver the same ones, and take what own entries leave.
+ * Entries already in flight or retrying do not count. At most `cap` deliveries, one per actor
+ * (its earliest entry). Pure: the rotation comes from the injected Random.
+ */
+import type { Random } from '../core/random.js';
+import { formatAddress } from '../core/address.js';
+import type { IndexEntry } from './keys.js';
+import { servesTenant, shardOwner } from './shard.js';
+
+export interface SweepNode {
+  nodeId: string;
+  tenants: string[] | null;
+  classes: string[];
+}
+
+export interface PlanInput {
+  entries: readonly IndexEntry[];
+  live: readonly SweepNode[];
+  self: SweepNode;
+  /** Actors (formatted addresses) this node has in flight or retrying. */
+  busy: ReadonlySet<string>;
+  nowMs: number;
+  marginMs: number;
+  anyonesAfterMargins: number;
+  cap: number;
+  anyonesReserve: number;
+  random: Random;
+}
+
+export interface Plan {
+  deliveries: IndexEntry[];
+  own: number;
+  anyones: number;
+  skipped: number;
+}
+
+export function planSweep(p: PlanInput): Plan {
+  const own: IndexEntry[] = [];
+  const anyones: IndexEntry[] = [];
+  const seen = new Set<string>();
+  let skipped = 0;
+  const anyonesBefore = p.nowMs - p.anyonesAfterMargins * p.marginMs;
+  for (const e of [...p.entries].sort((a, b) => a.dueMs - b.dueMs)) {
+    const key = formatAddress(e.address);
+    if (seen.has(key) || p.busy.has(key) || !p.self.classes.includes(e.address.className)) {
+      skipped++;
+      continue;
+    }
+    const shard = shardOwner(key, p.live.filter((n) => servesTenant(n, e.address.tenant)).map((n) => n.nodeId));
+    if (shard === p.self.nodeId) own.push(e);
+    else if (e.dueMs <= anyonesBefore) anyones.push(e);
+    else {
+      skipped++;
+      continue;
+    }
+    seen.add(key);
+  }
+  const reserve = Math.min(p.anyonesReserve, anyones.length, p.cap);
+  const ownTaken = own.slice(0, p.cap - reserve);
+  const rotated = rotate(anyones, p.random);
+  const anyonesTaken = rotated.slice(0, p.cap - ownTaken.length);
+  return {
+    deliveries: [...ownTaken, ...anyonesTaken],
+    own: ownTaken.length,
+    anyones: anyonesTaken.length,
+    skipped: skipped + (own.length - ownTaken.length) + (anyones.length - anyonesTaken.length),
+  };
+}
+
+function rotate<T>(xs: T[], random: Random): T[] {
+  if (xs.length < 2) return xs;
+  const start = random.int(xs.length);
+  return [...xs.slice(start), ...xs.slice(0, start)];
+}

@@ -1,0 +1,40 @@
+/**
+ * Sharding of index entries among live nodes (ADR 0009 "Sweep"): a rendezvous (highest random
+ * weight) hash of the actor address over the live nodes serving its tenant. Every node computes
+ * the same owner from the same live set; when a node leaves, only its entries move.
+ */
+import type { NodeRecord } from '../leases/records.js';
+
+/** A 32-bit mix of two strings (FNV-1a, then a murmur3-style finaliser). */
+export function weight(nodeId: string, addressKey: string): number {
+  let h = 0x811c9dc5;
+  const s = `${nodeId}\u0000${addressKey}`;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+export function servesTenant(n: Pick<NodeRecord, 'tenants'>, tenant: string): boolean {
+  return n.tenants === null || n.tenants.includes(tenant);
+}
+
+/** The nodeId whose shard holds `addressKey` among `nodes` (undefined when there are none). */
+export function shardOwner(addressKey: string, nodeIds: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestWeight = -1;
+  for (const id of nodeIds) {
+    const w = weight(id, addressKey);
+    if (w > bestWeight || (w === bestWeight && best !== undefined && id < best)) {
+      best = id;
+      bestWeight = w;
+    }
+  }
+  return best;
+}
