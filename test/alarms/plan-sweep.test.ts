@@ -86,4 +86,3 @@ describe('planSweep', () => {
     assert.notDeepEqual(a, b);
   });
 });
-});
