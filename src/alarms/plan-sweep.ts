@@ -26,7 +26,7 @@ export interface PlanInput {
   live: readonly SweepNode[];
   self: SweepNode;
   /** Actors (formatted addresses) this node has in flight or retrying. */
-  busy: ReadonlySet<string>;
+  busy: { has(actor: string): boolean };
   nowMs: number;
   marginMs: number;
   anyonesAfterMargins: number;

@@ -25,17 +25,18 @@ export class NodeDirectory {
     private readonly config: ResolvedConfig,
   ) {}
 
-  /** Every node record (at most `alarmSweepMs` old). Unparsable records are skipped. */
-  async all(): Promise<NodeEntry[]> {
+  /** Every node record (at most `maxAgeMs`, by default `alarmSweepMs`, old). Unparsable records are skipped. */
+  async all(maxAgeMs = this.config.alarmSweepMs): Promise<NodeEntry[]> {
     const c = this.cache;
-    if (c && this.clock.now() - c.atMs < this.config.alarmSweepMs) return c.nodes;
+    if (c && this.clock.now() - c.atMs < maxAgeMs) return c.nodes;
     this.reading ??= this.readAll().finally(() => (this.reading = undefined));
     return this.reading;
   }
 
-  async live(): Promise<NodeRecord[]> {
+  async live(maxAgeMs?: number): Promise<NodeRecord[]> {
+    const records = (await this.all(maxAgeMs)).map((e) => e.record);
     const now = this.clock.now();
-    return (await this.all()).map((e) => e.record).filter((r) => isLive(r, now, this.config.graceMs));
+    return records.filter((r) => isLive(r, now, this.config.graceMs));
   }
 
   /** One record, read now. */

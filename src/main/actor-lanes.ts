@@ -34,6 +34,11 @@ export class ActorLanes {
     return result;
   }
 
+  /** True while the actor has events running or waiting. */
+  has(key: string): boolean {
+    return this.lanes.has(key);
+  }
+
   /** Actors with events running or waiting. */
   get active(): number {
     return this.lanes.size;

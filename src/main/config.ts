@@ -68,6 +68,13 @@ export const DEFAULTS = Object.freeze({
   forwardTimeoutMs: 10_000,
   /** Forwarding hops a call may take before it is refused (a routing loop). */
   forwardHopsMax: 2,
+  /** 1: adaptive sweep cadence (sweep again at once after a full sweep, and at the next entry's
+   *  due time + margin); 0: the ADR's fixed cadence of alarmSweepMs. */
+  sweepAdaptive: 1,
+  /** Shortest pause between two sweeps of one tenant in adaptive mode. */
+  sweepMinGapMs: 200,
+  /** Deliveries the node runs at once (the bounded queue behind the timer). */
+  deliveryConcurrency: 32,
 });
 
 export type ResolvedConfig = {
@@ -111,6 +118,9 @@ const RULES: Record<keyof typeof DEFAULTS, Rule> = {
   linkRetentionMs: { min: 0 },
   forwardTimeoutMs: { min: 1 },
   forwardHopsMax: { min: 0, max: 10 },
+  sweepAdaptive: { min: 0, max: 1 },
+  sweepMinGapMs: { min: 1 },
+  deliveryConcurrency: { min: 1, max: 10_000 },
 };
 
 export function resolveOptions(options: KeepworkOptions = {}): ResolvedConfig {

@@ -80,6 +80,12 @@ async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, 
     onlyMethod(req, 'GET');
     return send(res, 200, { ok: true, nodeId: node.nodeId, epoch: node.epoch });
   }
+  if (url.pathname === '/metrics') {
+    onlyMethod(req, 'GET');
+    const text = await node.metricsText();
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+    return void res.end(text);
+  }
   if (parts[0] !== 'v1' || parts[1] !== 'actors' || parts.length !== 6) throw new NotFound(`no route ${req.method} ${url.pathname}`);
   const address = addressOf(parts.slice(2, 5));
   const last = decode(parts[5]!);

@@ -28,6 +28,11 @@ import { startHttp, type HttpServer } from './http.js';
 import { nextIdentity } from './identity.js';
 import { Membership } from './membership.js';
 import { WorkerGroup } from './worker-group.js';
+import PQueue from 'p-queue';
+import { Sweeper, type SweepResult } from '../streams/sweep.js';
+import { NodeMetrics } from './metrics.js';
+import { countingStore } from '../store/counting.js';
+import { indexTenants } from './alarms-command.js';
 
 export interface StartNodeOptions extends KeepworkOptions {
   /** Class name → module path or file URL whose default export is `defineActor(...)`. */
@@ -69,6 +74,8 @@ export interface KeepworkNode {
 
 /** What the HTTP layer and the sweep need beyond the public node. */
 export interface RoutingNode extends KeepworkNode {
+  /** Prometheus text of this node's metrics. */
+  metricsText(): Promise<string>;
   /** An index entry the sweep found overdue: delivered through the timer (its backoff horizon applies). */
   offerEntry(address: ActorAddress, dueMs: number): boolean;
   request(address: ActorAddress, method: string, args: unknown[], durable: boolean, hops: number): Promise<unknown>;
@@ -85,7 +92,8 @@ export async function startNode(options: StartNodeOptions): Promise<KeepworkNode
   const clock: Clock = new SystemClock();
   const identity = nextIdentity(dataDir, new SystemRandom(), nodeId);
   const bucketUrl = bucket ?? DEFAULT_BUCKET_URL;
-  const store = openStore(bucketUrl, { config, clock });
+  const metrics = new NodeMetrics();
+  const store = countingStore(openStore(bucketUrl, { config, clock }), (op) => metrics.storeRequests.inc({ op }));
   const baseLog = logger ?? createLogger();
   const membership = new Membership(store, clock, config, baseLog.child({ nodeId: identity.nodeId }), {
     nodeId: identity.nodeId,
@@ -106,10 +114,11 @@ export async function startNode(options: StartNodeOptions): Promise<KeepworkNode
     epoch,
     leaseValidUntil: membership.shared,
   });
-  node = new Node(config, clock, log, store, workers, membership, { nodeId: identity.nodeId, epoch }, classUrls, served);
+  node = new Node(config, clock, log, store, workers, membership, { nodeId: identity.nodeId, epoch }, classUrls, served, metrics);
   try {
     node.refillTimer(dataDir);
     if (port !== undefined) await node.serveHttp(port, host ?? '127.0.0.1');
+    node.startSweeping();
   } catch (e) {
     await node.stop();
     throw e;
@@ -128,6 +137,8 @@ class Node implements RoutingNode {
   private readonly forwarding: ForwardSettings;
   private http: HttpServer | undefined;
   private stopping = false;
+  private readonly deliveries: PQueue;
+  private readonly sweeper: Sweeper;
 
   constructor(
     readonly config: ResolvedConfig,
@@ -139,11 +150,27 @@ class Node implements RoutingNode {
     identity: { nodeId: string; epoch: number },
     private readonly classes: Record<string, string>,
     private readonly tenants: string[] | undefined,
+    readonly metrics: NodeMetrics,
   ) {
     this.nodeId = identity.nodeId;
     this.epoch = identity.epoch;
     this.lanes = new ActorLanes(config.actorQueueMax);
-    this.timer = new AlarmTimer(clock, (key, at) => void this.deliverAlarm(key, at), config.timerEntriesMax);
+    this.deliveries = new PQueue({ concurrency: config.deliveryConcurrency });
+    this.timer = new AlarmTimer(clock, (key, at) => this.queueDelivery(key, at), config.timerEntriesMax);
+    this.sweeper = new Sweeper({
+      store,
+      clock,
+      random: new SystemRandom(),
+      config,
+      log: log.child({ component: 'sweep' }),
+      self: () => ({ nodeId: this.nodeId, tenants: this.tenants ?? null, classes: Object.keys(this.classes) }),
+      live: async (maxAgeMs) => (await this.membership.nodes.live(maxAgeMs)).map((r) => ({ nodeId: r.nodeId, tenants: r.tenants, classes: r.classes })),
+      busy: { has: (actor) => this.timer.get(actor) !== undefined || this.lanes.has(actor) },
+      offer: (address, dueMs) => this.offerEntry(address, dueMs),
+      backlog: () => this.deliveries.size + this.deliveries.pending,
+      tenants: async () => this.tenants ?? (await indexTenants(store)),
+      observe: (tenant, r, ms) => this.observeSweep(tenant, r, ms),
+    });
     this.forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax };
     const reapEveryMs = Math.max(100, Math.min(config.idleTimeoutMs / 4, 10_000));
     this.reaper = interval(reapEveryMs).subscribe(() => void this.reapIdle());
@@ -186,6 +213,35 @@ class Node implements RoutingNode {
     this.log.info({ alarms: n }, 'timer refilled from the data dir');
   }
 
+  startSweeping(): void {
+    this.sweeper.start();
+  }
+
+  async metricsText(): Promise<string> {
+    this.metrics.pendingAlarms.set(this.timer.size);
+    this.metrics.heldActors.set(this.membership.holds.heldCount());
+    this.metrics.deliveryBacklog.set(this.deliveries.size + this.deliveries.pending);
+    return this.metrics.registry.metrics();
+  }
+
+  private observeSweep(tenant: string, r: SweepResult, ms: number): void {
+    this.metrics.sweepDuration.observe({ tenant }, ms / 1000);
+    this.metrics.sweepRead.inc({ tenant }, r.read);
+    this.metrics.sweepOffered.inc({ tenant }, r.offered);
+    const lag = r.oldestDueMs === undefined ? 0 : Math.max(0, (this.clock.now() - r.oldestDueMs) / 1000);
+    this.metrics.indexLag.set({ tenant }, lag);
+  }
+
+  /** The timer fired: into the bounded delivery queue (full: the timer holds it a second longer). */
+  private queueDelivery(key: string, at: number): void {
+    if (this.stopping) return;
+    if (this.deliveries.size >= this.config.deliveriesPerSweep) {
+      this.timer.set(key, this.clock.now() + 1_000);
+      return;
+    }
+    void this.deliveries.add(() => this.deliverAlarm(key, at));
+  }
+
   async serveHttp(port: number, host: string): Promise<void> {
     this.http = await startHttp(this, { port, host, bodyMaxBytes: this.config.httpBodyMaxBytes, log: this.log });
     this.membership.lease.setAddr(this.http.url);
@@ -213,7 +269,10 @@ class Node implements RoutingNode {
     if (this.stopping) return;
     this.stopping = true;
     this.reaper.unsubscribe();
+    this.sweeper.stop();
     this.timer.stop();
+    this.deliveries.clear();
+    await this.deliveries.onIdle();
     await this.http?.close();
     await this.lanes.drained();
     await this.workers.broadcast({ type: 'closeAll' }).catch((e: unknown) => this.log.error({ err: e }, 'flushing actors at stop failed'));
@@ -276,7 +335,10 @@ class Node implements RoutingNode {
         this.log.info({ actor: key, holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it');
         return;
       }
+      this.metrics.tardiness.observe(Math.max(0, this.clock.now() - at) / 1000);
       const r = await this.submit(address, { type: 'deliver', address, dueMs: at, generation: own.generation });
+      this.metrics.deliveries.inc({ outcome: r.type === 'error' ? 'failed' : r.ran ? 'ran' : r.removed ? 'stale' : 'kept' });
+      if (r.type === 'ok' && r.removed) this.metrics.staleRemoved.inc(r.removed);
       if (r.type === 'ok' && r.retryAtMs !== undefined) this.timer.set(key, r.retryAtMs);
       if (r.type === 'ok' && r.releaseHold) await this.giveBack(address);
     } catch (e) {

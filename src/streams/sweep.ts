@@ -1,0 +1,160 @@
+/**
+ * The sweep (ADR 0009 "Sweep"), on the main thread: per tenant, read the index up to
+ * now − (lease + grace) from a cursor, plan which overdue entries this node delivers, and offer
+ * them to the node's timer (its backoff horizon applies; the timer feeds a bounded queue).
+ *
+ *   schedule (RxJS, per tenant) ─▶ sweepTenant: LIST from cursor, ≤ sweepPageEntries, stop at
+ *   the first entry not that overdue ─▶ planSweep (live nodes, own first, anyone's reserve) ─▶
+ *   offer ≤ deliveriesPerSweep ─▶ next delay: alarmSweepMs (the ADR), or adaptive — at once
+ *   after a full sweep when capacity is free, else at the next entry's due time + margin.
+ *
+ * The cursor resumes after the last entry read, so entries nobody can act on never hold the rest
+ * back; once the overdue part is read through, the next sweep starts from the beginning again.
+ */
+import { defer, expand, from, timer, type Subscription } from 'rxjs';
+import { switchMap } from 'rxjs/operators';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { Random } from '../core/random.js';
+import { dueBound, parseEntryKey, tenantPrefix, type IndexEntry } from '../alarms/keys.js';
+import { planSweep, type SweepNode } from '../alarms/plan-sweep.js';
+import type { ResolvedConfig } from '../main/config.js';
+import type { ActorAddress } from '../core/address.js';
+import { compareKeys } from '../store/keys.js';
+import type { ObjectStore } from '../store/types.js';
+
+export interface SweepDeps {
+  store: ObjectStore;
+  clock: Clock;
+  random: Random;
+  config: ResolvedConfig;
+  log: Logger;
+  self: () => SweepNode;
+  live: (maxAgeMs: number) => Promise<SweepNode[]>;
+  busy: { has(actor: string): boolean };
+  /** Offers an entry to the timer; false when it keeps what it holds. */
+  offer: (address: ActorAddress, dueMs: number) => boolean;
+  /** Deliveries queued or running now (for "capacity is free"). */
+  backlog: () => number;
+  /** The tenants to sweep: the node's own list, or those found in the index. */
+  tenants: () => Promise<string[]>;
+  observe?: (t: string, r: SweepResult, durationMs: number) => void;
+}
+
+export interface SweepResult {
+  read: number;
+  offered: number;
+  planned: number;
+  /** The sweep stopped at its page limit or its delivery cap: more may be waiting. */
+  full: boolean;
+  /** Due time of the first entry not yet overdue enough, when the listing saw one. */
+  nextDueMs?: number;
+  /** Due time of the oldest entry read (index lag). */
+  oldestDueMs?: number;
+}
+
+export class Sweeper {
+  private readonly cursors = new Map<string, string>();
+  private readonly running = new Map<string, Subscription>();
+  private discovery: Subscription | undefined;
+
+  constructor(private readonly d: SweepDeps) {}
+
+  start(): void {
+    const everyMs = this.d.config.alarmSweepMs;
+    this.discovery = timer(0, everyMs)
+      .pipe(switchMap(() => from(this.d.tenants().catch(() => [] as string[]))))
+      .subscribe((tenants) => tenants.forEach((t) => this.startTenant(t)));
+  }
+
+  stop(): void {
+    this.discovery?.unsubscribe();
+    for (const s of this.running.values()) s.unsubscribe();
+    this.running.clear();
+  }
+
+  private startTenant(tenant: string): void {
+    if (this.running.has(tenant)) return;
+    const once = () => defer(() => from(this.timed(tenant)));
+    const sub = once()
+      .pipe(expand((r) => timer(this.nextDelayMs(r)).pipe(switchMap(once))))
+      .subscribe({ error: (e: unknown) => this.d.log.error({ tenant, err: e }, 'sweep schedule stopped') });
+    this.running.set(tenant, sub);
+  }
+
+  private async timed(tenant: string): Promise<SweepResult> {
+    const t0 = this.d.clock.now();
+    try {
+      const r = await this.sweepTenant(tenant);
+      this.d.observe?.(tenant, r, this.d.clock.now() - t0);
+      return r;
+    } catch (e) {
+      this.d.log.warn({ tenant, err: e }, 'sweep failed; trying again at the next one');
+      return { read: 0, offered: 0, planned: 0, full: false };
+    }
+  }
+
+  nextDelayMs(r: SweepResult): number {
+    const { alarmSweepMs, sweepAdaptive, sweepMinGapMs, marginMs, deliveriesPerSweep } = this.d.config;
+    if (!sweepAdaptive) return alarmSweepMs;
+    if (r.full && this.d.backlog() < deliveriesPerSweep) return sweepMinGapMs;
+    if (r.nextDueMs === undefined) return alarmSweepMs;
+    const untilReady = r.nextDueMs + marginMs - this.d.clock.now();
+    return Math.max(sweepMinGapMs, Math.min(alarmSweepMs, untilReady));
+  }
+
+  /** One sweep of one tenant. */
+  async sweepTenant(tenant: string): Promise<SweepResult> {
+    const { config } = this.d;
+    const now = this.d.clock.now();
+    const { entries, lastKey, reachedEnd, nextDueMs } = await this.read(tenant, dueBound(tenant, now - config.marginMs));
+    if (reachedEnd) this.cursors.delete(tenant);
+    else if (lastKey !== undefined) this.cursors.set(tenant, lastKey);
+    const live = await this.d.live(config.sweepAdaptive ? Math.min(1_000, config.alarmSweepMs) : config.alarmSweepMs);
+    const plan = planSweep({
+      entries,
+      live,
+      self: this.d.self(),
+      busy: this.d.busy,
+      nowMs: now,
+      marginMs: config.marginMs,
+      anyonesAfterMargins: config.anyonesAfterMargins,
+      cap: config.deliveriesPerSweep,
+      anyonesReserve: config.anyonesDeliveriesPerSweep,
+      random: this.d.random,
+    });
+    let offered = 0;
+    for (const e of plan.deliveries) if (this.d.offer(e.address, e.dueMs)) offered++;
+    const full = !reachedEnd || plan.deliveries.length >= config.deliveriesPerSweep;
+    const oldestDueMs = entries.length ? Math.min(...entries.map((e) => e.dueMs)) : undefined;
+    return { read: entries.length, offered, planned: plan.deliveries.length, full, nextDueMs, oldestDueMs };
+  }
+
+  /** Lists from the cursor: at most sweepPageEntries entries, stopping at the first key ≥ bound. */
+  private async read(tenant: string, bound: string) {
+    const entries: IndexEntry[] = [];
+    let startAfter = this.cursors.get(tenant);
+    let lastKey: string | undefined;
+    let nextDueMs: number | undefined;
+    let reachedEnd = false;
+    while (entries.length < this.d.config.sweepPageEntries) {
+      const want = Math.min(1000, this.d.config.sweepPageEntries - entries.length);
+      const page = await this.d.store.list({ prefix: tenantPrefix(tenant), startAfter, maxKeys: want });
+      for (const key of page.keys) {
+        if (compareKeys(key, bound) >= 0) {
+          nextDueMs = parseEntryKey(key)?.dueMs;
+          return { entries, lastKey, reachedEnd: true, nextDueMs };
+        }
+        lastKey = key;
+        const e = parseEntryKey(key);
+        if (e) entries.push(e);
+      }
+      if (page.continuation === undefined || page.keys.length === 0) {
+        reachedEnd = true;
+        break;
+      }
+      startAfter = lastKey;
+    }
+    return { entries, lastKey, reachedEnd, nextDueMs };
+  }
+}

@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { formatAddress, parseAddress, type ActorAddress } from '../../src/core/address.js';
+import { SimClock } from '../../src/core/clock.js';
+import { silentLogger } from '../../src/core/logger.js';
+import { SeededRandom } from '../../src/core/random.js';
+import { entryKey } from '../../src/alarms/keys.js';
+import { resolveOptions, type KeepworkOptions } from '../../src/main/config.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { Sweeper } from '../../src/streams/sweep.js';
+
+const NOW = 1_900_000_000_000;
+
+function setup(options: KeepworkOptions = {}, classes = ['C']) {
+  const clock = new SimClock(NOW);
+  const store = new MemoryStore({ clock });
+  const config = resolveOptions(options);
+  const offered: { address: ActorAddress; dueMs: number }[] = [];
+  let backlog = 0;
+  const busy = new Set<string>();
+  const self = { nodeId: 'n1', tenants: null, classes };
+  const sweeper = new Sweeper({
+    store,
+    clock,
+    random: new SeededRandom(1),
+    config,
+    log: silentLogger(),
+    self: () => self,
+    live: async () => [self],
+    busy,
+    offer: (address, dueMs) => (offered.push({ address, dueMs }), true),
+    backlog: () => backlog,
+    tenants: async () => ['t'],
+  });
+  const add = (name: string, overdueMs: number, className = 'C') =>
+    store.put(entryKey({ address: parseAddress({ tenant: 't', className, name }), dueMs: NOW - overdueMs, tag: { generation: 1, nonce: 'ab' } }), new Uint8Array(0));
+  return { clock, store, config, sweeper, offered, busy, add, setBacklog: (n: number) => (backlog = n) };
+}
+
+describe('the sweep', () => {
+  it('reads only entries overdue by lease + grace, and offers them', async () => {
+    const s = setup();
+    await s.add('old', 20_000);
+    await s.add('fresh', 5_000);
+    const r = await s.sweeper.sweepTenant('t');
+    assert.deepEqual(s.offered.map((o) => o.address.name), ['old']);
+    assert.equal(r.read, 1);
+    assert.equal(r.nextDueMs, NOW - 5_000, 'the first entry not yet overdue enough');
+    assert.equal(r.full, false);
+  });
+
+  it('reads at most sweepPageEntries per sweep and resumes after the last entry read (past stuck entries)', async () => {
+    const s = setup({ sweepPageEntries: 10, deliveriesPerSweep: 100 }, ['C']);
+    for (let i = 0; i < 25; i++) await s.add(`stuck${String(i).padStart(2, '0')}`, 60_000 + i, 'Unserved'); // nobody here can act on them
+    await s.add('zz-real', 50_000);
+    const seen: number[] = [];
+    for (let sweep = 0; sweep < 3; sweep++) {
+      const r = await s.sweeper.sweepTenant('t');
+      seen.push(r.read);
+    }
+    assert.deepEqual(seen, [10, 10, 6]);
+    assert.deepEqual(s.offered.map((o) => o.address.name), ['zz-real'], 'the real entry is reached behind the stuck ones');
+    const again = await s.sweeper.sweepTenant('t');
+    assert.equal(again.read, 10, 'after reading through, the next sweep starts from the beginning again');
+  });
+
+  it('offers at most deliveriesPerSweep; the rest on the next sweeps (resuming after the delivery cap)', async () => {
+    const s = setup({ deliveriesPerSweep: 4, anyonesDeliveriesPerSweep: 0 });
+    for (let i = 0; i < 10; i++) await s.add(`a${i}`, 20_000 + i);
+    const r1 = await s.sweeper.sweepTenant('t');
+    assert.equal(r1.offered, 4);
+    assert.equal(r1.full, true);
+    for (const o of s.offered) s.busy.add(formatAddress(o.address)); // now in flight
+    await s.sweeper.sweepTenant('t');
+    assert.equal(new Set(s.offered.map((o) => o.address.name)).size, 8, 'in-flight entries do not count against the cap');
+  });
+
+  it('adaptive cadence: at once after a full sweep when capacity is free; else at the next entry’s due time + margin; the ADR cadence one option away', () => {
+    const s = setup();
+    assert.equal(s.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true }), s.config.sweepMinGapMs);
+    s.setBacklog(1_000);
+    assert.equal(s.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true }), s.config.alarmSweepMs, 'no capacity: no hurry');
+    s.setBacklog(0);
+    assert.equal(s.sweeper.nextDelayMs({ read: 0, offered: 0, planned: 0, full: false, nextDueMs: NOW - 12_000 }), 3_000);
+    assert.equal(s.sweeper.nextDelayMs({ read: 0, offered: 0, planned: 0, full: false }), s.config.alarmSweepMs);
+    const fixed = setup({ sweepAdaptive: 0 });
+    assert.equal(fixed.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true, nextDueMs: NOW }), fixed.config.alarmSweepMs);
+  });
+});
