@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { startNode, type KeepworkNode, type RoutingNode, type StartNodeOptions } from '../../src/main/node.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
@@ -11,16 +10,10 @@ import { listChain } from '../../src/replication/chain.js';
 import { FsStore } from '../../src/store/fs.js';
 import { listAll } from '../../src/store/keys.js';
 import { parseEntryKey } from '../../src/alarms/keys.js';
+import { tempDirs } from '../helpers/temp.js';
 
 const PROBE = new URL('../fixtures/classes/probe.ts', import.meta.url).href;
-const dirs: string[] = [];
-after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'kw-node-'));
-  dirs.push(d);
-  return d;
-}
+const tempDir = tempDirs('kw-node-');
 
 function start(dataDir: string, extra: Partial<StartNodeOptions> = {}): Promise<KeepworkNode> {
   return startNode({ dataDir, bucket: 'memory:', classes: { Probe: PROBE }, workerThreads: 2, logger: silentLogger(), ...extra });

@@ -15,11 +15,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, describe, it, type TestContext } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { parseAddress, type ActorAddress } from '../../src/core/address.js';
 import { silentLogger } from '../../src/core/logger.js';
@@ -30,6 +28,7 @@ import { linkKey } from '../../src/replication/state-keys.js';
 import { decodeNode, nodeKey } from '../../src/leases/records.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
+import { tempDirs } from '../helpers/temp.js';
 
 const CRASH_NODE = fileURLToPath(new URL('../fixtures/crash-node.ts', import.meta.url));
 const LEDGER = new URL('../fixtures/classes/ledger.ts', import.meta.url).href;
@@ -52,13 +51,7 @@ const CHILD_ACKS_WAIT_MS = 12_000;
 const LEASE = { leasePeriodMs: 2000, graceMs: 500, skewBoundMs: 200 };
 const TAKEOVER_WAIT_MS = 10_000;
 
-const dirs: string[] = [];
-after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'kw-crash-'));
-  dirs.push(d);
-  return d;
-}
+const tempDir = tempDirs('kw-crash-');
 
 interface Killed {
   /** Per actor, the last acknowledged value (every value 1..last was acknowledged). */

@@ -9,10 +9,9 @@
  * per run, deleted afterwards).
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { startNode, type KeepworkNode } from '../../src/main/node.js';
@@ -23,6 +22,7 @@ import { linkKey } from '../../src/replication/state-keys.js';
 import { listAll } from '../../src/store/keys.js';
 import { openStore } from '../../src/store/open.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
+import { tempDirs } from '../helpers/temp.js';
 
 const LEDGER = new URL('../fixtures/classes/ledger.ts', import.meta.url).href;
 const ADDRESS = 'rs/Ledger/one';
@@ -30,13 +30,7 @@ const N = 12;
 const M = 4;
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
 
-const dirs: string[] = [];
-after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-function tempDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'kw-restore-'));
-  dirs.push(d);
-  return d;
-}
+const tempDir = tempDirs('kw-restore-');
 
 /** A bucket URL of each kind, unique to this run. */
 function bucketUrl(kind: 'fs' | 's3'): string {
