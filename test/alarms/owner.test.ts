@@ -285,3 +285,20 @@ async function settle<T>(e: InlineActors, p: Promise<T>): Promise<T> {
   for (let i = 0; i < 200 && !done; i++) await e.clock.advance(100);
   return out;
 }
+
+describe('the LeaseView', () => {
+  it('without a valid lease an event that changes the alarm lists nothing, uploads nothing and gives the actor up', async () => {
+    const r = recordingStore();
+    const e = env(r.store, 1);
+    okResult(await e.callDurable(A, 'set', 1_900_000_000_000));
+    const links = (await listChain(r.store, address)).length;
+    e.leaseValid = false;
+    r.reset();
+    const res = await e.callDurable(A, 'set', 1_900_000_500_000);
+    assert.equal(res.type === 'error' && res.error.code, 'LEASE_LOST');
+    const plain = await e.callDurable(A, 'touch');
+    assert.equal(plain.type, 'error', 'a durable call cannot upload either');
+    assert.equal(r.count('put', 'alarms/') + r.count('put', 'state/'), 0);
+    assert.equal((await listChain(r.store, address)).length, links);
+  });
+});
