@@ -1,0 +1,60 @@
+/**
+ * Small file-system helpers shared by the FsStore modules: error codes, the transient-error set,
+ * a sleep for retries and lock polling, fsync of a path, and unlink/readdir that treat a missing
+ * file as an answer rather than an error.
+ */
+import { unlinkSync, type Dirent } from 'node:fs';
+import { open, readdir, unlink } from 'node:fs/promises';
+
+export function codeOf(e: unknown): string | undefined {
+  return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : undefined;
+}
+
+/** Whether `e` says the path (or one of its folders) is not there. */
+export function isMissing(e: unknown): boolean {
+  return codeOf(e) === 'ENOENT' || codeOf(e) === 'ENOTDIR';
+}
+
+export const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EBUSY', 'EINTR']);
+
+export function sleepMs(ms: number): Promise<void> {
+  return new Promise((resolve) => (ms <= 0 ? setImmediate(resolve) : setTimeout(resolve, ms)));
+}
+
+export async function fsyncPath(file: string): Promise<void> {
+  const handle = await open(file, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+export async function unlinkQuiet(file: string): Promise<void> {
+  await unlink(file).catch(() => undefined);
+}
+
+/** Unlinks `file`; false when it was not there. */
+export function unlinkIfPresent(file: string): boolean {
+  try {
+    unlinkSync(file);
+    return true;
+  } catch (e) {
+    if (isMissing(e)) return false;
+    throw e;
+  }
+}
+
+/** A folder's entries; none when it is not there. */
+export async function readDirents(dir: string): Promise<Dirent[]> {
+  try {
+    return await readdir(dir, { withFileTypes: true });
+  } catch (e) {
+    if (isMissing(e)) return [];
+    throw e;
+  }
+}
+
+export function asBytes(buf: Buffer): Uint8Array {
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+}

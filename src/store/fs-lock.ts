@@ -1,0 +1,61 @@
+/**
+ * FsStore's host lock: a host-wide mutex held in `<root>/~lock.db`, serialising every replace and
+ * delete of one bucket between the threads and processes of a host.
+ *
+ * It is SQLite's write lock (BEGIN IMMEDIATE … ROLLBACK), an fcntl lock the kernel releases when
+ * its process dies (SQLite also arbitrates connections of one process); no pid or mtime staleness
+ * is involved. The database holds one empty table, written once when the first client creates it;
+ * after that a lock round trip does no file I/O (on a still-empty file SQLite would write a
+ * journal). `busy_timeout` is 0 and waiting is asynchronous, so a waiter never blocks its event
+ * loop and gives up after `waitMsMax` with `StoreUnavailable`; the section itself is synchronous
+ * (a few syscalls), so one connection never nests transactions.
+ */
+import Database from 'better-sqlite3';
+import { StoreUnavailable } from '../core/errors.js';
+import { codeOf, sleepMs } from './fs-io.js';
+
+export class HostLock {
+  readonly #db: Database.Database;
+  readonly #begin: Database.Statement;
+  readonly #release: Database.Statement;
+
+  constructor(file: string, initWaitMs: number) {
+    this.#db = new Database(file, { timeout: initWaitMs });
+    const ready = this.#db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'keepwork_lock'").get();
+    if (ready === undefined) this.#db.exec('CREATE TABLE IF NOT EXISTS keepwork_lock (unused INTEGER)');
+    this.#db.pragma('busy_timeout = 0');
+    this.#begin = this.#db.prepare('BEGIN IMMEDIATE');
+    this.#release = this.#db.prepare('ROLLBACK'); // nothing is ever written: ROLLBACK cannot be busy
+  }
+
+  async run<T>(section: () => T, waitMsMax: number): Promise<T> {
+    let waitedMs = 0;
+    for (let attempt = 0; ; attempt++) {
+      if (this.#tryBegin()) {
+        try {
+          return section();
+        } finally {
+          this.#release.run();
+        }
+      }
+      const delayMs = attempt < 8 ? 0 : Math.min(16, 1 << Math.min(attempt - 8, 4));
+      if (waitedMs >= waitMsMax) throw new StoreUnavailable(`host lock still busy after ${waitMsMax} ms (lockWaitMs)`);
+      waitedMs += delayMs;
+      await sleepMs(delayMs);
+    }
+  }
+
+  #tryBegin(): boolean {
+    try {
+      this.#begin.run();
+      return true;
+    } catch (e) {
+      if (codeOf(e) === 'SQLITE_BUSY' || codeOf(e) === 'SQLITE_LOCKED') return false;
+      throw e;
+    }
+  }
+
+  close(): void {
+    this.#db.close();
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * FsStore options (STYLE.md §4): `FsStoreOptions` (all optional) → `FS_STORE_DEFAULTS` →
+ * `resolveFsOptions`, which refuses unknown names and out-of-range values with `BadConfig`.
+ */
+import { BadConfig } from '../core/errors.js';
+
+export interface FsStoreOptions {
+  /** fsync temp files and folders (turn off only for throwaway data). */
+  fsync?: boolean;
+  /** How long a replace or delete waits for the host lock before `StoreUnavailable`. */
+  lockWaitMs?: number;
+  /** Attempts of an I/O step that fails with a transient error (EMFILE, EAGAIN, ...). */
+  attemptsMax?: number;
+  /** First delay between those attempts (doubles). */
+  retryBaseMs?: number;
+  /** Retries of a write whose folder a concurrent delete removed. */
+  folderRacesMax?: number;
+  /** Keys removed per lock acquisition in `deleteMany`. */
+  deleteBatchKeys?: number;
+}
+
+export const FS_STORE_DEFAULTS = Object.freeze({
+  fsync: true,
+  lockWaitMs: 10_000,
+  attemptsMax: 4,
+  retryBaseMs: 50,
+  folderRacesMax: 16,
+  deleteBatchKeys: 256,
+});
+
+export type FsConfig = { -readonly [K in keyof typeof FS_STORE_DEFAULTS]: (typeof FS_STORE_DEFAULTS)[K] extends boolean ? boolean : number };
+
+export function resolveFsOptions(options: FsStoreOptions = {}): FsConfig {
+  const merged: FsConfig = { ...FS_STORE_DEFAULTS };
+  for (const [name, value] of Object.entries(options)) {
+    if (!(name in FS_STORE_DEFAULTS)) throw new BadConfig(`unknown FsStore option ${name}; known: ${Object.keys(FS_STORE_DEFAULTS).join(', ')}`);
+    if (value === undefined) continue;
+    if (name === 'fsync') {
+      if (typeof value !== 'boolean') throw new BadConfig(`fsync must be a boolean, got ${JSON.stringify(value)}`);
+    } else if (!Number.isSafeInteger(value) || (value as number) < (name === 'retryBaseMs' ? 0 : 1)) {
+      throw new BadConfig(`${name} must be a ${name === 'retryBaseMs' ? 'non-negative' : 'positive'} integer, got ${JSON.stringify(value)}`);
+    }
+    (merged as Record<string, unknown>)[name] = value;
+  }
+  return merged;
+}

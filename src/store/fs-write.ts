@@ -1,0 +1,168 @@
+/**
+ * FsStore's write path: how a put's body becomes the object, its condition checked atomically.
+ *
+ * Writes (body first written to a temp file and fsynced, outside any lock):
+ *   create (ifNoneMatch '*')   link(temp, target): atomic exclusive create; EEXIST → PreconditionFailed
+ *   replace (ifMatch / none)   BEGIN IMMEDIATE on ~lock.db { check etag; rename(temp, target) } ROLLBACK
+ *   delete                     BEGIN IMMEDIATE { unlink(target) } ROLLBACK   (in fs.ts)
+ * then fsync the folder. Readers see whole objects only: an object name only ever appears by an
+ * atomic link or rename of a complete, fsynced file, and no object file is written in place.
+ *
+ * Concurrency argument. The host lock (fs-lock.ts) serialises every replace and delete host-wide.
+ * Each operation takes effect at one atomic kernel step: link, rename, unlink, or — for a failing
+ * conditional write — the read that saw the precondition fail. An ifMatch reads the current
+ * version before the lock and, under it, checks with lstat that the same inode is still in place
+ * (its file handle stays open, so the inode number cannot be reused; a different inode is re-read
+ * under the lock); between that check and its rename no other replace or delete can run (lock),
+ * and no create can succeed because the target exists throughout. A create needs the target
+ * absent: it cannot slip into a locked section (the target exists there), and against a lone
+ * unlink or rename the kernel orders the two directory operations. So all operations are
+ * linearisable without creates ever taking the lock.
+ *
+ * The expensive work (writing and fsyncing the temp file, reading the version an ifMatch expects)
+ * is done before the lock; the section itself is a few synchronous syscalls. A write that meets
+ * ENOENT because a delete's folder pruning raced with it re-creates the folder and retries, at
+ * most `folderRacesMax` times.
+ *
+ * Errors: `BadRequest` for a malformed condition; `PreconditionFailed`; `AmbiguousWrite` when the
+ * object is in place but its folder fsync failed; raw I/O errors otherwise (the store maps them).
+ */
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import { link, mkdir, open, type FileHandle } from 'node:fs/promises';
+import * as path from 'node:path';
+import { AmbiguousWrite, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
+import { etagOf } from './etag.js';
+import { codeOf, fsyncPath, isMissing, unlinkQuiet } from './fs-io.js';
+import type { HostLock } from './fs-lock.js';
+import type { FsConfig } from './fs-options.js';
+import type { Target } from './fs-paths.js';
+import type { PutCondition } from './types.js';
+
+export type Mode = { kind: 'create' } | { kind: 'match'; etag: string } | { kind: 'any' };
+
+export function modeOf(condition: PutCondition | undefined): Mode {
+  const c = (condition ?? {}) as { ifNoneMatch?: unknown; ifMatch?: unknown };
+  if (c.ifNoneMatch !== undefined && c.ifMatch !== undefined) throw new BadRequest('put takes ifNoneMatch or ifMatch, not both');
+  if (c.ifNoneMatch !== undefined) {
+    if (c.ifNoneMatch !== '*') throw new BadRequest(`ifNoneMatch must be "*", got ${JSON.stringify(c.ifNoneMatch)}`);
+    return { kind: 'create' };
+  }
+  if (c.ifMatch !== undefined) {
+    if (typeof c.ifMatch !== 'string' || c.ifMatch === '') throw new BadRequest('ifMatch must be a non-empty etag string');
+    return { kind: 'match', etag: c.ifMatch };
+  }
+  return { kind: 'any' };
+}
+
+/** The version an ifMatch read before taking the lock, kept open so its inode stays unique. */
+interface Held {
+  handle: FileHandle;
+  dev: bigint;
+  ino: bigint;
+}
+
+/** Writes `body` to a new file in `tempDir` (fsynced if asked); returns its path. */
+export async function writeTemp(tempDir: string, body: Uint8Array, fsync: boolean): Promise<string> {
+  const file = path.join(tempDir, `${process.pid}-${randomBytes(8).toString('hex')}`);
+  const handle = await open(file, 'wx', 0o644).catch(async (e) => {
+    if (codeOf(e) !== 'ENOENT') throw e;
+    await mkdir(tempDir, { recursive: true }); // someone removed ~tmp
+    return open(file, 'wx', 0o644);
+  });
+  try {
+    await handle.writeFile(body);
+    if (fsync) await handle.sync();
+  } catch (e) {
+    await handle.close().catch(() => undefined);
+    await unlinkQuiet(file);
+    throw e;
+  }
+  await handle.close();
+  return file;
+}
+
+/** Makes the temp file the object; returns the first folder it had to create, if any. */
+export async function install(temp: string, target: Target, mode: Mode, key: string, lock: HostLock, config: FsConfig): Promise<string | undefined> {
+  if (mode.kind === 'create') return create(temp, target, key, config.folderRacesMax);
+  const held = mode.kind === 'match' ? await readCurrent(target, mode.etag, key) : undefined;
+  try {
+    const expected = mode.kind === 'match' ? mode.etag : undefined;
+    return await lock.run(() => replaceLocked(temp, target, expected, held, key, config.folderRacesMax), config.lockWaitMs);
+  } finally {
+    await held?.handle.close();
+  }
+}
+
+async function create(temp: string, target: Target, key: string, folderRacesMax: number): Promise<string | undefined> {
+  let createdFrom: string | undefined;
+  for (let race = 0; race <= folderRacesMax; race++) {
+    try {
+      await link(temp, target.file);
+      return createdFrom;
+    } catch (e) {
+      if (codeOf(e) === 'EEXIST') throw new PreconditionFailed(`put ${key} with ifNoneMatch "*": the object exists`, { details: { key } });
+      if (codeOf(e) !== 'ENOENT') throw e;
+    }
+    createdFrom = (await mkdir(target.dir, { recursive: true })) ?? createdFrom;
+  }
+  throw new StoreUnavailable(`put ${key}: its folder kept disappearing (folderRacesMax ${folderRacesMax})`);
+}
+
+/** Reads the version an ifMatch expects; fails early (unlocked) when it is not current. */
+async function readCurrent(target: Target, etag: string, key: string): Promise<Held> {
+  const handle = await open(target.file, 'r').catch((e) => {
+    if (isMissing(e)) throw mismatch(key, etag, null);
+    throw e;
+  });
+  try {
+    const current = etagOf(await handle.readFile());
+    if (current !== etag) throw mismatch(key, etag, current);
+    const st = await handle.stat({ bigint: true });
+    return { handle, dev: st.dev, ino: st.ino };
+  } catch (e) {
+    await handle.close();
+    throw e;
+  }
+}
+
+/** Under the host lock: re-check the precondition, then rename. Synchronous on purpose. */
+function replaceLocked(temp: string, target: Target, expected: string | undefined, held: Held | undefined, key: string, folderRacesMax: number): string | undefined {
+  if (expected !== undefined) {
+    const st = fs.lstatSync(target.file, { bigint: true, throwIfNoEntry: false });
+    if (st === undefined) throw mismatch(key, expected, null);
+    const same = held !== undefined && st.ino === held.ino && st.dev === held.dev;
+    if (!same) {
+      const current = etagOf(fs.readFileSync(target.file));
+      if (current !== expected) throw mismatch(key, expected, current);
+    }
+  }
+  let createdFrom: string | undefined;
+  for (let race = 0; ; race++) {
+    try {
+      fs.renameSync(temp, target.file);
+      return createdFrom;
+    } catch (e) {
+      if (codeOf(e) !== 'ENOENT' || race >= folderRacesMax) throw e;
+    }
+    createdFrom = fs.mkdirSync(target.dir, { recursive: true }) ?? createdFrom;
+  }
+}
+
+/** fsyncs the object's folder and the parents (below `root`) of any folder the write created. */
+export async function syncAfterWrite(root: string, target: Target, createdFrom: string | undefined, key: string): Promise<void> {
+  const dirs = [target.dir];
+  if (createdFrom !== undefined) {
+    for (let d = target.dir; d !== path.dirname(createdFrom) && d.length > root.length; ) dirs.push((d = path.dirname(d)));
+  }
+  try {
+    await Promise.all(dirs.map(fsyncPath));
+  } catch (e) {
+    throw new AmbiguousWrite(`put ${key}: the object is in place but its folder could not be fsynced (${codeOf(e)})`, { cause: e, details: { key } });
+  }
+}
+
+function mismatch(key: string, expected: string, current: string | null): InstanceType<typeof PreconditionFailed> {
+  const now = current === null ? 'the object does not exist' : `its etag is ${current}`;
+  return new PreconditionFailed(`put ${key} with ifMatch ${expected}: ${now}`, { details: { key, expected, current } });
+}
