@@ -1,0 +1,344 @@
+/**
+ * The alarm sweep (ADR 0009 "Sweep", "Consequences") with real node processes on loopback
+ * sharing one folder bucket: alarms of actors last run on a node that is then killed -9 fire on
+ * the other nodes. Short timings (lease 1.5 s, grace 0.5 s, skew bound 0.2 s, a sweep every
+ * second), so one margin (lease + grace) is 2 s and "anyone's" (three margins) is 6 s.
+ *
+ *   orphans        3 nodes, 1,000 actors whose alarms were set (durable calls) on a; a killed
+ *                  before they come due: every alarm fires at least once, read back through a
+ *                  survivor, within margin + a few sweeps + the time 2 nodes need for 1,000
+ *                  deliveries; the lateness distribution (firedAt − scheduledAt) is reported
+ *   class          a node serving only another class never delivers the entries; the others do
+ *                  (the shard falling to it waits until three margins, ADR "Bounded delays")
+ *   disagreement   a survivor SIGSTOPped past its lease + grace while the orphans come due, so
+ *                  the other survivor's sweeps count it dead and its own (cached) view does not:
+ *                  every alarm still fires at least once within three margins. Twice: stopped
+ *                  while delivering its shard (the other meets its holds and fences it), and
+ *                  stopped before the alarms are readable (it holds none; nobody fences it)
+ *   delivery cap   deliveriesPerSweep=16, 200 orphans, fixed cadence: several sweeps resume
+ *                  where the cap stopped, all fire
+ *   stuck entries  sweepPageEntries=50, 300 entries of a class no node serves written straight
+ *                  into the index (due long ago) ahead of 20 real orphans: the real ones fire
+ *
+ * The actor class (test/fixtures/cluster/alarmed.ts) commits a row in its alarm handler:
+ * ctx.now(), info.scheduledAt, the retry count and the pid of the node process that ran it.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, describe, it, type TestContext } from 'node:test';
+import { parseAddress } from '../../src/core/address.js';
+import { entryKey, parseEntryKey, tenantPrefix } from '../../src/alarms/keys.js';
+import { shardOwner } from '../../src/alarms/shard.js';
+import { listAll } from '../../src/store/keys.js';
+import type { ObjectStore } from '../../src/store/types.js';
+import { REPO, call, killLeftovers, mustCall, sleep, waitFor, withCluster, type Cluster, type ClusterNode } from './harness.js';
+
+after(() => {
+  const n = killLeftovers();
+  assert.equal(n, 0, `${n} node processes were still running after the tests`);
+});
+
+const ALARMED_MODULE = join(REPO, 'test/fixtures/cluster/alarmed.ts');
+const CLASS = 'Alarmed';
+
+/** The short timings of every test here (and no idle release, from the harness's FAST). */
+const TIMINGS = Object.freeze({ leasePeriodMs: 1_500, graceMs: 500, skewBoundMs: 200, alarmSweepMs: 1_000 });
+const MARGIN_MS = TIMINGS.leasePeriodMs + TIMINGS.graceMs;
+const SWEEP_MS = TIMINGS.alarmSweepMs;
+
+interface Fired {
+  at: number;
+  scheduled: number;
+  retries: number;
+  pid: number;
+}
+
+/** Every node this cluster starts serves `Alarmed` (besides the harness's Probe) unless listed in `probeOnly`. */
+function serveAlarmed(c: Cluster, probeOnly: ReadonlySet<string> = new Set()): void {
+  const base = c.startArgs.bind(c);
+  c.startArgs = (nodeId, o) => {
+    const args = base(nodeId, o);
+    if (!probeOnly.has(nodeId)) args.splice(args.indexOf('--class'), 0, '--class', `${CLASS}=${ALARMED_MODULE}`);
+    return args;
+  };
+}
+
+const names = (tenant: string, n: number) => Array.from({ length: n }, (_, i) => `${tenant}/${CLASS}/x${String(i).padStart(4, '0')}`);
+
+/** Runs `op` over `items` with `inFlight` at once. */
+async function pool<T, R>(items: readonly T[], inFlight: number, op: (x: T, i: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await op(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(inFlight, items.length) }, lane));
+  return out;
+}
+
+/** Sets each actor's alarm to `at` with durable calls through `node` (the alarm and its index entry are in the bucket when a call answers). */
+async function armAll(node: ClusterNode, actors: readonly string[], at: number): Promise<void> {
+  await pool(actors, ARM_IN_FLIGHT, async (a) => assert.equal(await mustCall(node.url, a, 'arm', [at], { durable: true, timeoutMs: 30_000 }), at));
+}
+
+const ARM_IN_FLIGHT = 32;
+
+/** Index entries of `className` in `tenant`. */
+async function entriesOf(store: ObjectStore, tenant: string, className = CLASS) {
+  const out = [];
+  for await (const key of listAll(store, { prefix: tenantPrefix(tenant) })) {
+    const e = parseEntryKey(key);
+    if (e && e.address.className === className) out.push(e);
+  }
+  return out;
+}
+
+/** Waits until the index holds no entry of the class in the tenant (each fired alarm's entry is removed). */
+async function indexDrained(store: ObjectStore, tenant: string, boundMs: number): Promise<number> {
+  await waitFor(`the ${tenant} index to drain`, boundMs, async () => ((await entriesOf(store, tenant)).length === 0 ? true : undefined), 100);
+  return Date.now();
+}
+
+/** Each actor's committed alarm rows, read through `node` (forwarded to the holder as needed). */
+function readFired(node: ClusterNode, actors: readonly string[]): Promise<Fired[][]> {
+  return pool(actors, 16, (a) => mustCall<Fired[]>(node.url, a, 'fired', [], { timeoutMs: 30_000 }));
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Lateness of each actor's first firing (firedAt − scheduledAt); p50/p99/max. */
+function lateness(rows: Fired[][]) {
+  const late = rows.map((r) => r[0]!.at - r[0]!.scheduled).sort((x, y) => x - y);
+  return { late, p50: percentile(late, 50), p99: percentile(late, 99), max: late.at(-1)!, min: late[0]! };
+}
+
+/** One node's Prometheus samples of `name`: label set → value. */
+async function samples(node: ClusterNode, name: string): Promise<Map<string, number>> {
+  const res = await fetch(`${node.url}/metrics`, { signal: AbortSignal.timeout(10_000) });
+  const out = new Map<string, number>();
+  for (const line of (await res.text()).split('\n')) {
+    const m = /^([a-z_]+)(\{[^}]*\})? ([-+0-9.eE]+|NaN)$/.exec(line);
+    if (m && m[1] === name) out.set(m[2] ?? '', Number(m[3]));
+  }
+  return out;
+}
+
+/** A Prometheus counter of one node, summed over the label sets containing `labels` (e.g. outcome="ran"). */
+async function metric(node: ClusterNode, name: string, labels = ''): Promise<number> {
+  let sum = 0;
+  for (const [l, v] of await samples(node, name)) if (l.includes(labels)) sum += v;
+  return sum;
+}
+
+/** "ran 515, stale 480, …" from keepwork_alarm_deliveries_total. */
+async function outcomes(node: ClusterNode): Promise<string> {
+  const parts = [...(await samples(node, 'keepwork_alarm_deliveries_total'))].map(([l, v]) => `${/outcome="([^"]*)"/.exec(l)?.[1] ?? l} ${v}`);
+  return parts.sort().join(', ') || 'none';
+}
+
+/** Checks every actor fired at least once, at or after its time, and returns the rows. */
+function assertAllFired(rows: Fired[][], actors: readonly string[], at: number): void {
+  const missing = actors.filter((_, i) => rows[i]!.length === 0);
+  assert.deepEqual(missing.slice(0, 10), [], `${missing.length} of ${actors.length} alarms never fired`);
+  for (const [i, r] of rows.entries()) {
+    for (const f of r) {
+      assert.equal(f.scheduled, at, `${actors[i]} fired for ${f.scheduled}, armed for ${at}`);
+      assert.ok(f.at >= at, `${actors[i]} fired early: ${f.at} < ${at}`);
+    }
+  }
+}
+
+function report(t: TestContext, what: string, rows: Fired[][], extra = ''): ReturnType<typeof lateness> {
+  const l = lateness(rows);
+  const dup = rows.filter((r) => r.length > 1).length;
+  t.diagnostic(`${what}: ${rows.length} alarms; lateness (firedAt − scheduledAt) min ${l.min} p50 ${l.p50} p99 ${l.p99} max ${l.max} ms; fired more than once: ${dup}${extra ? `; ${extra}` : ''}`);
+  return l;
+}
+
+const pidsOf = (nodes: ClusterNode[]) => new Map(nodes.map((n) => [n.pid, n.nodeId]));
+
+function byNode(rows: Fired[][], nodes: ClusterNode[]): string {
+  const pids = pidsOf(nodes);
+  const counts = new Map<string, number>();
+  for (const r of rows) for (const f of r) counts.set(pids.get(f.pid) ?? `pid ${f.pid}`, (counts.get(pids.get(f.pid) ?? `pid ${f.pid}`) ?? 0) + 1);
+  return [...counts].sort().map(([n, k]) => `${n} ${k}`).join(', ');
+}
+
+/**
+ * Arms `actors` through `owner` for one time `at`, then kills `owner` -9 at least `leadMs` before
+ * they come due. The time is chosen from the pace of the first calls (this machine may be loaded
+ * by other work): those are armed far ahead first (the first half warms up, the second is timed),
+ * the rest for `at`, then the first ones again for `at`.
+ */
+async function orphan(t: TestContext, owner: ClusterNode, actors: readonly string[], leadMs = 1_000): Promise<{ at: number; killedAt: number }> {
+  const t0 = Date.now();
+  const far = t0 + 3_600_000;
+  const probe = actors.slice(0, Math.min(actors.length, Math.max(4 * ARM_IN_FLIGHT, Math.ceil(actors.length / 10))));
+  const half = Math.ceil(probe.length / 2);
+  await mustCall(owner.url, probe[0]!, 'arm', [far], { durable: true, timeoutMs: 30_000 }); // loads the class
+  await armAll(owner, probe.slice(1, half), far);
+  const t1 = Date.now();
+  await armAll(owner, probe.slice(half), far);
+  const perActorMs = (Date.now() - t1) / (probe.length - half);
+  const at = Date.now() + Math.ceil(1.3 * perActorMs * actors.length) + leadMs + 500;
+  await armAll(owner, actors.slice(probe.length), at);
+  await armAll(owner, probe, at);
+  const armedIn = Date.now() - t0;
+  assert.ok(Date.now() < at - leadMs, `arming ${actors.length} alarms took ${armedIn} ms, past their time (${at - t0} ms after the start): is the machine that loaded?`);
+  await owner.killAndWait('SIGKILL');
+  const killedAt = Date.now();
+  t.diagnostic(`${actors.length} alarms armed through ${owner.nodeId} in ${armedIn} ms; ${owner.nodeId} killed -9 ${at - killedAt} ms before they came due`);
+  return { at, killedAt };
+}
+
+/**
+ * a's orphans come due while b is SIGSTOPped (from `stopAfterDueMs` after their time) for longer
+ * than its lease + grace: c's sweeps count b dead (its shard goes to c), while b, resumed, sweeps
+ * with the view it read before (itself and c live) until its next reading of the node records.
+ */
+async function disagreement(t: TestContext, c: Cluster, tenant: string, stopAfterDueMs: number): Promise<void> {
+  serveAlarmed(c);
+  const [a, b, d] = await c.startAll(['a', 'b', 'c'], { set: TIMINGS });
+  const actors = names(tenant, 200);
+  const { at } = await orphan(t, a!, actors);
+  await sleep(Math.max(0, at + stopAfterDueMs - Date.now()));
+  b!.kill('SIGSTOP');
+  const stoppedAt = Date.now();
+  await sleep(TIMINGS.leasePeriodMs + TIMINGS.graceMs + 1_200);
+  b!.kill('SIGCONT');
+  const resumedAt = Date.now();
+  const boundMs = 3 * MARGIN_MS + 3 * SWEEP_MS + 5_000;
+  await indexDrained(c.store(), tenant, at + boundMs + 5_000 - Date.now());
+  const rows = await readFired(d!, actors);
+  assertAllFired(rows, actors, at);
+  const fenced = b!.logged('this node was fenced').length > 0;
+  // Evidence of the disagreement: alarms of b's shard (among b and c) that c ran before they were
+  // anyone's (three margins), i.e. while c counted b dead.
+  const bShardOnC = actors.filter((x, i) => shardOwner(x, ['b', 'c']) === 'b' && rows[i]!.some((f) => f.pid === d!.pid && f.at - at < 3 * MARGIN_MS)).length;
+  const l = report(
+    t,
+    `disagreement (b stopped ${stoppedAt - at} to ${resumedAt - at} ms after the due time)`,
+    rows,
+    `fired on ${byNode(rows, [a!, b!, d!])}; b's shard run by c before three margins: ${bShardOnC}; b fenced: ${fenced}`,
+  );
+  for (const n of [b!, d!]) t.diagnostic(`${n.nodeId}: deliveries ${await outcomes(n)}`);
+  assert.ok(l.max <= boundMs, `an alarm fired ${l.max} ms late; bound ${boundMs} ms (three margins + 3 sweeps + 5 s)`);
+}
+
+const TEST_OPTIONS = { timeout: 100_000 };
+
+describe('alarm sweep across real node processes (folder bucket)', () => {
+  it('kill -9 of the node that last ran 1,000 actors with alarms: every alarm fires at least once on the others, within margin + a few sweeps', TEST_OPTIONS, (t) =>
+    withCluster(t, 'sweep-orphans', async (c) => {
+      serveAlarmed(c);
+      const tenant = 'orph';
+      const [a, b, d] = await c.startAll(['a', 'b', 'c'], { set: { ...TIMINGS, workerThreads: 2 } });
+      const actors = names(tenant, 1_000);
+      const { at } = await orphan(t, a!, actors);
+      assert.equal((await entriesOf(c.store(), tenant)).length, actors.length, 'one index entry per armed actor');
+
+      // Bound: the sweep reads an entry once it is overdue by lease + grace; then one sweep period
+      // to reach it, and the time two nodes need for 1,000 deliveries (take the hold, restore,
+      // run, upload, remove the entry) on a 2-core machine, with room for a loaded run.
+      const DRAIN_ALLOWANCE_MS = 20_000;
+      const boundMs = MARGIN_MS + 3 * SWEEP_MS + DRAIN_ALLOWANCE_MS;
+      const drainedAt = await indexDrained(c.store(), tenant, at + boundMs + 5_000 - Date.now());
+      const rows = await readFired(b!, actors);
+      assertAllFired(rows, actors, at);
+      const l = report(t, 'orphans', rows, `index drained ${drainedAt - at} ms after the due time; fired on ${byNode(rows, [a!, b!, d!])}`);
+      assert.ok(l.max <= boundMs, `an alarm fired ${l.max} ms late; bound ${boundMs} ms (margin ${MARGIN_MS} + 3 sweeps + ${DRAIN_ALLOWANCE_MS} ms for 1,000 deliveries)`);
+      assert.ok(l.min >= MARGIN_MS, `an alarm fired ${l.min} ms late, before the sweep may read it (margin ${MARGIN_MS} ms): only the sweep knows these alarms`);
+      for (const n of [b!, d!]) {
+        t.diagnostic(
+          `${n.nodeId}: deliveries ${await outcomes(n)}; main-thread store requests ${await metric(n, 'keepwork_store_requests_total')}; ` +
+            `sweeps read ${await metric(n, 'keepwork_sweep_entries_read_total')}, offered ${await metric(n, 'keepwork_sweep_entries_offered_total')}`,
+        );
+      }
+    }),
+  );
+
+  it('a node serving none of the entries’ classes never delivers them; the nodes that serve it do (its shard after three margins)', TEST_OPTIONS, (t) =>
+    withCluster(t, 'sweep-class', async (c) => {
+      serveAlarmed(c, new Set(['x']));
+      const tenant = 'cls';
+      const [a, b, x] = await c.startAll(['a', 'b', 'x'], { set: TIMINGS });
+      const actors = names(tenant, 100);
+      const { at } = await orphan(t, a!, actors);
+      const boundMs = 3 * MARGIN_MS + 3 * SWEEP_MS + 5_000;
+      await indexDrained(c.store(), tenant, at + boundMs + 5_000 - Date.now());
+      const rows = await readFired(b!, actors);
+      assertAllFired(rows, actors, at);
+      const l = report(t, 'one server of the class among 2 live nodes', rows, `fired on ${byNode(rows, [a!, b!, x!])}`);
+      assert.ok(l.max <= boundMs, `an alarm fired ${l.max} ms late; bound ${boundMs} ms (three margins + 3 sweeps + 5 s)`);
+      assert.ok(rows.every((r) => r.every((f) => f.pid === b!.pid)), 'every alarm ran on b');
+      assert.equal(await metric(x!, 'keepwork_alarm_deliveries_total'), 0, 'x (Probe only) started no delivery');
+      assert.equal(await metric(x!, 'keepwork_sweep_entries_offered_total'), 0, 'x offered nothing to its timer');
+      assert.ok((await metric(x!, 'keepwork_sweep_entries_read_total')) > 0, 'x did sweep (and read the entries)');
+      const early = l.late.filter((ms) => ms < 3 * MARGIN_MS).length;
+      t.diagnostic(`${early} fired before three margins (b's own shard), ${actors.length - early} after (x's shard, anyone's)`);
+    }),
+  );
+
+  it('nodes that disagree about who is alive, b stopped while delivering its shard (c fences it on meeting its holds): every alarm fires, within three margins', TEST_OPTIONS, (t) =>
+    withCluster(t, 'sweep-disagree', (c) => disagreement(t, c, 'dis', MARGIN_MS + 300)),
+  );
+
+  it('nodes that disagree about who is alive, b stopped before the alarms are readable (holding none of them): every alarm fires, within three margins', TEST_OPTIONS, (t) =>
+    withCluster(t, 'sweep-disagree2', (c) => disagreement(t, c, 'dit', MARGIN_MS - 1_000)),
+  );
+
+  it('resuming after the delivery cap: deliveriesPerSweep=16 and 200 orphans, several sweeps, all fire', TEST_OPTIONS, (t) =>
+    withCluster(t, 'sweep-cap', async (c) => {
+      serveAlarmed(c);
+      const tenant = 'cap';
+      const CAP = 16;
+      // The ADR's fixed cadence, so "several sweeps" is several sweep periods.
+      const set = { ...TIMINGS, deliveriesPerSweep: CAP, sweepAdaptive: 0 };
+      const [a, b, d] = await c.startAll(['a', 'b', 'c'], { set });
+      const actors = names(tenant, 200);
+      const { at } = await orphan(t, a!, actors);
+      const sweepsBefore = new Map<string, number>();
+      for (const n of [b!, d!]) sweepsBefore.set(n.nodeId, await metric(n, 'keepwork_sweep_duration_seconds_count'));
+      const minSweeps = Math.ceil(actors.length / (2 * CAP));
+      const boundMs = MARGIN_MS + (minSweeps + 6) * SWEEP_MS + 5_000;
+      const drainedAt = await indexDrained(c.store(), tenant, at + boundMs + 5_000 - Date.now());
+      const rows = await readFired(b!, actors);
+      assertAllFired(rows, actors, at);
+      const l = report(t, `delivery cap ${CAP}`, rows, `index drained ${drainedAt - at} ms after the due time; fired on ${byNode(rows, [a!, b!, d!])}`);
+      assert.ok(l.max <= boundMs, `an alarm fired ${l.max} ms late; bound ${boundMs} ms`);
+      // Each node offered at most CAP per sweep: the spread of firing times shows the sweeps.
+      for (const n of [b!, d!]) {
+        const offered = await metric(n, 'keepwork_sweep_entries_offered_total');
+        const sweeps = (await metric(n, 'keepwork_sweep_duration_seconds_count')) - sweepsBefore.get(n.nodeId)!;
+        t.diagnostic(`${n.nodeId}: deliveries ${await outcomes(n)}; offered ${offered} in ${sweeps} sweeps since the kill`);
+        assert.ok(offered <= CAP * sweeps, `${n.nodeId} offered ${offered} entries in ${sweeps} sweeps, more than ${CAP} per sweep`);
+      }
+      assert.ok(l.max - l.min >= (minSweeps / 2) * SWEEP_MS, `all 200 fired within ${l.max - l.min} ms: at ${CAP} per sweep per node that takes ${minSweeps} sweeps`);
+    }),
+  );
+
+  it('the sweep gets past stuck entries: sweepPageEntries=50, 300 entries of a class nobody serves ahead of 20 orphans, which fire', TEST_OPTIONS, (t) =>
+    withCluster(t, 'sweep-stuck', async (c) => {
+      serveAlarmed(c);
+      const tenant = 'stk';
+      const [a, b, d] = await c.startAll(['a', 'b', 'c'], { set: { ...TIMINGS, sweepPageEntries: 50 } });
+      const longAgo = Date.now() - 3_600_000;
+      const ghosts = Array.from({ length: 300 }, (_, i) => entryKey({ address: parseAddress({ tenant, className: 'Ghost', name: `g${i}` }), dueMs: longAgo + i, tag: { generation: 1, nonce: 'ab' } }));
+      await pool(ghosts, 32, (k) => c.store().put(k, new Uint8Array(0)));
+      const actors = names(tenant, 20);
+      const { at } = await orphan(t, a!, actors);
+      const boundMs = MARGIN_MS + 2 * SWEEP_MS + 8 * 200 + 5_000; // 300 / 50 pages of stuck entries, adaptive: 200 ms apart
+      await indexDrained(c.store(), tenant, at + boundMs + 5_000 - Date.now());
+      const rows = await readFired(d!, actors);
+      assertAllFired(rows, actors, at);
+      const l = report(t, 'behind 300 stuck entries', rows, `fired on ${byNode(rows, [a!, b!, d!])}`);
+      assert.ok(l.max <= boundMs, `an alarm fired ${l.max} ms late; bound ${boundMs} ms`);
+      assert.equal((await entriesOf(c.store(), tenant, 'Ghost')).length, 300, 'the entries nobody can act on stay in the index');
+    }),
+  );
+});
