@@ -23,6 +23,7 @@ export class Membership {
   readonly shared = new SharedArrayBuffer(8);
   private readonly view = new BigInt64Array(this.shared);
   private renewals: Subscription | undefined;
+  private renewing: Promise<void> | undefined;
 
   constructor(
     store: ObjectStore,
@@ -44,8 +45,17 @@ export class Membership {
     return epoch;
   }
 
-  /** Renews now (also used to publish a new addr). */
-  async renew(onFenced: () => void): Promise<void> {
+  /**
+   * Renews now (also used to publish a new addr). Renewals never overlap: a second one would send
+   * the etag the first is replacing and read its own predecessor's success as a fence (a bucket
+   * slower than leasePeriod/3 did exactly that).
+   */
+  renew(onFenced: () => void): Promise<void> {
+    this.renewing ??= this.renewOnce(onFenced).finally(() => (this.renewing = undefined));
+    return this.renewing;
+  }
+
+  private async renewOnce(onFenced: () => void): Promise<void> {
     const outcome = await this.lease.renew();
     this.publish();
     if (outcome === 'fenced') {
