@@ -27,7 +27,7 @@ if (files.length === 0) {
 console.log(`running ${files.length} test files: ${files.map((f) => relative('test', f)).join(' ')}`);
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=120000', ...flags, ...files],
+  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=300000', ...flags, ...files],
   { stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);
