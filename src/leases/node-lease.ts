@@ -76,12 +76,25 @@ export class NodeLease {
       this.accept(etag, sentAt);
       return 'renewed';
     } catch (e) {
-      if (isKeepworkError(e, ErrorCode.PreconditionFailed)) {
-        this.fenced = true;
-        return 'fenced';
-      }
+      if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return this.afterConflict();
       return 'failed';
     }
+  }
+
+  /**
+   * A 412 on renew is a fence only if the record says so (fenced, or another epoch). A renewal
+   * that timed out but landed also changes the etag: then the record is still ours and live, and
+   * the next renewal goes out with its etag.
+   */
+  private async afterConflict(): Promise<RenewOutcome> {
+    const current = await this.store.get(nodeKey(this.self.nodeId)).catch(() => null);
+    const record = current ? decodeNode(current.body) : undefined;
+    if (current && record && record.state === 'live' && record.epoch === this.epoch) {
+      this.etag = current.etag;
+      return 'failed';
+    }
+    this.fenced = true;
+    return 'fenced';
   }
 
   async release(): Promise<void> {

@@ -138,6 +138,8 @@ class Node implements RoutingNode {
   private http: HttpServer | undefined;
   private stopping = false;
   private readonly deliveries: PQueue;
+  /** Actors with a delivery queued or running (the sweep does not offer them again). */
+  private readonly delivering = new Set<string>();
   private readonly sweeper: Sweeper;
 
   constructor(
@@ -165,7 +167,7 @@ class Node implements RoutingNode {
       log: log.child({ component: 'sweep' }),
       self: () => ({ nodeId: this.nodeId, tenants: this.tenants ?? null, classes: Object.keys(this.classes) }),
       live: async (maxAgeMs) => (await this.membership.nodes.live(maxAgeMs)).map((r) => ({ nodeId: r.nodeId, tenants: r.tenants, classes: r.classes })),
-      busy: { has: (actor) => this.timer.get(actor) !== undefined || this.lanes.has(actor) },
+      busy: { has: (actor) => this.timer.get(actor) !== undefined || this.lanes.has(actor) || this.delivering.has(actor) },
       offer: (address, dueMs) => this.offerEntry(address, dueMs),
       backlog: () => this.deliveries.size + this.deliveries.pending,
       tenants: async () => this.tenants ?? (await indexTenants(store)),
@@ -239,7 +241,8 @@ class Node implements RoutingNode {
       this.timer.set(key, this.clock.now() + 1_000);
       return;
     }
-    void this.deliveries.add(() => this.deliverAlarm(key, at));
+    this.delivering.add(key);
+    void this.deliveries.add(() => this.deliverAlarm(key, at).finally(() => this.delivering.delete(key)));
   }
 
   async serveHttp(port: number, host: string): Promise<void> {

@@ -19,19 +19,24 @@
  *                  where the cap stopped, all fire
  *   stuck entries  sweepPageEntries=50, 300 entries of a class no node serves written straight
  *                  into the index (due long ago) ahead of 20 real orphans: the real ones fire
+ *   slow bucket    the folder store's host lock held 1.2 s (a bucket slower than the renewal
+ *                  interval, shorter than the lease): no node stops as fenced, since nobody
+ *                  fenced it, and alarms still fire after (overlapping renewals, fixed in 52bbd83)
  *
  * The actor class (test/fixtures/cluster/alarmed.ts) commits a row in its alarm handler:
  * ctx.now(), info.scheduledAt, the retry count and the pid of the node process that ran it.
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { after, describe, it, type TestContext } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { entryKey, parseEntryKey, tenantPrefix } from '../../src/alarms/keys.js';
 import { shardOwner } from '../../src/alarms/shard.js';
 import { listAll } from '../../src/store/keys.js';
 import type { ObjectStore } from '../../src/store/types.js';
-import { REPO, call, killLeftovers, mustCall, sleep, waitFor, withCluster, type Cluster, type ClusterNode } from './harness.js';
+import { decodeNode, nodeKey } from '../../src/leases/records.js';
+import { REPO, killLeftovers, mustCall, sleep, waitFor, withCluster, type Cluster, type ClusterNode } from './harness.js';
 
 after(() => {
   const n = killLeftovers();
@@ -84,7 +89,7 @@ async function armAll(node: ClusterNode, actors: readonly string[], at: number):
   await pool(actors, ARM_IN_FLIGHT, async (a) => assert.equal(await mustCall(node.url, a, 'arm', [at], { durable: true, timeoutMs: 30_000 }), at));
 }
 
-const ARM_IN_FLIGHT = 32;
+const ARM_IN_FLIGHT = 16;
 
 /** Index entries of `className` in `tenant`. */
 async function entriesOf(store: ObjectStore, tenant: string, className = CLASS) {
@@ -232,9 +237,37 @@ async function disagreement(t: TestContext, c: Cluster, tenant: string, stopAfte
 
 const TEST_OPTIONS = { timeout: 100_000 };
 
+/**
+ * Nodes that logged "this node was fenced" while their record in the bucket is not `fenced`:
+ * nobody fenced them (before 52bbd83, overlapping lease renewals did this under a slow bucket).
+ */
+async function selfFenced(c: Cluster): Promise<string[]> {
+  const out: string[] = [];
+  for (const n of c.nodes) {
+    if (n.logged('this node was fenced').length === 0) continue;
+    const obj = await c.store().get(nodeKey(n.nodeId));
+    const state = obj ? decodeNode(obj.body).state : 'missing';
+    if (state !== 'fenced') out.push(`${n.nodeId} (record ${state})`);
+  }
+  return out;
+}
+
+/** withCluster, and a failure names any node that stopped as fenced though nobody fenced it. */
+function sweepCluster(t: TestContext, name: string, body: (c: Cluster) => Promise<void>): Promise<void> {
+  return withCluster(t, name, async (c) => {
+    try {
+      await body(c);
+    } catch (e) {
+      const spurious = await selfFenced(c).catch(() => []);
+      if (spurious.length === 0) throw e;
+      throw new Error(`${(e as Error).message}\n(nobody fenced them, yet these nodes stopped as fenced: ${spurious.join(', ')})`, { cause: e });
+    }
+  });
+}
+
 describe('alarm sweep across real node processes (folder bucket)', () => {
   it('kill -9 of the node that last ran 1,000 actors with alarms: every alarm fires at least once on the others, within margin + a few sweeps', TEST_OPTIONS, (t) =>
-    withCluster(t, 'sweep-orphans', async (c) => {
+    sweepCluster(t, 'sweep-orphans', async (c) => {
       serveAlarmed(c);
       const tenant = 'orph';
       const [a, b, d] = await c.startAll(['a', 'b', 'c'], { set: { ...TIMINGS, workerThreads: 2 } });
@@ -263,7 +296,7 @@ describe('alarm sweep across real node processes (folder bucket)', () => {
   );
 
   it('a node serving none of the entries’ classes never delivers them; the nodes that serve it do (its shard after three margins)', TEST_OPTIONS, (t) =>
-    withCluster(t, 'sweep-class', async (c) => {
+    sweepCluster(t, 'sweep-class', async (c) => {
       serveAlarmed(c, new Set(['x']));
       const tenant = 'cls';
       const [a, b, x] = await c.startAll(['a', 'b', 'x'], { set: TIMINGS });
@@ -285,15 +318,15 @@ describe('alarm sweep across real node processes (folder bucket)', () => {
   );
 
   it('nodes that disagree about who is alive, b stopped while delivering its shard (c fences it on meeting its holds): every alarm fires, within three margins', TEST_OPTIONS, (t) =>
-    withCluster(t, 'sweep-disagree', (c) => disagreement(t, c, 'dis', MARGIN_MS + 300)),
+    sweepCluster(t, 'sweep-disagree', (c) => disagreement(t, c, 'dis', MARGIN_MS + 300)),
   );
 
   it('nodes that disagree about who is alive, b stopped before the alarms are readable (holding none of them): every alarm fires, within three margins', TEST_OPTIONS, (t) =>
-    withCluster(t, 'sweep-disagree2', (c) => disagreement(t, c, 'dit', MARGIN_MS - 1_000)),
+    sweepCluster(t, 'sweep-disagree2', (c) => disagreement(t, c, 'dit', MARGIN_MS - 1_000)),
   );
 
   it('resuming after the delivery cap: deliveriesPerSweep=16 and 200 orphans, several sweeps, all fire', TEST_OPTIONS, (t) =>
-    withCluster(t, 'sweep-cap', async (c) => {
+    sweepCluster(t, 'sweep-cap', async (c) => {
       serveAlarmed(c);
       const tenant = 'cap';
       const CAP = 16;
@@ -323,7 +356,7 @@ describe('alarm sweep across real node processes (folder bucket)', () => {
   );
 
   it('the sweep gets past stuck entries: sweepPageEntries=50, 300 entries of a class nobody serves ahead of 20 orphans, which fire', TEST_OPTIONS, (t) =>
-    withCluster(t, 'sweep-stuck', async (c) => {
+    sweepCluster(t, 'sweep-stuck', async (c) => {
       serveAlarmed(c);
       const tenant = 'stk';
       const [a, b, d] = await c.startAll(['a', 'b', 'c'], { set: { ...TIMINGS, sweepPageEntries: 50 } });
@@ -339,6 +372,48 @@ describe('alarm sweep across real node processes (folder bucket)', () => {
       const l = report(t, 'behind 300 stuck entries', rows, `fired on ${byNode(rows, [a!, b!, d!])}`);
       assert.ok(l.max <= boundMs, `an alarm fired ${l.max} ms late; bound ${boundMs} ms`);
       assert.equal((await entriesOf(c.store(), tenant, 'Ghost')).length, 300, 'the entries nobody can act on stay in the index');
+      for (const n of [b!, d!]) {
+        const lists = await metric(n, 'keepwork_store_requests_total', 'op="list"');
+        t.diagnostic(`${n.nodeId}: ${await metric(n, 'keepwork_sweep_duration_seconds_count')} sweeps, ${await metric(n, 'keepwork_sweep_entries_read_total')} entries read, ${lists} LISTs`);
+      }
+    }),
+  );
+
+  // Renewals used to run every leasePeriodMs / 3 without waiting for the previous one, each with
+  // If-Match on the last etag: with the bucket slower than that, the second lost with 412 and
+  // renew() read it as a fence, so the node stopped every actor for good with its record still
+  // `live` (found by these tests under load; fixed in 52bbd83, unit test in test/leases). Here the
+  // whole bucket stalls for 1.2 s (less than the lease: nobody could fence anyone) by holding the
+  // folder store's host lock from this process.
+  it('a bucket slow for 1.2 s (its host lock held) does not make live nodes believe they were fenced; alarms still fire after', TEST_OPTIONS, (t) =>
+    withCluster(t, 'sweep-slowbucket', async (c) => {
+      serveAlarmed(c);
+      const [a, b] = await c.startAll(['a', 'b'], { set: TIMINGS });
+      await sleep(TIMINGS.leasePeriodMs);
+      const lock = new Database(join(new URL(c.bucket).pathname, '~lock.db'), { timeout: 5_000 });
+      try {
+        lock.exec('BEGIN IMMEDIATE'); // every replace (a renewal is one) now waits
+        await sleep(1_200);
+        lock.exec('ROLLBACK');
+      } finally {
+        lock.close();
+      }
+      await sleep(TIMINGS.leasePeriodMs);
+      for (const n of [a!, b!]) {
+        const obj = await c.store().get(nodeKey(n.nodeId));
+        const record = obj ? decodeNode(obj.body) : null;
+        t.diagnostic(`${n.nodeId}: record ${record?.state}; logged fenced: ${n.logged('this node was fenced').length > 0}`);
+        assert.equal(record?.state, 'live', `nobody fenced ${n.nodeId}`);
+        assert.deepEqual(n.logged('this node was fenced').map((l) => l.msg), [], `${n.nodeId} stopped as fenced though its record is live`);
+      }
+      const x = 'slow/Alarmed/x';
+      const at = Date.now() + 1_000;
+      assert.equal(await mustCall(b!.url, x, 'arm', [at], { durable: true }), at);
+      const rows = await waitFor('the alarm set after the stall to fire', 10_000, async () => {
+        const r = await mustCall<Fired[]>(b!.url, x, 'fired');
+        return r.length > 0 ? r : undefined;
+      });
+      assert.equal(rows[0]!.scheduled, at);
     }),
   );
 });

@@ -7,7 +7,7 @@ import { holdDecision, isFenceable, isLive, leaseValidUntil } from '../../src/le
 import { NodeDirectory } from '../../src/leases/directory.js';
 import { HoldTable } from '../../src/leases/holds.js';
 import { NodeLease } from '../../src/leases/node-lease.js';
-import { decodeHold, decodeNode, holdKey, nodeKey, type NodeRecord } from '../../src/leases/records.js';
+import { decodeHold, decodeNode, encodeNode, holdKey, nodeKey, type NodeRecord } from '../../src/leases/records.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { Membership } from '../../src/main/membership.js';
 import { silentLogger } from '../../src/core/logger.js';
@@ -153,5 +153,41 @@ describe('lease renewal schedule', () => {
     assert.equal(fenced, false);
     assert.equal(m.lease.fenced, false);
     assert.ok(m.lease.isValid());
+  });
+});
+
+describe('a renewal that timed out but landed', () => {
+  it('is not taken for a fence: the record is still ours and live, so the next renewal uses its etag', async () => {
+    const clock = new SimClock(1_000_000);
+    const store = new MemoryStore({ clock });
+    const lease = new NodeLease(store, clock, config, { nodeId: 'n1', addr: '', tenants: null, classes: ['C'] });
+    await lease.start(1);
+    let first = true;
+    store.setFaults((r) => {
+      if (first && r.op === 'put') {
+        first = false;
+        return { timeout: { afterMs: 50, landAfterMs: 10 } };
+      }
+      return undefined;
+    });
+    await clock.advance(1_000);
+    const ambiguous = lease.renew();
+    await clock.advance(100);
+    assert.equal(await ambiguous, 'failed');
+    assert.equal(await lease.renew(), 'failed', 'a 412 against our own landed renewal');
+    assert.equal(lease.fenced, false);
+    assert.equal(await lease.renew(), 'renewed');
+    assert.ok(lease.isValid());
+  });
+
+  it('a 412 against a record written fenced is a fence', async () => {
+    const clock = new SimClock(1_000_000);
+    const store = new MemoryStore({ clock });
+    const lease = new NodeLease(store, clock, config, { nodeId: 'n1', addr: '', tenants: null, classes: ['C'] });
+    await lease.start(1);
+    const obj = (await store.get(nodeKey('n1')))!;
+    await store.put(nodeKey('n1'), encodeNode({ ...decodeNode(obj.body), state: 'fenced' }), { ifMatch: obj.etag });
+    assert.equal(await lease.renew(), 'fenced');
+    assert.equal(lease.fenced, true);
   });
 });
