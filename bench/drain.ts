@@ -209,10 +209,6 @@ console.log(
 );
 console.log(`(lateness = firedAt − scheduledAt; "since readable" counts from T + lease + grace; store requests are the survivors' main-thread requests, counted before the read-back)`);
 const path = writeResult('drain', {
-  bench: 'drain',
-  at: new Date().toISOString(),
-  quick,
-  node: process.version,
   modes: MODES,
   nodeSettings: NODE_SET,
   durationMs: Date.now() - startedAt,

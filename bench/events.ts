@@ -53,7 +53,7 @@ async function main() {
   }
   console.log(`\nbench/events (${CALLS} calls per cell, ${IN_FLIGHT} in flight, counter.add)\n`);
   console.log(table(rows));
-  console.log(`\nwrote ${writeResult('events', { bench: 'events', at: new Date().toISOString(), quick, node: process.version, calls: CALLS, inFlight: IN_FLIGHT, rows })}`);
+  console.log(`\nwrote ${writeResult('events', { calls: CALLS, inFlight: IN_FLIGHT, rows })}`);
 }
 
 await main();

@@ -41,10 +41,12 @@ export function table(rows: Record<string, unknown>[]): string {
   return [line(cols), '|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|', ...cells.map(line)].join('\n');
 }
 
-export function writeResult(name: string, data: unknown): string {
+/** Writes bench/results/<name>.json with the fields every result carries (bench, at, quick, node). */
+export function writeResult(name: string, data: Record<string, unknown>): string {
   const dir = fileURLToPath(new URL('./results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const path = `${dir}${name}.json`;
-  writeFileSync(path, JSON.stringify(data, null, 2) + '\n');
+  const envelope = { bench: name, at: new Date().toISOString(), quick, node: process.version };
+  writeFileSync(path, JSON.stringify({ ...envelope, ...data }, null, 2) + '\n');
   return path;
 }

@@ -216,10 +216,6 @@ async function main() {
   console.log(`\nbench/replication: restore (a fresh node's first call on the actor; incompressible blobs)\n`);
   console.log(table(restoreRows));
   const path = writeResult('replication', {
-    bench: 'replication',
-    at: new Date().toISOString(),
-    quick,
-    node: process.version,
     calls: CALLS,
     inFlight: IN_FLIGHT,
     bytesPerCall: 'sizes of the objects under state/<tenant>/ after the clean stop minus after the warm-up, divided by the calls',

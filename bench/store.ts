@@ -56,7 +56,7 @@ async function main() {
   }
   console.log(`\nbench/store (${OPS} ops per cell, 100-byte bodies${quick ? ', --quick' : ''})\n`);
   console.log(table(rows));
-  const path = writeResult('store', { bench: 'store', at: new Date().toISOString(), quick, node: process.version, ops: OPS, rows });
+  const path = writeResult('store', { ops: OPS, rows });
   console.log(`\nwrote ${path}`);
 }
 
