@@ -21,6 +21,7 @@ export class NodeMetrics {
   readonly storeRequests = new Counter({ name: 'keepwork_store_requests_total', help: 'Bucket requests made by the main thread, by operation', labelNames: ['op'] as const, registers: [this.registry] });
   readonly pendingAlarms = new Gauge({ name: 'keepwork_timer_alarms', help: 'Alarms in this node’s timer', registers: [this.registry] });
   readonly heldActors = new Gauge({ name: 'keepwork_held_actors', help: 'Actors this node holds', registers: [this.registry] });
+  readonly fenced = new Gauge({ name: 'keepwork_node_fenced', help: '1 once this node found its lease fenced (it sweeps and delivers nothing until restarted)', registers: [this.registry] });
   readonly deliveryBacklog = new Gauge({ name: 'keepwork_delivery_backlog', help: 'Deliveries queued or running', registers: [this.registry] });
 
   constructor() {

@@ -137,6 +137,8 @@ class Node implements RoutingNode {
   private readonly forwarding: ForwardSettings;
   private http: HttpServer | undefined;
   private stopping = false;
+  /** Fenced: another node took this node's actors; it sweeps and delivers nothing more. */
+  private isFenced = false;
   private readonly deliveries: PQueue;
   /** Actors with a delivery queued or running (the sweep does not offer them again). */
   private readonly delivering = new Set<string>();
@@ -197,7 +199,7 @@ class Node implements RoutingNode {
   }
 
   offerEntry(address: ActorAddress, dueMs: number): boolean {
-    if (this.stopping || !this.serves(address)) return false;
+    if (this.stopping || this.isFenced || !this.serves(address)) return false;
     return this.timer.offer(formatAddress(address), dueMs, this.config.retryMaxMs);
   }
 
@@ -236,7 +238,7 @@ class Node implements RoutingNode {
 
   /** The timer fired: into the bounded delivery queue (full: the timer holds it a second longer). */
   private queueDelivery(key: string, at: number): void {
-    if (this.stopping) return;
+    if (this.stopping || this.isFenced) return;
     if (this.deliveries.size >= this.config.deliveriesPerSweep) {
       this.timer.set(key, this.clock.now() + 1_000);
       return;
@@ -286,9 +288,21 @@ class Node implements RoutingNode {
     this.log.info('node stopped');
   }
 
-  /** The lease was fenced: every actor stops at once (nothing more can be uploaded anyway). */
+  /**
+   * The lease was fenced: every actor stops at once (nothing more can be uploaded anyway), and so
+   * do the sweep and the timer — another node owns this node's alarms now, and every delivery
+   * here would fail with LEASE_LOST and be retried forever. The node still answers calls
+   * (LEASE_LOST, or a forward to the new holder) until it is restarted under a new epoch.
+   */
   fenced(): void {
+    if (this.isFenced) return;
+    this.isFenced = true;
+    this.metrics.fenced.set(1);
+    this.sweeper.stop();
+    this.timer.stop();
+    this.deliveries.clear();
     this.lastUsed.clear();
+    this.log.warn('sweeping and alarm delivery stopped: this node was fenced (restart it to rejoin under a new epoch)');
     void this.workers.broadcast({ type: 'dropAll' }).catch(() => undefined);
   }
 
@@ -345,7 +359,7 @@ class Node implements RoutingNode {
       if (r.type === 'ok' && r.retryAtMs !== undefined) this.timer.set(key, r.retryAtMs);
       if (r.type === 'ok' && r.releaseHold) await this.giveBack(address);
     } catch (e) {
-      if (this.stopping) return;
+      if (this.stopping || this.isFenced) return;
       const retryAt = this.clock.now() + this.config.leasePeriodMs;
       this.log.error({ actor: key, err: e, retryAt }, 'alarm delivery failed; trying again after a lease period');
       this.timer.set(key, retryAt);

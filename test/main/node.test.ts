@@ -10,6 +10,7 @@ import { listChain } from '../../src/replication/chain.js';
 import { FsStore } from '../../src/store/fs.js';
 import { listAll } from '../../src/store/keys.js';
 import { parseEntryKey } from '../../src/alarms/keys.js';
+import { decodeNode, encodeNode, nodeKey } from '../../src/leases/records.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const PROBE = new URL('../fixtures/classes/probe.ts', import.meta.url).href;
@@ -163,6 +164,31 @@ describe('node (real Piscina workers)', () => {
       });
     } finally {
       await b.stop();
+      await store.close();
+    }
+  });
+
+  it('a fenced node stops sweeping and delivering: its timer and the sweep take nothing more', async () => {
+    const dir = tempDir();
+    const bucket = join(dir, 'bucket');
+    const node = (await start(join(dir, 'a'), { bucket, nodeId: 'fence-me', leasePeriodMs: 900, graceMs: 100, skewBoundMs: 50, alarmSweepMs: 50, sweepAdaptive: 0 })) as RoutingNode;
+    const store = new FsStore(bucket);
+    const sweeps = async () => Number(/^keepwork_sweep_duration_seconds_count\{[^}]*\} (\d+)/m.exec(await node.metricsText())?.[1] ?? 0);
+    try {
+      await node.actor('t/Probe/f').callDurable('setAlarm', Date.now() + 60_000);
+      await waitFor('a few sweeps', async () => (await sweeps()) >= 3);
+      assert.equal(node.pendingAlarms(), 1, 'the alarm is in the timer before the fence');
+      const key = nodeKey('fence-me');
+      const current = (await store.get(key))!;
+      await store.put(key, encodeNode({ ...decodeNode(current.body), state: 'fenced' }), { ifMatch: current.etag });
+      await waitFor('the fence to be found', async () => /^keepwork_node_fenced 1$/m.test(await node.metricsText()));
+      const after = await sweeps();
+      assert.equal(node.offerEntry(parseAddress('t/Probe/other'), Date.now() - 5_000), false, 'a fenced node takes no offer');
+      await new Promise((r) => setTimeout(r, 500)); // ten sweep periods
+      assert.ok((await sweeps()) <= after + 1, `sweeps went on after the fence: ${after} then ${await sweeps()}`);
+      await assert.rejects(node.actor('t/Probe/f').call('value'), (e: { code?: string }) => e.code === 'LEASE_LOST' || e.code === 'OWNER_UNREACHABLE');
+    } finally {
+      await node.stop();
       await store.close();
     }
   });
