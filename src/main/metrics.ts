@@ -3,6 +3,7 @@
  * Every series is documented in docs/operations.md.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { RequestCounts } from '../store/request-counts.js';
 
 export class NodeMetrics {
   readonly registry = new Registry();
@@ -18,7 +19,16 @@ export class NodeMetrics {
   readonly sweepRead = new Counter({ name: 'keepwork_sweep_entries_read_total', help: 'Index entries read by sweeps', labelNames: ['tenant'] as const, registers: [this.registry] });
   readonly sweepOffered = new Counter({ name: 'keepwork_sweep_entries_offered_total', help: 'Entries a sweep offered to the timer and it took', labelNames: ['tenant'] as const, registers: [this.registry] });
   readonly indexLag = new Gauge({ name: 'keepwork_index_lag_seconds', help: 'Age of the oldest overdue entry the last sweep read (0 when none)', labelNames: ['tenant'] as const, registers: [this.registry] });
-  readonly storeRequests = new Counter({ name: 'keepwork_store_requests_total', help: 'Bucket requests made by the main thread, by operation', labelNames: ['op'] as const, registers: [this.registry] });
+  /** Counted in shared memory by the main thread and every worker (src/store/request-counts.ts). */
+  readonly mainRequests = new RequestCounts();
+  readonly workerRequests = new RequestCounts();
+  readonly storeRequests = new Counter({
+    name: 'keepwork_store_requests_total',
+    help: 'Bucket requests by operation, key area (alarms, state, holds, nodes, other) and thread (main, worker)',
+    labelNames: ['op', 'area', 'thread'] as const,
+    registers: [this.registry],
+    collect: () => this.collectRequests(),
+  });
   readonly pendingAlarms = new Gauge({ name: 'keepwork_timer_alarms', help: 'Alarms in this node’s timer', registers: [this.registry] });
   readonly heldActors = new Gauge({ name: 'keepwork_held_actors', help: 'Actors this node holds', registers: [this.registry] });
   readonly fenced = new Gauge({ name: 'keepwork_node_fenced', help: '1 once this node found its lease fenced (it sweeps and delivers nothing until restarted)', registers: [this.registry] });
@@ -26,5 +36,12 @@ export class NodeMetrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'keepwork_process_' });
+  }
+
+  private collectRequests(): void {
+    this.storeRequests.reset();
+    for (const [thread, counts] of [['main', this.mainRequests], ['worker', this.workerRequests]] as const) {
+      for (const { op, area, count } of counts.entries()) this.storeRequests.inc({ op, area, thread }, count);
+    }
   }
 }

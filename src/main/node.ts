@@ -31,7 +31,7 @@ import { WorkerGroup } from './worker-group.js';
 import PQueue from 'p-queue';
 import { Sweeper, type SweepResult } from '../streams/sweep.js';
 import { NodeMetrics } from './metrics.js';
-import { countingStore } from '../store/counting.js';
+import { countedStore } from '../store/request-counts.js';
 import { indexTenants } from './alarms-command.js';
 
 export interface StartNodeOptions extends KeepworkOptions {
@@ -93,7 +93,7 @@ export async function startNode(options: StartNodeOptions): Promise<KeepworkNode
   const identity = nextIdentity(dataDir, new SystemRandom(), nodeId);
   const bucketUrl = bucket ?? DEFAULT_BUCKET_URL;
   const metrics = new NodeMetrics();
-  const store = countingStore(openStore(bucketUrl, { config, clock }), (op) => metrics.storeRequests.inc({ op }));
+  const store = countedStore(openStore(bucketUrl, { config, clock }), metrics.mainRequests);
   const baseLog = logger ?? createLogger();
   const membership = new Membership(store, clock, config, baseLog.child({ nodeId: identity.nodeId }), {
     nodeId: identity.nodeId,
@@ -113,6 +113,7 @@ export async function startNode(options: StartNodeOptions): Promise<KeepworkNode
     nodeId: identity.nodeId,
     epoch,
     leaseValidUntil: membership.shared,
+    requestCounts: metrics.workerRequests.buffer,
   });
   node = new Node(config, clock, log, store, workers, membership, { nodeId: identity.nodeId, epoch }, classUrls, served, metrics);
   try {

@@ -10,6 +10,7 @@ import { resolveOptions, type KeepworkOptions } from '../main/config.js';
 import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
 import { openStore } from '../store/open.js';
+import { countedStore, RequestCounts } from '../store/request-counts.js';
 import { ActorSlots } from './actor-slots.js';
 import type { ActorEvent, EventResult } from './messages.js';
 import { runEvent, type PipelineDeps } from './pipeline.js';
@@ -26,6 +27,8 @@ export interface WorkerSetup {
   bucket: string;
   /** One int64 the main thread keeps at "lease valid until" (ms): the LeaseView's lease half. */
   leaseValidUntil: SharedArrayBuffer;
+  /** The node's worker request counts (shared by every worker). */
+  requestCounts: SharedArrayBuffer;
   worker: number;
 }
 
@@ -34,7 +37,7 @@ const config = resolveOptions(setup.options);
 const clock = new SystemClock();
 const random = new SystemRandom();
 const log = createLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } });
-const store = openStore(setup.bucket, { config, clock, random });
+const store = countedStore(openStore(setup.bucket, { config, clock, random }), new RequestCounts(setup.requestCounts));
 const writer = { nodeId: setup.nodeId, epoch: setup.epoch };
 const validUntil = new BigInt64Array(setup.leaseValidUntil);
 const leaseValid = () => clock.now() < Number(Atomics.load(validUntil, 0));

@@ -162,6 +162,13 @@ describe('node (real Piscina workers)', () => {
         for await (const k of listAll(store, { prefix: 'alarms/' })) left.push(k);
         return left.length === 0;
       });
+      // b's workers restored the chain and uploaded; its main thread took the hold.
+      const text = await b.metricsText();
+      const count = (labels: string) => Number(new RegExp(`^keepwork_store_requests_total\\{${labels}\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+      assert.ok(count('op="list",area="state",thread="worker"') >= 1, text);
+      assert.ok(count('op="put",area="state",thread="worker"') >= 1, text);
+      assert.ok(count('op="put",area="holds",thread="main"') >= 1, text);
+      assert.equal(count('op="put",area="state",thread="main"'), 0, 'uploads are the workers\' requests');
     } finally {
       await b.stop();
       await store.close();
