@@ -29,6 +29,8 @@ interface Slot {
 export class AlarmTimer {
   private readonly heap: Slot[] = [];
   private readonly due = new Map<string, number>();
+  /** Deferred alarms: the due time they are reported with when they fire later (see defer). */
+  private readonly deferredDue = new Map<string, number>();
   private armed: { at: number; handle: TimerHandle } | undefined;
   private stopped = false;
 
@@ -40,6 +42,7 @@ export class AlarmTimer {
 
   /** Sets (or replaces) the alarm of `key`; null clears it. */
   set(key: string, at: number | null): void {
+    this.deferredDue.delete(key);
     if (at === null) return this.clear(key);
     if (!this.due.has(key) && this.due.size >= this.maxEntries) {
       throw new RangeError(`alarm timer holds ${this.maxEntries} alarms already (maxEntries)`);
@@ -51,6 +54,16 @@ export class AlarmTimer {
     this.arm();
   }
 
+  /**
+   * Holds `key`'s alarm due at `dueMs` until `untilMs` (a full delivery queue, a failed delivery,
+   * an entry to offer again later): it fires then, reported as due at `dueMs`, so the delivery
+   * still matches the entry or committed alarm it was for. A later set() or clear() replaces it.
+   */
+  defer(key: string, dueMs: number, untilMs: number): void {
+    this.set(key, untilMs);
+    this.deferredDue.set(key, dueMs);
+  }
+
   /** An entry offered by the sweep: set unless the backoff horizon says to keep what is held. */
   offer(key: string, entryAt: number, retryMaxMs: number): boolean {
     if (sweepOffer(this.due.get(key), entryAt, this.clock.now(), retryMaxMs) === 'keep') return false;
@@ -59,6 +72,7 @@ export class AlarmTimer {
   }
 
   clear(key: string): void {
+    this.deferredDue.delete(key);
     this.due.delete(key);
   }
 
@@ -90,7 +104,9 @@ export class AlarmTimer {
       if (!top || top.at > now) break;
       this.pop();
       this.due.delete(top.key);
-      this.onDue(top.key, top.at);
+      const dueMs = this.deferredDue.get(top.key) ?? top.at;
+      this.deferredDue.delete(top.key);
+      this.onDue(top.key, dueMs);
     }
     this.arm();
   }

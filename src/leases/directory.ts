@@ -17,6 +17,8 @@ export interface NodeEntry {
 
 export class NodeDirectory {
   private cache: { atMs: number; nodes: NodeEntry[] } | undefined;
+  /** nodeId → the highest epoch known to be over (a record fenced or released at it, or a later epoch seen). */
+  private readonly ended = new Map<string, number>();
   private reading: Promise<NodeEntry[]> | undefined;
 
   constructor(
@@ -44,10 +46,28 @@ export class NodeDirectory {
     const obj = await this.store.get(nodeKey(nodeId));
     if (!obj) return null;
     try {
-      return { record: decodeNode(obj.body), etag: obj.etag };
+      const record = decodeNode(obj.body);
+      this.observe(record);
+      return { record, etag: obj.etag };
     } catch {
       return null;
     }
+  }
+
+  /**
+   * True when `nodeId`'s run at `epoch` is known to be over, so no read of its record can make a
+   * hold of that run live again: a node's epoch only grows, and a record fenced or released at an
+   * epoch never turns live at that epoch again (a restart takes the next one). Lets a node
+   * draining a dead node's actors skip re-reading that node's record for every hold.
+   */
+  isOver(nodeId: string, epoch: number): boolean {
+    return (this.ended.get(nodeId) ?? 0) >= epoch;
+  }
+
+  /** Learns from a record read or written: its earlier epochs are over, and its own if not live. */
+  observe(record: NodeRecord): void {
+    const over = record.state === 'live' ? record.epoch - 1 : record.epoch;
+    if (over > (this.ended.get(record.nodeId) ?? 0)) this.ended.set(record.nodeId, over);
   }
 
   invalidate(): void {

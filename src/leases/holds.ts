@@ -16,7 +16,7 @@ import type { ObjectStore } from '../store/types.js';
 import { holdDecision } from './decisions.js';
 import type { NodeDirectory } from './directory.js';
 import type { NodeLease } from './node-lease.js';
-import { decodeHold, encodeHold, encodeNode, holdKey, nodeKey, type HoldRecord } from './records.js';
+import { decodeHold, encodeHold, encodeNode, holdKey, nodeKey, type HoldRecord, type NodeRecord } from './records.js';
 
 export type Ownership = { kind: 'mine'; generation: number } | { kind: 'elsewhere'; nodeId: string; addr: string };
 
@@ -88,7 +88,10 @@ export class HoldTable {
   private async tryAcquire(a: ActorAddress): Promise<Ownership | undefined> {
     const obj = await this.store.get(holdKey(a));
     const hold = obj ? decodeHold(obj.body) : null;
-    const holder = hold && hold.nodeId !== this.self.nodeId ? await this.nodes.fresh(hold.nodeId) : null;
+    // The holder's record matters only for a hold still `held` by a run not known to be over
+    // (holdDecision takes the actor for a released hold, or a holder's ended or missing run).
+    const judge = hold && hold.nodeId !== this.self.nodeId && hold.state === 'held' && !this.nodes.isOver(hold.nodeId, hold.epoch);
+    const holder = judge ? await this.nodes.fresh(hold.nodeId) : null;
     const d = holdDecision(hold, holder?.record ?? null, { nodeId: this.self.nodeId, epoch: this.lease.epoch }, this.clock.now(), this.config.graceMs);
     switch (d.kind) {
       case 'ours':
@@ -119,10 +122,12 @@ export class HoldTable {
   }
 
   /** Writes the holder's record `fenced` so it can never renew again; false if it changed meanwhile. */
-  private async fence(record: import('./records.js').NodeRecord, etag: string): Promise<boolean> {
+  private async fence(record: NodeRecord, etag: string): Promise<boolean> {
     try {
-      await this.store.put(nodeKey(record.nodeId), encodeNode({ ...record, state: 'fenced' }), { ifMatch: etag });
+      const fenced: NodeRecord = { ...record, state: 'fenced' };
+      await this.store.put(nodeKey(record.nodeId), encodeNode(fenced), { ifMatch: etag });
       this.nodes.invalidate();
+      this.nodes.observe(fenced);
       return true;
     } catch (e) {
       if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return false;

@@ -84,10 +84,14 @@ export class ActorReplica {
     const side = readSidecar(this.dbPath);
     if (seqs.length === 0) return this.takeEmptyBucket(local, side);
     const headSeq = seqs[seqs.length - 1]!;
-    const head = await this.deps.store.head(linkKey(this.address, headSeq));
-    if (!head) throw new ActorGivenUp(`head link ${headSeq} of ${this.name()} vanished during take`);
     const trusted = local && side !== undefined && this.walIntact(side);
-    if (trusted && side.seq === headSeq && side.etag === head.etag) return this.adopt(side);
+    if (trusted && side.seq === headSeq) {
+      // Only a trusted local copy needs the head's etag (a node taking an actor it never ran
+      // restores from the links at once: one request less per takeover).
+      const head = await this.deps.store.head(linkKey(this.address, headSeq));
+      if (!head) throw new ActorGivenUp(`head link ${headSeq} of ${this.name()} vanished during take`);
+      if (side.etag === head.etag) return this.adopt(side);
+    }
     if (trusted && side.seq < headSeq && !this.localChanged(side)) {
       const caught = await this.catchUp(side, seqs);
       if (caught) return caught;

@@ -26,6 +26,26 @@ describe('AlarmTimer', () => {
     t.set('a', 5); // replacing is fine
   });
 
+  it('a deferred alarm fires later but reports the time it was due; a set or clear replaces it', async () => {
+    const clock = new SimClock(0);
+    const fired: [string, number][] = [];
+    const t = new AlarmTimer(clock, (k, at) => fired.push([k, at]));
+    t.defer('a', 100, 1_100); // the delivery queue was full at 100
+    t.defer('b', 200, 1_200);
+    t.set('b', 1_500); // an event committed a new alarm for b meanwhile
+    t.defer('c', 300, 1_300);
+    t.clear('c');
+    assert.equal(t.get('a'), 1_100, 'get() is when it fires');
+    await clock.advance(1_099);
+    assert.deepEqual(fired, []);
+    await clock.advance(1_000);
+    assert.deepEqual(fired, [['a', 100], ['b', 1_500]]);
+    t.defer('a', 100, 2_500);
+    t.set('a', 2_600);
+    await clock.advance(1_000);
+    assert.deepEqual(fired.at(-1), ['a', 2_600], 'a set after a defer fires as set');
+  });
+
   it('keeps its heap bounded under many replacements', async () => {
     const clock = new SimClock(0);
     let n = 0;

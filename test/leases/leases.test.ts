@@ -9,6 +9,7 @@ import { HoldTable } from '../../src/leases/holds.js';
 import { NodeLease } from '../../src/leases/node-lease.js';
 import { decodeHold, decodeNode, encodeNode, holdKey, nodeKey, type NodeRecord } from '../../src/leases/records.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import { countedStore, RequestCounts } from '../../src/store/request-counts.js';
 import { Membership } from '../../src/main/membership.js';
 import { silentLogger } from '../../src/core/logger.js';
 
@@ -116,6 +117,45 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
     assert.equal(await n1.lease.renew(), 'fenced', 'n1 wakes up and finds itself fenced');
     assert.equal(n1.lease.isValid(), false);
     await assert.rejects(n1.holds.acquire(parseAddress('t/C/other')), { code: 'LEASE_LOST' });
+  });
+
+  it('draining a dead node: its record is read and fenced once, then every other hold of that run is taken without reading it; its next run is read again', async () => {
+    const c = cluster();
+    const n1 = await c.node('n1');
+    const actors = ['a', 'b', 'c', 'd'].map((n) => parseAddress(`t/C/${n}`));
+    for (const a of actors) await n1.holds.acquire(a);
+    const lease2 = new NodeLease(c.store, c.clock, config, { nodeId: 'n2', addr: 'http://n2', tenants: null, classes: ['C'] });
+    await lease2.start(0);
+    const counts = new RequestCounts();
+    const seen = countedStore(c.store, counts);
+    const holds2 = new HoldTable(seen, c.clock, config, lease2, new NodeDirectory(seen, c.clock, config), { nodeId: 'n2' });
+    for (let t = 0; t < 5; t++) {
+      await c.clock.advance(3_000);
+      assert.equal(await lease2.renew(), 'renewed');
+    }
+    for (const a of actors) assert.deepEqual(await holds2.acquire(a), { kind: 'mine', generation: 2 });
+    const nodeGets = () => [...counts.entries()].find((e) => e.op === 'get' && e.area === 'nodes')?.count ?? 0;
+    assert.equal(nodeGets(), 1, 'one read of n1, before the fence');
+    // n1 restarts under a new epoch and holds another actor: that run is live, so it is read and kept.
+    const again = await c.node('n1');
+    const E = parseAddress('t/C/e');
+    await again.holds.acquire(E);
+    assert.deepEqual(await holds2.acquire(E), { kind: 'elsewhere', nodeId: 'n1', addr: 'http://n1' });
+    assert.equal(nodeGets(), 2);
+  });
+
+  it('a released hold is taken without reading its last holder’s record', async () => {
+    const c = cluster();
+    const n1 = await c.node('n1');
+    await n1.holds.acquire(A);
+    await n1.holds.release(A);
+    const lease2 = new NodeLease(c.store, c.clock, config, { nodeId: 'n2', addr: 'http://n2', tenants: null, classes: ['C'] });
+    await lease2.start(0);
+    const counts = new RequestCounts();
+    const seen = countedStore(c.store, counts);
+    const holds2 = new HoldTable(seen, c.clock, config, lease2, new NodeDirectory(seen, c.clock, config), { nodeId: 'n2' });
+    assert.deepEqual(await holds2.acquire(A), { kind: 'mine', generation: 2 });
+    assert.deepEqual(Object.fromEntries([...counts.entries()].map((e) => [`${e.op} ${e.area}`, e.count])), { 'get holds': 1, 'put holds': 1 });
   });
 
   it('a released hold is taken at once by another node, generation + 1', async () => {

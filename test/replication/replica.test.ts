@@ -77,7 +77,10 @@ describe('replication: the chain in the bucket', () => {
     const a = env(store);
     for (const t of ['x', 'y', 'z']) okResult(await a.callDurable(A, 'add', t));
     const b = env(store);
+    const before = { ...store.counts };
     assert.deepEqual(okResult(await b.call(A, 'all')), ['x', 'y', 'z']);
+    // With no local copy to trust, the take lists the chain and reads its links: no HEAD of the head.
+    assert.deepEqual({ list: store.counts.list - before.list, head: store.counts.head - before.head }, { list: 1, head: 0 });
   });
 
   it('ctx.checkpoint() in a durable call keeps what came before it when the handler later throws', async () => {

@@ -4,7 +4,8 @@ import { formatAddress, parseAddress, type ActorAddress } from '../../src/core/a
 import { SimClock } from '../../src/core/clock.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { SeededRandom } from '../../src/core/random.js';
-import { entryKey } from '../../src/alarms/keys.js';
+import { dueBound, entryKey } from '../../src/alarms/keys.js';
+import { compareKeys } from '../../src/store/keys.js';
 import { resolveOptions, type KeepworkOptions } from '../../src/main/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { Sweeper } from '../../src/streams/sweep.js';
@@ -81,7 +82,12 @@ describe('the sweep', () => {
     s.setBacklog(1_000);
     assert.equal(s.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true }), s.config.alarmSweepMs, 'no capacity: no hurry');
     s.setBacklog(0);
-    assert.equal(s.sweeper.nextDelayMs({ read: 0, offered: 0, planned: 0, full: false, nextDueMs: NOW - 12_000 }), 3_000);
+    const dueMs = NOW - 12_000;
+    const delayMs = s.sweeper.nextDelayMs({ read: 0, offered: 0, planned: 0, full: false, nextDueMs: dueMs });
+    assert.equal(delayMs, 3_000, 'margin 15 s: readable 3 s from now');
+    const key = entryKey({ address: parseAddress('t/C/x'), dueMs, tag: { generation: 1, nonce: 'ab' } });
+    const readableAt = (t: number) => compareKeys(key, dueBound('t', t - s.config.marginMs)) < 0;
+    assert.deepEqual([readableAt(NOW + delayMs - 1), readableAt(NOW + delayMs)], [false, true], 'the sweep after that delay is the first that reads it');
     assert.equal(s.sweeper.nextDelayMs({ read: 0, offered: 0, planned: 0, full: false }), s.config.alarmSweepMs);
     const fixed = setup({ sweepAdaptive: 0 });
     assert.equal(fixed.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true, nextDueMs: NOW }), fixed.config.alarmSweepMs);

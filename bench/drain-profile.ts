@@ -1,0 +1,67 @@
+/**
+ * bench/drain-profile: where one node's time goes while it drains a backlog it never ran.
+ *
+ *   node a (in-process) arms K actors with alarms due in the past of b's sweep, stops cleanly
+ *   (holds released; the entries stay in the index, as a dead node's would after the fence);
+ *   node b starts on the same folder bucket with an aggressive sweep and delivers them all.
+ *   Prints: deliveries/s, bucket requests per delivery by operation (main thread and workers,
+ *   counted by wrapping the store), and the time from b's start to the last alarm fired.
+ *
+ *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K]
+ *   (a CPU profile per thread lands in /tmp/prof; summarise with bench/profile-summary.ts)
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { silentLogger } from '../src/core/logger.js';
+import { startNode, type RoutingNode } from '../src/main/node.js';
+import { FsStore } from '../src/store/fs.js';
+import { listAll } from '../src/store/keys.js';
+import { REPO } from '../test/cluster/harness.js';
+
+const K = Number(process.argv[2] ?? 500);
+const CLASSES = { Alarmed: join(REPO, 'test/fixtures/cluster/alarmed.ts') };
+const LEASE = { leasePeriodMs: 1_000, graceMs: 200, skewBoundMs: 100 };
+
+async function pool<T>(items: readonly T[], inFlight: number, op: (x: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: inFlight }, async () => {
+    while (next < items.length) await op(items[next++]!);
+  }));
+}
+
+async function indexSize(store: FsStore): Promise<number> {
+  let n = 0;
+  for await (const _ of listAll(store, { prefix: 'alarms/' })) n++;
+  return n;
+}
+
+const root = mkdtempSync(join(tmpdir(), 'kw-drainprof-'));
+const bucket = join(root, 'bucket');
+const store = new FsStore(bucket);
+try {
+  const common = { bucket, classes: CLASSES, logger: silentLogger(), workerThreads: 2, idleTimeoutMs: 600_000, ...LEASE };
+  const a = await startNode({ ...common, dataDir: join(root, 'a'), nodeId: 'a' });
+  const at = Date.now() + 2_000 + K * 20;
+  const names = Array.from({ length: K }, (_, i) => `t/Alarmed/x${i}`);
+  await pool(names, 32, (n) => a.actor(n).callDurable('arm', at));
+  if (Date.now() > at - 500) throw new Error('arming took too long; the alarms came due on a');
+  await a.stop();
+  console.log(`armed ${K} alarms on node a, a stopped; index holds ${await indexSize(store)}`);
+  const b = (await startNode({ ...common, dataDir: join(root, "b"), nodeId: "b" })) as RoutingNode;
+  const t0 = Date.now();
+  while ((await indexSize(store)) > 0) await new Promise((r) => setTimeout(r, 100));
+  const t1 = Date.now();
+  const since = Math.max(t0, at + LEASE.leasePeriodMs + LEASE.graceMs);
+  const text = await b.metricsText();
+  const ran = Number(/^keepwork_alarm_deliveries_total\{outcome="ran"\} (\d+)/m.exec(text)?.[1] ?? 0);
+  if (ran !== K) console.log(`!! ${ran} alarms ran, ${K} expected`);
+  const rows = [...text.matchAll(/^keepwork_store_requests_total\{op="(\w+)",area="(\w+)",thread="(\w+)"\} (\d+)/gm)];
+  console.log(`drained in ${t1 - since} ms after the margin: ${Math.round((K / (t1 - since)) * 1000)} deliveries/s`);
+  for (const [, op, area, thread, n] of rows) console.log(`  ${thread!.padEnd(6)} ${op!.padEnd(11)} ${area!.padEnd(7)} ${(Number(n) / K).toFixed(2)} per delivery`);
+  console.log(/^keepwork_alarm_deliveries_total.*$/gm.exec(text)?.[0], [...text.matchAll(/^keepwork_alarm_deliveries_total.*$/gm)].map((m) => m[0]).join(' | '));
+  await b.stop();
+} finally {
+  await store.close();
+  rmSync(root, { recursive: true, force: true });
+}
