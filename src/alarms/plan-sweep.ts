@@ -1,7 +1,7 @@
 /**
  * `planSweep`: which of the overdue entries a sweep read this node delivers (ADR 0009 "Sweep").
  *
- *   own       the entry's shard (rendezvous over live nodes serving its tenant) is this node
+ *   own       the entry's shard (rendezvous over live nodes serving its tenant and class) is this node
  *   anyone's  overdue `anyonesAfterMargins` margins or more: any node serving its class may take it
  *   skipped   another node's shard, a class this node does not serve, or in flight / retrying here
  *
@@ -54,7 +54,7 @@ export function planSweep(p: PlanInput): Plan {
       skipped++;
       continue;
     }
-    const shard = shardOwner(key, p.live.filter((n) => servesTenant(n, e.address.tenant)).map((n) => n.nodeId));
+    const shard = shardOwner(key, shardNodes(p.live, e.address.tenant, e.address.className));
     if (shard === p.self.nodeId) own.push(e);
     else if (e.dueMs <= anyonesBefore) anyones.push(e);
     else {
@@ -73,6 +73,17 @@ export function planSweep(p: PlanInput): Plan {
     anyones: anyonesTaken.length,
     skipped: skipped + (own.length - ownTaken.length) + (anyones.length - anyonesTaken.length),
   };
+}
+
+/**
+ * The live nodes an entry is sharded among: those serving its tenant and its class. The ADR
+ * shards over every live node and lets a node skip a class it does not serve, so in a cluster of
+ * mixed classes the entries hashed to a node that cannot run them waited three margins for
+ * anyone's; sharding among the nodes that can run them gives every entry an owner at once. Every
+ * node computes the same set from the same records (each record lists its classes).
+ */
+function shardNodes(live: readonly SweepNode[], tenant: string, className: string): string[] {
+  return live.filter((n) => servesTenant(n, tenant) && n.classes.includes(className)).map((n) => n.nodeId);
 }
 
 function rotate<T>(xs: T[], random: Random): T[] {

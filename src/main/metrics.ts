@@ -18,6 +18,7 @@ export class NodeMetrics {
   readonly sweepDuration = new Histogram({ name: 'keepwork_sweep_duration_seconds', help: 'Duration of one sweep of one tenant', labelNames: ['tenant'] as const, buckets: [0.005, 0.02, 0.1, 0.5, 1, 5], registers: [this.registry] });
   readonly sweepRead = new Counter({ name: 'keepwork_sweep_entries_read_total', help: 'Index entries read by sweeps', labelNames: ['tenant'] as const, registers: [this.registry] });
   readonly sweepOffered = new Counter({ name: 'keepwork_sweep_entries_offered_total', help: 'Entries a sweep offered to the timer and it took', labelNames: ['tenant'] as const, registers: [this.registry] });
+  readonly sweepOfferedAnyones = new Counter({ name: 'keepwork_sweep_anyones_offered_total', help: 'Of the entries offered, those of another node’s shard (anyone’s: overdue three margins)', labelNames: ['tenant'] as const, registers: [this.registry] });
   readonly indexLag = new Gauge({ name: 'keepwork_index_lag_seconds', help: 'Age of the oldest overdue entry the last sweep read (0 when none)', labelNames: ['tenant'] as const, registers: [this.registry] });
   /** Counted in shared memory by the main thread and every worker (src/store/request-counts.ts). */
   readonly mainRequests = new RequestCounts();

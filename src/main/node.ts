@@ -233,6 +233,7 @@ class Node implements RoutingNode {
     this.metrics.sweepDuration.observe({ tenant }, ms / 1000);
     this.metrics.sweepRead.inc({ tenant }, r.read);
     this.metrics.sweepOffered.inc({ tenant }, r.offered);
+    this.metrics.sweepOfferedAnyones.inc({ tenant }, r.offeredAnyones ?? 0);
     const lag = r.oldestDueMs === undefined ? 0 : Math.max(0, (this.clock.now() - r.oldestDueMs) / 1000);
     this.metrics.indexLag.set({ tenant }, lag);
   }

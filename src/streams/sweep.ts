@@ -44,6 +44,8 @@ export interface SweepDeps {
 export interface SweepResult {
   read: number;
   offered: number;
+  /** Of those, entries of another node's shard (anyone's: overdue three margins). */
+  offeredAnyones?: number;
   planned: number;
   /** The sweep stopped at its page limit or its delivery cap: more may be waiting. */
   full: boolean;
@@ -124,10 +126,15 @@ export class Sweeper {
       random: this.d.random,
     });
     let offered = 0;
-    for (const e of plan.deliveries) if (this.d.offer(e.address, e.dueMs)) offered++;
+    let offeredAnyones = 0;
+    for (const [i, e] of plan.deliveries.entries()) {
+      if (!this.d.offer(e.address, e.dueMs)) continue;
+      offered++;
+      if (i >= plan.own) offeredAnyones++; // own entries come first in the plan
+    }
     const full = !reachedEnd || plan.deliveries.length >= config.deliveriesPerSweep;
     const oldestDueMs = entries.length ? Math.min(...entries.map((e) => e.dueMs)) : undefined;
-    return { read: entries.length, offered, planned: plan.deliveries.length, full, nextDueMs, oldestDueMs };
+    return { read: entries.length, offered, offeredAnyones, planned: plan.deliveries.length, full, nextDueMs, oldestDueMs };
   }
 
   /** Lists from the cursor: at most sweepPageEntries entries, stopping at the first key ≥ bound. */

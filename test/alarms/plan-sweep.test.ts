@@ -75,6 +75,17 @@ describe('planSweep', () => {
     assert.deepEqual([plan.deliveries.length, plan.skipped], [0, 1]);
   });
 
+  it('a class some live nodes do not serve is sharded among those that do: none of its entries waits three margins', () => {
+    const live = [node('n0', ['C']), node('n1', ['Other']), node('n2', ['C', 'Other'])];
+    const entries = Array.from({ length: 60 }, (_, i) => entry(`c${i}`, MARGIN));
+    const base = { entries, live, busy: new Set<string>(), nowMs: NOW, marginMs: MARGIN, anyonesAfterMargins: 3, cap: 100, anyonesReserve: 0, random: new SeededRandom(1) };
+    const byNode = live.map((self) => planSweep({ ...base, self }).deliveries.map((e) => e.address.name));
+    assert.equal(byNode[1]!.length, 0, 'n1 serves no C');
+    assert.ok(byNode[0]!.length > 0 && byNode[2]!.length > 0, `both servers of C get a shard: ${byNode[0]!.length} / ${byNode[2]!.length}`);
+    assert.equal(byNode[0]!.length + byNode[2]!.length, entries.length, 'every entry has an owner among the servers of its class');
+    assert.equal(new Set([...byNode[0]!, ...byNode[2]!]).size, entries.length, 'and only one');
+  });
+
   it('anyone’s entries are taken from a random rotation, so two surviving nodes start at different places', () => {
     const live = [node('n0'), node('n1')];
     const entries = Array.from({ length: 200 }, (_, i) => entry(`z${i}`, 4 * MARGIN)).filter((e) => shardOwner(formatAddress(e.address), ['n0', 'n1']) === 'n1');

@@ -9,10 +9,11 @@ import { compareKeys } from '../../src/store/keys.js';
 import { resolveOptions, type KeepworkOptions } from '../../src/main/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { Sweeper } from '../../src/streams/sweep.js';
+import { shardOwner } from '../../src/alarms/shard.js';
 
 const NOW = 1_900_000_000_000;
 
-function setup(options: KeepworkOptions = {}, classes = ['C']) {
+function setup(options: KeepworkOptions = {}, classes = ['C'], others: string[] = []) {
   const clock = new SimClock(NOW);
   const store = new MemoryStore({ clock });
   const config = resolveOptions(options);
@@ -27,7 +28,7 @@ function setup(options: KeepworkOptions = {}, classes = ['C']) {
     config,
     log: silentLogger(),
     self: () => self,
-    live: async () => [self],
+    live: async () => [self, ...others.map((nodeId) => ({ nodeId, tenants: null, classes }))],
     busy,
     offer: (address, dueMs) => (offered.push({ address, dueMs }), true),
     backlog: () => backlog,
@@ -74,6 +75,17 @@ describe('the sweep', () => {
     for (const o of s.offered) s.busy.add(formatAddress(o.address)); // now in flight
     await s.sweeper.sweepTenant('t');
     assert.equal(new Set(s.offered.map((o) => o.address.name)).size, 8, 'in-flight entries do not count against the cap');
+  });
+
+  it('counts the entries it offers from another live node’s shard (anyone’s, three margins overdue) apart from its own', async () => {
+    const s = setup({}, ['C'], ['n2']);
+    const margin = s.config.marginMs;
+    const names = Array.from({ length: 40 }, (_, i) => `e${i}`);
+    const theirs = names.filter((n) => shardOwner(`t/C/${n}`, ['n1', 'n2']) === 'n2');
+    for (const n of names) await s.add(n, 4 * margin);
+    const r = await s.sweeper.sweepTenant('t');
+    assert.ok(theirs.length > 0 && theirs.length < names.length);
+    assert.deepEqual([r.offered, r.offeredAnyones], [names.length, theirs.length]);
   });
 
   it('adaptive cadence: at once after a full sweep when capacity is free; else at the next entry’s due time + margin; the ADR cadence one option away', () => {
