@@ -32,6 +32,7 @@ import type { ObjectStore } from '../../src/store/types.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { checkBucket, describeChain, LinkLedger } from './chains.js';
 import { call, FAST, killLeftovers, mustCall, sleep, waitFor, withCluster, type CallResult } from './harness.js';
+import { describeCall, killUnderDurableLoad, valueAfterTakeover } from './takeover.js';
 
 after(() => {
   const n = killLeftovers();
@@ -66,7 +67,6 @@ function localValue(dataDir: string, address: string, scratch: string): number |
   }
 }
 
-const describeCall = (r: CallResult) => `${r.status} ${r.ok ? JSON.stringify(r.result) : `${r.error}: ${r.message}`}`;
 
 describe('cluster of real node processes (folder bucket)', () => {
   it('calls through any of 3 nodes reach the holder: one consistent counter per actor, one holder each', TEST_OPTIONS, (t) =>
@@ -118,43 +118,19 @@ describe('cluster of real node processes (folder bucket)', () => {
       const [a, b, d] = await c.startAll(['a', 'b', 'c']);
       const X = 'kill/Probe/x';
       assert.equal(await mustCall(a!.url, X, 'slowIncrement', [], { durable: true }), 1);
-      const acked: number[] = [1];
-      let stop = false;
+      let recordBefore: NodeRecord | undefined;
+      let holdBefore: HoldRecord | undefined;
       // One loop of durable calls through each node (b's and c's forwarded to a), until the kill.
-      const loop = async (url: string) => {
-        while (!stop) {
-          const r = await call(url, X, 'slowIncrement', [1], { durable: true, timeoutMs: 5_000 });
-          if (r.ok) acked.push(r.result as number);
-          else if (!stop) throw new Error(`a durable call before the kill failed: ${describeCall(r)}`);
-        }
-      };
-      const loops = [a!, b!, d!].map((n) => loop(n.url));
-      await waitFor('30 acknowledged durable calls', 20_000, () => (acked.length >= 30 ? true : undefined), 10);
-      await ledger.observe(c.store());
-      const holdBefore = (await holdOf(c.store(), X))!;
-      assert.equal(holdBefore.nodeId, 'a');
-      const recordBefore = (await nodeRecord(c.store(), 'a'))!;
-
-      stop = true;
-      a!.kill('SIGKILL');
-      const killedAt = Date.now();
-      await Promise.all(loops);
-      await a!.exited;
-      const lastAck = Math.max(...acked);
-      assert.equal(new Set(acked).size, acked.length, `no value acknowledged twice: ${acked.join(',')}`);
-
-      const value = await waitFor(
-        'a call through b to succeed after the takeover',
-        TAKEOVER_BOUND_MS,
-        async () => {
-          const r = await call(b!.url, X, 'value', [], { timeoutMs: 4_000 });
-          return r.ok ? (r.result as number) : undefined;
-        },
-        100,
-      );
+      const { acked, lastAck, killedAt } = await killUnderDurableLoad(a!, [a!, b!, d!], X, 30, 20_000, async () => {
+        await ledger.observe(c.store());
+        holdBefore = (await holdOf(c.store(), X))!;
+        assert.equal(holdBefore.nodeId, 'a');
+        recordBefore = (await nodeRecord(c.store(), 'a'))!;
+      });
+      const value = await valueAfterTakeover(b!, X, TAKEOVER_BOUND_MS, 4_000);
       const tookAt = Date.now();
       t.diagnostic(`takeover: first successful call ${tookAt - killedAt} ms after the kill; ${acked.length} durable calls acknowledged, last ${lastAck}; value ${value}`);
-      assert.ok(tookAt >= recordBefore.expiresAtMs + FAST.graceMs!, `the actor was taken before a's lease (${recordBefore.expiresAtMs}) + grace ran out (${tookAt})`);
+      assert.ok(tookAt >= recordBefore!.expiresAtMs + FAST.graceMs!, `the actor was taken before a's lease (${recordBefore!.expiresAtMs}) + grace ran out (${tookAt})`);
       assert.ok(value >= lastAck, `acknowledged durable calls were lost: value ${value}, last acknowledged ${lastAck}`);
       assert.ok(value <= lastAck + 3, `value ${value} exceeds the last acknowledgement ${lastAck} by more than the 3 calls in flight at the kill`);
 
@@ -163,7 +139,7 @@ describe('cluster of real node processes (folder bucket)', () => {
 
       const hold = (await holdOf(c.store(), X))!;
       assert.ok(['b', 'c'].includes(hold.nodeId), `the hold went to a survivor, not ${hold.nodeId}`);
-      assert.ok(hold.generation > holdBefore.generation, `generation ${hold.generation} after ${holdBefore.generation}`);
+      assert.ok(hold.generation > holdBefore!.generation, `generation ${hold.generation} after ${holdBefore!.generation}`);
       assert.equal((await nodeRecord(c.store(), 'a'))?.state, 'fenced', "a's record after the takeover");
       const status = await c.status();
       const byId = new Map(status.map((s) => [s.nodeId, s]));
@@ -173,7 +149,7 @@ describe('cluster of real node processes (folder bucket)', () => {
 
       const chains = await checkBucket(c.store(), ledger, join(c.root, 'restore'));
       const links = chains.get(X)!.links;
-      const taken = links.filter((l) => l.header.generation > holdBefore.generation);
+      const taken = links.filter((l) => l.header.generation > holdBefore!.generation);
       assert.ok(taken.length >= 4, `links written after the takeover:\n${describeChain(links)}`);
       for (const l of taken) assert.equal(l.header.nodeId, hold.nodeId, `link ${l.seq} after the takeover\n${describeChain(links)}`);
 

@@ -11,12 +11,13 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { decodeHold, decodeNode, holdKey, nodeKey } from '../../src/leases/records.js';
+import { decodeHold, decodeNode, holdKey, nodeKey, type HoldRecord } from '../../src/leases/records.js';
 import { parseAddress } from '../../src/core/address.js';
 import { listAll } from '../../src/store/keys.js';
 import { openStore } from '../../src/store/open.js';
 import { checkBucket, describeChain, LinkLedger } from './chains.js';
-import { call, FAST, killLeftovers, mustCall, waitFor, withCluster } from './harness.js';
+import { FAST, killLeftovers, mustCall, withCluster } from './harness.js';
+import { killUnderDurableLoad, valueAfterTakeover } from './takeover.js';
 
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
 const SKIP = S3_URL ? false : 'set KEEPWORK_TEST_S3_URL (bash scripts/s3-test-server.sh up; eval "$(bash scripts/s3-test-server.sh env)")';
@@ -57,38 +58,13 @@ describe('cluster of real node processes (S3 bucket)', () => {
           const [a, b] = await c.startAll(['a', 'b']);
           const X = 's3/Probe/x';
           assert.equal(await mustCall(a!.url, X, 'slowIncrement', [], { durable: true }), 1);
-          const acked: number[] = [1];
-          let stop = false;
-          const loop = async (url: string) => {
-            while (!stop) {
-              const r = await call(url, X, 'slowIncrement', [1], { durable: true, timeoutMs: 5_000 });
-              if (r.ok) acked.push(r.result as number);
-              else if (!stop) throw new Error(`a durable call before the kill failed: ${r.status} ${r.error}: ${r.message}`);
-            }
-          };
-          const loops = [a!, b!].map((n) => loop(n.url));
-          await waitFor('20 acknowledged durable calls', 30_000, () => (acked.length >= 20 ? true : undefined), 10);
-          await ledger.observe(c.store());
-          const holdBefore = decodeHold((await c.store().get(holdKey(parseAddress(X))))!.body);
-          assert.equal(holdBefore.nodeId, 'a');
-
-          stop = true;
-          a!.kill('SIGKILL');
-          const killedAt = Date.now();
-          await Promise.all(loops);
-          await a!.exited;
-          const lastAck = Math.max(...acked);
-          assert.equal(new Set(acked).size, acked.length, `no value acknowledged twice: ${acked.join(',')}`);
-
-          const value = await waitFor(
-            'a call through b to succeed after the takeover',
-            FAST.leasePeriodMs! + FAST.graceMs! + 15_000,
-            async () => {
-              const r = await call(b!.url, X, 'value', [], { timeoutMs: 5_000 });
-              return r.ok ? (r.result as number) : undefined;
-            },
-            100,
-          );
+          let holdBefore: HoldRecord | undefined;
+          const { lastAck, killedAt } = await killUnderDurableLoad(a!, [a!, b!], X, 20, 30_000, async () => {
+            await ledger.observe(c.store());
+            holdBefore = decodeHold((await c.store().get(holdKey(parseAddress(X))))!.body);
+            assert.equal(holdBefore.nodeId, 'a');
+          });
+          const value = await valueAfterTakeover(b!, X, FAST.leasePeriodMs! + FAST.graceMs! + 15_000, 5_000);
           t.diagnostic(`takeover ${Date.now() - killedAt} ms after the kill; last acknowledged ${lastAck}, value ${value}`);
           assert.ok(value >= lastAck && value <= lastAck + 2, `value ${value} after the takeover; last acknowledged ${lastAck}, 2 calls in flight at most`);
           for (let k = 1; k <= 3; k++) assert.equal(await mustCall(b!.url, X, 'slowIncrement', [], { durable: k === 1 }), value + k);
@@ -107,7 +83,7 @@ describe('cluster of real node processes (S3 bucket)', () => {
           const links = chains.get(X)!.links;
           const last = links.at(-1)!.header;
           assert.equal(last.nodeId, 'b', describeChain(links));
-          assert.ok(last.generation > holdBefore.generation, describeChain(links));
+          assert.ok(last.generation > holdBefore!.generation, describeChain(links));
         },
         bucket,
       );
