@@ -30,6 +30,9 @@ function list(value: string): string[] {
   return value.split(',').map((s) => s.trim()).filter(Boolean);
 }
 
+// `keepwork index check | head`: a closed pipe ends the command quietly, as for any Unix tool.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => (e.code === 'EPIPE' ? process.exit(process.exitCode ?? 0) : undefined));
+
 const program = new Command('keepwork').description('a durable-actor runtime for Node.js').showHelpAfterError();
 
 program
