@@ -13,7 +13,7 @@ import { SystemClock } from '../core/clock.js';
 import { formatAddress, validateTenant } from '../core/address.js';
 import { SystemRandom } from '../core/random.js';
 import { NonceSource } from '../alarms/keys.js';
-import { openStore } from '../store/open.js';
+import { openExistingBucket } from './open-bucket.js';
 import { resolveOptions } from './config.js';
 import { checkIndex, type CheckCounts, type Finding } from './index-check.js';
 import { EXPLAIN } from './index-findings.js';
@@ -57,7 +57,7 @@ export async function indexCheckCommand(o: IndexCheckOptions): Promise<void> {
   const config = resolveOptions();
   const clock = new SystemClock();
   const random = new SystemRandom();
-  const store = openStore(o.bucket, { config, clock, random });
+  const store = openExistingBucket(o.bucket, { config, clock, random });
   const workDir = mkdtempSync(join(tmpdir(), 'keepwork-check-'));
   const progress = new Progress();
   try {

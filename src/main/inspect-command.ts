@@ -16,7 +16,7 @@ import { isLive } from '../leases/decisions.js';
 import { decodeHold, decodeNode, holdKey, nodeKey, type HoldRecord } from '../leases/records.js';
 import { parseEntryKey, tenantPrefix } from '../alarms/keys.js';
 import { listAll } from '../store/keys.js';
-import { openStore } from '../store/open.js';
+import { openExistingBucket } from './open-bucket.js';
 import type { ObjectStore } from '../store/types.js';
 import { readCommitted, type CommittedActor } from './committed-state.js';
 import { resolveOptions } from './config.js';
@@ -86,7 +86,7 @@ export async function inspectCommand(address: string, o: { bucket: string; json?
   const a = parseAddress(address);
   const config = resolveOptions();
   const clock = new SystemClock();
-  const store = openStore(o.bucket, { config, clock });
+  const store = openExistingBucket(o.bucket, { config, clock });
   const workDir = mkdtempSync(join(tmpdir(), 'keepwork-inspect-'));
   try {
     const now = clock.now();

@@ -8,7 +8,7 @@ import { SystemClock } from '../core/clock.js';
 import { isLive } from '../leases/decisions.js';
 import { HOLDS_PREFIX, NODES_PREFIX, decodeHold, decodeNode, type NodeRecord } from '../leases/records.js';
 import { listAll } from '../store/keys.js';
-import { openStore } from '../store/open.js';
+import { openExistingBucket } from './open-bucket.js';
 import type { ObjectStore } from '../store/types.js';
 import { resolveOptions } from './config.js';
 import { indexTenants } from './alarms-command.js';
@@ -55,7 +55,7 @@ export async function clusterStatus(store: ObjectStore, nowMs: number, graceMs: 
 export async function statusCommand(o: { bucket: string; json?: boolean; index?: boolean }): Promise<void> {
   const config = resolveOptions();
   const clock = new SystemClock();
-  const store = openStore(o.bucket, { config, clock });
+  const store = openExistingBucket(o.bucket, { config, clock });
   try {
     const rows = await clusterStatus(store, clock.now(), config.graceMs, config.leasePeriodMs);
     const withIndex = o.json ? o.index === true : o.index !== false;

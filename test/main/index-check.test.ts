@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { describe, it } from 'node:test';
@@ -179,5 +179,12 @@ describe('index check, actor inspect, status', () => {
     const badTenant = run('index', 'check', '--tenant', 'BAD!', '--bucket', mkdtempSync(join(tmpdir(), 'kw-none-')));
     assert.notEqual(badTenant.status, 0);
     assert.match(badTenant.stderr, /tenant/);
+    const nowhere = join(temp(), 'no-such-bucket');
+    for (const args of [['index', 'check'], ['status'], ['actor', 'inspect', 'demo/Reminder/r1']]) {
+      const r = run(...args, '--bucket', nowhere);
+      assert.notEqual(r.status, 0);
+      assert.match(r.stderr, /no bucket at .*no-such-bucket/);
+      assert.equal(existsSync(nowhere), false, `${args.join(' ')} must not create the bucket folder`);
+    }
   });
 });
