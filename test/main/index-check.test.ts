@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ import { inspectActor } from '../../src/main/inspect-command.js';
 import { tenantIndexStats } from '../../src/main/index-stats.js';
 import { clusterStatus } from '../../src/main/status-command.js';
 import { startNode } from '../../src/main/node.js';
+import { listAll } from '../../src/store/keys.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { RecordingStore } from '../alarms/recording-store.js';
@@ -185,6 +187,43 @@ describe('index check, actor inspect, status', () => {
       assert.notEqual(r.status, 0);
       assert.match(r.stderr, /no bucket at .*no-such-bucket/);
       assert.equal(existsSync(nowhere), false, `${args.join(' ')} must not create the bucket folder`);
+    }
+  });
+});
+
+const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
+
+describe('index check on S3 (Ceph RGW)', { skip: !S3_URL && 'KEEPWORK_TEST_S3_URL is not set' }, () => {
+  it('finds a missing entry and repairs it with one fresh conditional PUT, reading only otherwise', async () => {
+    const bucket = S3_URL!.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/index-check-${randomBytes(6).toString('hex')}/`);
+    const root = temp();
+    const node = await startNode({ bucket, dataDir: join(root, 'n1'), nodeId: 'n1', classes: { Reminder: REMINDER }, workerThreads: 1, logger: silentLogger() });
+    const r = parseAddress('demo/Reminder/s3');
+    let dueMs: number;
+    try {
+      dueMs = await node.actor(r).callDurable<number>('remind', HOUR, 's3');
+    } finally {
+      await node.stop();
+    }
+    const raw = openStore(bucket);
+    try {
+      const store = new RecordingStore(raw);
+      assert.deepEqual((await check(store)).counts.actorKinds, { ok: 1 });
+      assert.deepEqual(writes(store), []);
+      const head = await readCommitted(raw, r, temp());
+      await raw.delete(keyOf(r, head.indexed!));
+      assert.deepEqual((await check(store)).counts.actorKinds, { missing: 1 });
+      assert.deepEqual(writes(store), []);
+      await check(store, true);
+      const puts = store.log.filter((x) => x.op === 'put');
+      assert.equal(puts.length, 1);
+      assert.equal(parseEntryKey(puts[0]!.key)?.dueMs, dueMs);
+      assert.deepEqual((await check(store)).counts.actorKinds, { listedUnnamed: 1 });
+    } finally {
+      const keys: string[] = [];
+      for await (const k of listAll(raw)) keys.push(k);
+      if (keys.length) await raw.deleteMany(keys);
+      await raw.close();
     }
   });
 });
