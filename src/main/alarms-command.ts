@@ -8,7 +8,7 @@ import { BadRequest } from '../core/errors.js';
 import { validateTenant } from '../core/address.js';
 import { dueBound, parseEntryKey, tenantPrefix } from '../alarms/keys.js';
 import { compareKeys } from '../store/keys.js';
-import { openStore } from '../store/open.js';
+import { openExistingBucket } from './open-bucket.js';
 import type { ObjectStore } from '../store/types.js';
 import { resolveOptions } from './config.js';
 
@@ -66,7 +66,7 @@ export async function alarmsLsCommand(o: { bucket: string; tenant?: string; dueB
   if (dueBeforeMs !== undefined && Number.isNaN(dueBeforeMs)) throw new BadRequest(`--due-before must be an ISO time, got ${JSON.stringify(o.dueBefore)}`);
   const limit = o.limit ?? 1000;
   if (!Number.isInteger(limit) || limit < 1) throw new BadRequest('--limit must be a positive integer');
-  const store = openStore(o.bucket, { config: resolveOptions(), clock: new SystemClock() });
+  const store = openExistingBucket(o.bucket, { config: resolveOptions(), clock: new SystemClock() });
   try {
     const tenants = o.tenant ? [validateTenant(o.tenant)] : await indexTenants(store);
     let shown = 0;

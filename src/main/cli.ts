@@ -30,6 +30,9 @@ function list(value: string): string[] {
   return value.split(',').map((s) => s.trim()).filter(Boolean);
 }
 
+// `keepwork index check | head`: a closed pipe ends the command quietly, as for any Unix tool.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => (e.code === 'EPIPE' ? process.exit(process.exitCode ?? 0) : undefined));
+
 const program = new Command('keepwork').description('a durable-actor runtime for Node.js').showHelpAfterError();
 
 program
@@ -53,10 +56,12 @@ program
 
 program
   .command('status')
-  .description('nodes (live / expired / fenced / released) and the holds per node, from the bucket alone')
+  .description('nodes (live / expired / fenced / released), holds per node, and each tenant’s index size and lag, from the bucket alone')
   .option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL)
-  .option('--json', 'print JSON instead of a table')
-  .action(async (o: { bucket: string; json?: boolean }) => {
+  .option('--json', 'print JSON instead of a table (the node rows; with --index: {nodes, index})')
+  .option('--index', 'with --json: include the index size and lag per tenant')
+  .option('--no-index', 'skip listing the alarm index')
+  .action(async (o: { bucket: string; json?: boolean; index?: boolean }) => {
     const { statusCommand } = await import('./status-command.js');
     await statusCommand(o);
   });
@@ -86,6 +91,30 @@ actor
   .action(async (address: string, o: { bucket: string; seq?: number; at?: string }) => {
     const { restoreCommand } = await import('./restore-command.js');
     await restoreCommand(address, o);
+  });
+
+actor
+  .command('inspect')
+  .description('one actor as the bucket shows it: head, generation, holder, committed alarm, alarm_indexed, its index entries')
+  .argument('<address>', 'tenant/class/name')
+  .option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL)
+  .option('--json', 'print JSON')
+  .action(async (address: string, o: { bucket: string; json?: boolean }) => {
+    const { inspectCommand } = await import('./inspect-command.js');
+    await inspectCommand(address, o);
+  });
+
+const index = program.command('index').description('the alarm index against the actors’ committed state');
+index
+  .command('check')
+  .description('every committed alarm’s named entry exists? and what every other entry is (exit 2 when an alarm is missing)')
+  .option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL)
+  .option('--tenant <t>', 'one tenant (default: all)')
+  .option('--repair', 'list a fresh entry for each committed alarm no entry lists (never deletes anything)')
+  .option('--json', 'one JSON object per finding, then a summary')
+  .action(async (o: { bucket: string; tenant?: string; repair?: boolean; json?: boolean }) => {
+    const { indexCheckCommand } = await import('./index-check-command.js');
+    await indexCheckCommand(o);
   });
 
 program.parseAsync().catch((e: unknown) => {

@@ -5,6 +5,8 @@
  *        → 200 {"result": …}
  *   GET  /v1/actors/:tenant/:class/:name/alarm                 → 200 {"alarm": ms | null}
  *   GET  /healthz                                               → 200 {"ok": true, nodeId, epoch}
+ *   GET  /                                                      → the status page (status-page.ts)
+ *   GET  /v1/status                                             → what it shows, as JSON (status-view.ts)
  *
  * Path segments are percent-decoded (a name containing "/" is sent as %2F). Errors are
  * `{error: CODE, message}`: 400 bad input, 404 unknown route/class/method, 405, 413 body too
@@ -18,6 +20,8 @@ import { BadRequest, ErrorCode, NotFound, isKeepworkError } from '../core/errors
 import type { Logger } from '../core/logger.js';
 import { HOPS_HEADER } from './forward.js';
 import type { RoutingNode } from './node.js';
+import { STATUS_PAGE_HTML } from './status-page.js';
+import { StatusView } from './status-view.js';
 
 export interface HttpServer {
   url: string;
@@ -56,26 +60,30 @@ class HttpError extends Error {
 }
 
 export async function startHttp(node: RoutingNode, s: HttpSettings): Promise<HttpServer> {
+  const view = new StatusView(node, node.metrics.feed);
   const server = createServer((req, res) => {
-    handle(node, s, req, res).catch((e: unknown) => reply(res, s.log, e));
+    handle(node, s, req, res, view).catch((e: unknown) => reply(res, s.log, e));
   });
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((ok, fail) => server.once('error', fail).listen(s.port, s.host, ok));
+  view.start();
   const { port } = server.address() as AddressInfo;
   const host = s.host.includes(':') ? `[${s.host}]` : s.host;
   return {
     url: `http://${host}:${port}`,
     close: () =>
       new Promise<void>((ok) => {
+        view.stop();
         server.close(() => ok());
         server.closeAllConnections();
       }),
   };
 }
 
-async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, res: ServerResponse, view: StatusView): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://x');
   const parts = url.pathname.split('/').slice(1);
+  if (url.pathname === '/' || url.pathname === '/v1/status') return serveStatus(url.pathname, req, res, view);
   if (url.pathname === '/healthz') {
     onlyMethod(req, 'GET');
     return send(res, 200, { ok: true, nodeId: node.nodeId, epoch: node.epoch });
@@ -98,6 +106,13 @@ async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, 
   if (durable !== null && durable !== '0' && durable !== '1') throw new BadRequest('durable must be 0 or 1');
   const result = await node.request(address, last, args, durable === '1', hops);
   send(res, 200, { result: result === undefined ? null : result });
+}
+
+async function serveStatus(path: string, req: IncomingMessage, res: ServerResponse, view: StatusView): Promise<void> {
+  onlyMethod(req, 'GET');
+  if (path === '/v1/status') return send(res, 200, await view.json());
+  res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+  res.end(STATUS_PAGE_HTML);
 }
 
 function hopsOf(req: IncomingMessage): number {

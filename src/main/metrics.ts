@@ -4,9 +4,12 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { RequestCounts } from '../store/request-counts.js';
+import { StatusFeed } from './status-feed.js';
 
 export class NodeMetrics {
   readonly registry = new Registry();
+  /** Recent deliveries and samples over time, for the status page (not Prometheus series). */
+  readonly feed = new StatusFeed();
   readonly deliveries = new Counter({ name: 'keepwork_alarm_deliveries_total', help: 'Alarm deliveries started, by source (own timer or sweep offer) and outcome', labelNames: ['outcome'] as const, registers: [this.registry] });
   readonly staleRemoved = new Counter({ name: 'keepwork_index_stale_removed_total', help: 'Stale index entries removed at delivery', registers: [this.registry] });
   readonly tardiness = new Histogram({

@@ -76,6 +76,7 @@ export interface KeepworkNode {
 export interface RoutingNode extends KeepworkNode {
   /** Prometheus text of this node's metrics. */
   metricsText(): Promise<string>;
+  readonly metrics: NodeMetrics;
   /** An index entry the sweep found overdue: delivered through the timer (its backoff horizon applies). */
   offerEntry(address: ActorAddress, dueMs: number): boolean;
   request(address: ActorAddress, method: string, args: unknown[], durable: boolean, hops: number): Promise<unknown>;
@@ -372,11 +373,13 @@ class Node implements RoutingNode {
       this.metrics.tardiness.observe(Math.max(0, this.clock.now() - at) / 1000);
       const r = await this.submit(address, { type: 'deliver', address, dueMs: at, generation: own.generation });
       this.metrics.deliveries.inc({ outcome: r.type === 'error' ? 'failed' : r.ran ? 'ran' : r.removed ? 'stale' : 'kept' });
+      this.metrics.feed.delivered(key, at, r, this.clock.now());
       if (r.type === 'ok' && r.removed) this.metrics.staleRemoved.inc(r.removed);
       if (r.type === 'ok' && r.retryAtMs !== undefined) this.timer.defer(key, at, r.retryAtMs);
       if (r.type === 'ok' && r.releaseHold) await this.giveBack(address);
     } catch (e) {
       if (this.stopping || this.isFenced) return;
+      this.metrics.feed.failed(key, at, e, this.clock.now());
       const retryAt = this.clock.now() + this.config.leasePeriodMs;
       this.log.error({ actor: key, err: e, retryAt }, 'alarm delivery failed; trying again after a lease period');
       this.timer.defer(key, at, retryAt);

@@ -1,14 +1,19 @@
 /**
  * `keepwork status`: the cluster as the bucket shows it — every node record (live, expired,
- * fenced or released, epoch, addr, age of its lease) and how many actors each holds. Reads only.
+ * fenced or released, epoch, addr, age of its lease) and how many actors each holds; then each
+ * tenant's alarm index: size, overdue entries and lag (index-stats.ts). Reads only; progress of
+ * long listings on stderr.
  */
 import { SystemClock } from '../core/clock.js';
 import { isLive } from '../leases/decisions.js';
 import { HOLDS_PREFIX, NODES_PREFIX, decodeHold, decodeNode, type NodeRecord } from '../leases/records.js';
 import { listAll } from '../store/keys.js';
-import { openStore } from '../store/open.js';
+import { openExistingBucket } from './open-bucket.js';
 import type { ObjectStore } from '../store/types.js';
 import { resolveOptions } from './config.js';
+import { indexTenants } from './alarms-command.js';
+import { tenantIndexStats, type TenantIndexStats } from './index-stats.js';
+import { Progress } from './progress.js';
 
 export interface NodeStatus {
   nodeId: string;
@@ -43,17 +48,45 @@ export async function clusterStatus(store: ObjectStore, nowMs: number, graceMs: 
   }));
 }
 
-export async function statusCommand(o: { bucket: string; json?: boolean }): Promise<void> {
+/**
+ * `--json` alone prints the node rows as before (scripts and the cluster tests read that array);
+ * `--json --index` prints `{nodes, index}`; `--no-index` skips the index listing.
+ */
+export async function statusCommand(o: { bucket: string; json?: boolean; index?: boolean }): Promise<void> {
   const config = resolveOptions();
   const clock = new SystemClock();
-  const store = openStore(o.bucket, { config, clock });
+  const store = openExistingBucket(o.bucket, { config, clock });
   try {
     const rows = await clusterStatus(store, clock.now(), config.graceMs, config.leasePeriodMs);
-    if (o.json) return void console.log(JSON.stringify(rows, null, 2));
-    if (rows.length === 0) return void console.log(`no nodes in ${store.description}`);
-    console.log(['node', 'status', 'epoch', 'addr', 'renewed', 'holds'].join('\t'));
+    const withIndex = o.json ? o.index === true : o.index !== false;
+    const index = withIndex ? await indexStatus(store, clock.now(), config.marginMs) : [];
+    if (o.json) return void console.log(JSON.stringify(withIndex ? { nodes: rows, index } : rows, null, 2));
+    if (rows.length === 0) console.log(`no nodes in ${store.description}`);
+    else console.log(['node', 'status', 'epoch', 'addr', 'renewed', 'holds'].join('\t'));
     for (const r of rows) console.log([r.nodeId, r.status, r.epoch, r.addr || '-', `${(r.leaseAgeMs / 1000).toFixed(1)}s ago`, r.holds].join('\t'));
+    if (withIndex) printIndex(index);
   } finally {
     await store.close();
+  }
+}
+
+/** Every tenant's index, one paged listing each; progress on stderr while it takes a while. */
+export async function indexStatus(store: ObjectStore, nowMs: number, marginMs: number): Promise<TenantIndexStats[]> {
+  const progress = new Progress();
+  const out: TenantIndexStats[] = [];
+  for (const tenant of await indexTenants(store)) {
+    out.push(await tenantIndexStats(store, tenant, nowMs, marginMs, (n) => progress.update(`listing the index of tenant ${tenant}: ${n} entries`)));
+  }
+  progress.done();
+  return out;
+}
+
+function printIndex(index: TenantIndexStats[]): void {
+  console.log('');
+  if (index.length === 0) return void console.log('alarm index: empty');
+  console.log(['tenant', 'entries', 'due', 'overdue', 'oldest due', 'lag'].join('\t'));
+  for (const t of index) {
+    const oldest = t.oldestDueMs === null ? '-' : new Date(t.oldestDueMs).toISOString();
+    console.log([t.tenant, t.entries, t.due, t.overdue, oldest, `${(t.lagMs / 1000).toFixed(1)}s`].join('\t'));
   }
 }

@@ -1,0 +1,39 @@
+/**
+ * A bounded LRU of actors' committed state (committed-state.ts), so a walk over the index reads
+ * each actor's chain about once without keeping every actor in memory.
+ */
+import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ObjectStore } from '../store/types.js';
+import { readCommitted, type CommittedActor } from './committed-state.js';
+
+export class CommittedCache {
+  private readonly map = new Map<string, CommittedActor>();
+  reads = 0;
+
+  constructor(
+    private readonly store: ObjectStore,
+    private readonly workDir: string,
+    private readonly max = 4096,
+  ) {}
+
+  put(actor: CommittedActor): void {
+    const key = formatAddress(actor.address);
+    this.map.delete(key);
+    this.map.set(key, actor);
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
+  }
+
+  async get(a: ActorAddress, seqs?: number[]): Promise<CommittedActor> {
+    const hit = this.map.get(formatAddress(a));
+    if (hit) return hit;
+    return this.read(a, seqs);
+  }
+
+  /** Reads the head again (bypassing the cache) and remembers it. */
+  async read(a: ActorAddress, seqs?: number[]): Promise<CommittedActor> {
+    this.reads++;
+    const actor = await readCommitted(this.store, a, this.workDir, seqs);
+    this.put(actor);
+    return actor;
+  }
+}

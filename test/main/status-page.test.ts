@@ -1,0 +1,116 @@
+/**
+ * The status page at GET / in headless Chromium (playwright-core driving Debian's chromium, which
+ * scripts/chromium.sh installs; KEEPWORK_CHROMIUM overrides the path). Two real nodes share a
+ * folder bucket; an alarm that fails once and then runs is set on the first; the page on that
+ * node must list both nodes as live, count the hold, draw the chart, and show the failure and the
+ * delivery. Without a browser the test is skipped with a loud message — except under CI=true,
+ * where it fails.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { silentLogger } from '../../src/core/logger.js';
+import { startNode, type KeepworkNode } from '../../src/main/node.js';
+import { tempDirs } from '../helpers/temp.js';
+
+const REMINDER = new URL('../../examples/reminder.ts', import.meta.url).href;
+
+function browserPath(): string | undefined {
+  const r = spawnSync('bash', ['scripts/chromium.sh', 'path'], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
+const executablePath = browserPath();
+if (!executablePath) {
+  const message = 'NO CHROMIUM: the status page test cannot run; install it with `bash scripts/chromium.sh ensure` (root) or set KEEPWORK_CHROMIUM';
+  if (process.env.CI === 'true') throw new Error(message);
+  console.error(`\n!!! ${message} — SKIPPING !!!\n`);
+}
+
+/** Polls `check` in the page until it returns a truthy value (the page refreshes every second). */
+async function waitFor<T>(page: Page, what: string, check: () => Promise<T | null | undefined>, limitMs = 30_000): Promise<T> {
+  const until = Date.now() + limitMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v) return v;
+      last = v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > until) throw new Error(`the page never showed ${what} (last: ${String(last)}); body: ${(await page.textContent('body'))?.slice(0, 2000)}`);
+    await page.waitForTimeout(250);
+  }
+}
+
+describe('status page', { skip: !executablePath && 'no Chromium (see the message above)' }, () => {
+  const temp = tempDirs('kw-status-page-');
+  let a: KeepworkNode;
+  let b: KeepworkNode;
+  let browser: Browser;
+  let page: Page;
+
+  before(async () => {
+    const root = temp();
+    const common = { bucket: join(root, 'bucket'), classes: { Reminder: REMINDER }, port: 0, workerThreads: 1, logger: silentLogger() };
+    a = await startNode({ ...common, dataDir: join(root, 'a'), nodeId: 'page-a' });
+    b = await startNode({ ...common, dataDir: join(root, 'b'), nodeId: 'page-b' });
+    browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+    page = await browser.newPage();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await a?.stop();
+    await b?.stop();
+  });
+
+  it('lists the nodes and the holds, draws the chart, and shows a failure and a delivery', async () => {
+    const r = a.actor('demo/Reminder/page-r1');
+    await r.callDurable('failTimes', 1);
+    await r.callDurable('remind', 300, 'from the status page test');
+    await page.goto(a.url + '/');
+
+    assert.equal(await page.title(), 'keepwork status');
+    assert.match((await page.textContent('#self-node')) ?? '', /^page-a \(epoch \d+\)$/);
+
+    const rows = await waitFor(page, 'both nodes, live', async () => {
+      const live = await page.$$eval('#nodes tbody tr[data-status="live"]', (trs) => trs.map((tr) => tr.getAttribute('data-node-id')));
+      return live.length === 2 ? live : undefined;
+    });
+    assert.deepEqual(rows, ['page-a', 'page-b']);
+
+    const holds = await waitFor(page, 'the hold of page-a', async () => {
+      const text = await page.textContent('#nodes tbody tr[data-node-id="page-a"] td.holds');
+      return text === '1' ? text : undefined;
+    });
+    assert.equal(holds, '1');
+    assert.equal(await page.textContent('#nodes tbody tr[data-node-id="page-b"] td.holds'), '0');
+
+    const failed = await waitFor(page, 'a failed delivery', () => page.$('#deliveries tbody tr[data-outcome="failed"][data-actor="demo/Reminder/page-r1"]'));
+    assert.match((await failed.textContent()) ?? '', /failing on purpose/);
+    const ran = await waitFor(page, 'a delivery that ran', () => page.$('#deliveries tbody tr[data-outcome="ran"][data-actor="demo/Reminder/page-r1"]'));
+    assert.ok(ran);
+    assert.equal((await r.call<unknown[]>('history')).length, 1);
+
+    const points = await waitFor(page, 'a chart with points', async () => {
+      const n = Number(await page.getAttribute('#chart', 'data-points'));
+      return n >= 2 ? n : undefined;
+    });
+    const line = (await page.getAttribute('#backlog-line', 'points')) ?? '';
+    assert.ok(line.trim().split(/\s+/).length >= 2 && points >= 2, `backlog line: ${JSON.stringify(line)}`);
+    assert.match((await page.textContent('#this-node')) ?? '', /1 ran, \d+ stale, \d+ kept, 1 failed/);
+  });
+
+  it('serves the JSON behind it, and refuses other methods without changing anything', async () => {
+    const s = (await (await fetch(a.url + '/v1/status')).json()) as { node: { nodeId: string }; nodes: { nodeId: string }[]; samples: unknown[] };
+    assert.equal(s.node.nodeId, 'page-a');
+    assert.deepEqual(s.nodes.map((n) => n.nodeId), ['page-a', 'page-b']);
+    assert.ok(Array.isArray(s.samples));
+    const post = await fetch(a.url + '/', { method: 'POST', body: '[]' });
+    assert.equal(post.status, 405);
+  });
+});
