@@ -21,7 +21,10 @@ import { planSweep, type SweepNode } from '../alarms/plan-sweep.js';
 import type { ResolvedConfig } from '../main/config.js';
 import type { ActorAddress } from '../core/address.js';
 import { compareKeys } from '../store/keys.js';
-import type { ObjectStore } from '../store/types.js';
+import { LIST_MAX_KEYS, type ObjectStore } from '../store/types.js';
+
+/** The first LIST of a sweep asks for this many keys; each next one twice as many (to 1,000). */
+export const FIRST_LIST_KEYS = 32;
 
 export interface SweepDeps {
   store: ObjectStore;
@@ -137,15 +140,21 @@ export class Sweeper {
     return { read: entries.length, offered, offeredAnyones, planned: plan.deliveries.length, full, nextDueMs, oldestDueMs };
   }
 
-  /** Lists from the cursor: at most sweepPageEntries entries, stopping at the first key ≥ bound. */
+  /**
+   * Lists from the cursor: at most sweepPageEntries entries, stopping at the first key ≥ bound.
+   * Pages start small and double (FIRST_LIST_KEYS, then up to 1,000): the store cannot stop at
+   * the bound itself, and most sweeps find few overdue entries — a 1,000-key page cost the folder
+   * store 1,000 keys' worth of folder reads (about 3,000) per sweep however few were due, while
+   * S3 answers 32 keys or 1,000 in one request alike. A large backlog costs a few more LISTs.
+   */
   private async read(tenant: string, bound: string) {
     const entries: IndexEntry[] = [];
     let startAfter = this.cursors.get(tenant);
     let lastKey: string | undefined;
     let nextDueMs: number | undefined;
     let reachedEnd = false;
-    while (entries.length < this.d.config.sweepPageEntries) {
-      const want = Math.min(1000, this.d.config.sweepPageEntries - entries.length);
+    for (let keysMax = FIRST_LIST_KEYS; entries.length < this.d.config.sweepPageEntries; keysMax = Math.min(LIST_MAX_KEYS, keysMax * 2)) {
+      const want = Math.min(keysMax, this.d.config.sweepPageEntries - entries.length);
       const page = await this.d.store.list({ prefix: tenantPrefix(tenant), startAfter, maxKeys: want });
       for (const key of page.keys) {
         if (compareKeys(key, bound) >= 0) {

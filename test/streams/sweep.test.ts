@@ -8,7 +8,7 @@ import { dueBound, entryKey } from '../../src/alarms/keys.js';
 import { compareKeys } from '../../src/store/keys.js';
 import { resolveOptions, type KeepworkOptions } from '../../src/main/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { Sweeper } from '../../src/streams/sweep.js';
+import { FIRST_LIST_KEYS, Sweeper } from '../../src/streams/sweep.js';
 import { shardOwner } from '../../src/alarms/shard.js';
 
 const NOW = 1_900_000_000_000;
@@ -75,6 +75,22 @@ describe('the sweep', () => {
     for (const o of s.offered) s.busy.add(formatAddress(o.address)); // now in flight
     await s.sweeper.sweepTenant('t');
     assert.equal(new Set(s.offered.map((o) => o.address.name)).size, 8, 'in-flight entries do not count against the cap');
+  });
+
+  it('lists a small page first and doubles it: few overdue entries cost one short LIST, a backlog a few more', async () => {
+    const s = setup({ sweepPageEntries: 2048, deliveriesPerSweep: 4096 });
+    const asked: number[] = [];
+    const list = s.store.list.bind(s.store);
+    s.store.list = (o) => (asked.push(o?.maxKeys ?? 1000), list(o));
+    for (let i = 0; i < 5; i++) await s.add(`due${i}`, 20_000 + i);
+    for (let i = 0; i < 300; i++) await s.add(`later${i}`, -60_000 - i);
+    const few = await s.sweeper.sweepTenant('t');
+    assert.deepEqual([few.read, asked], [5, [FIRST_LIST_KEYS]]);
+    for (let i = 0; i < 3_000; i++) await s.add(`backlog${i}`, 30_000 + i);
+    asked.length = 0;
+    const many = await s.sweeper.sweepTenant('t');
+    assert.equal(many.read, 2048, 'a full page');
+    assert.deepEqual(asked, [32, 64, 128, 256, 512, 1000, 56]);
   });
 
   it('counts the entries it offers from another live node’s shard (anyone’s, three margins overdue) apart from its own', async () => {
