@@ -7,14 +7,14 @@
  *   results ─▶ AlarmTimer ─▶ due ─▶ alarm event (same path; an actor held elsewhere: dropped)
  *   RxJS schedules: lease renewal (membership.ts), idle reaping (flush, close, release the hold).
  */
-import { interval, type Subscription } from 'rxjs';
+import { interval, type SchedulerLike, type Subscription } from 'rxjs';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { SystemClock, type Clock } from '../core/clock.js';
 import { formatAddress, parseAddress, validateTenant, type ActorAddress } from '../core/address.js';
 import { NodeStopped, NotFound, reviveError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/logger.js';
-import { SystemRandom } from '../core/random.js';
+import { SystemRandom, type Random } from '../core/random.js';
 import { AlarmTimer } from '../alarms/timer.js';
 import { openStore, DEFAULT_BUCKET_URL } from '../store/open.js';
 import type { ObjectStore } from '../store/types.js';
@@ -127,7 +127,13 @@ export async function startNode(options: StartNodeOptions): Promise<KeepworkNode
   return node;
 }
 
-class Node implements RoutingNode {
+/** Test seams (the deterministic simulator): a seeded Random and a virtual-time RxJS scheduler. */
+export interface NodeSeams {
+  random?: Random;
+  scheduler?: SchedulerLike;
+}
+
+export class Node implements RoutingNode {
   readonly nodeId: string;
   readonly epoch: number;
   private readonly lanes: ActorLanes;
@@ -153,6 +159,7 @@ class Node implements RoutingNode {
     private readonly classes: Record<string, string>,
     private readonly tenants: string[] | undefined,
     readonly metrics: NodeMetrics,
+    seams: NodeSeams = {},
   ) {
     this.nodeId = identity.nodeId;
     this.epoch = identity.epoch;
@@ -162,7 +169,8 @@ class Node implements RoutingNode {
     this.sweeper = new Sweeper({
       store,
       clock,
-      random: new SystemRandom(),
+      random: seams.random ?? new SystemRandom(),
+      scheduler: seams.scheduler,
       config,
       log: log.child({ component: 'sweep' }),
       self: () => ({ nodeId: this.nodeId, tenants: this.tenants ?? null, classes: Object.keys(this.classes) }),
@@ -175,7 +183,7 @@ class Node implements RoutingNode {
     });
     this.forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax };
     const reapEveryMs = Math.max(100, Math.min(config.idleTimeoutMs / 4, 10_000));
-    this.reaper = interval(reapEveryMs).subscribe(() => void this.reapIdle());
+    this.reaper = interval(reapEveryMs, seams.scheduler).subscribe(() => void this.reapIdle());
   }
 
   get url(): string | undefined {

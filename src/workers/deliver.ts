@@ -15,6 +15,7 @@ import type { ActorAddress } from '../core/address.js';
 import { formatAddress } from '../core/address.js';
 import { actorEntriesPrefix, entryKey, parseEntryKey, parseIndexed, type IndexEntry, type Indexed } from '../alarms/keys.js';
 import { staleEntries, staleRemoval } from '../alarms/stale.js';
+import { unsafe } from '../alarms/unsafe.js';
 import { listAll } from '../store/keys.js';
 import { readAlarm, readMeta } from './actor-db.js';
 import type { Slot } from './actor-slots.js';
@@ -42,7 +43,7 @@ async function remove(deps: PipelineDeps, a: ActorAddress, dueMs: number, named:
 
 /** The actor has no slot: nothing local and nothing (or a tombstone) in the bucket. */
 export async function deliverWithoutState(deps: PipelineDeps, a: ActorAddress, dueMs: number, deleted: boolean, generation: number): Promise<EventResult> {
-  if (!deleted) {
+  if (!deleted && !unsafe.clearOnEmptyBucket) {
     // Empty bucket: an earlier owner's first snapshot may still land naming this entry (R4).
     return { type: 'ok', alarmAt: null, deleted: false, ran: false, retryAtMs: deps.clock.now() + deps.config.retryMaxMs, releaseHold: true };
   }
