@@ -1,0 +1,66 @@
+/**
+ * `npm run sim -- [--seed N | --seeds K [--from F]] [--variant V] [--verbose]`
+ *
+ * Runs simulation seeds (run-seed.ts) and prints, per seed, `SEED=N` with the derived parameters
+ * and the verdict; on a failure, a one-line command that replays that seed exactly. Totals at the
+ * end. Exit code: 0 all ok · 1 a safety violation · 2 a liveness failure · 3 a harness error (the
+ * first failure decides). Default: seeds 1..200, no variant.
+ */
+import { describeParams } from './params.js';
+import { EXIT_CODES, VARIANTS, runSeed, type RunResult, type Variant } from './run-seed.js';
+import { addTotals, formatTotals, newTotals } from './totals.js';
+
+interface Args {
+  seeds: number[];
+  variant: Variant;
+  verbose: boolean;
+}
+
+function parseArgs(argv: string[]): Args {
+  const value = (flag: string) => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const variant = (value('--variant') ?? 'none') as Variant;
+  if (variant !== 'none' && !VARIANTS.includes(variant)) throw new Error(`--variant must be one of none, ${VARIANTS.join(', ')}`);
+  const one = value('--seed');
+  const from = Number(value('--from') ?? 1);
+  const count = Number(value('--seeds') ?? 200);
+  const seeds = one !== undefined ? [Number(one)] : Array.from({ length: count }, (_, i) => from + i);
+  if (seeds.some((s) => !Number.isSafeInteger(s) || s < 0)) throw new Error('seeds must be non-negative integers');
+  return { seeds, variant, verbose: argv.includes('--verbose') || one !== undefined };
+}
+
+export function reproCommand(r: Pick<RunResult, 'seed' | 'variant'>): string {
+  return `npm run sim -- --seed ${r.seed}${r.variant === 'none' ? '' : ` --variant ${r.variant}`}`;
+}
+
+export function report(r: RunResult, verbose: boolean): string[] {
+  const lines: string[] = [];
+  const s = r.stats;
+  if (verbose || r.verdict !== 'ok') lines.push(`SEED=${r.seed} ${describeParams(r.params)}`);
+  lines.push(
+    `SEED=${r.seed} ${r.variant === 'none' ? '' : `variant=${r.variant} `}${r.verdict.toUpperCase()} takeovers=${s.takeovers} alarms=${s.alarmsSet} fired=${s.alarmsFired} checks=${s.invariantTicks} crashes=${s.crashes} cuts=${s.cuts} joins=${s.joins} aimed=${s.aimed} ${s.wallMs}ms trace=${r.trace}`,
+  );
+  if (r.verdict !== 'ok') {
+    lines.push(`SEED=${r.seed} ${r.verdict} at ${r.atMs} ms: ${r.message}`);
+    lines.push(`repro: ${reproCommand(r)}`);
+  }
+  return lines;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const totals = newTotals();
+  let exit = 0;
+  for (const seed of args.seeds) {
+    const r = await runSeed(seed, args.variant);
+    addTotals(totals, r);
+    for (const line of report(r, args.verbose)) console.log(line);
+    if (r.verdict !== 'ok' && exit === 0) exit = EXIT_CODES[r.verdict];
+  }
+  console.log(formatTotals(totals));
+  process.exitCode = exit;
+}
+
+await main();

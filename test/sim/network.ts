@@ -1,0 +1,195 @@
+/**
+ * The simulated network between the nodes and the one shared bucket (a MemoryStore on the
+ * virtual clock). Every store request of the code under test goes through a node's `NodeLink`,
+ * so the simulator knows who sent it.
+ *
+ * Fault model (all draws from the seed; rates are per-seed parameters, see params.ts):
+ *   - latency: each request takes effect after a delay drawn from a three-part distribution —
+ *     fast (1–5 ms, most requests), slow (5–80 ms) and spikes (100 ms – spikeMaxMs); different
+ *     delays reorder requests exactly as a network would;
+ *   - failure: with `failP` a request is refused without being applied (StoreUnavailable);
+ *   - timeout that lands later: with `timeoutP` a PUT or DELETE is reported failed
+ *     (AmbiguousWrite) after `timeoutAfterMs` while it is applied at a time drawn up to
+ *     `landLateMaxMs` (before or after the caller hears of it); a conditional PUT is checked
+ *     against the bucket of that moment;
+ *   - aimed fault: a joining node's first upload of a local-only actor (link 1) is delayed at
+ *     the bucket by `aimedDelayMs` while that node is cut off (its lease stops renewing), so it is
+ *     fenced and another node takes the actor before the snapshot lands;
+ *   - cut-off (per node, `cut`): the node's requests fail after a short delay ('fail') or are
+ *     held until the cut heals and then sent ('hang'); with `leaseRenews` its lease record
+ *     (`nodes/<id>`) still gets through, so it stays live while everything else fails;
+ *   - crash and pause (node-clock.ts): a dead node sends nothing and never hears a reply; a
+ *     paused node hears replies only when it resumes. Requests already sent still land.
+ * Requests made outside any node (the invariant checker reads synchronously) see no faults.
+ */
+import type { SimClock } from '../../src/core/clock.js';
+import { StoreUnavailable } from '../../src/core/errors.js';
+import type { SeededRandom } from '../../src/core/random.js';
+import { MemoryStore, type Fault, type StoreRequest } from '../../src/store/memory.js';
+import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from '../../src/store/types.js';
+import type { NodeClock } from './node-clock.js';
+import type { FaultParams } from './params.js';
+
+export type CutMode = 'fail' | 'hang';
+
+interface Cut {
+  mode: CutMode;
+  leaseRenews: boolean;
+  waiters: (() => void)[];
+}
+
+const FIRST_LINK = /^state\/.+\/00000000000000000001$/;
+
+export class Network {
+  readonly bucket: MemoryStore;
+  private requester: string | undefined;
+  private readonly cuts = new Map<string, Cut>();
+  /** Nodes whose next first upload (link 1 of a local-only actor) draws the aimed fault. */
+  readonly aimAt = new Set<string>();
+  stats = { requests: 0, failed: 0, timedOut: 0, aimed: 0, cuts: 0 };
+  healed = false;
+
+  constructor(
+    readonly clock: SimClock,
+    private readonly random: SeededRandom,
+    private readonly p: FaultParams,
+  ) {
+    this.bucket = new MemoryStore({ clock, faults: (r) => this.faultFor(r) });
+  }
+
+  link(nodeId: string, clock: NodeClock): NodeLink {
+    return new NodeLink(this, nodeId, clock);
+  }
+
+  /** Runs `call` (which must reach the bucket synchronously) as a request of `nodeId`. */
+  as<T>(nodeId: string, call: () => Promise<T>): Promise<T> {
+    this.requester = nodeId;
+    try {
+      return call();
+    } finally {
+      this.requester = undefined;
+    }
+  }
+
+  cutOff(nodeId: string, mode: CutMode, leaseRenews: boolean, forMs: number): void {
+    if (this.cuts.has(nodeId) || this.healed) return;
+    this.stats.cuts++;
+    this.cuts.set(nodeId, { mode, leaseRenews, waiters: [] });
+    this.clock.setTimer(forMs, () => this.heal(nodeId));
+  }
+
+  heal(nodeId: string): void {
+    const cut = this.cuts.get(nodeId);
+    if (!cut) return;
+    this.cuts.delete(nodeId);
+    for (const w of cut.waiters) w();
+  }
+
+  healAll(): void {
+    this.healed = true;
+    this.aimAt.clear();
+    for (const id of [...this.cuts.keys()]) this.heal(id);
+  }
+
+  /** What a cut does to this request of `nodeId` now; undefined: it goes through. */
+  cutFor(nodeId: string, key: string): Cut | undefined {
+    const cut = this.cuts.get(nodeId);
+    if (!cut) return undefined;
+    if (cut.leaseRenews && key === `nodes/${nodeId}`) return undefined;
+    return cut;
+  }
+
+  private faultFor(r: StoreRequest): Fault | undefined {
+    const node = this.requester;
+    if (node === undefined) return undefined;
+    this.stats.requests++;
+    if (this.aimAt.has(node) && r.op === 'put' && FIRST_LINK.test(r.key)) return this.aimed(node);
+    if (this.healed) return { delayMs: this.latency() };
+    const x = this.random.float();
+    if (x < this.p.failP) {
+      this.stats.failed++;
+      return { fail: true };
+    }
+    if ((r.op === 'put' || r.op === 'delete') && x < this.p.failP + this.p.timeoutP) {
+      this.stats.timedOut++;
+      const afterMs = this.p.timeoutAfterMs;
+      return { timeout: { afterMs, landAfterMs: 1 + this.random.int(this.p.landLateMaxMs) } };
+    }
+    return { delayMs: this.latency() };
+  }
+
+  private aimed(node: string): Fault {
+    this.aimAt.delete(node);
+    this.stats.aimed++;
+    this.cutOff(node, 'fail', false, this.p.aimedCutMs);
+    return { delayMs: this.p.aimedDelayMs };
+  }
+
+  private latency(): number {
+    const x = this.random.float();
+    if (x < this.p.spikeP) return 100 + this.random.int(this.p.spikeMaxMs);
+    if (x < this.p.spikeP + this.p.slowP) return 5 + this.random.int(75);
+    return 1 + this.random.int(5);
+  }
+}
+
+const never = <T>() => new Promise<T>(() => undefined);
+
+/** One node's way to the bucket: cut-offs, crash and pause applied to its requests and replies. */
+export class NodeLink implements ObjectStore {
+  readonly description = 'sim-link';
+
+  constructor(
+    private readonly net: Network,
+    private readonly nodeId: string,
+    private readonly clock: NodeClock,
+  ) {}
+
+  get(key: string): Promise<StoredObject | null> {
+    return this.send(key, () => this.net.bucket.get(key));
+  }
+
+  head(key: string): Promise<ObjectHead | null> {
+    return this.send(key, () => this.net.bucket.head(key));
+  }
+
+  put(key: string, body: Uint8Array, condition?: PutCondition): Promise<{ etag: string }> {
+    return this.send(key, () => this.net.bucket.put(key, body, condition));
+  }
+
+  delete(key: string): Promise<void> {
+    return this.send(key, () => this.net.bucket.delete(key));
+  }
+
+  async deleteMany(keys: readonly string[]): Promise<void> {
+    await Promise.all(keys.map((k) => this.delete(k)));
+  }
+
+  list(options: ListOptions = {}): Promise<ListPage> {
+    return this.send(options.prefix ?? '', () => this.net.bucket.list(options));
+  }
+
+  async close(): Promise<void> {
+    // The bucket is shared: a node stopping closes only its own link.
+  }
+
+  private async send<T>(key: string, call: () => Promise<T>): Promise<T> {
+    if (this.clock.isDead) return never();
+    const cut = this.net.cutFor(this.nodeId, key);
+    if (cut?.mode === 'fail') {
+      await this.clock.sleep(1 + (key.length % 5));
+      throw new StoreUnavailable(`sim: node ${this.nodeId} is cut off from the bucket`);
+    }
+    if (cut?.mode === 'hang') await new Promise<void>((resolve) => cut.waiters.push(resolve));
+    if (this.clock.isDead) return never();
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, value: await this.net.as(this.nodeId, call) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    await this.clock.sleep(0); // a dead node never hears the reply; a paused one only at resume
+    if (!outcome.ok) throw outcome.error;
+    return outcome.value;
+  }
+}
