@@ -66,6 +66,7 @@ export async function deliverTo(
   const rule = noState ? 'allowed' : staleRemoval(slot.replica);
   if (rule === 'emptyBucket') return { ...base, retryAtMs: deps.clock.now() + deps.config.retryMaxMs, releaseHold: true };
   if (rule === 'fenceFirst') await slot.replica.fence();
+  else await slot.replica.sync(); // R2: what the *replicated* state names — local commits go up first
   const named = parseIndexed(readMeta(slot.db, 'alarm_indexed'));
   return { ...base, removed: await remove(deps, a, dueMs, named, slot.replica.generation) };
 }

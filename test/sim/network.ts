@@ -38,6 +38,8 @@ interface Cut {
   waiters: (() => void)[];
 }
 
+/** Debugging aid: SIM_TRACE=<substring> prints every request whose key contains it. */
+const TRACE = process.env.SIM_TRACE;
 const FIRST_LINK = /^state\/.+\/00000000000000000001$/;
 
 export class Network {
@@ -103,6 +105,12 @@ export class Network {
     const node = this.requester;
     if (node === undefined) return undefined;
     this.stats.requests++;
+    const f = this.drawFault(node, r);
+    if (TRACE && r.key.includes(TRACE)) console.log(`${this.clock.now() - 1_800_000_000_000} ${node} ${r.op} ${r.key} ${JSON.stringify(r.condition ?? '')} ${JSON.stringify(f ?? '')}`);
+    return f;
+  }
+
+  private drawFault(node: string, r: StoreRequest): Fault | undefined {
     if (this.aimAt.has(node) && r.op === 'put' && FIRST_LINK.test(r.key)) return this.aimed(node);
     if (this.healed) return { delayMs: this.latency() };
     const x = this.random.float();
