@@ -22,6 +22,21 @@ import { decodeLink } from '../../src/replication/link.js';
 import { chainPrefix, linkKey, seqOfKey } from '../../src/replication/state-keys.js';
 import { applyDelta, decodeDelta } from '../../src/replication/wal.js';
 import type { MemoryStore } from '../../src/store/memory.js';
+import { compareKeys } from '../../src/store/keys.js';
+
+/** The keys starting with `prefix`, from a listing in byte order (binary search, no full scan). */
+export function keysUnder(sorted: readonly string[], prefix: string): string[] {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compareKeys(sorted[mid]!, prefix) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  const out: string[] = [];
+  for (let i = lo; i < sorted.length && sorted[i]!.startsWith(prefix); i++) out.push(sorted[i]!);
+  return out;
+}
 
 export interface HeadState {
   alarmMs: number | null;
@@ -77,15 +92,12 @@ export class IndexInvariant {
 
   private listedAt(a: ActorAddress, atMs: number): boolean {
     const prefix = actorEntriesPrefix(a, atMs);
-    return this.bucket.keys().some((k) => k.startsWith(prefix)) || this.bucket.peek(entryKey({ address: a, dueMs: atMs, tag: null })) !== undefined;
+    return keysUnder(this.bucket.keys(), prefix).length > 0 || this.bucket.peek(entryKey({ address: a, dueMs: atMs, tag: null })) !== undefined;
   }
 
   /** The committed head's alarm and alarm_indexed; null when the bucket has no state (or a tombstone). */
   headState(a: ActorAddress): HeadState | null {
-    const prefix = chainPrefix(a);
-    const seqs = this.bucket
-      .keys()
-      .filter((k) => k.startsWith(prefix))
+    const seqs = keysUnder(this.bucket.keys(), chainPrefix(a))
       .map((k) => seqOfKey(a, k))
       .filter((s): s is number => s !== undefined);
     if (seqs.length === 0) return null;

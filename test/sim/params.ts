@@ -67,7 +67,7 @@ export function drawParams(seed: number): SimParams {
     snapshotEveryLinks: pick(r, [4, 16, 64]),
     checkpointEveryLinks: pick(r, [2, 8, 32]),
     linkRetentionMs: 0,
-    dbCacheMax: pick(r, [2, 64]),
+    dbCacheMax: pick(r, [4, 64]),
   };
   const faults: FaultParams = {
     failP: pick(r, [0, 0.005, 0.02, 0.05]),
@@ -85,9 +85,9 @@ export function drawParams(seed: number): SimParams {
     nodes: between(r, 2, 3),
     joiners: between(r, 0, 2),
     actors: between(r, 4, 10),
-    chaosMs: 60_000,
+    chaosMs: 40_000,
     livenessMs: 0, // filled below from the bound
-    livenessBoundMs: 3 * marginMs * 3 + retryMaxMs + 4 * alarmSweepMs + 10_000,
+    livenessBoundMs: 4 * marginMs + retryMaxMs + 2 * alarmSweepMs + 5_000,
     callGapMs: pick(r, [100, 250, 500]),
     faultGapMs: pick(r, [2_000, 4_000, 8_000]),
     alarmStepMs: pick(r, [250, 500, 1_000]),

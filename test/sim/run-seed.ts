@@ -25,7 +25,7 @@ import { resetUnsafe, unsafe, type UnsafeFlags } from '../../src/alarms/unsafe.j
 import { decodeHold, HOLDS_PREFIX } from '../../src/leases/records.js';
 import { Cluster, simAddress } from './cluster.js';
 import { Drivers } from './drivers.js';
-import { IndexInvariant } from './invariant.js';
+import { IndexInvariant, keysUnder } from './invariant.js';
 import { Network } from './network.js';
 import { drawParams, withLiveness, type SimParams } from './params.js';
 import { gridTime, simActor } from './sim-actor.js';
@@ -115,7 +115,7 @@ class Run {
   async setUp(): Promise<void> {
     for (let j = 1; j <= this.p.joiners; j++) {
       const own = Array.from({ length: 1 + this.random.int(3) }, (_, k) => simAddress(`j${j}-${k}`));
-      const at = own.map(() => gridTime(START_MS, this.p.alarmStepMs, 1 + this.random.int(Math.floor(40_000 / this.p.alarmStepMs))));
+      const at = own.map(() => gridTime(START_MS, this.p.alarmStepMs, 1 + this.random.int(Math.floor((0.75 * this.p.chaosMs) / this.p.alarmStepMs))));
       await this.cluster.prepareJoiner(`j${j}`, own, at);
       this.actors.push(...own);
     }
@@ -139,8 +139,7 @@ class Run {
 
   /** Counts hold changes to another owner (nodeId + epoch) at a higher generation. */
   observeHolds(): void {
-    for (const key of this.net.bucket.keys()) {
-      if (!key.startsWith(HOLDS_PREFIX)) continue;
+    for (const key of keysUnder(this.net.bucket.keys(), HOLDS_PREFIX)) {
       const hold = decodeHold(this.net.bucket.peek(key)!.body);
       const owner = `${hold.nodeId}/${hold.epoch}`;
       const last = this.holders.get(key);
