@@ -129,9 +129,10 @@ export class ActorReplica {
     const db = this.db;
     if (!db || db.inTransaction) throw new ActorGivenUp(`cannot fence ${this.name()} now`);
     db.prepare("INSERT INTO _keep_meta (key, value) VALUES ('owner_fence', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(
-      `${this.deps.writer.nodeId}/${this.deps.writer.epoch}/${this.generation}`,
+      `${this.deps.writer.nodeId}/${this.deps.writer.epoch}/${this.generation}/${this.head?.seq ?? 0}`, // on top of this head: never the value it holds
     );
     await this.sync();
+    if (!this.uploadedUnderHold) throw this.giveUpNow(new ActorGivenUp(`the owner fence of ${this.name()} uploaded nothing`));
   }
 
   /** The index could not be brought in line: the actor is given up, nothing more is uploaded. */

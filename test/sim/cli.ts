@@ -6,8 +6,8 @@
  * end. Exit code: 0 all ok · 1 a safety violation · 2 a liveness failure · 3 a harness error (the
  * first failure decides). Default: seeds 1..200, no variant.
  */
-import { describeParams } from './params.js';
-import { EXIT_CODES, VARIANTS, runSeed, type RunResult, type Variant } from './run-seed.js';
+import { EXIT_CODES, VARIANTS, runSeed, type Variant } from './run-seed.js';
+import { report } from './report.js';
 import { addTotals, formatTotals, newTotals } from './totals.js';
 
 interface Args {
@@ -29,24 +29,6 @@ function parseArgs(argv: string[]): Args {
   const seeds = one !== undefined ? [Number(one)] : Array.from({ length: count }, (_, i) => from + i);
   if (seeds.some((s) => !Number.isSafeInteger(s) || s < 0)) throw new Error('seeds must be non-negative integers');
   return { seeds, variant, verbose: argv.includes('--verbose') || one !== undefined };
-}
-
-export function reproCommand(r: Pick<RunResult, 'seed' | 'variant'>): string {
-  return `npm run sim -- --seed ${r.seed}${r.variant === 'none' ? '' : ` --variant ${r.variant}`}`;
-}
-
-export function report(r: RunResult, verbose: boolean): string[] {
-  const lines: string[] = [];
-  const s = r.stats;
-  if (verbose || r.verdict !== 'ok') lines.push(`SEED=${r.seed} ${describeParams(r.params)}`);
-  lines.push(
-    `SEED=${r.seed} ${r.variant === 'none' ? '' : `variant=${r.variant} `}${r.verdict.toUpperCase()} takeovers=${s.takeovers} alarms=${s.alarmsSet} fired=${s.alarmsFired} checks=${s.invariantTicks} crashes=${s.crashes} cuts=${s.cuts} joins=${s.joins} aimed=${s.aimed} ${s.wallMs}ms trace=${r.trace}`,
-  );
-  if (r.verdict !== 'ok') {
-    lines.push(`SEED=${r.seed} ${r.verdict} at ${r.atMs} ms: ${r.message}`);
-    lines.push(`repro: ${reproCommand(r)}`);
-  }
-  return lines;
 }
 
 async function main(): Promise<void> {

@@ -9,7 +9,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { SimClock } from '../../src/core/clock.js';
+import { SimClock, type Clock } from '../../src/core/clock.js';
 import { parseAddress, type ActorAddress } from '../../src/core/address.js';
 import { silentLogger } from '../../src/core/logger.js';
 import type { SeededRandom } from '../../src/core/random.js';
@@ -46,7 +46,7 @@ export class Cluster {
     private readonly net: Network,
     private readonly random: SeededRandom,
     private readonly root: string,
-    private readonly definition: ActorDefinition,
+    private readonly definition: (clock: Clock) => ActorDefinition,
   ) {}
 
   up(): SimNode[] {
@@ -104,7 +104,7 @@ export class Cluster {
     const log = silentLogger();
     const replicaDeps = { store, clock, random, config, log, writer: { nodeId, epoch: 0 }, leaseValid: () => true };
     const slots = new ActorSlots(dataDir, config.dbCacheMax, replicaDeps);
-    const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), slots, loadClass: async () => this.definition };
+    const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), slots, loadClass: async () => this.definition(clock) };
     for (let i = 0; i < actors.length; i++) {
       const r = await runEvent(deps, { type: 'request', address: actors[i]!, method: 'set', args: [alarmsAt[i]], durable: true, generation: 1 });
       if (r.type !== 'ok') throw new Error(`sim: preparing joiner ${nodeId} failed: ${r.error.message}`);

@@ -30,6 +30,7 @@ export class Drivers {
   readonly work: WorkloadStats = { calls: 0, callsOk: 0, alarmsSet: 0 };
   private running = true;
   private readonly downSince = new Map<string, number>();
+  private readonly lastSet = new Map<string, number>();
 
   constructor(
     private readonly p: SimParams,
@@ -79,7 +80,7 @@ export class Drivers {
     const x = this.random.float();
     const durable = this.random.float() < 0.3;
     const handle = node.node!.actor(formatAddress(address));
-    const [method, args] = x < 0.6 ? ['set', [gridTime(this.clock.now(), this.p.alarmStepMs, 1 + this.random.int(8))]] : x < 0.7 ? ['clear', []] : ['touch', []];
+    const [method, args] = x < 0.6 ? ['set', [this.alarmTime(address)]] : x < 0.7 ? ['clear', []] : ['touch', []];
     this.work.calls++;
     const sent = durable ? handle.callDurable(method, ...args) : handle.call(method, ...args);
     sent.then(
@@ -89,6 +90,21 @@ export class Drivers {
       },
       () => undefined,
     );
+  }
+
+  /**
+   * An alarm time on the grid: mostly ahead; sometimes one set before (apps re-set the same
+   * alarm, so keys and times recur); sometimes already past ("run it now").
+   */
+  private alarmTime(a: ActorAddress): number {
+    const key = formatAddress(a);
+    const x = this.random.float();
+    const step = this.p.alarmStepMs;
+    let at = gridTime(this.clock.now(), step, 1 + this.random.int(8));
+    if (x < 0.15) at = gridTime(this.clock.now(), step, -this.random.int(Math.ceil((2 * this.marginMs()) / step)));
+    else if (x < 0.45 && this.lastSet.has(key)) at = this.lastSet.get(key)!;
+    this.lastSet.set(key, at);
+    return at;
   }
 
   /** The node the bucket's hold names, if it is up (what forwarding would reach). */

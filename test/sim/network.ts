@@ -25,7 +25,7 @@
 import type { SimClock } from '../../src/core/clock.js';
 import { StoreUnavailable } from '../../src/core/errors.js';
 import type { SeededRandom } from '../../src/core/random.js';
-import { MemoryStore, type Fault, type StoreRequest } from '../../src/store/memory.js';
+import { MemoryStore, type Fault, type StoreOp, type StoreRequest } from '../../src/store/memory.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from '../../src/store/types.js';
 import type { NodeClock } from './node-clock.js';
 import type { FaultParams } from './params.js';
@@ -41,6 +41,8 @@ interface Cut {
 /** Debugging aid: SIM_TRACE=<substring> prints every request whose key contains it. */
 const TRACE = process.env.SIM_TRACE;
 const FIRST_LINK = /^state\/.+\/00000000000000000001$/;
+const ANY_LINK = /^state\/.+\/\d{20}$/;
+const ACTOR_ENTRIES = /^alarms\/[^/]+\/\d{15}\/[^/]+\.t\/[0-9a-f]+\/$/;
 
 export class Network {
   readonly bucket: MemoryStore;
@@ -101,6 +103,19 @@ export class Network {
     return cut;
   }
 
+  /**
+   * Aimed cut-offs: a node is cut off ('hang', its lease not renewing) just as it sends a link
+   * upload (a late commit in the making) or the per-actor LIST of a stale-entry removal (its lease
+   * runs out between its check and the listing); the request is held with the rest.
+   */
+  aimAtRequest(nodeId: string, op: StoreOp, key: string): void {
+    if (this.healed || this.cuts.has(nodeId)) return;
+    const p = op === 'put' && ANY_LINK.test(key) ? this.p.aimLinkP : op === 'list' && ACTOR_ENTRIES.test(key) ? this.p.aimListP : 0;
+    if (p === 0 || this.random.float() >= p) return;
+    this.stats.aimed++;
+    this.cutOff(nodeId, 'hang', false, Math.floor(this.p.marginMs * (1.2 + 2 * this.random.float())));
+  }
+
   private faultFor(r: StoreRequest): Fault | undefined {
     const node = this.requester;
     if (node === undefined) return undefined;
@@ -154,19 +169,19 @@ export class NodeLink implements ObjectStore {
   ) {}
 
   get(key: string): Promise<StoredObject | null> {
-    return this.send(key, () => this.net.bucket.get(key));
+    return this.send('get', key, () => this.net.bucket.get(key));
   }
 
   head(key: string): Promise<ObjectHead | null> {
-    return this.send(key, () => this.net.bucket.head(key));
+    return this.send('head', key, () => this.net.bucket.head(key));
   }
 
   put(key: string, body: Uint8Array, condition?: PutCondition): Promise<{ etag: string }> {
-    return this.send(key, () => this.net.bucket.put(key, body, condition));
+    return this.send('put', key, () => this.net.bucket.put(key, body, condition));
   }
 
   delete(key: string): Promise<void> {
-    return this.send(key, () => this.net.bucket.delete(key));
+    return this.send('delete', key, () => this.net.bucket.delete(key));
   }
 
   async deleteMany(keys: readonly string[]): Promise<void> {
@@ -174,15 +189,16 @@ export class NodeLink implements ObjectStore {
   }
 
   list(options: ListOptions = {}): Promise<ListPage> {
-    return this.send(options.prefix ?? '', () => this.net.bucket.list(options));
+    return this.send('list', options.prefix ?? '', () => this.net.bucket.list(options));
   }
 
   async close(): Promise<void> {
     // The bucket is shared: a node stopping closes only its own link.
   }
 
-  private async send<T>(key: string, call: () => Promise<T>): Promise<T> {
+  private async send<T>(op: StoreOp, key: string, call: () => Promise<T>): Promise<T> {
     if (this.clock.isDead) return never();
+    this.net.aimAtRequest(this.nodeId, op, key);
     const cut = this.net.cutFor(this.nodeId, key);
     if (cut?.mode === 'fail') {
       await this.clock.sleep(1 + (key.length % 5));

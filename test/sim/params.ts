@@ -16,6 +16,10 @@ export interface FaultParams {
   spikeMaxMs: number;
   aimedDelayMs: number;
   aimedCutMs: number;
+  /** Chance that a link upload, or a stale removal's per-actor LIST, is where a hang cut-off starts. */
+  aimLinkP: number;
+  aimListP: number;
+  marginMs: number;
 }
 
 export interface SimParams {
@@ -35,6 +39,7 @@ export interface SimParams {
   /** Alarm times are drawn from a grid of this step, so different events reuse the same times. */
   alarmStepMs: number;
   handlerFailP: number;
+  handlerSlowP: number;
   rescheduleP: number;
   config: KeepworkOptions;
   faults: FaultParams;
@@ -79,6 +84,9 @@ export function drawParams(seed: number): SimParams {
     spikeMaxMs: pick(r, [500, 3_000]),
     aimedDelayMs: 2 * marginMs + 3 * alarmSweepMs + r.int(2 * alarmSweepMs),
     aimedCutMs: 3 * marginMs + 3 * alarmSweepMs,
+    aimLinkP: pick(r, [0, 0.005, 0.02]),
+    aimListP: pick(r, [0, 0.05, 0.2]),
+    marginMs,
   };
   return {
     seed,
@@ -92,6 +100,7 @@ export function drawParams(seed: number): SimParams {
     faultGapMs: pick(r, [2_000, 4_000, 8_000]),
     alarmStepMs: pick(r, [250, 500, 1_000]),
     handlerFailP: pick(r, [0, 0.1, 0.3]),
+    handlerSlowP: pick(r, [0, 0.2, 0.5]),
     rescheduleP: pick(r, [0, 0.3, 0.6]),
     config,
     faults,

@@ -98,7 +98,7 @@ class Run {
   ) {
     this.random = new SeededRandom(p.seed).fork();
     this.net = new Network(this.clock, this.random.fork(), p.faults);
-    const actorClass = simActor(this.random.fork(), { stepMs: p.alarmStepMs, failP: p.handlerFailP, rescheduleP: p.rescheduleP }, {
+    const actorClass = simActor(this.random.fork(), { stepMs: p.alarmStepMs, failP: p.handlerFailP, rescheduleP: p.rescheduleP, slowP: p.handlerSlowP, slowMaxMs: 2_000 }, {
       fired: (actor, scheduledAtMs, nowMs) => {
         this.alarmsFired++;
         this.fireLog.push(`${actor}@${scheduledAtMs}:${nowMs}`);

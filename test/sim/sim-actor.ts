@@ -4,6 +4,7 @@
  * fails (committed retries) and sometimes sets the next alarm itself. Its choices come from the
  * seed, in the deterministic order the simulation calls it.
  */
+import type { Clock } from '../../src/core/clock.js';
 import type { SeededRandom } from '../../src/core/random.js';
 import { defineActor, type ActorDefinition } from '../../src/workers/define-actor.js';
 
@@ -19,16 +20,30 @@ export function gridTime(nowMs: number, stepMs: number, aheadSteps: number): num
   return (Math.floor(nowMs / stepMs) + aheadSteps) * stepMs;
 }
 
-export function simActor(random: SeededRandom, o: { stepMs: number; failP: number; rescheduleP: number }, rec: FireRecorder): ActorDefinition {
+export interface SimActorOptions {
+  stepMs: number;
+  failP: number;
+  rescheduleP: number;
+  /** Chance that a run of the alarm handler takes up to slowMaxMs (handlers do I/O). */
+  slowP: number;
+  slowMaxMs: number;
+}
+
+export function simActor(random: SeededRandom, o: SimActorOptions, rec: FireRecorder): (clock: Clock) => ActorDefinition {
+  return (clock) => definition(random, o, rec, clock);
+}
+
+function definition(random: SeededRandom, o: SimActorOptions, rec: FireRecorder, clock: Clock): ActorDefinition {
   return defineActor({
     init(ctx) {
       ctx.sql.exec('CREATE TABLE IF NOT EXISTS calls (n INTEGER)');
     },
-    alarm(ctx, info) {
+    async alarm(ctx, info) {
       rec.fired(`${ctx.address.tenant}/${ctx.address.className}/${ctx.address.name}`, info.scheduledAt, ctx.now());
+      if (random.float() < o.slowP) await clock.sleep(1 + random.int(o.slowMaxMs));
       if (random.float() < o.failP) throw new Error('sim: the alarm handler failed');
       if (random.float() < o.rescheduleP) {
-        ctx.setAlarm(gridTime(ctx.now(), o.stepMs, 1 + random.int(6)));
+        ctx.setAlarm(gridTime(ctx.now(), o.stepMs, random.int(7) - 1));
         rec.rescheduled();
       }
     },

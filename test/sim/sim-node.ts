@@ -11,8 +11,8 @@
  *            its WAL into the file, which a crash does not do)
  *   stop()   the clean handover (Node.stop: flush, release holds and lease)
  */
-import type { SimClock } from '../../src/core/clock.js';
-import { silentLogger } from '../../src/core/logger.js';
+import type { Clock, SimClock } from '../../src/core/clock.js';
+import { createLogger, silentLogger } from '../../src/core/logger.js';
 import type { SeededRandom } from '../../src/core/random.js';
 import { NonceSource } from '../../src/alarms/keys.js';
 import { resolveOptions, type KeepworkOptions, type ResolvedConfig } from '../../src/main/config.js';
@@ -37,7 +37,8 @@ export interface SimNodeSetup {
   dataDir: string;
   options: KeepworkOptions;
   className: string;
-  definition: ActorDefinition;
+  /** The actor class as this node runs it (its handlers may wait on the node's own clock). */
+  definition: (clock: Clock) => ActorDefinition;
 }
 
 export class SimNode {
@@ -68,8 +69,9 @@ export class SimNode {
 
   async start(): Promise<void> {
     const { nodeId, dataDir, className, definition } = this.setup;
+    const actorClass = definition(this.clock);
     const store = this.net.link(nodeId, this.clock);
-    const log = silentLogger();
+    const log = process.env.SIM_LOG === nodeId ? createLogger({ level: 'debug' }) : silentLogger();
     const scheduler = new ClockScheduler(this.clock);
     const identity = nextIdentity(dataDir, this.random, nodeId);
     const membership = new Membership(store, this.clock, this.config, log, { nodeId, addr: '', tenants: null, classes: [className] }, scheduler);
@@ -80,7 +82,7 @@ export class SimNode {
     const replicaDeps = { store, clock: this.clock, random, config: this.config, log, writer: { nodeId, epoch }, leaseValid: () => membership.lease.isValid() };
     const slots = new ActorSlots(dataDir, this.config.dbCacheMax, replicaDeps);
     this.slots = slots;
-    const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), slots, loadClass: async () => definition };
+    const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), slots, loadClass: async () => actorClass };
     const workers = inlineWorkers(deps);
     sharedMetrics ??= new NodeMetrics();
     const seams = { random: this.random.fork(), scheduler };

@@ -1,0 +1,49 @@
+/**
+ * The deterministic simulation in `npm test` (issue 8): 200 seeds of the real protocol under
+ * takeovers, late requests and crashes must keep the ADR's invariant and liveness; the three fast
+ * unsafe variants must each be caught within 20 seeds; the canary must fail; one seed replays
+ * exactly. Totals are printed (compare with the ADR: 1,511 takeovers and 3,993 alarms).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { runSeed } from './run-seed.js';
+import { report } from './report.js';
+import { addTotals, formatTotals, newTotals } from './totals.js';
+import { describeCatch, FAST_VARIANTS, hunt } from './variants.js';
+
+const SEEDS = Number(process.env.SIM_SEEDS ?? 200);
+
+test(`${SEEDS} seeds keep the index invariant, deliver nothing early, and fire every alarm after healing`, async () => {
+  const totals = newTotals();
+  const failures: string[] = [];
+  for (let seed = 1; seed <= SEEDS; seed++) {
+    const r = await runSeed(seed);
+    addTotals(totals, r);
+    if (r.verdict !== 'ok') failures.push(...report(r, true));
+  }
+  console.log(formatTotals(totals));
+  assert.deepEqual(failures, []);
+  assert.ok(totals.takeovers > 0 && totals.alarmsSet > 0 && totals.invariantTicks > 0, 'the runs did something');
+});
+
+test('the canary (the harness deletes a named entry) is caught: the harness can fail', async () => {
+  const c = await hunt('canary', 5);
+  console.log(describeCatch(c, 5));
+  assert.ok(c.caught, 'the canary was not caught');
+  assert.match(c.caught.message ?? '', /invariant/);
+});
+
+for (const variant of FAST_VARIANTS) {
+  test(`unsafe variant ${variant} is caught by the invariant within 20 seeds`, async () => {
+    const c = await hunt(variant, 20);
+    console.log(describeCatch(c, 20));
+    assert.ok(c.caught, `${variant} was not caught in 20 seeds`);
+  });
+}
+
+test('a seed replays exactly', async () => {
+  const a = await runSeed(7);
+  const b = await runSeed(7);
+  assert.equal(a.trace, b.trace);
+  assert.deepEqual({ ...a.stats, wallMs: 0 }, { ...b.stats, wallMs: 0 });
+});
