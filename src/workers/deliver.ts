@@ -62,8 +62,9 @@ export async function deliverTo(
   const committed = readAlarm(slot.db);
   if (committed === dueMs) return runAlarm();
   const base = { type: 'ok' as const, alarmAt: committed, deleted: false, ran: false };
-  const noState = committed === null && readMeta(slot.db, 'initialized') !== '1';
-  const rule = noState ? 'allowed' : staleRemoval(slot.replica);
+  // No state here (no alarm, no init recorded) is no exception to the fence: an upload given up
+  // earlier may still land and name the entry (the simulator's seed 175).
+  const rule = staleRemoval(slot.replica);
   if (rule === 'emptyBucket') return { ...base, retryAtMs: deps.clock.now() + deps.config.retryMaxMs, releaseHold: true };
   if (rule === 'fenceFirst') await slot.replica.fence();
   else await slot.replica.sync(); // R2: what the *replicated* state names — local commits go up first

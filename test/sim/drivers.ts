@@ -101,7 +101,7 @@ export class Drivers {
     const x = this.random.float();
     const step = this.p.alarmStepMs;
     let at = gridTime(this.clock.now(), step, 1 + this.random.int(8));
-    if (x < 0.15) at = gridTime(this.clock.now(), step, -this.random.int(Math.ceil((2 * this.marginMs()) / step)));
+    if (x < 0.15) at = gridTime(this.clock.now(), step, -this.random.int(Math.ceil((4 * this.marginMs()) / step)));
     else if (x < 0.45 && this.lastSet.has(key)) at = this.lastSet.get(key)!;
     this.lastSet.set(key, at);
     return at;
