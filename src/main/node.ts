@@ -12,7 +12,7 @@ import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { SystemClock, type Clock } from '../core/clock.js';
 import { formatAddress, parseAddress, validateTenant, type ActorAddress } from '../core/address.js';
-import { NodeStopped, NotFound, reviveError } from '../core/errors.js';
+import { LeaseLost, NodeStopped, NotFound, reviveError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { SystemRandom, type Random } from '../core/random.js';
 import { AlarmTimer } from '../alarms/timer.js';
@@ -310,6 +310,9 @@ export class Node implements RoutingNode {
     if (this.stopping) return Promise.reject(new NodeStopped(`node ${this.nodeId} is stopping`));
     const key = formatAddress(address);
     return this.lanes.run(key, async () => {
+      // The hold may have been released (idle, empty bucket) or lost while this event waited in
+      // the lane: it must not run under a generation this node no longer holds.
+      if ('generation' in event && this.membership.holds.held(address) !== event.generation) throw new LeaseLost(`the hold of ${key} changed while the event waited; retry`);
       this.lastUsed.set(key, { address, at: this.clock.now() });
       const r = await this.runWithHardLimit(event);
       if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.timer.set(key, r.alarmAt);
@@ -364,8 +367,10 @@ export class Node implements RoutingNode {
   private async giveBack(address: ActorAddress): Promise<void> {
     const key = formatAddress(address);
     this.lastUsed.delete(key);
-    await this.lanes.run(key, () => this.workers.run({ type: 'close', address }));
-    await this.releaseHold(address);
+    await this.lanes.run(key, async () => {
+      await this.workers.run({ type: 'close', address });
+      await this.releaseHold(address); // in the lane: no event slips in between close and release
+    });
   }
 
   private async reapIdle(): Promise<void> {
@@ -374,8 +379,10 @@ export class Node implements RoutingNode {
       if (at > cutoff || this.stopping) continue;
       this.lastUsed.delete(key);
       try {
-        await this.lanes.run(key, () => this.workers.run({ type: 'close', address }));
-        await this.releaseHold(address);
+        await this.lanes.run(key, async () => {
+          await this.workers.run({ type: 'close', address });
+          await this.releaseHold(address); // in the lane: no event slips in between close and release
+        });
       } catch (e) {
         this.log.warn({ actor: key, err: e }, 'closing an idle actor failed');
       }
