@@ -235,6 +235,10 @@ export class ActorReplica {
   private async catchUp(side: Sidecar, seqs: number[]): Promise<TakeResult | undefined> {
     const missing = seqs.filter((s) => s > side.seq);
     if (missing[0] !== side.seq + 1 || missing.some((s, i) => s !== side.seq + 1 + i)) return undefined;
+    // The local file must be this chain's link side.seq (not a link of another bucket's chain, as
+    // a joining node's sidecar is): otherwise the deltas would be applied to a stranger.
+    const base = await this.deps.store.head(linkKey(this.address, side.seq));
+    if (!base || base.etag !== side.etag) return undefined;
     const links = [];
     for (const seq of missing) {
       const obj = await this.deps.store.get(linkKey(this.address, seq));

@@ -75,12 +75,18 @@ export class Drivers {
   private call(): void {
     const up = this.cluster.up();
     if (up.length === 0) return;
+    const race = this.net.raceTargets.length > 0 && this.random.float() < 0.5 ? this.net.raceTargets[this.random.int(this.net.raceTargets.length)] : undefined;
+    if (race) return this.send(race.address, up.filter((n) => n.nodeId !== race.heldBy), 'set', [race.dueMs], false);
     const address = this.actors[this.random.int(this.actors.length)]!;
-    const node = this.holderOf(address, up) ?? up[this.random.int(up.length)]!;
     const x = this.random.float();
-    const durable = this.random.float() < 0.3;
-    const handle = node.node!.actor(formatAddress(address));
     const [method, args] = x < 0.6 ? ['set', [this.alarmTime(address)]] : x < 0.7 ? ['clear', []] : ['touch', []];
+    this.send(address, up, method, args, this.random.float() < 0.3);
+  }
+
+  private send(address: ActorAddress, up: SimNode[], method: string, args: unknown[], durable: boolean): void {
+    if (up.length === 0) return;
+    const node = this.holderOf(address, up) ?? up[this.random.int(up.length)]!;
+    const handle = node.node!.actor(formatAddress(address));
     this.work.calls++;
     const sent = durable ? handle.callDurable(method, ...args) : handle.call(method, ...args);
     sent.then(

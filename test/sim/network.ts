@@ -12,6 +12,10 @@
  *     (AmbiguousWrite) after `timeoutAfterMs` while it is applied at a time drawn up to
  *     `landLateMaxMs` (before or after the caller hears of it); a conditional PUT is checked
  *     against the bucket of that moment;
+ *   - aimed hang: a node is cut off ('hang') just as it sends a link upload (a late commit in
+ *     the making) or the per-actor LIST of a stale removal (its lease runs out between its
+ *     check and the listing; meanwhile the workload re-sets that alarm time on the actor, so a
+ *     newer owner may list an entry there — the race R3 is for);
  *   - aimed fault: a joining node's first upload of a local-only actor (link 1) is delayed at
  *     the bucket by `aimedDelayMs` while that node is cut off (its lease stops renewing), so it is
  *     fenced and another node takes the actor before the snapshot lands;
@@ -23,6 +27,7 @@
  * Requests made outside any node (the invariant checker reads synchronously) see no faults.
  */
 import type { SimClock } from '../../src/core/clock.js';
+import { nameFromHex, parseAddress, type ActorAddress } from '../../src/core/address.js';
 import { StoreUnavailable } from '../../src/core/errors.js';
 import type { SeededRandom } from '../../src/core/random.js';
 import { MemoryStore, type Fault, type StoreOp, type StoreRequest } from '../../src/store/memory.js';
@@ -42,12 +47,21 @@ interface Cut {
 const TRACE = process.env.SIM_TRACE;
 const FIRST_LINK = /^state\/.+\/00000000000000000001$/;
 const ANY_LINK = /^state\/.+\/\d{20}$/;
-const ACTOR_ENTRIES = /^alarms\/[^/]+\/\d{15}\/[^/]+\.t\/[0-9a-f]+\/$/;
+const ACTOR_ENTRIES = /^alarms\/([^/]+)\/(\d{15})\/([^/]+)\.t\/([0-9a-f]+)\/$/;
+
+/** A stale removal whose listing is held: the workload re-sets that alarm time on the actor. */
+export interface RaceTarget {
+  address: ActorAddress;
+  dueMs: number;
+  heldBy: string;
+}
 
 export class Network {
   readonly bucket: MemoryStore;
   private requester: string | undefined;
   private readonly cuts = new Map<string, Cut>();
+  /** Held stale-removal listings (see aimAtRequest); the workload aims at them until they heal. */
+  readonly raceTargets: RaceTarget[] = [];
   /** Nodes whose next first upload (link 1 of a local-only actor) draws the aimed fault. */
   readonly aimAt = new Set<string>();
   stats = { requests: 0, failed: 0, timedOut: 0, aimed: 0, cuts: 0 };
@@ -92,6 +106,7 @@ export class Network {
   healAll(): void {
     this.healed = true;
     this.aimAt.clear();
+    this.raceTargets.length = 0;
     for (const id of [...this.cuts.keys()]) this.heal(id);
   }
 
@@ -113,7 +128,13 @@ export class Network {
     const p = op === 'put' && ANY_LINK.test(key) ? this.p.aimLinkP : op === 'list' && ACTOR_ENTRIES.test(key) ? this.p.aimListP : 0;
     if (p === 0 || this.random.float() >= p) return;
     this.stats.aimed++;
-    this.cutOff(nodeId, 'hang', false, Math.floor(this.p.marginMs * (1.2 + 2 * this.random.float())));
+    const forMs = Math.floor(this.p.marginMs * (1.2 + 2 * this.random.float()));
+    this.cutOff(nodeId, 'hang', false, forMs);
+    const m = op === 'list' ? ACTOR_ENTRIES.exec(key) : null;
+    if (!m) return;
+    const target = { address: parseAddress({ tenant: m[1], className: m[3], name: nameFromHex(m[4]!) }), dueMs: Number(m[2]), heldBy: nodeId };
+    this.raceTargets.push(target);
+    this.clock.setTimer(forMs + this.p.marginMs, () => this.raceTargets.splice(this.raceTargets.indexOf(target), 1));
   }
 
   private faultFor(r: StoreRequest): Fault | undefined {
