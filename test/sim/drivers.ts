@@ -58,6 +58,13 @@ export class Drivers {
     this.clock.setTimer(2 * this.marginMs(), () => this.restartDown(true));
   }
 
+  /** The liveness canary: at healing every node crashes and none comes back. */
+  stopEverything(): void {
+    this.running = false;
+    this.net.healAll();
+    for (const n of this.cluster.nodes) if (!n.clock.isDead) this.cluster.crash(n);
+  }
+
   private gap(meanMs: number): number {
     return 1 + this.random.int(2 * meanMs);
   }

@@ -9,8 +9,9 @@
  * Verdicts and exit codes: ok 0 · safety 1 (the invariant or an early delivery) · liveness 2 (a
  * committed alarm that did not fire within the bound after healing) · error 3 (the harness or
  * the code under test threw where it must not). Variants: the five unsafe flags of
- * src/alarms/unsafe.ts, and `canary` — the harness itself deletes an entry a committed state
- * names, which the invariant must report (proof that the harness can fail).
+ * src/alarms/unsafe.ts, and two canaries that prove the harness can fail: `canary` — the harness
+ * deletes an entry a committed state names (a safety verdict) — and `livenessCanary` — at healing
+ * every node crashes for good, so no alarm can fire (a liveness verdict).
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -30,8 +31,8 @@ import { Network } from './network.js';
 import { drawParams, withLiveness, type SimParams } from './params.js';
 import { gridTime, simActor } from './sim-actor.js';
 
-export type Variant = 'none' | keyof UnsafeFlags | 'canary';
-export const VARIANTS: readonly Variant[] = ['untaggedKeys', 'noGenerationCheck', 'noFence', 'uploadBeforeEntry', 'clearOnEmptyBucket', 'canary'];
+export type Variant = 'none' | keyof UnsafeFlags | 'canary' | 'livenessCanary';
+export const VARIANTS: readonly Variant[] = ['untaggedKeys', 'noGenerationCheck', 'noFence', 'uploadBeforeEntry', 'clearOnEmptyBucket', 'canary', 'livenessCanary'];
 export type Verdict = 'ok' | 'safety' | 'liveness' | 'error';
 export const EXIT_CODES: Record<Verdict, number> = { ok: 0, safety: 1, liveness: 2, error: 3 };
 
@@ -171,7 +172,7 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
   const p = withLiveness(drawParams(seed));
   const root = scratchRoot();
   resetUnsafe();
-  if (variant !== 'none' && variant !== 'canary') unsafe[variant] = true;
+  if (variant !== 'none' && variant !== 'canary' && variant !== 'livenessCanary') unsafe[variant] = true;
   const run = new Run(p, variant, root);
   let verdict: Verdict = 'ok';
   let message: string | undefined;
@@ -220,7 +221,8 @@ async function simulate(run: Run): Promise<{ verdict: Verdict; message?: string;
     await run.clock.runUntil(t);
     if (!healed && t >= healAt) {
       healed = true;
-      run.drivers.stopChaos();
+      if (run.variant === 'livenessCanary') run.drivers.stopEverything();
+      else run.drivers.stopChaos();
     }
     run.observeHolds();
     const v = run.invariant.check(run.actors);

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runSeed } from './run-seed.js';
+import { EXIT_CODES, runSeed } from './run-seed.js';
 import { report } from './report.js';
 import { addTotals, formatTotals, newTotals } from './totals.js';
 import { describeCatch, FAST_VARIANTS, hunt } from './variants.js';
@@ -31,6 +31,12 @@ test('the canary (the harness deletes a named entry) is caught: the harness can 
   console.log(describeCatch(c, 5));
   assert.ok(c.caught, 'the canary was not caught');
   assert.match(c.caught.message ?? '', /invariant/);
+});
+
+test('the liveness canary (every node gone at healing) ends in a liveness verdict, exit code 2', async () => {
+  const r = await runSeed(1, 'livenessCanary');
+  assert.equal(r.verdict, 'liveness', r.message);
+  assert.equal(EXIT_CODES[r.verdict], 2);
 });
 
 for (const variant of FAST_VARIANTS) {
