@@ -64,7 +64,7 @@ export class Network {
   readonly raceTargets: RaceTarget[] = [];
   /** Nodes whose next first upload (link 1 of a local-only actor) draws the aimed fault. */
   readonly aimAt = new Set<string>();
-  stats = { requests: 0, failed: 0, timedOut: 0, aimed: 0, cuts: 0 };
+  stats = { requests: 0, failed: 0, timedOut: 0, aimed: 0, firstUploadsDelayed: 0, cuts: 0 };
   healed = false;
 
   constructor(
@@ -165,6 +165,7 @@ export class Network {
   private aimed(node: string): Fault {
     this.aimAt.delete(node);
     this.stats.aimed++;
+    this.stats.firstUploadsDelayed++;
     this.cutOff(node, 'fail', false, this.p.aimedCutMs);
     return { delayMs: this.p.aimedDelayMs };
   }

@@ -6,10 +6,11 @@ export function reproCommand(r: Pick<RunResult, 'seed' | 'variant'>): string {
   return `npm run sim -- --seed ${r.seed}${r.variant === 'none' ? '' : ` --variant ${r.variant}`}`;
 }
 
-export function report(r: RunResult, verbose: boolean): string[] {
+/** The lines for one finished run; `withParams` adds its parameters (when they were not printed at its start). */
+export function report(r: RunResult, withParams: boolean): string[] {
   const lines: string[] = [];
   const s = r.stats;
-  if (verbose || r.verdict !== 'ok') lines.push(`SEED=${r.seed} ${describeParams(r.params)}`);
+  if (withParams) lines.push(`SEED=${r.seed} ${describeParams(r.params)}`);
   lines.push(
     `SEED=${r.seed} ${r.variant === 'none' ? '' : `variant=${r.variant} `}${r.verdict.toUpperCase()} takeovers=${s.takeovers} alarms=${s.alarmsSet} fired=${s.alarmsFired} checks=${s.invariantTicks} crashes=${s.crashes} cuts=${s.cuts} joins=${s.joins} aimed=${s.aimed} ${s.wallMs}ms trace=${r.trace}`,
   );

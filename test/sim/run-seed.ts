@@ -23,7 +23,7 @@ import { SeededRandom } from '../../src/core/random.js';
 import { keyOf } from '../../src/alarms/owner.js';
 import { parseIndexed } from '../../src/alarms/keys.js';
 import { resetUnsafe, unsafe, type UnsafeFlags } from '../../src/alarms/unsafe.js';
-import { decodeHold, HOLDS_PREFIX } from '../../src/leases/records.js';
+import { decodeHold, decodeNode, HOLDS_PREFIX, NODES_PREFIX } from '../../src/leases/records.js';
 import { Cluster, simAddress } from './cluster.js';
 import { Drivers } from './drivers.js';
 import { IndexInvariant, keysUnder } from './invariant.js';
@@ -53,6 +53,8 @@ export interface RunStats {
   cuts: number;
   joins: number;
   aimed: number;
+  firstUploadsDelayed: number;
+  fencedNodes: number;
   requests: number;
   timedOut: number;
   virtualMs: number;
@@ -89,6 +91,8 @@ class Run {
   readonly fireLog: string[] = [];
   readonly holders = new Map<string, string>();
   takeovers = 0;
+  fencedNodes = 0;
+  readonly nodeStates = new Map<string, string>();
   alarmsFired = 0;
   rescheduled = 0;
 
@@ -138,7 +142,7 @@ class Run {
     this.clock.setTimer(500, () => this.canary());
   }
 
-  /** Counts hold changes to another owner (nodeId + epoch) at a higher generation. */
+  /** Counts hold changes to another owner (nodeId + epoch), and node records fenced by another node. */
   observeHolds(): void {
     for (const key of keysUnder(this.net.bucket.keys(), HOLDS_PREFIX)) {
       const hold = decodeHold(this.net.bucket.peek(key)!.body);
@@ -146,6 +150,11 @@ class Run {
       const last = this.holders.get(key);
       if (last !== undefined && last !== owner && hold.state === 'held') this.takeovers++;
       if (hold.state === 'held') this.holders.set(key, owner);
+    }
+    for (const key of keysUnder(this.net.bucket.keys(), NODES_PREFIX)) {
+      const state = decodeNode(this.net.bucket.peek(key)!.body).state;
+      if (state === 'fenced' && this.nodeStates.get(key) !== 'fenced') this.fencedNodes++;
+      this.nodeStates.set(key, state);
     }
   }
 
@@ -204,6 +213,8 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
     cuts: run.net.stats.cuts,
     joins: c.joins,
     aimed: run.net.stats.aimed,
+    firstUploadsDelayed: run.net.stats.firstUploadsDelayed,
+    fencedNodes: run.fencedNodes,
     requests: run.net.stats.requests,
     timedOut: run.net.stats.timedOut,
     virtualMs: run.clock.now() - START_MS,

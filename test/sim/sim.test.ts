@@ -24,6 +24,8 @@ test(`${SEEDS} seeds keep the index invariant, deliver nothing early, and fire e
   console.log(formatTotals(totals));
   assert.deepEqual(failures, []);
   assert.ok(totals.takeovers > 0 && totals.alarmsSet > 0 && totals.invariantTicks > 0, 'the runs did something');
+  // The ADR's separate claim: under the fault aimed at a joining node's first upload the rules keep every entry.
+  if (SEEDS >= 200) assert.ok(totals.firstUploadsDelayed > 0, 'the fault aimed at a joining node\'s first upload never happened');
 });
 
 test('the canary (the harness deletes a named entry) is caught: the harness can fail', async () => {
