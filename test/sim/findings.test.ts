@@ -33,7 +33,7 @@ function env(store: MemoryStore, generation: number, dataDir?: string): InlineAc
   envs.push(e);
   return e;
 }
-const holds = (store: MemoryStore, e: InlineActors) => new IndexInvariant(store, e.dataDir).check([address]);
+const holds = (store: MemoryStore, e: InlineActors) => new IndexInvariant(store).check([address]);
 
 describe('what the simulator found', () => {
   it('a stale removal waits until the local commits are uploaded (R2: the replicated state), seed 11', async () => {

@@ -114,7 +114,7 @@ class Run {
     this.cluster = new Cluster(p, this.clock, this.net, this.random.fork(), root, actorClass);
     for (let i = 0; i < p.actors; i++) this.actors.push(simAddress(`a${i}`));
     this.drivers = new Drivers(p, this.clock, this.net, this.cluster, this.actors, this.random.fork());
-    this.invariant = new IndexInvariant(this.net.bucket, root);
+    this.invariant = new IndexInvariant(this.net.bucket);
   }
 
   async setUp(): Promise<void> {
