@@ -93,6 +93,7 @@ class Run {
   takeovers = 0;
   fencedNodes = 0;
   readonly nodeStates = new Map<string, string>();
+  private readonly records = new Map<string, { etag: string; value: unknown }>();
   alarmsFired = 0;
   rescheduled = 0;
 
@@ -145,17 +146,27 @@ class Run {
   /** Counts hold changes to another owner (nodeId + epoch), and node records fenced by another node. */
   observeHolds(): void {
     for (const key of keysUnder(this.net.bucket.keys(), HOLDS_PREFIX)) {
-      const hold = decodeHold(this.net.bucket.peek(key)!.body);
+      const hold = this.decoded(key, decodeHold);
       const owner = `${hold.nodeId}/${hold.epoch}`;
       const last = this.holders.get(key);
       if (last !== undefined && last !== owner && hold.state === 'held') this.takeovers++;
       if (hold.state === 'held') this.holders.set(key, owner);
     }
     for (const key of keysUnder(this.net.bucket.keys(), NODES_PREFIX)) {
-      const state = decodeNode(this.net.bucket.peek(key)!.body).state;
+      const state = this.decoded(key, decodeNode).state;
       if (state === 'fenced' && this.nodeStates.get(key) !== 'fenced') this.fencedNodes++;
       this.nodeStates.set(key, state);
     }
+  }
+
+  /** A record's body decoded, once per version (etag). */
+  private decoded<T>(key: string, decode: (body: Uint8Array) => T): T {
+    const obj = this.net.bucket.peek(key)!;
+    const seen = this.records.get(key);
+    if (seen?.etag === obj.etag) return seen.value as T;
+    const value = decode(obj.body);
+    this.records.set(key, { etag: obj.etag, value });
+    return value;
   }
 
   /** Every committed alarm due before `beforeMs` is a liveness failure (it should have fired). */

@@ -13,19 +13,28 @@ import { describeCatch, FAST_VARIANTS, hunt } from './variants.js';
 
 const SEEDS = Number(process.env.SIM_SEEDS ?? 200);
 
-test(`${SEEDS} seeds keep the index invariant, deliver nothing early, and fire every alarm after healing`, async () => {
-  const totals = newTotals();
-  const failures: string[] = [];
-  for (let seed = 1; seed <= SEEDS; seed++) {
-    const r = await runSeed(seed);
-    addTotals(totals, r);
-    if (r.verdict !== 'ok') failures.push(...report(r, true));
-  }
+const CHUNK = 50;
+const totals = newTotals();
+
+for (let from = 1; from <= SEEDS; from += CHUNK) {
+  const to = Math.min(SEEDS, from + CHUNK - 1);
+  test(`seeds ${from}..${to} keep the index invariant, deliver nothing early, and fire every alarm after healing`, async () => {
+    const failures: string[] = [];
+    for (let seed = from; seed <= to; seed++) {
+      const r = await runSeed(seed);
+      addTotals(totals, r);
+      if (r.verdict !== 'ok') failures.push(...report(r, true));
+    }
+    assert.deepEqual(failures, []);
+  });
+}
+
+test(`totals over the ${SEEDS} seeds (the ADR: 1,511 takeovers and 3,993 alarms over its 200)`, () => {
   console.log(formatTotals(totals));
-  assert.deepEqual(failures, []);
+  assert.equal(totals.seeds, SEEDS);
   assert.ok(totals.takeovers > 0 && totals.alarmsSet > 0 && totals.invariantTicks > 0, 'the runs did something');
   // The ADR's separate claim: under the fault aimed at a joining node's first upload the rules keep every entry.
-  if (SEEDS >= 200) assert.ok(totals.firstUploadsDelayed > 0, 'the fault aimed at a joining node\'s first upload never happened');
+  if (SEEDS >= 200) assert.ok(totals.firstUploadsDelayed > 0, "the fault aimed at a joining node's first upload never happened");
 });
 
 test('the canary (the harness deletes a named entry) is caught: the harness can fail', async () => {
