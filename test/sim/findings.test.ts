@@ -1,7 +1,7 @@
 /**
  * Regression tests for what the simulator found (docs/simulator.md "Bugs it found"), each rebuilt
- * by hand on the real pipeline (InlineActors) and judged by the simulator's own invariant. Each
- * failed before its fix.
+ * by hand on the real pipeline (InlineActors) or the real hold table, judged by the simulator's
+ * own invariant where it applies. Each failed before its fix.
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -13,6 +13,12 @@ import { MemoryStore } from '../../src/store/memory.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
 import { InlineActors, okResult } from '../workers/harness.js';
+import { SimClock } from '../../src/core/clock.js';
+import { resolveOptions } from '../../src/main/config.js';
+import { NodeDirectory } from '../../src/leases/directory.js';
+import { HoldTable } from '../../src/leases/holds.js';
+import { NodeLease } from '../../src/leases/node-lease.js';
+import { decodeHold, holdKey } from '../../src/leases/records.js';
 import { IndexInvariant } from './invariant.js';
 
 const Rem = defineActor({
@@ -36,6 +42,24 @@ function env(store: MemoryStore, generation: number, dataDir?: string): InlineAc
 const holds = (store: MemoryStore, e: InlineActors) => new IndexInvariant(store).check([address]);
 
 describe('what the simulator found', () => {
+  it('a hold released while its release is still in flight is taken again under a new generation, not adopted, seed 485', async () => {
+    const clock = new SimClock(1_000_000);
+    let slowHoldPuts = false;
+    const store = new MemoryStore({ clock, faults: (r) => (slowHoldPuts && r.op === 'put' && r.key.startsWith('holds/') ? { delayMs: 100 } : undefined) });
+    const config = resolveOptions({});
+    const lease = new NodeLease(store, clock, config, { nodeId: 'n1', addr: '', tenants: null, classes: ['Rem'] });
+    await lease.start(0);
+    const holds = new HoldTable(store, clock, config, lease, new NodeDirectory(store, clock, config), { nodeId: 'n1' });
+    assert.deepEqual(await holds.acquire(address), { kind: 'mine', generation: 1 });
+    slowHoldPuts = true;
+    const releasing = holds.release(address); // its PUT lands in 100 ms
+    const again = holds.acquire(address); // reads the hold before the release lands
+    await clock.advance(1_000);
+    await releasing;
+    assert.deepEqual(await again, { kind: 'mine', generation: 2 });
+    assert.equal(decodeHold((await store.get(holdKey(address)))!.body).state, 'held', 'the late release did not undo the new hold');
+  });
+
   it('a stale removal waits until the local commits are uploaded (R2: the replicated state), seed 11', async () => {
     const store = new MemoryStore();
     const e = env(store, 1);
