@@ -39,6 +39,9 @@ export class Cluster {
   readonly pending: string[] = [];
   readonly stats: ClusterStats = { starts: 0, crashes: 0, stops: 0, pauses: 0, joins: 0, startFailures: 0 };
   private readonly deadHandles: Db[] = [];
+  /** Every actor database opened during the run (actorDbHooks): held until the end, so none is
+   *  closed by the garbage collector (which would fold its WAL, as no real crash does). */
+  readonly handles: Db[] = [];
 
   constructor(
     private readonly p: SimParams,
@@ -59,6 +62,7 @@ export class Cluster {
 
   /** Starts (or restarts) `nodeId` on its data dir; a refused start (old lease still live) is retried. */
   start(nodeId: string): void {
+    this.rollBackDead(join(this.root, nodeId));
     const old = this.byId(nodeId);
     const sn = new SimNode({ nodeId, dataDir: join(this.root, nodeId), options: this.p.config, className: SIM_CLASS, definition: this.definition }, this.base, this.net, this.random.fork());
     if (old) this.nodes.splice(this.nodes.indexOf(old), 1, sn);
@@ -69,6 +73,15 @@ export class Cluster {
       this.deadHandles.push(...sn.crash());
       this.base.setTimer(1_000, () => this.startIfDown(nodeId));
     });
+  }
+
+  /**
+   * A restarting node's dead predecessor may have begun a transaction after its crash (a promise
+   * reaction already queued): SQLite drops such a lock with the dead process, so it is rolled back
+   * before the new process opens the files.
+   */
+  private rollBackDead(dataDir: string): void {
+    for (const db of this.handles) if (db.open && db.inTransaction && db.name.startsWith(dataDir + '/')) db.exec('ROLLBACK');
   }
 
   startIfDown(nodeId: string): void {
@@ -127,7 +140,7 @@ export class Cluster {
       n.clock.kill();
       this.deadHandles.push(...n.openHandles());
     }
-    for (const db of this.deadHandles) if (db.open) db.close();
+    for (const db of [...this.deadHandles, ...this.handles]) if (db.open) db.close();
   }
 }
 

@@ -23,6 +23,7 @@ import { SeededRandom } from '../../src/core/random.js';
 import { keyOf } from '../../src/alarms/owner.js';
 import { parseIndexed } from '../../src/alarms/keys.js';
 import { resetUnsafe, unsafe, type UnsafeFlags } from '../../src/alarms/unsafe.js';
+import { actorDbHooks } from '../../src/workers/actor-db.js';
 import { decodeHold, decodeNode, HOLDS_PREFIX, NODES_PREFIX } from '../../src/leases/records.js';
 import { Cluster, simAddress } from './cluster.js';
 import { Drivers } from './drivers.js';
@@ -194,6 +195,7 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
   resetUnsafe();
   if (variant !== 'none' && variant !== 'canary' && variant !== 'livenessCanary') unsafe[variant] = true;
   const run = new Run(p, variant, root);
+  actorDbHooks.onOpen = (db) => run.cluster.handles.push(db);
   let verdict: Verdict = 'ok';
   let message: string | undefined;
   let atMs: number | undefined;
@@ -204,6 +206,7 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
     message = e instanceof Error ? (e.stack ?? e.message) : String(e);
   } finally {
     resetUnsafe();
+    actorDbHooks.onOpen = undefined;
     await new Promise((r) => setImmediate(r)); // let the last promise reactions run before handles close
     run.cluster.shutdown();
     rmSync(root, { recursive: true, force: true });
