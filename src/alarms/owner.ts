@@ -15,6 +15,7 @@ import { jitter, type Random } from '../core/random.js';
 import type { Clock } from '../core/clock.js';
 import type { ObjectStore } from '../store/types.js';
 import { entryKey, type Indexed, type NonceSource } from './keys.js';
+import { unsafe } from './unsafe.js';
 
 export interface IndexPlan {
   /** A new entry to list for this alarm time (null: keep what is listed, or list nothing). */
@@ -29,13 +30,13 @@ export interface IndexPlan {
  */
 export function indexPlan(after: number | null, indexed: Indexed | null): IndexPlan {
   if (after === null) return { list: null, replaces: indexed };
-  if (indexed && indexed.at === after && indexed.tag !== null) return { list: null, replaces: null };
+  if (indexed && indexed.at === after && (indexed.tag !== null || unsafe.untaggedKeys)) return { list: null, replaces: null };
   return { list: after, replaces: indexed };
 }
 
 /** R3: an entry written under a higher generation belongs to a newer owner. */
 export function deletable(entry: Indexed, ownGeneration: number): boolean {
-  return entry.tag === null || entry.tag.generation <= ownGeneration;
+  return entry.tag === null || entry.tag.generation <= ownGeneration || unsafe.noGenerationCheck;
 }
 
 export interface ListingDeps {
@@ -49,7 +50,7 @@ export interface ListingDeps {
 
 /** PUTs a fresh entry for `at` under `generation`; returns what `alarm_indexed` must now say. */
 export async function listEntry(d: ListingDeps, a: ActorAddress, at: number, generation: number): Promise<Indexed> {
-  const tag = { generation, nonce: d.nonces.next() };
+  const tag = unsafe.untaggedKeys ? null : { generation, nonce: d.nonces.next() };
   const key = entryKey({ address: a, dueMs: at, tag });
   for (let attempt = 1; ; attempt++) {
     try {

@@ -21,9 +21,13 @@ import { decodeHold, encodeHold, encodeNode, holdKey, nodeKey, type HoldRecord, 
 export type Ownership = { kind: 'mine'; generation: number } | { kind: 'elsewhere'; nodeId: string; addr: string };
 
 const ROUNDS_MAX = 4;
+/** How many released generations are remembered (a release lands or fails long before this many more). */
+const RELEASED_MAX = 65_536;
 
 export class HoldTable {
   private readonly mine = new Map<string, { generation: number; etag: string }>();
+  /** Generations this node released (per actor), whose release PUT may still be in flight. */
+  private readonly released = new Map<string, number>();
 
   constructor(
     private readonly store: ObjectStore,
@@ -63,10 +67,18 @@ export class HoldTable {
     const known = this.mine.get(key);
     if (!known) return;
     this.mine.delete(key);
+    this.noteReleased(key, known.generation);
     const record: HoldRecord = { nodeId: this.self.nodeId, epoch: this.lease.epoch, generation: known.generation, state: 'released' };
     await this.store.put(holdKey(a), encodeHold(record), { ifMatch: known.etag }).catch((e: unknown) => {
       if (!isKeepworkError(e, ErrorCode.PreconditionFailed)) throw e; // someone took it already
     });
+  }
+
+  /** Remembers a released generation (bounded: the oldest are forgotten first). */
+  private noteReleased(key: string, generation: number): void {
+    this.released.delete(key);
+    this.released.set(key, generation);
+    if (this.released.size > RELEASED_MAX) this.released.delete(this.released.keys().next().value!);
   }
 
   /** Releases every hold this node has (clean shutdown, after replication finished). */
@@ -95,6 +107,10 @@ export class HoldTable {
     const d = holdDecision(hold, holder?.record ?? null, { nodeId: this.self.nodeId, epoch: this.lease.epoch }, this.clock.now(), this.config.graceMs);
     switch (d.kind) {
       case 'ours':
+        // A generation this node released: the release may still be in flight and land after this
+        // read, so it is never adopted as it stands but taken under a new generation (a late
+        // release then fails its If-Match).
+        if (this.released.get(formatAddress(a)) === d.generation) return this.write(a, d.generation + 1, { ifMatch: obj!.etag });
         this.mine.set(formatAddress(a), { generation: d.generation, etag: obj!.etag });
         return { kind: 'mine', generation: d.generation };
       case 'forward':

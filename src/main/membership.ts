@@ -6,7 +6,7 @@
  *   interval(lease/3) ─▶ renew ─▶ validUntil ─▶ shared memory ─▶ workers' replicas
  *                              └─ 412: fenced ─▶ onFenced (every actor stops at once)
  */
-import { interval, type Subscription } from 'rxjs';
+import { interval, type SchedulerLike, type Subscription } from 'rxjs';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import { NodeDirectory } from '../leases/directory.js';
@@ -31,6 +31,8 @@ export class Membership {
     private readonly config: ResolvedConfig,
     private readonly log: Logger,
     self: NodeSelf,
+    /** The renewal schedule's RxJS scheduler (test seam: the simulator's virtual clock). */
+    private readonly scheduler?: SchedulerLike,
   ) {
     this.lease = new NodeLease(store, clock, config, self);
     this.nodes = new NodeDirectory(store, clock, config);
@@ -41,7 +43,7 @@ export class Membership {
     const epoch = await this.lease.start(localEpoch);
     this.publish();
     const everyMs = Math.max(1, Math.floor(this.config.leasePeriodMs / 3));
-    this.renewals = interval(everyMs).subscribe(() => void this.renew(onFenced));
+    this.renewals = interval(everyMs, this.scheduler).subscribe(() => void this.renew(onFenced));
     return epoch;
   }
 

@@ -7,14 +7,14 @@
  *   results ─▶ AlarmTimer ─▶ due ─▶ alarm event (same path; an actor held elsewhere: dropped)
  *   RxJS schedules: lease renewal (membership.ts), idle reaping (flush, close, release the hold).
  */
-import { interval, type Subscription } from 'rxjs';
+import { interval, type SchedulerLike, type Subscription } from 'rxjs';
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { SystemClock, type Clock } from '../core/clock.js';
 import { formatAddress, parseAddress, validateTenant, type ActorAddress } from '../core/address.js';
-import { NodeStopped, NotFound, reviveError } from '../core/errors.js';
+import { LeaseLost, NodeStopped, NotFound, reviveError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/logger.js';
-import { SystemRandom } from '../core/random.js';
+import { SystemRandom, type Random } from '../core/random.js';
 import { AlarmTimer } from '../alarms/timer.js';
 import { openStore, DEFAULT_BUCKET_URL } from '../store/open.js';
 import type { ObjectStore } from '../store/types.js';
@@ -129,7 +129,13 @@ export async function startNode(options: StartNodeOptions): Promise<KeepworkNode
   return node;
 }
 
-class Node implements RoutingNode {
+/** Test seams (the deterministic simulator): a seeded Random and a virtual-time RxJS scheduler. */
+export interface NodeSeams {
+  random?: Random;
+  scheduler?: SchedulerLike;
+}
+
+export class Node implements RoutingNode {
   readonly nodeId: string;
   readonly epoch: number;
   private readonly lanes: ActorLanes;
@@ -157,6 +163,7 @@ class Node implements RoutingNode {
     private readonly classes: Record<string, string>,
     private readonly tenants: string[] | undefined,
     readonly metrics: NodeMetrics,
+    seams: NodeSeams = {},
   ) {
     this.nodeId = identity.nodeId;
     this.epoch = identity.epoch;
@@ -166,7 +173,8 @@ class Node implements RoutingNode {
     this.sweeper = new Sweeper({
       store,
       clock,
-      random: new SystemRandom(),
+      random: seams.random ?? new SystemRandom(),
+      scheduler: seams.scheduler,
       config,
       log: log.child({ component: 'sweep' }),
       self: () => ({ nodeId: this.nodeId, tenants: this.tenants ?? null, classes: Object.keys(this.classes) }),
@@ -179,7 +187,7 @@ class Node implements RoutingNode {
     });
     this.forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax };
     const reapEveryMs = Math.max(100, Math.min(config.idleTimeoutMs / 4, 10_000));
-    this.reaper = interval(reapEveryMs).subscribe(() => void this.reapIdle());
+    this.reaper = interval(reapEveryMs, seams.scheduler).subscribe(() => void this.reapIdle());
   }
 
   get url(): string | undefined {
@@ -334,6 +342,9 @@ class Node implements RoutingNode {
     if (this.stopping) return Promise.reject(new NodeStopped(`node ${this.nodeId} is stopping`));
     const key = formatAddress(address);
     return this.lanes.run(key, async () => {
+      // The hold may have been released (idle, empty bucket) or lost while this event waited in
+      // the lane: it must not run under a generation this node no longer holds.
+      if ('generation' in event && this.membership.holds.held(address) !== event.generation) throw new LeaseLost(`the hold of ${key} changed while the event waited; retry`);
       this.lastUsed.set(key, { address, at: this.clock.now() });
       const r = await this.runWithHardLimit(event);
       if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.timer.set(key, r.alarmAt);
@@ -390,8 +401,10 @@ class Node implements RoutingNode {
   private async giveBack(address: ActorAddress): Promise<void> {
     const key = formatAddress(address);
     this.lastUsed.delete(key);
-    await this.lanes.run(key, () => this.workers.run({ type: 'close', address }));
-    await this.releaseHold(address);
+    await this.lanes.run(key, async () => {
+      await this.workers.run({ type: 'close', address });
+      await this.releaseHold(address); // in the lane: no event slips in between close and release
+    });
   }
 
   private async reapIdle(): Promise<void> {
@@ -400,8 +413,10 @@ class Node implements RoutingNode {
       if (at > cutoff || this.stopping) continue;
       this.lastUsed.delete(key);
       try {
-        await this.lanes.run(key, () => this.workers.run({ type: 'close', address }));
-        await this.releaseHold(address);
+        await this.lanes.run(key, async () => {
+          await this.workers.run({ type: 'close', address });
+          await this.releaseHold(address); // in the lane: no event slips in between close and release
+        });
       } catch (e) {
         this.log.warn({ actor: key, err: e }, 'closing an idle actor failed');
       }

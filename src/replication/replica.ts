@@ -133,9 +133,10 @@ export class ActorReplica {
     const db = this.db;
     if (!db || db.inTransaction) throw new ActorGivenUp(`cannot fence ${this.name()} now`);
     db.prepare("INSERT INTO _keep_meta (key, value) VALUES ('owner_fence', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(
-      `${this.deps.writer.nodeId}/${this.deps.writer.epoch}/${this.generation}`,
+      `${this.deps.writer.nodeId}/${this.deps.writer.epoch}/${this.generation}/${this.head?.seq ?? 0}`, // on top of this head: never the value it holds
     );
     await this.sync();
+    if (!this.uploadedUnderHold) throw this.giveUpNow(new ActorGivenUp(`the owner fence of ${this.name()} uploaded nothing`));
   }
 
   /** The index could not be brought in line: the actor is given up, nothing more is uploaded. */
@@ -238,6 +239,10 @@ export class ActorReplica {
   private async catchUp(side: Sidecar, seqs: number[]): Promise<TakeResult | undefined> {
     const missing = seqs.filter((s) => s > side.seq);
     if (missing[0] !== side.seq + 1 || missing.some((s, i) => s !== side.seq + 1 + i)) return undefined;
+    // The local file must be this chain's link side.seq (not a link of another bucket's chain, as
+    // a joining node's sidecar is): otherwise the deltas would be applied to a stranger.
+    const base = await this.deps.store.head(linkKey(this.address, side.seq));
+    if (!base || base.etag !== side.etag) return undefined;
     const links = [];
     for (const seq of missing) {
       const obj = await this.deps.store.get(linkKey(this.address, seq));

@@ -11,7 +11,7 @@
  * The cursor resumes after the last entry read, so entries nobody can act on never hold the rest
  * back; once the overdue part is read through, the next sweep starts from the beginning again.
  */
-import { defer, expand, from, timer, type Subscription } from 'rxjs';
+import { defer, expand, from, timer, type SchedulerLike, type Subscription } from 'rxjs';
 import { switchMap } from 'rxjs/operators';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
@@ -42,6 +42,8 @@ export interface SweepDeps {
   /** The tenants to sweep: the node's own list, or those found in the index. */
   tenants: () => Promise<string[]>;
   observe?: (t: string, r: SweepResult, durationMs: number) => void;
+  /** The schedules' RxJS scheduler (test seam: the simulator's virtual clock); RxJS's own by default. */
+  scheduler?: SchedulerLike;
 }
 
 export interface SweepResult {
@@ -67,7 +69,7 @@ export class Sweeper {
 
   start(): void {
     const everyMs = this.d.config.alarmSweepMs;
-    this.discovery = timer(0, everyMs)
+    this.discovery = timer(0, everyMs, this.d.scheduler)
       .pipe(switchMap(() => from(this.d.tenants().catch(() => [] as string[]))))
       .subscribe((tenants) => tenants.forEach((t) => this.startTenant(t)));
   }
@@ -82,7 +84,7 @@ export class Sweeper {
     if (this.running.has(tenant)) return;
     const once = () => defer(() => from(this.timed(tenant)));
     const sub = once()
-      .pipe(expand((r) => timer(this.nextDelayMs(r)).pipe(switchMap(once))))
+      .pipe(expand((r) => timer(this.nextDelayMs(r), this.d.scheduler).pipe(switchMap(once))))
       .subscribe({ error: (e: unknown) => this.d.log.error({ tenant, err: e }, 'sweep schedule stopped') });
     this.running.set(tenant, sub);
   }

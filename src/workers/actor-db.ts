@@ -31,11 +31,19 @@ export function actorDbPath(dataDir: string, a: ActorAddress): string {
   return join(dataDir, 'actors', a.tenant, a.className, `${file}.db`);
 }
 
+/**
+ * Test seam (the deterministic simulator): told of every actor database opened, so a simulated
+ * crash can keep the dead process's handles from being closed by the garbage collector (a close
+ * folds the WAL into the file, which a real crash never does). Unset in production.
+ */
+export const actorDbHooks: { onOpen?: (db: Db) => void } = {};
+
 /** Opens (creating when `create`) the actor's database; null when it does not exist and !create. */
 export function openActorDb(path: string, address: ActorAddress, create: boolean): Db | null {
   if (!create && !existsSync(path)) return null;
   mkdirSync(join(path, '..'), { recursive: true });
   const db = new Database(path);
+  actorDbHooks.onOpen?.(db);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');

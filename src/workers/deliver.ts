@@ -15,6 +15,7 @@ import type { ActorAddress } from '../core/address.js';
 import { formatAddress } from '../core/address.js';
 import { actorEntriesPrefix, entryKey, parseEntryKey, parseIndexed, type IndexEntry, type Indexed } from '../alarms/keys.js';
 import { staleEntries, staleRemoval } from '../alarms/stale.js';
+import { unsafe } from '../alarms/unsafe.js';
 import { listAll } from '../store/keys.js';
 import { readAlarm, readMeta } from './actor-db.js';
 import type { Slot } from './actor-slots.js';
@@ -42,7 +43,7 @@ async function remove(deps: PipelineDeps, a: ActorAddress, dueMs: number, named:
 
 /** The actor has no slot: nothing local and nothing (or a tombstone) in the bucket. */
 export async function deliverWithoutState(deps: PipelineDeps, a: ActorAddress, dueMs: number, deleted: boolean, generation: number): Promise<EventResult> {
-  if (!deleted) {
+  if (!deleted && !unsafe.clearOnEmptyBucket) {
     // Empty bucket: an earlier owner's first snapshot may still land naming this entry (R4).
     return { type: 'ok', alarmAt: null, deleted: false, ran: false, retryAtMs: deps.clock.now() + deps.config.retryMaxMs, releaseHold: true };
   }
@@ -61,10 +62,12 @@ export async function deliverTo(
   const committed = readAlarm(slot.db);
   if (committed === dueMs) return runAlarm();
   const base = { type: 'ok' as const, alarmAt: committed, deleted: false, ran: false };
-  const noState = committed === null && readMeta(slot.db, 'initialized') !== '1';
-  const rule = noState ? 'allowed' : staleRemoval(slot.replica);
+  // No state here (no alarm, no init recorded) is no exception to the fence: an upload given up
+  // earlier may still land and name the entry (the simulator's seed 175).
+  const rule = staleRemoval(slot.replica);
   if (rule === 'emptyBucket') return { ...base, retryAtMs: deps.clock.now() + deps.config.retryMaxMs, releaseHold: true };
   if (rule === 'fenceFirst') await slot.replica.fence();
+  else await slot.replica.sync(); // R2: what the *replicated* state names — local commits go up first
   const named = parseIndexed(readMeta(slot.db, 'alarm_indexed'));
   return { ...base, removed: await remove(deps, a, dueMs, named, slot.replica.generation) };
 }

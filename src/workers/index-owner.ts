@@ -16,6 +16,7 @@ import type { ResolvedConfig } from '../main/config.js';
 import type { ObjectStore } from '../store/types.js';
 import { formatIndexed, parseIndexed, type Indexed, type NonceSource } from '../alarms/keys.js';
 import { deletable, indexPlan, keyOf, listEntry } from '../alarms/owner.js';
+import { unsafe } from '../alarms/unsafe.js';
 import { readAlarm, readMeta, writeMeta } from './actor-db.js';
 import type { Slot } from './actor-slots.js';
 
@@ -64,10 +65,12 @@ export async function indexBeforeCommit(d: IndexDeps, slot: Slot, address: Actor
  */
 export async function indexOnTake(d: IndexDeps, slot: Slot, address: ActorAddress): Promise<void> {
   const { db, replica } = slot;
+  const firstUpload = replica.firstUpload();
+  if (firstUpload && unsafe.uploadBeforeEntry) await uploadBeforeEntry(slot);
   db.exec('BEGIN IMMEDIATE');
   let replaced: string | null;
   try {
-    replaced = await indexBeforeCommit(d, slot, address, readAlarm(db), replica.firstUpload());
+    replaced = await indexBeforeCommit(d, slot, address, readAlarm(db), firstUpload);
     db.exec('COMMIT');
   } catch (e) {
     if (db.inTransaction) db.exec('ROLLBACK');
@@ -75,4 +78,11 @@ export async function indexOnTake(d: IndexDeps, slot: Slot, address: ActorAddres
   }
   if (replaced) replica.deleteAfterUpload(replaced);
   replica.start();
+  if (firstUpload && unsafe.uploadBeforeEntry) replica.committed();
+}
+
+/** TEST-ONLY (unsafe.uploadBeforeEntry, the order before R4): the first snapshot goes first. */
+async function uploadBeforeEntry(slot: Slot): Promise<void> {
+  slot.replica.start();
+  await slot.replica.sync();
 }

@@ -1,0 +1,123 @@
+/**
+ * Per-seed parameters (swarm testing): every run draws its own cluster size, timings, workload
+ * and fault rates from its seed, so 200 seeds cover many corners rather than one average case.
+ * Printed at the start of each run (STYLE.md §10); the same seed always gives the same values.
+ */
+import { SeededRandom } from '../../src/core/random.js';
+import type { KeepworkOptions } from '../../src/main/config.js';
+
+export interface FaultParams {
+  failP: number;
+  timeoutP: number;
+  timeoutAfterMs: number;
+  landLateMaxMs: number;
+  slowP: number;
+  spikeP: number;
+  spikeMaxMs: number;
+  aimedDelayMs: number;
+  aimedCutMs: number;
+  /** Chance that a link upload, or a stale removal's per-actor LIST, is where a hang cut-off starts. */
+  aimLinkP: number;
+  aimListP: number;
+  marginMs: number;
+}
+
+export interface SimParams {
+  seed: number;
+  nodes: number;
+  /** Nodes that join later with an alarm in their own data (R4). */
+  joiners: number;
+  actors: number;
+  /** Virtual ms of chaos, then of the healed liveness phase. */
+  chaosMs: number;
+  livenessMs: number;
+  /** A committed alarm must have fired this long after healing (the liveness bound). */
+  livenessBoundMs: number;
+  /** Mean gap between client calls, and between fault events (crash, cut, pause, stop). */
+  callGapMs: number;
+  faultGapMs: number;
+  /** Alarm times are drawn from a grid of this step, so different events reuse the same times. */
+  alarmStepMs: number;
+  handlerFailP: number;
+  handlerSlowP: number;
+  rescheduleP: number;
+  config: KeepworkOptions;
+  faults: FaultParams;
+}
+
+const pick = <T>(r: SeededRandom, xs: readonly T[]): T => xs[r.int(xs.length)]!;
+const between = (r: SeededRandom, lo: number, hi: number) => lo + r.int(hi - lo + 1);
+
+export function drawParams(seed: number): SimParams {
+  const r = new SeededRandom(seed);
+  const leasePeriodMs = pick(r, [2_000, 3_000, 4_000]);
+  const graceMs = pick(r, [500, 1_000]);
+  const alarmSweepMs = pick(r, [500, 1_000, 2_000]);
+  const retryMaxMs = pick(r, [4_000, 8_000]);
+  const marginMs = leasePeriodMs + graceMs;
+  const config: KeepworkOptions = {
+    leasePeriodMs,
+    graceMs,
+    skewBoundMs: 200,
+    alarmSweepMs,
+    sweepAdaptive: r.int(2),
+    sweepMinGapMs: 100,
+    retryBaseMs: 250,
+    retryMaxMs,
+    idleTimeoutMs: pick(r, [1_500, 3_000, 6_000]),
+    replicationDelayMs: pick(r, [5, 20, 50]),
+    storeAttemptsMax: pick(r, [1, 2, 3]),
+    storeRetryBaseMs: 20,
+    handlerTimeoutMs: 5_000,
+    snapshotEveryLinks: pick(r, [4, 16, 64]),
+    checkpointEveryLinks: pick(r, [2, 8, 32]),
+    linkRetentionMs: 0,
+    dbCacheMax: pick(r, [4, 64]),
+  };
+  const faults: FaultParams = {
+    failP: pick(r, [0, 0.005, 0.02, 0.05]),
+    timeoutP: pick(r, [0.01, 0.04, 0.1]),
+    timeoutAfterMs: pick(r, [50, 300, 1_000]),
+    landLateMaxMs: pick(r, [500, 3_000, 2 * marginMs]),
+    slowP: pick(r, [0.05, 0.2]),
+    spikeP: pick(r, [0, 0.01, 0.03]),
+    spikeMaxMs: pick(r, [500, 3_000]),
+    aimedDelayMs: 2 * marginMs + 3 * alarmSweepMs + r.int(2 * alarmSweepMs),
+    aimedCutMs: 3 * marginMs + 3 * alarmSweepMs,
+    aimLinkP: pick(r, [0, 0.005, 0.02]),
+    aimListP: pick(r, [0, 0.05, 0.2]),
+    marginMs,
+  };
+  return {
+    seed,
+    nodes: between(r, 2, 3),
+    joiners: between(r, 0, 2),
+    actors: between(r, 4, 10),
+    chaosMs: 40_000,
+    livenessMs: 0, // filled below from the bound
+    livenessBoundMs: 4 * marginMs + retryMaxMs + 2 * alarmSweepMs + 5_000,
+    callGapMs: pick(r, [100, 250, 500]),
+    faultGapMs: pick(r, [2_000, 4_000, 8_000]),
+    alarmStepMs: pick(r, [250, 500, 1_000]),
+    handlerFailP: pick(r, [0, 0.1, 0.3]),
+    handlerSlowP: pick(r, [0, 0.2, 0.5]),
+    rescheduleP: pick(r, [0, 0.3, 0.6]),
+    config,
+    faults,
+  };
+}
+
+export function withLiveness(p: SimParams): SimParams {
+  return { ...p, livenessMs: p.livenessBoundMs + 5_000 };
+}
+
+export function describeParams(p: SimParams): string {
+  const f = p.faults;
+  const c = p.config;
+  return (
+    `nodes=${p.nodes} joiners=${p.joiners} actors=${p.actors} lease=${c.leasePeriodMs} grace=${c.graceMs} sweep=${c.alarmSweepMs}` +
+    ` adaptive=${c.sweepAdaptive} idle=${c.idleTimeoutMs} calls/${p.callGapMs}ms faults/${p.faultGapMs}ms step=${p.alarmStepMs}` +
+    ` fail=${f.failP} timeout=${f.timeoutP}@${f.timeoutAfterMs}ms landLate<${f.landLateMaxMs}ms spikes=${f.spikeP}` +
+    ` handlerFail=${p.handlerFailP} reschedule=${p.rescheduleP}`
+  );
+}

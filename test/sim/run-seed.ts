@@ -1,0 +1,260 @@
+/**
+ * One simulation run: a seed (and optionally one unsafe variant) in, a verdict out.
+ *
+ *   params from the seed ─▶ founding nodes start, joiners prepared ─▶ chaos phase (workload +
+ *   faults, chaosMs) ─▶ healed liveness phase (livenessMs) ─▶ liveness check
+ *   every 50 ms of virtual time: the index invariant (invariant.ts) and no delivery before its
+ *   due time; the first violation ends the run.
+ *
+ * Verdicts and exit codes: ok 0 · safety 1 (the invariant or an early delivery) · liveness 2 (a
+ * committed alarm that did not fire within the bound after healing) · error 3 (the harness or
+ * the code under test threw where it must not). Variants: the five unsafe flags of
+ * src/alarms/unsafe.ts, and two canaries that prove the harness can fail: `canary` — the harness
+ * deletes an entry a committed state names (a safety verdict) — and `livenessCanary` — at healing
+ * every node crashes for good, so no alarm can fire (a liveness verdict).
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SimClock } from '../../src/core/clock.js';
+import type { ActorAddress } from '../../src/core/address.js';
+import { SeededRandom } from '../../src/core/random.js';
+import { keyOf } from '../../src/alarms/owner.js';
+import { parseIndexed } from '../../src/alarms/keys.js';
+import { resetUnsafe, unsafe, type UnsafeFlags } from '../../src/alarms/unsafe.js';
+import { actorDbHooks } from '../../src/workers/actor-db.js';
+import { decodeHold, decodeNode, HOLDS_PREFIX, NODES_PREFIX } from '../../src/leases/records.js';
+import { Cluster, simAddress } from './cluster.js';
+import { Drivers } from './drivers.js';
+import { IndexInvariant, keysUnder } from './invariant.js';
+import { Network } from './network.js';
+import { drawParams, withLiveness, type SimParams } from './params.js';
+import { gridTime, simActor } from './sim-actor.js';
+
+export type Variant = 'none' | keyof UnsafeFlags | 'canary' | 'livenessCanary';
+export const VARIANTS: readonly Variant[] = ['untaggedKeys', 'noGenerationCheck', 'noFence', 'uploadBeforeEntry', 'clearOnEmptyBucket', 'canary', 'livenessCanary'];
+export type Verdict = 'ok' | 'safety' | 'liveness' | 'error';
+export const EXIT_CODES: Record<Verdict, number> = { ok: 0, safety: 1, liveness: 2, error: 3 };
+
+export const CHECK_EVERY_MS = 50;
+
+export interface RunStats {
+  takeovers: number;
+  alarmsSet: number;
+  alarmsFired: number;
+  invariantTicks: number;
+  actorChecks: number;
+  knownExceptions: number;
+  calls: number;
+  callsOk: number;
+  crashes: number;
+  stops: number;
+  pauses: number;
+  cuts: number;
+  joins: number;
+  aimed: number;
+  firstUploadsDelayed: number;
+  fencedNodes: number;
+  requests: number;
+  timedOut: number;
+  virtualMs: number;
+  wallMs: number;
+}
+
+export interface RunResult {
+  seed: number;
+  variant: Variant;
+  params: SimParams;
+  verdict: Verdict;
+  message?: string;
+  atMs?: number;
+  stats: RunStats;
+  /** A hash of everything observable at the end: equal for two runs of one seed. */
+  trace: string;
+}
+
+const START_MS = 1_800_000_000_000;
+
+function scratchRoot(): string {
+  return mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'kw-sim-'));
+}
+
+class Run {
+  readonly clock = new SimClock(START_MS);
+  readonly random: SeededRandom;
+  readonly net: Network;
+  readonly cluster: Cluster;
+  readonly drivers: Drivers;
+  readonly invariant: IndexInvariant;
+  readonly actors: ActorAddress[] = [];
+  readonly early: string[] = [];
+  readonly fireLog: string[] = [];
+  readonly holders = new Map<string, string>();
+  takeovers = 0;
+  fencedNodes = 0;
+  readonly nodeStates = new Map<string, string>();
+  private readonly records = new Map<string, { etag: string; value: unknown }>();
+  alarmsFired = 0;
+  rescheduled = 0;
+
+  constructor(
+    readonly p: SimParams,
+    readonly variant: Variant,
+    readonly root: string,
+  ) {
+    this.random = new SeededRandom(p.seed).fork();
+    this.net = new Network(this.clock, this.random.fork(), p.faults);
+    const actorClass = simActor(this.random.fork(), { stepMs: p.alarmStepMs, failP: p.handlerFailP, rescheduleP: p.rescheduleP, slowP: p.handlerSlowP, slowMaxMs: 2_000 }, {
+      fired: (actor, scheduledAtMs, nowMs) => {
+        this.alarmsFired++;
+        this.fireLog.push(`${actor}@${scheduledAtMs}:${nowMs}`);
+        if (nowMs < scheduledAtMs) this.early.push(`${actor} ran its alarm of ${scheduledAtMs} at ${nowMs}, ${scheduledAtMs - nowMs} ms early`);
+      },
+      rescheduled: () => void this.rescheduled++,
+    });
+    this.cluster = new Cluster(p, this.clock, this.net, this.random.fork(), root, actorClass);
+    for (let i = 0; i < p.actors; i++) this.actors.push(simAddress(`a${i}`));
+    this.drivers = new Drivers(p, this.clock, this.net, this.cluster, this.actors, this.random.fork());
+    this.invariant = new IndexInvariant(this.net.bucket);
+  }
+
+  async setUp(): Promise<void> {
+    for (let j = 1; j <= this.p.joiners; j++) {
+      const own = Array.from({ length: 1 + this.random.int(3) }, (_, k) => simAddress(`j${j}-${k}`));
+      const at = own.map(() => gridTime(START_MS, this.p.alarmStepMs, 1 + this.random.int(Math.floor((0.75 * this.p.chaosMs) / this.p.alarmStepMs))));
+      await this.cluster.prepareJoiner(`j${j}`, own, at);
+      this.actors.push(...own);
+    }
+    for (let i = 1; i <= this.p.nodes; i++) this.cluster.start(`n${i}`);
+    this.drivers.start();
+    if (this.variant === 'canary') this.clock.setTimer(this.p.chaosMs / 3, () => this.canary());
+  }
+
+  /** The canary: the harness deletes an entry some committed state names (the invariant must see it). */
+  private canary(): void {
+    for (const a of this.actors) {
+      const head = this.invariant.headState(a);
+      const named = head?.alarmMs != null ? parseIndexed(head.indexedText) : null;
+      if (named && this.net.bucket.peek(keyOf(a, named))) {
+        void this.net.bucket.delete(keyOf(a, named));
+        return;
+      }
+    }
+    this.clock.setTimer(500, () => this.canary());
+  }
+
+  /** Counts hold changes to another owner (nodeId + epoch), and node records fenced by another node. */
+  observeHolds(): void {
+    for (const key of keysUnder(this.net.bucket.keys(), HOLDS_PREFIX)) {
+      const hold = this.decoded(key, decodeHold);
+      const owner = `${hold.nodeId}/${hold.epoch}`;
+      const last = this.holders.get(key);
+      if (last !== undefined && last !== owner && hold.state === 'held') this.takeovers++;
+      if (hold.state === 'held') this.holders.set(key, owner);
+    }
+    for (const key of keysUnder(this.net.bucket.keys(), NODES_PREFIX)) {
+      const state = this.decoded(key, decodeNode).state;
+      if (state === 'fenced' && this.nodeStates.get(key) !== 'fenced') this.fencedNodes++;
+      this.nodeStates.set(key, state);
+    }
+  }
+
+  /** A record's body decoded, once per version (etag). */
+  private decoded<T>(key: string, decode: (body: Uint8Array) => T): T {
+    const obj = this.net.bucket.peek(key)!;
+    const seen = this.records.get(key);
+    if (seen?.etag === obj.etag) return seen.value as T;
+    const value = decode(obj.body);
+    this.records.set(key, { etag: obj.etag, value });
+    return value;
+  }
+
+  /** Every committed alarm due before `beforeMs` is a liveness failure (it should have fired). */
+  livenessFailure(beforeMs: number): string | undefined {
+    for (const a of this.actors) {
+      const head = this.invariant.headState(a);
+      if (head?.alarmMs != null && head.alarmMs < beforeMs) {
+        return `sim/${a.className}/${a.name}: committed alarm ${head.alarmMs} had not fired ${this.clock.now() - head.alarmMs} ms after it was due (healed at ${START_MS + this.p.chaosMs})`;
+      }
+    }
+    return undefined;
+  }
+
+  trace(): string {
+    const h = createHash('sha256');
+    h.update(JSON.stringify([this.net.bucket.keys(), this.net.bucket.counts, this.fireLog, this.drivers.work, this.takeovers]));
+    return h.digest('hex').slice(0, 16);
+  }
+}
+
+export async function runSeed(seed: number, variant: Variant = 'none'): Promise<RunResult> {
+  const wall0 = performance.now();
+  const p = withLiveness(drawParams(seed));
+  const root = scratchRoot();
+  resetUnsafe();
+  if (variant !== 'none' && variant !== 'canary' && variant !== 'livenessCanary') unsafe[variant] = true;
+  const run = new Run(p, variant, root);
+  actorDbHooks.onOpen = (db) => run.cluster.handles.push(db);
+  let verdict: Verdict = 'ok';
+  let message: string | undefined;
+  let atMs: number | undefined;
+  try {
+    ({ verdict, message, atMs } = await simulate(run));
+  } catch (e) {
+    verdict = 'error';
+    message = e instanceof Error ? (e.stack ?? e.message) : String(e);
+  } finally {
+    resetUnsafe();
+    actorDbHooks.onOpen = undefined;
+    await new Promise((r) => setImmediate(r)); // let the last promise reactions run before handles close
+    run.cluster.shutdown();
+    rmSync(root, { recursive: true, force: true });
+  }
+  const c = run.cluster.stats;
+  const stats: RunStats = {
+    takeovers: run.takeovers,
+    alarmsSet: run.drivers.work.alarmsSet + run.rescheduled,
+    alarmsFired: run.alarmsFired,
+    invariantTicks: run.invariant.ticks,
+    actorChecks: run.invariant.actorChecks,
+    knownExceptions: run.invariant.knownExceptions,
+    calls: run.drivers.work.calls,
+    callsOk: run.drivers.work.callsOk,
+    crashes: c.crashes,
+    stops: c.stops,
+    pauses: c.pauses,
+    cuts: run.net.stats.cuts,
+    joins: c.joins,
+    aimed: run.net.stats.aimed,
+    firstUploadsDelayed: run.net.stats.firstUploadsDelayed,
+    fencedNodes: run.fencedNodes,
+    requests: run.net.stats.requests,
+    timedOut: run.net.stats.timedOut,
+    virtualMs: run.clock.now() - START_MS,
+    wallMs: Math.round(performance.now() - wall0),
+  };
+  return { seed, variant, params: p, verdict, message, atMs, stats, trace: run.trace() };
+}
+
+async function simulate(run: Run): Promise<{ verdict: Verdict; message?: string; atMs?: number }> {
+  await run.setUp();
+  const healAt = START_MS + run.p.chaosMs;
+  const endAt = healAt + run.p.livenessMs;
+  let healed = false;
+  for (let t = START_MS + CHECK_EVERY_MS; t <= endAt; t += CHECK_EVERY_MS) {
+    await run.clock.runUntil(t);
+    if (!healed && t >= healAt) {
+      healed = true;
+      if (run.variant === 'livenessCanary') run.drivers.stopEverything();
+      else run.drivers.stopChaos();
+    }
+    run.observeHolds();
+    const v = run.invariant.check(run.actors);
+    if (v) return { verdict: 'safety', message: `invariant: ${v.actor}: ${v.message}`, atMs: t - START_MS };
+    if (run.early.length > 0) return { verdict: 'safety', message: `early delivery: ${run.early[0]}`, atMs: t - START_MS };
+  }
+  const late = run.livenessFailure(endAt - run.p.livenessBoundMs);
+  if (late) return { verdict: 'liveness', message: late, atMs: endAt - START_MS };
+  return { verdict: 'ok' };
+}

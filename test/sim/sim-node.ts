@@ -1,0 +1,124 @@
+/**
+ * One simulated node: an instance of the real node core (`Node` from src/main/node.ts, with its
+ * Membership, HoldTable, AlarmTimer, Sweeper and ActorLanes) wired to the simulator's seams —
+ * its own NodeClock on the shared virtual time, a NodeLink to the shared bucket, a seeded
+ * Random, a Clock-driven RxJS scheduler — with the event pipeline (`runEvent`) run inline in
+ * place of the Piscina workers, exactly as test/workers/harness.ts does.
+ *
+ *   start()  identity (epoch + 1) ─▶ lease ─▶ Node ─▶ timer refilled from the data dir ─▶ sweeping
+ *   crash()  the process is gone: timers cancelled, replies never heard, open transactions rolled
+ *            back (SQLite's own recovery); database handles stay open (closing one would fold
+ *            its WAL into the file, which a crash does not do)
+ *   stop()   the clean handover (Node.stop: flush, release holds and lease)
+ */
+import type { Clock, SimClock } from '../../src/core/clock.js';
+import { createLogger, silentLogger } from '../../src/core/logger.js';
+import type { SeededRandom } from '../../src/core/random.js';
+import { NonceSource } from '../../src/alarms/keys.js';
+import { resolveOptions, type KeepworkOptions, type ResolvedConfig } from '../../src/main/config.js';
+import { nextIdentity } from '../../src/main/identity.js';
+import { Membership } from '../../src/main/membership.js';
+import { NodeMetrics } from '../../src/main/metrics.js';
+import { Node } from '../../src/main/node.js';
+import type { WorkerGroup } from '../../src/main/worker-group.js';
+import { ClockScheduler } from '../../src/streams/clock-scheduler.js';
+import { ActorSlots } from '../../src/workers/actor-slots.js';
+import type { Db } from '../../src/workers/actor-db.js';
+import type { ActorDefinition } from '../../src/workers/define-actor.js';
+import type { ActorEvent } from '../../src/workers/messages.js';
+import { runEvent, type PipelineDeps } from '../../src/workers/pipeline.js';
+import type { Network } from './network.js';
+import { NodeClock } from './node-clock.js';
+
+let sharedMetrics: NodeMetrics | undefined;
+
+export interface SimNodeSetup {
+  nodeId: string;
+  dataDir: string;
+  options: KeepworkOptions;
+  className: string;
+  /** The actor class as this node runs it (its handlers may wait on the node's own clock). */
+  definition: (clock: Clock) => ActorDefinition;
+}
+
+export class SimNode {
+  readonly clock: NodeClock;
+  readonly config: ResolvedConfig;
+  node: Node | undefined;
+  membership: Membership | undefined;
+  epoch = 0;
+  private slots: ActorSlots | undefined;
+
+  constructor(
+    readonly setup: SimNodeSetup,
+    base: SimClock,
+    private readonly net: Network,
+    private readonly random: SeededRandom,
+  ) {
+    this.clock = new NodeClock(base);
+    this.config = resolveOptions(setup.options);
+  }
+
+  get nodeId(): string {
+    return this.setup.nodeId;
+  }
+
+  get up(): boolean {
+    return this.node !== undefined && !this.clock.isDead;
+  }
+
+  async start(): Promise<void> {
+    const { nodeId, dataDir, className, definition } = this.setup;
+    const actorClass = definition(this.clock);
+    const store = this.net.link(nodeId, this.clock);
+    const log = process.env.SIM_LOG === nodeId ? createLogger({ level: 'debug' }) : silentLogger();
+    const scheduler = new ClockScheduler(this.clock);
+    const identity = nextIdentity(dataDir, this.random, nodeId);
+    const membership = new Membership(store, this.clock, this.config, log, { nodeId, addr: '', tenants: null, classes: [className] }, scheduler);
+    this.membership = membership;
+    const epoch = await membership.start(identity.epoch, () => this.node?.fenced());
+    this.epoch = epoch;
+    const random = this.random.fork();
+    const replicaDeps = { store, clock: this.clock, random, config: this.config, log, writer: { nodeId, epoch }, leaseValid: () => membership.lease.isValid() };
+    const slots = new ActorSlots(dataDir, this.config.dbCacheMax, replicaDeps);
+    this.slots = slots;
+    const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), slots, loadClass: async () => actorClass };
+    const workers = inlineWorkers(deps);
+    sharedMetrics ??= new NodeMetrics();
+    const seams = { random: this.random.fork(), scheduler };
+    this.node = new Node(this.config, this.clock, log, store, workers, membership, { nodeId, epoch }, { [className]: 'sim' }, undefined, sharedMetrics, seams);
+    this.node.refillTimer(dataDir);
+    this.node.startSweeping();
+  }
+
+  crash(): Db[] {
+    this.clock.kill();
+    const handles = this.openHandles();
+    for (const db of handles) if (db.open && db.inTransaction) db.exec('ROLLBACK');
+    return handles;
+  }
+
+  async stop(): Promise<void> {
+    await this.node?.stop();
+    this.clock.kill();
+  }
+
+  /** Every database handle this node has open (for a crash, and for cleanup at the end). */
+  openHandles(): Db[] {
+    const open = (this.slots as unknown as { open: Map<string, { db: Db }> } | undefined)?.open;
+    return open ? [...open.values()].map((s) => s.db) : [];
+  }
+}
+
+/** The WorkerGroup the Node talks to, running the pipeline inline (no threads, same code). */
+function inlineWorkers(deps: PipelineDeps): WorkerGroup {
+  const group = {
+    size: 1,
+    run: (event: ActorEvent) => runEvent(deps, event),
+    broadcast: async (event: ActorEvent) => {
+      await runEvent(deps, event);
+    },
+    destroy: async () => undefined,
+  };
+  return group as unknown as WorkerGroup;
+}
