@@ -83,6 +83,10 @@ export interface RoutingNode extends KeepworkNode {
   readAlarm(address: ActorAddress, hops: number): Promise<number | null>;
 }
 
+/** An event reached its actor's lane after the hold it was sent under was released or changed. */
+class HoldChanged extends LeaseLost {}
+const HOLD_ATTEMPTS_MAX = 3;
+
 export async function startNode(options: StartNodeOptions): Promise<KeepworkNode> {
   const { classes, bucket, dataDir: dir, tenants, nodeId, port, host, logger, ...tunables } = options;
   const config = resolveOptions(tunables);
@@ -281,18 +285,41 @@ export class Node implements RoutingNode {
 
   async request(address: ActorAddress, method: string, args: unknown[], durable: boolean, hops: number): Promise<unknown> {
     this.checkServed(address);
-    const own = await this.own(address);
-    if (own.kind === 'elsewhere') return forwardCall(own.addr, address, method, args, durable, hops, this.forwarding);
-    const r = await this.submit(address, { type: 'request', address, method, args, durable, generation: own.generation });
-    if (r.type === 'error') throw reviveError(r.error);
-    return r.result;
+    return this.withHold(
+      address,
+      (own) => forwardCall(own.addr, address, method, args, durable, hops, this.forwarding),
+      async (generation) => {
+        const r = await this.submit(address, { type: 'request', address, method, args, durable, generation });
+        if (r.type === 'error') throw reviveError(r.error);
+        return r.result;
+      },
+    );
   }
 
   async readAlarm(address: ActorAddress, hops: number): Promise<number | null> {
     this.checkServed(address);
-    const own = await this.own(address);
-    if (own.kind === 'elsewhere') return forwardGetAlarm(own.addr, address, hops, this.forwarding);
-    return (await this.submit(address, { type: 'getAlarm', address, generation: own.generation })).alarmAt;
+    return this.withHold(
+      address,
+      (own) => forwardGetAlarm(own.addr, address, hops, this.forwarding),
+      async (generation) => (await this.submit(address, { type: 'getAlarm', address, generation })).alarmAt,
+    );
+  }
+
+  /**
+   * Acquires the actor (or learns its holder) and runs `mine` under the generation held. An event
+   * that finds the hold changed once it reaches the actor's lane (released idle or given back
+   * meanwhile) acquires again, a bounded number of times, instead of failing the caller.
+   */
+  private async withHold<T>(address: ActorAddress, elsewhere: (own: { nodeId: string; addr: string }) => Promise<T>, mine: (generation: number) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const own = await this.own(address);
+      if (own.kind === 'elsewhere') return elsewhere(own);
+      try {
+        return await mine(own.generation);
+      } catch (e) {
+        if (!(e instanceof HoldChanged) || attempt >= HOLD_ATTEMPTS_MAX) throw e;
+      }
+    }
   }
 
   /** Clean handover: stop taking work, finish replication, release every hold, release the lease. */
@@ -344,7 +371,7 @@ export class Node implements RoutingNode {
     return this.lanes.run(key, async () => {
       // The hold may have been released (idle, empty bucket) or lost while this event waited in
       // the lane: it must not run under a generation this node no longer holds.
-      if ('generation' in event && this.membership.holds.held(address) !== event.generation) throw new LeaseLost(`the hold of ${key} changed while the event waited; retry`);
+      if ('generation' in event && this.membership.holds.held(address) !== event.generation) throw new HoldChanged(`the hold of ${key} changed while the event waited; retry`);
       this.lastUsed.set(key, { address, at: this.clock.now() });
       const r = await this.runWithHardLimit(event);
       if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.timer.set(key, r.alarmAt);
@@ -376,13 +403,15 @@ export class Node implements RoutingNode {
   private async deliverAlarm(key: string, at: number): Promise<void> {
     const address = parseAddress(key);
     try {
-      const own = await this.own(address);
-      if (own.kind === 'elsewhere') {
-        this.log.info({ actor: key, holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it');
-        return;
-      }
-      this.metrics.tardiness.observe(Math.max(0, this.clock.now() - at) / 1000);
-      const r = await this.submit(address, { type: 'deliver', address, dueMs: at, generation: own.generation });
+      const r = await this.withHold(
+        address,
+        async (own) => (this.log.info({ actor: key, holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it'), undefined),
+        (generation) => {
+          this.metrics.tardiness.observe(Math.max(0, this.clock.now() - at) / 1000);
+          return this.submit(address, { type: 'deliver', address, dueMs: at, generation });
+        },
+      );
+      if (!r) return;
       this.metrics.deliveries.inc({ outcome: r.type === 'error' ? 'failed' : r.ran ? 'ran' : r.removed ? 'stale' : 'kept' });
       this.metrics.feed.delivered(key, at, r, this.clock.now());
       if (r.type === 'ok' && r.removed) this.metrics.staleRemoved.inc(r.removed);

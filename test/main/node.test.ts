@@ -10,7 +10,7 @@ import { listChain } from '../../src/replication/chain.js';
 import { FsStore } from '../../src/store/fs.js';
 import { listAll } from '../../src/store/keys.js';
 import { parseEntryKey } from '../../src/alarms/keys.js';
-import { decodeNode, encodeNode, nodeKey } from '../../src/leases/records.js';
+import { decodeHold, decodeNode, encodeNode, holdKey, nodeKey } from '../../src/leases/records.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const PROBE = new URL('../fixtures/classes/probe.ts', import.meta.url).href;
@@ -186,8 +186,13 @@ describe('node (real Piscina workers)', () => {
       await waitFor('a few sweeps', async () => (await sweeps()) >= 3);
       assert.equal(node.pendingAlarms(), 1, 'the alarm is in the timer before the fence');
       const key = nodeKey('fence-me');
-      const current = (await store.get(key))!;
-      await store.put(key, encodeNode({ ...decodeNode(current.body), state: 'fenced' }), { ifMatch: current.etag });
+      await waitFor('the fence written (between two renewals)', async () => {
+        const current = (await store.get(key))!;
+        return store.put(key, encodeNode({ ...decodeNode(current.body), state: 'fenced' }), { ifMatch: current.etag }).then(
+          () => true,
+          () => false, // a renewal landed in between: read again
+        );
+      });
       await waitFor('the fence to be found', async () => /^keepwork_node_fenced 1$/m.test(await node.metricsText()));
       const after = await sweeps();
       assert.equal(node.offerEntry(parseAddress('t/Probe/other'), Date.now() - 5_000), false, 'a fenced node takes no offer');
@@ -197,6 +202,21 @@ describe('node (real Piscina workers)', () => {
     } finally {
       await node.stop();
       await store.close();
+    }
+  });
+
+  it('a call that reaches the actor’s lane after an idle release there acquires the actor again instead of failing', async () => {
+    const node = (await start(tempDir(), { idleTimeoutMs: 300 })) as RoutingNode;
+    try {
+      const a = node.actor('t/Probe/idle');
+      const long = a.call('slowIncrement', 1_000); // outlives idleTimeoutMs: the reaper queues close + release behind it
+      await new Promise((r) => setTimeout(r, 700));
+      const value = a.call('value'); // acquired under the hold about to be released; queued behind the release
+      assert.deepEqual(await Promise.all([long, value]), [1, 1]);
+      const hold = decodeHold((await node.store.get(holdKey(parseAddress('t/Probe/idle'))))!.body);
+      assert.equal(hold.generation, 2, 'the second call took the actor again');
+    } finally {
+      await node.stop();
     }
   });
 
