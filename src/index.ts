@@ -3,7 +3,8 @@
  *
  *   import { startNode, defineActor } from 'keepwork'
  */
-export { startNode, type StartNodeOptions, type KeepworkNode, type ActorHandle } from './main/node.js';
+export { startNode } from './main/start-node.js';
+export type { StartNodeOptions, KeepworkNode, ActorHandle } from './main/node-api.js';
 export * from './actor.js';
 export { parseAddress, formatAddress, type ActorAddress } from './core/address.js';
 export { resolveOptions, DEFAULTS, type KeepworkOptions, type ResolvedConfig } from './main/config.js';

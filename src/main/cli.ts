@@ -6,7 +6,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { createLogger } from '../core/logger.js';
 import { DEFAULT_BUCKET_URL } from '../store/open.js';
-import { startNode } from './node.js';
+import { startNode } from './start-node.js';
 
 function port(value: string): number {
   const n = Number(value);

@@ -19,7 +19,7 @@ import { parseAddress, type ActorAddress } from '../core/address.js';
 import { BadRequest, ErrorCode, NotFound, isKeepworkError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { HOPS_HEADER } from './forward.js';
-import type { RoutingNode } from './node.js';
+import type { RoutingNode } from './node-api.js';
 import { STATUS_PAGE_HTML } from './status-page.js';
 import { StatusView } from './status-view.js';
 

@@ -1,5 +1,5 @@
 /**
- * `startNode`: the composition root of one keepwork node (DESIGN.md §5, §7, §8).
+ * One keepwork node (DESIGN.md §5, §7, §8); `startNode` (start-node.ts) builds it.
  *
  *   call ─▶ lease valid? ─▶ hold (acquire: mine / elsewhere) ─┬─ elsewhere ─▶ forward to holder
  *                                                              └─ mine ─▶ ActorLanes (one event at a
@@ -7,137 +7,31 @@
  *   results ─▶ AlarmTimer ─▶ due ─▶ alarm event (same path; an actor held elsewhere: dropped)
  *   RxJS schedules: lease renewal (membership.ts), idle reaping (flush, close, release the hold).
  */
-import { interval, type SchedulerLike, type Subscription } from 'rxjs';
-import { mkdirSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { SystemClock, type Clock } from '../core/clock.js';
-import { formatAddress, parseAddress, validateTenant, type ActorAddress } from '../core/address.js';
+import { interval, type Subscription } from 'rxjs';
+import PQueue from 'p-queue';
+import type { Clock } from '../core/clock.js';
+import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
 import { LeaseLost, NodeStopped, NotFound, reviveError } from '../core/errors.js';
-import { createLogger, type Logger } from '../core/logger.js';
-import { SystemRandom, type Random } from '../core/random.js';
+import type { Logger } from '../core/logger.js';
+import { SystemRandom } from '../core/random.js';
 import { AlarmTimer } from '../alarms/timer.js';
-import { openStore, DEFAULT_BUCKET_URL } from '../store/open.js';
 import type { ObjectStore } from '../store/types.js';
+import { Sweeper, type SweepResult } from '../streams/sweep.js';
 import type { ActorEvent, EventResult } from '../workers/messages.js';
 import { scanAlarms } from '../workers/scan.js';
 import { ActorLanes } from './actor-lanes.js';
-import { resolveClasses } from './classes.js';
-import { resolveOptions, type KeepworkOptions, type ResolvedConfig } from './config.js';
+import { indexTenants } from './alarms-command.js';
+import type { ResolvedConfig } from './config.js';
 import { forwardCall, forwardGetAlarm, type ForwardSettings } from './forward.js';
 import { startHttp, type HttpServer } from './http.js';
-import { nextIdentity } from './identity.js';
-import { Membership } from './membership.js';
-import { WorkerGroup } from './worker-group.js';
-import PQueue from 'p-queue';
-import { Sweeper, type SweepResult } from '../streams/sweep.js';
-import { NodeMetrics } from './metrics.js';
-import { countedStore } from '../store/request-counts.js';
-import { indexTenants } from './alarms-command.js';
-
-export interface StartNodeOptions extends KeepworkOptions {
-  /** Class name → module path or file URL whose default export is `defineActor(...)`. */
-  classes: Record<string, string>;
-  /** Bucket URL (file://, a path, s3://, memory:). Default: file://./data/bucket. */
-  bucket?: string;
-  /** Where actor databases and node.json live. Default: ./data. */
-  dataDir?: string;
-  /** Tenants this node serves; all when absent. */
-  tenants?: string[];
-  nodeId?: string;
-  /** HTTP port; 0 picks a free one; no HTTP server when absent (then no node can forward to it). */
-  port?: number;
-  host?: string;
-  logger?: Logger;
-}
-
-export interface ActorHandle {
-  readonly address: ActorAddress;
-  call<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
-  callDurable<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
-  getAlarm(): Promise<number | null>;
-}
-
-export interface KeepworkNode {
-  readonly nodeId: string;
-  readonly epoch: number;
-  /** The HTTP base URL, when serving HTTP. */
-  readonly url: string | undefined;
-  readonly config: ResolvedConfig;
-  readonly store: ObjectStore;
-  actor(address: string | { tenant: string; className: string; name: string }): ActorHandle;
-  /** Pending alarms in this node's timer. */
-  pendingAlarms(): number;
-  /** Actors this node holds. */
-  heldActors(): number;
-  stop(): Promise<void>;
-}
-
-/** What the HTTP layer and the sweep need beyond the public node. */
-export interface RoutingNode extends KeepworkNode {
-  /** Prometheus text of this node's metrics. */
-  metricsText(): Promise<string>;
-  readonly metrics: NodeMetrics;
-  /** An index entry the sweep found overdue: delivered through the timer (its backoff horizon applies). */
-  offerEntry(address: ActorAddress, dueMs: number): boolean;
-  request(address: ActorAddress, method: string, args: unknown[], durable: boolean, hops: number): Promise<unknown>;
-  readAlarm(address: ActorAddress, hops: number): Promise<number | null>;
-}
+import type { Membership } from './membership.js';
+import type { NodeMetrics } from './metrics.js';
+import type { ActorHandle, NodeSeams, RoutingNode } from './node-api.js';
+import type { WorkerGroup } from './worker-group.js';
 
 /** An event reached its actor's lane after the hold it was sent under was released or changed. */
 class HoldChanged extends LeaseLost {}
 const HOLD_ATTEMPTS_MAX = 3;
-
-export async function startNode(options: StartNodeOptions): Promise<KeepworkNode> {
-  const { classes, bucket, dataDir: dir, tenants, nodeId, port, host, logger, ...tunables } = options;
-  const config = resolveOptions(tunables);
-  const classUrls = resolveClasses(classes);
-  const served = tenants?.map(validateTenant);
-  const dataDir = resolve(dir ?? './data');
-  mkdirSync(dataDir, { recursive: true });
-  const clock: Clock = new SystemClock();
-  const identity = nextIdentity(dataDir, new SystemRandom(), nodeId);
-  const bucketUrl = bucket ?? DEFAULT_BUCKET_URL;
-  const metrics = new NodeMetrics();
-  const store = countedStore(openStore(bucketUrl, { config, clock }), metrics.mainRequests);
-  const baseLog = logger ?? createLogger();
-  const membership = new Membership(store, clock, config, baseLog.child({ nodeId: identity.nodeId }), {
-    nodeId: identity.nodeId,
-    addr: '',
-    tenants: served ?? null,
-    classes: Object.keys(classUrls),
-  });
-  let node: Node | undefined;
-  const epoch = await membership.start(identity.epoch, () => node?.fenced());
-  const log = baseLog.child({ nodeId: identity.nodeId, epoch });
-  const workers = new WorkerGroup(config, {
-    dataDir,
-    bucket: bucketUrl,
-    classes: classUrls,
-    options: tunables,
-    logLevel: log.level,
-    nodeId: identity.nodeId,
-    epoch,
-    leaseValidUntil: membership.shared,
-    requestCounts: metrics.workerRequests.buffer,
-  });
-  node = new Node(config, clock, log, store, workers, membership, { nodeId: identity.nodeId, epoch }, classUrls, served, metrics);
-  try {
-    node.refillTimer(dataDir);
-    if (port !== undefined) await node.serveHttp(port, host ?? '127.0.0.1');
-    node.startSweeping();
-  } catch (e) {
-    await node.stop();
-    throw e;
-  }
-  log.info({ dataDir, bucket: store.description, classes: Object.keys(classUrls), workers: workers.size, url: node.url }, 'node started');
-  return node;
-}
-
-/** Test seams (the deterministic simulator): a seeded Random and a virtual-time RxJS scheduler. */
-export interface NodeSeams {
-  random?: Random;
-  scheduler?: SchedulerLike;
-}
 
 export class Node implements RoutingNode {
   readonly nodeId: string;

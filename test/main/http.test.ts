@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { silentLogger } from '../../src/core/logger.js';
-import { startNode, type KeepworkNode } from '../../src/main/node.js';
+import { startNode } from '../../src/main/start-node.js';
+import type { KeepworkNode } from '../../src/main/node-api.js';
 
 const PROBE = new URL('../fixtures/classes/probe.ts', import.meta.url).href;
 

@@ -22,7 +22,7 @@ import { checkIndex, type Finding } from '../../src/main/index-check.js';
 import { inspectActor } from '../../src/main/inspect-command.js';
 import { tenantIndexStats } from '../../src/main/index-stats.js';
 import { clusterStatus } from '../../src/main/status-command.js';
-import { startNode } from '../../src/main/node.js';
+import { startNode } from '../../src/main/start-node.js';
 import { listAll } from '../../src/store/keys.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { silentLogger } from '../../src/core/logger.js';
-import { startNode, type KeepworkNode } from '../../src/main/node.js';
+import { startNode } from '../../src/main/start-node.js';
+import type { KeepworkNode } from '../../src/main/node-api.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const REMINDER = new URL('../../examples/reminder.ts', import.meta.url).href;

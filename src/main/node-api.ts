@@ -1,0 +1,66 @@
+/**
+ * What a keepwork node offers: the options of `startNode`, the public node and actor handle, and
+ * the routing surface the HTTP layer, the status page and the sweep use.
+ */
+import type { SchedulerLike } from 'rxjs';
+import type { ActorAddress } from '../core/address.js';
+import type { Logger } from '../core/logger.js';
+import type { Random } from '../core/random.js';
+import type { ObjectStore } from '../store/types.js';
+import type { KeepworkOptions, ResolvedConfig } from './config.js';
+import type { NodeMetrics } from './metrics.js';
+
+export interface StartNodeOptions extends KeepworkOptions {
+  /** Class name → module path or file URL whose default export is `defineActor(...)`. */
+  classes: Record<string, string>;
+  /** Bucket URL (file://, a path, s3://, memory:). Default: file://./data/bucket. */
+  bucket?: string;
+  /** Where actor databases and node.json live. Default: ./data. */
+  dataDir?: string;
+  /** Tenants this node serves; all when absent. */
+  tenants?: string[];
+  nodeId?: string;
+  /** HTTP port; 0 picks a free one; no HTTP server when absent (then no node can forward to it). */
+  port?: number;
+  host?: string;
+  logger?: Logger;
+}
+
+export interface ActorHandle {
+  readonly address: ActorAddress;
+  call<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
+  callDurable<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
+  getAlarm(): Promise<number | null>;
+}
+
+export interface KeepworkNode {
+  readonly nodeId: string;
+  readonly epoch: number;
+  /** The HTTP base URL, when serving HTTP. */
+  readonly url: string | undefined;
+  readonly config: ResolvedConfig;
+  readonly store: ObjectStore;
+  actor(address: string | { tenant: string; className: string; name: string }): ActorHandle;
+  /** Pending alarms in this node's timer. */
+  pendingAlarms(): number;
+  /** Actors this node holds. */
+  heldActors(): number;
+  stop(): Promise<void>;
+}
+
+/** What the HTTP layer and the sweep need beyond the public node. */
+export interface RoutingNode extends KeepworkNode {
+  /** Prometheus text of this node's metrics. */
+  metricsText(): Promise<string>;
+  readonly metrics: NodeMetrics;
+  /** An index entry the sweep found overdue: delivered through the timer (its backoff horizon applies). */
+  offerEntry(address: ActorAddress, dueMs: number): boolean;
+  request(address: ActorAddress, method: string, args: unknown[], durable: boolean, hops: number): Promise<unknown>;
+  readAlarm(address: ActorAddress, hops: number): Promise<number | null>;
+}
+
+/** Test seams (the deterministic simulator): a seeded Random and a virtual-time RxJS scheduler. */
+export interface NodeSeams {
+  random?: Random;
+  scheduler?: SchedulerLike;
+}

@@ -1,0 +1,67 @@
+/**
+ * `startNode`: the composition root of one keepwork node — options resolved, identity and epoch,
+ * the bucket (requests counted), membership (lease, holds), the worker group, the Node itself,
+ * then the timer refilled from the data dir, HTTP, and the sweep.
+ */
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { SystemClock, type Clock } from '../core/clock.js';
+import { validateTenant } from '../core/address.js';
+import { createLogger } from '../core/logger.js';
+import { SystemRandom } from '../core/random.js';
+import { openStore, DEFAULT_BUCKET_URL } from '../store/open.js';
+import { countedStore } from '../store/request-counts.js';
+import { resolveClasses } from './classes.js';
+import { resolveOptions } from './config.js';
+import { nextIdentity } from './identity.js';
+import { Membership } from './membership.js';
+import { NodeMetrics } from './metrics.js';
+import { Node } from './node.js';
+import type { KeepworkNode, StartNodeOptions } from './node-api.js';
+import { WorkerGroup } from './worker-group.js';
+
+export async function startNode(options: StartNodeOptions): Promise<KeepworkNode> {
+  const { classes, bucket, dataDir: dir, tenants, nodeId, port, host, logger, ...tunables } = options;
+  const config = resolveOptions(tunables);
+  const classUrls = resolveClasses(classes);
+  const served = tenants?.map(validateTenant);
+  const dataDir = resolve(dir ?? './data');
+  mkdirSync(dataDir, { recursive: true });
+  const clock: Clock = new SystemClock();
+  const identity = nextIdentity(dataDir, new SystemRandom(), nodeId);
+  const bucketUrl = bucket ?? DEFAULT_BUCKET_URL;
+  const metrics = new NodeMetrics();
+  const store = countedStore(openStore(bucketUrl, { config, clock }), metrics.mainRequests);
+  const baseLog = logger ?? createLogger();
+  const membership = new Membership(store, clock, config, baseLog.child({ nodeId: identity.nodeId }), {
+    nodeId: identity.nodeId,
+    addr: '',
+    tenants: served ?? null,
+    classes: Object.keys(classUrls),
+  });
+  let node: Node | undefined;
+  const epoch = await membership.start(identity.epoch, () => node?.fenced());
+  const log = baseLog.child({ nodeId: identity.nodeId, epoch });
+  const workers = new WorkerGroup(config, {
+    dataDir,
+    bucket: bucketUrl,
+    classes: classUrls,
+    options: tunables,
+    logLevel: log.level,
+    nodeId: identity.nodeId,
+    epoch,
+    leaseValidUntil: membership.shared,
+    requestCounts: metrics.workerRequests.buffer,
+  });
+  node = new Node(config, clock, log, store, workers, membership, { nodeId: identity.nodeId, epoch }, classUrls, served, metrics);
+  try {
+    node.refillTimer(dataDir);
+    if (port !== undefined) await node.serveHttp(port, host ?? '127.0.0.1');
+    node.startSweeping();
+  } catch (e) {
+    await node.stop();
+    throw e;
+  }
+  log.info({ dataDir, bucket: store.description, classes: Object.keys(classUrls), workers: workers.size, url: node.url }, 'node started');
+  return node;
+}
