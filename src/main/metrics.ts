@@ -3,6 +3,7 @@
  * Every series is documented in docs/operations.md.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { SharedStoreCounts } from '../store/shared-counts.js';
 
 export class NodeMetrics {
   readonly registry = new Registry();
@@ -19,6 +20,18 @@ export class NodeMetrics {
   readonly sweepOffered = new Counter({ name: 'keepwork_sweep_entries_offered_total', help: 'Entries a sweep offered to the timer and it took', labelNames: ['tenant'] as const, registers: [this.registry] });
   readonly indexLag = new Gauge({ name: 'keepwork_index_lag_seconds', help: 'Age of the oldest overdue entry the last sweep read (0 when none)', labelNames: ['tenant'] as const, registers: [this.registry] });
   readonly storeRequests = new Counter({ name: 'keepwork_store_requests_total', help: 'Bucket requests made by the main thread, by operation', labelNames: ['op'] as const, registers: [this.registry] });
+  /** Filled by the worker threads (their own store clients); read into the counter below at each scrape. */
+  readonly workerStoreCounts = new SharedStoreCounts();
+  readonly workerStoreRequests = new Counter({
+    name: 'keepwork_worker_store_requests_total',
+    help: 'Bucket requests made by the worker threads (uploads, restores, index entries), by operation',
+    labelNames: ['op'] as const,
+    registers: [this.registry],
+    collect: () => {
+      this.workerStoreRequests.reset();
+      for (const [op, n] of Object.entries(this.workerStoreCounts.snapshot())) this.workerStoreRequests.inc({ op }, n);
+    },
+  });
   readonly pendingAlarms = new Gauge({ name: 'keepwork_timer_alarms', help: 'Alarms in this node’s timer', registers: [this.registry] });
   readonly heldActors = new Gauge({ name: 'keepwork_held_actors', help: 'Actors this node holds', registers: [this.registry] });
   readonly deliveryBacklog = new Gauge({ name: 'keepwork_delivery_backlog', help: 'Deliveries queued or running', registers: [this.registry] });

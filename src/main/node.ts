@@ -113,6 +113,7 @@ export async function startNode(options: StartNodeOptions): Promise<KeepworkNode
     nodeId: identity.nodeId,
     epoch,
     leaseValidUntil: membership.shared,
+    storeCounts: metrics.workerStoreCounts.buffer,
   });
   node = new Node(config, clock, log, store, workers, membership, { nodeId: identity.nodeId, epoch }, classUrls, served, metrics);
   try {

@@ -10,6 +10,8 @@ import { resolveOptions, type KeepworkOptions } from '../main/config.js';
 import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
 import { openStore } from '../store/open.js';
+import { countingStore } from '../store/counting.js';
+import { SharedStoreCounts } from '../store/shared-counts.js';
 import { ActorSlots } from './actor-slots.js';
 import type { ActorEvent, EventResult } from './messages.js';
 import { runEvent, type PipelineDeps } from './pipeline.js';
@@ -27,6 +29,8 @@ export interface WorkerSetup {
   /** One int64 the main thread keeps at "lease valid until" (ms): the LeaseView's lease half. */
   leaseValidUntil: SharedArrayBuffer;
   worker: number;
+  /** Where this worker counts its store requests by operation (the node's metrics read it). */
+  storeCounts?: SharedArrayBuffer;
 }
 
 const setup = workerData as WorkerSetup;
@@ -34,7 +38,9 @@ const config = resolveOptions(setup.options);
 const clock = new SystemClock();
 const random = new SystemRandom();
 const log = createLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } });
-const store = openStore(setup.bucket, { config, clock, random });
+const counts = setup.storeCounts ? new SharedStoreCounts(setup.storeCounts) : undefined;
+const opened = openStore(setup.bucket, { config, clock, random });
+const store = counts ? countingStore(opened, (op) => counts.inc(op)) : opened;
 const writer = { nodeId: setup.nodeId, epoch: setup.epoch };
 const validUntil = new BigInt64Array(setup.leaseValidUntil);
 const leaseValid = () => clock.now() < Number(Atomics.load(validUntil, 0));
