@@ -22,7 +22,7 @@
  *     cpu, rss     each survivor's CPU seconds during the drain and peak RSS (VmHWM)
  *     BullMQ       K due delayed jobs, M worker processes, one SQLite write each (bench/peer-bullmq)
  *
- *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,s3] [--mode adr,adaptive,tuned] [--no-peer]
+ *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,s3] [--mode adr,adaptive,tuned] [--no-peer] [--out drain]
  *
  *   quick: K 1,000, M 2, fs, ADR defaults and tuned (~2 minutes). full: K 1k/10k/100k, M 1/2/3,
  *   fs (and s3 up to 10k), ADR defaults up to 10k (100k would take over an hour at 25/s).
@@ -78,6 +78,8 @@ const STORES = flag('store') ?? (quick || !S3_URL ? ['fs'] : ['fs', 's3']);
 const MODE_LIST = (flag('mode') ?? (quick ? ['adr', 'tuned'] : ['adr', 'adaptive', 'tuned'])) as Mode[];
 const PEER = !process.argv.includes('--no-peer');
 const explicitK = flag('k') !== undefined;
+/** Result files: bench/results/<out>.json and .md (default drain). */
+const OUT = flag('out')?.[0] ?? 'drain';
 
 export interface DrainRow {
   store: string;
@@ -373,22 +375,30 @@ function charts(rows: DrainRow[], peers: PeerResult[]): string[] {
   return files;
 }
 
+/** Writes the JSON, the markdown and the charts of what has run so far. */
+function save(rows: DrainRow[], peers: PeerResult[], startedAt: number): string[] {
+  const svgs = charts(rows, peers);
+  const json = writeResult(OUT, { modes: MODES, nodeSettings: NODE_SET, durationMs: Date.now() - startedAt, rows, peers });
+  writeFileSync(join(REPO, `bench/results/${OUT}.md`), drainMarkdown(rows, peers, { quick, durationMs: Date.now() - startedAt, argv: process.argv.slice(2) }));
+  return [json, ...svgs].map((s) => s.slice(REPO.length));
+}
+
 async function main() {
   const startedAt = Date.now();
   const rows: DrainRow[] = [];
   const peers: PeerResult[] = [];
-  for (const [store, mode, k, m] of plan()) rows.push(await run(store, mode, k, m));
+  // The peer first: it takes seconds, and a long run saved part-way then has its ratios.
   if (PEER) for (const k of KS) for (const m of MS) peers.push(await runBullmqPeer(k, m, 32));
-  for (const r of rows) {
+  for (const [store, mode, k, m] of plan()) {
+    const r = await run(store, mode, k, m);
     const p = peers.find((x) => x.K === r.K && x.M === r.M);
     if (p) Object.assign(r, { bullmqPerWorkerPerSec: p.perWorkerPerSec, ratioToBullmq: round(r.perNodePerSecBurst / p.perWorkerPerSec, 4) });
+    rows.push(r);
+    save(rows, peers, startedAt);
   }
   console.log('\n' + drainTable(rows) + '\n');
   console.log(perOpText(rows));
-  const svgs = charts(rows, peers);
-  const json = writeResult('drain', { modes: MODES, nodeSettings: NODE_SET, durationMs: Date.now() - startedAt, rows, peers });
-  writeFileSync(join(REPO, 'bench/results/drain.md'), drainMarkdown(rows, peers, { quick, durationMs: Date.now() - startedAt, argv: process.argv.slice(2) }));
-  console.log(`wrote ${json}, bench/results/drain.md, ${svgs.map((s) => s.slice(REPO.length)).join(', ')} (${round((Date.now() - startedAt) / 1000, 1)} s)`);
+  console.log(`wrote ${save(rows, peers, startedAt).join(', ')} (${round((Date.now() - startedAt) / 1000, 1)} s)`);
 }
 
 await main();
