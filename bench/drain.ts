@@ -201,6 +201,8 @@ async function watchDrain(c: Cluster, survivors: ClusterNode[], k: number, at: n
   const boundMs = 3 * MARGIN_MS + Math.ceil((k / survivors.length / 20) * 1_000) * 2 + 60_000;
   for (;;) {
     await sleep(500);
+    const dead = survivors.find((s) => !s.running);
+    if (dead) throw new Error(`${label}: live node ${dead.nodeId} exited (${dead.child.exitCode ?? dead.child.signalCode}) during the drain:\n${dead.logTail(12)}`);
     const scrapes = await Promise.all(survivors.map((s) => scrape(s.url)));
     const ran = scrapes.reduce((n, s) => n + total(s, 'keepwork_alarm_deliveries_total', 'outcome="ran"'), 0);
     samples.push({ t: Date.now(), ran });
@@ -251,6 +253,7 @@ async function run(storeKind: string, mode: Mode, k: number, m: number): Promise
   const runId = `${storeKind}-${mode}-${k}-${m}`;
   const c = startCluster(storeKind, runId);
   const actors = Array.from({ length: k }, (_, i) => parseAddress(`${TENANT}/${CLASS}/a${i}`));
+  let failed = true;
   try {
     const set = { ...MODES[mode].set, ...NODE_SET };
     const [a, ...survivors] = await c.startAll(['a', ...Array.from({ length: m }, (_, i) => `s${i + 1}`)], { set });
@@ -265,9 +268,10 @@ async function run(storeKind: string, mode: Mode, k: number, m: number): Promise
     const wallS = (Date.now() - t0) / 1000;
     const exact = k <= READBACK_MAX ? await readBack(survivors[0]!, actors) : undefined;
     const rates = await ratesFor(storeKind, c, (set as { deliveryConcurrency?: number }).deliveryConcurrency ?? 32);
+    failed = false;
     return summarize({ storeKind, mode, k, m, at, copyEnd, drainedAt, samples, before, after, cpuSec, wallS, rss, exact, rates });
   } finally {
-    await disposeCluster(c);
+    await disposeCluster(c, failed);
   }
 }
 
@@ -327,7 +331,8 @@ function summarize(d: RunData): DrainRow {
   };
 }
 
-async function disposeCluster(c: Cluster): Promise<void> {
+/** Kills the nodes, empties an S3 prefix, removes the folder — kept (with its logs) after a failure. */
+async function disposeCluster(c: Cluster, failed: boolean): Promise<void> {
   for (const n of c.nodes) {
     if (n.running) {
       n.child.kill('SIGCONT');
@@ -342,7 +347,8 @@ async function disposeCluster(c: Cluster): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) await c.store().deleteMany(keys.slice(i, i + 1000));
   }
   await c.store().close();
-  rmSync(c.root, { recursive: true, force: true });
+  if (failed) console.error(`cluster folder kept for inspection (node logs in logs/): ${c.root}`);
+  else rmSync(c.root, { recursive: true, force: true });
 }
 
 function plan(): [string, Mode, number, number][] {
@@ -389,8 +395,16 @@ async function main() {
   const peers: PeerResult[] = [];
   // The peer first: it takes seconds, and a long run saved part-way then has its ratios.
   if (PEER) for (const k of KS) for (const m of MS) peers.push(await runBullmqPeer(k, m, 32));
+  const failures: string[] = [];
   for (const [store, mode, k, m] of plan()) {
-    const r = await run(store, mode, k, m);
+    let r: DrainRow;
+    try {
+      r = await run(store, mode, k, m);
+    } catch (e) {
+      failures.push(`${store} ${mode} K=${k} M=${m}: ${(e as Error).message.split('\n')[0]}`);
+      console.error(`FAILED ${store} ${mode} K=${k} M=${m}:`, e);
+      continue;
+    }
     const p = peers.find((x) => x.K === r.K && x.M === r.M);
     if (p) Object.assign(r, { bullmqPerWorkerPerSec: p.perWorkerPerSec, ratioToBullmq: round(r.perNodePerSecBurst / p.perWorkerPerSec, 4) });
     rows.push(r);
@@ -399,6 +413,10 @@ async function main() {
   console.log('\n' + drainTable(rows) + '\n');
   console.log(perOpText(rows));
   console.log(`wrote ${save(rows, peers, startedAt).join(', ')} (${round((Date.now() - startedAt) / 1000, 1)} s)`);
+  if (failures.length) {
+    console.error(`${failures.length} configuration(s) failed:\n  ${failures.join('\n  ')}`);
+    process.exitCode = 1;
+  }
 }
 
 await main();
