@@ -150,14 +150,20 @@ async function pendingEntries(store: ObjectStore): Promise<number> {
   return n;
 }
 
-/** Puts per second of this store at the copy's concurrency (to choose T). */
+/**
+ * Puts per second of this store at the copy's concurrency (to choose T): the better of two rounds
+ * of 600, as the first often meets the nodes still starting up.
+ */
 async function copyRate(store: ObjectStore): Promise<number> {
-  const t0 = performance.now();
-  const keys = Array.from({ length: 600 }, (_, i) => `bench-calibrate/${i}`);
-  await pool(keys, COPY_IN_FLIGHT, (k) => store.put(k, new Uint8Array(2000)));
-  const rate = keys.length / ((performance.now() - t0) / 1000);
-  await store.deleteMany(keys);
-  return rate;
+  let best = 0;
+  for (let round = 0; round < 2; round++) {
+    const keys = Array.from({ length: 600 }, (_, i) => `bench-calibrate/${round}/${i}`);
+    const t0 = performance.now();
+    await pool(keys, COPY_IN_FLIGHT, (k) => store.put(k, new Uint8Array(2000)));
+    best = Math.max(best, keys.length / ((performance.now() - t0) / 1000));
+    await store.deleteMany(keys);
+  }
+  return best;
 }
 
 interface Armed {
