@@ -39,7 +39,7 @@ import type { ObjectStore } from '../src/store/types.js';
 import { Cluster, REPO, mustCall, sleep, type ClusterNode } from '../test/cluster/harness.js';
 import { percentile, quick, round, writeResult } from './lib.js';
 import { runBullmqPeer, type PeerResult } from './peer-bullmq.js';
-import { cloneBacklog, readTemplate } from './support/backlog.js';
+import { cloneBacklog, copyPuts, readTemplate } from './support/backlog.js';
 import { ceiling, storeRates, type Rates } from './support/ceiling.js';
 import { drainMarkdown, drainTable, perOpText } from './support/drain-report.js';
 import { cpuMs, peakRssMb } from './support/proc-stats.js';
@@ -151,19 +151,20 @@ async function pendingEntries(store: ObjectStore): Promise<number> {
 }
 
 /**
- * Puts per second of this store at the copy's concurrency (to choose T): the better of two rounds
- * of 600, as the first often meets the nodes still starting up.
+ * Actors copied per second (to choose T): a calibration actor, armed an hour ahead through node
+ * A, copied under 200 names, timed, and then all its objects removed again.
  */
-async function copyRate(store: ObjectStore): Promise<number> {
-  let best = 0;
-  for (let round = 0; round < 2; round++) {
-    const keys = Array.from({ length: 600 }, (_, i) => `bench-calibrate/${round}/${i}`);
-    const t0 = performance.now();
-    await pool(keys, COPY_IN_FLIGHT, (k) => store.put(k, new Uint8Array(2000)));
-    best = Math.max(best, keys.length / ((performance.now() - t0) / 1000));
-    await store.deleteMany(keys);
-  }
-  return best;
+async function copyRate(store: ObjectStore, a: ClusterNode): Promise<number> {
+  const cal = parseAddress(`${TENANT}/${CLASS}/calibration`);
+  await mustCall(a.url, `${TENANT}/${CLASS}/${cal.name}`, 'arm', [Date.now() + 3_600_000], { durable: true, timeoutMs: 60_000 });
+  const template = await readTemplate(store, cal);
+  const probes = Array.from({ length: 200 }, (_, i) => parseAddress(`${TENANT}/${CLASS}/calibration${i}`));
+  const t0 = performance.now();
+  await cloneBacklog(store, template, probes, COPY_IN_FLIGHT, () => undefined);
+  const rate = probes.length / ((performance.now() - t0) / 1000);
+  const keys = [cal, ...probes].flatMap((x) => copyPuts(template, x).map(([k]) => k));
+  for (let i = 0; i < keys.length; i += 1000) await store.deleteMany(keys.slice(i, i + 1000));
+  return rate;
 }
 
 interface Armed {
@@ -175,10 +176,10 @@ interface Armed {
 async function makeBacklog(c: Cluster, a: ClusterNode, actors: ActorAddress[]): Promise<Armed> {
   const store = copyStore(c);
   try {
-    const rate = await copyRate(store);
-    // ~4 objects per actor (links, hold, entry). A copy that runs past T is harmless until
-    // T + lease + grace, when the sweeps may first read the entries: that is the slack.
-    const copyMs = Math.ceil(((actors.length * 4) / rate) * 1000);
+    const rate = await copyRate(store, a);
+    // A copy that runs past T is harmless until T + lease + grace, when the sweeps may first
+    // read the entries: that is the slack.
+    const copyMs = Math.ceil((actors.length / rate) * 1000 * 1.2);
     const at = Date.now() + copyMs + 3_000;
     await mustCall(a.url, `${TENANT}/${CLASS}/${actors[0]!.name}`, 'arm', [at], { durable: true, timeoutMs: 60_000 });
     a.child.kill('SIGKILL');
@@ -186,7 +187,7 @@ async function makeBacklog(c: Cluster, a: ClusterNode, actors: ActorAddress[]): 
     const template = await readTemplate(store, actors[0]!);
     const bar = progressBar(`backlog K=${actors.length}`, actors.length);
     await cloneBacklog(store, template, actors.slice(1), COPY_IN_FLIGHT, (n) => bar.update(n + 1));
-    bar.done(`copied (${Math.round(rate)} puts/s measured; T in ${Math.round((at - Date.now()) / 1000)} s)`);
+    bar.done(`copied (${Math.round(rate)} actors/s calibrated; T in ${Math.round((at - Date.now()) / 1000)} s)`);
     const copyEnd = Date.now();
     if (copyEnd > at + MARGIN_MS - 1_000) console.warn(`warning: the backlog copy ended ${copyEnd - at} ms after T: sweeps may have read part of it early`);
     return { at, copyEnd };
