@@ -22,13 +22,13 @@
  *     cpu, rss     each survivor's CPU seconds during the drain and peak RSS (VmHWM)
  *     BullMQ       K due delayed jobs, M worker processes, one SQLite write each (bench/peer-bullmq)
  *
- *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,s3] [--mode adr,adaptive,tuned] [--no-peer] [--out drain]
+ *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,s3] [--mode adr,adaptive,tuned] [--no-peer] [--out drain] [--append]
  *
  *   quick: K 1,000, M 2, fs, ADR defaults and tuned (~2 minutes). full: K 1k/10k/100k, M 1/2/3,
  *   fs (and s3 up to 10k), ADR defaults up to 10k (100k would take over an hour at 25/s).
  * Writes bench/results/drain.json, drain.md and drain-<store>-<K>.svg (alarms drained over time).
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAddress, type ActorAddress } from '../src/core/address.js';
 import { parseEntryKey, tenantPrefix } from '../src/alarms/keys.js';
@@ -80,6 +80,8 @@ const PEER = !process.argv.includes('--no-peer');
 const explicitK = flag('k') !== undefined;
 /** Result files: bench/results/<out>.json and .md (default drain). */
 const OUT = flag('out')?.[0] ?? 'drain';
+/** Keep the rows (and BullMQ rows) already in bench/results/<out>.json and add this run's. */
+const APPEND = process.argv.includes('--append');
 
 export interface DrainRow {
   store: string;
@@ -398,8 +400,9 @@ function save(rows: DrainRow[], peers: PeerResult[], startedAt: number): string[
 
 async function main() {
   const startedAt = Date.now();
-  const rows: DrainRow[] = [];
-  const peers: PeerResult[] = [];
+  const earlier = APPEND ? (JSON.parse(readFileSync(join(REPO, `bench/results/${OUT}.json`), 'utf8')) as { rows: DrainRow[]; peers: PeerResult[] }) : undefined;
+  const rows: DrainRow[] = earlier?.rows ?? [];
+  const peers: PeerResult[] = earlier?.peers ?? [];
   // The peer first: it takes seconds, and a long run saved part-way then has its ratios.
   if (PEER) for (const k of KS) for (const m of MS) peers.push(await runBullmqPeer(k, m, 32));
   const failures: string[] = [];
