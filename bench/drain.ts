@@ -158,6 +158,7 @@ async function pendingEntries(store: ObjectStore): Promise<number> {
  */
 async function copyRate(store: ObjectStore, a: ClusterNode): Promise<number> {
   const cal = parseAddress(`${TENANT}/${CLASS}/calibration`);
+  await sleep(3_000); // the nodes have just started (loading classes, first sweeps)
   await mustCall(a.url, `${TENANT}/${CLASS}/${cal.name}`, 'arm', [Date.now() + 3_600_000], { durable: true, timeoutMs: 60_000 });
   const template = await readTemplate(store, cal);
   const probes = Array.from({ length: 200 }, (_, i) => parseAddress(`${TENANT}/${CLASS}/calibration${i}`));
