@@ -3,8 +3,9 @@
  * could serve if it did nothing else, given the store requests one delivery costs.
  *
  *   storeRates(store, inFlight)   ops/s of each operation at that concurrency (bench/store's
- *                                 method: 100-byte bodies; list = a small prefix, as a delivery's
- *                                 listing of one actor's entries is)
+ *                                 method: 100-byte bodies, each object in its own folder; list =
+ *                                 one such folder, as a delivery lists one actor's chain or its
+ *                                 entries at one time)
  *   ceiling(rates, perDelivery)   1 / Σ_op (requests of op per delivery / ops/s of op)
  *
  * The drain rate (all live nodes together) divided by this ceiling says how close the drain
@@ -19,11 +20,12 @@ export type Rates = Record<'get' | 'put' | 'create' | 'list' | 'delete', number>
 export async function storeRates(store: ObjectStore, inFlight: number, ops: number): Promise<Rates> {
   const prefix = `bench-ceiling-${process.pid}-${Date.now()}/`;
   const body = new Uint8Array(100).fill(7);
-  const key = (i: number) => `${prefix}k/${String(i).padStart(6, '0')}`;
+  const folder = (i: number) => `${prefix}k/${String(i).padStart(6, '0')}/`;
+  const key = (i: number) => `${folder(i)}o`;
   const put = await measure(ops, inFlight, (i) => store.put(key(i), body));
   const create = await measure(ops, inFlight, (i) => store.put(`${prefix}c/${i}`, body, { ifNoneMatch: '*' }));
   const get = await measure(ops, inFlight, (i) => store.get(key(i % ops)));
-  const list = await measure(ops, inFlight, (i) => store.list({ prefix: `${prefix}k/${String(i % ops).padStart(6, '0')}`, maxKeys: 1000 }));
+  const list = await measure(ops, inFlight, (i) => store.list({ prefix: folder(i % ops), maxKeys: 1000 }));
   const del = await measure(ops, inFlight, (i) => store.delete(key(i)));
   const rest: string[] = [];
   for await (const k of listAll(store, { prefix })) rest.push(k);
