@@ -22,13 +22,14 @@
  *     cpu, rss     each survivor's CPU seconds during the drain and peak RSS (VmHWM)
  *     BullMQ       K due delayed jobs, M worker processes, one SQLite write each (bench/peer-bullmq)
  *
- *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,s3] [--mode adr,adaptive,tuned] [--no-peer] [--out drain] [--append]
+ *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,s3] [--mode adr,adaptive,tuned] [--no-peer] [--out drain] [--append] [--reprice]
  *
  *   quick: K 1,000, M 2, fs, ADR defaults and tuned (~2 minutes). full: K 1k/10k/100k, M 1/2/3,
  *   fs (and s3 up to 10k), ADR defaults up to 10k (100k would take over an hour at 25/s).
  * Writes bench/results/drain.json, drain.md and drain-<store>-<K>.svg (alarms drained over time).
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAddress, type ActorAddress } from '../src/core/address.js';
 import { parseEntryKey, tenantPrefix } from '../src/alarms/keys.js';
@@ -80,6 +81,8 @@ const PEER = !process.argv.includes('--no-peer');
 const explicitK = flag('k') !== undefined;
 /** Result files: bench/results/<out>.json and .md (default drain). */
 const OUT = flag('out')?.[0] ?? 'drain';
+/** Price the rows of bench/results/<out>.json again with store rates measured now (no drain). */
+const REPRICE = process.argv.includes('--reprice');
 /** Keep the rows (and BullMQ rows) already in bench/results/<out>.json and add this run's. */
 const APPEND = process.argv.includes('--append');
 
@@ -399,7 +402,35 @@ function save(rows: DrainRow[], peers: PeerResult[], startedAt: number): string[
   return [json, ...svgs].map((s) => s.slice(REPO.length));
 }
 
+/** Store rates for `--reprice`: a fresh temp folder, or a fresh S3 prefix, at that concurrency. */
+async function freshRates(storeKind: string, inFlight: number): Promise<Rates> {
+  const dir = mkdtempSync(join(tmpdir(), 'kw-bench-reprice-'));
+  const store = openStore(storeKind === 'fs' ? dir : bucketFor(storeKind, `reprice-${inFlight}`)!);
+  try {
+    return await storeRates(store, inFlight, quick ? 300 : 1000);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function reprice(): Promise<void> {
+  const data = JSON.parse(readFileSync(join(REPO, `bench/results/${OUT}.json`), 'utf8')) as { rows: DrainRow[]; peers: PeerResult[] };
+  const cache = new Map<string, Rates>();
+  for (const r of data.rows) {
+    const set = Object.values(MODES).find((x) => x.label === r.mode)!.set as { deliveryConcurrency?: number };
+    const key = `${r.store}/${set.deliveryConcurrency ?? 32}`;
+    if (!cache.has(key)) cache.set(key, await freshRates(r.store, set.deliveryConcurrency ?? 32));
+    r.storeRates = cache.get(key)!;
+    const ceil = ceiling(r.storeRates, sumOps([r.requestsPerDelivery.main, r.requestsPerDelivery.worker]));
+    r.ceilingPerSec = Math.round(ceil);
+    r.ratioToCeiling = round((r.perNodePerSecBurst * r.M) / ceil, 3);
+  }
+  console.log(`repriced ${data.rows.length} rows: ${save(data.rows, data.peers, Date.now()).join(', ')}`);
+}
+
 async function main() {
+  if (REPRICE) return reprice();
   const startedAt = Date.now();
   const earlier = APPEND ? (JSON.parse(readFileSync(join(REPO, `bench/results/${OUT}.json`), 'utf8')) as { rows: DrainRow[]; peers: PeerResult[] }) : undefined;
   const rows: DrainRow[] = earlier?.rows ?? [];
