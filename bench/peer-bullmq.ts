@@ -8,7 +8,7 @@
  *   start together ("go"); drain = go → the last job done. rate = K / M / drain per worker.
  *   wait = job done − go (p50 / p99): comparable to keepwork's "since readable".
  *
- *   npm run bench -- peer-bullmq [--quick]     (bench/drain runs it in the same run)
+ *   npm run bench -- peer-bullmq [--quick] [--k 1000,10000] [--m 1,2]   (bench/drain runs it in the same run)
  */
 import { fork, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -90,8 +90,9 @@ export async function runBullmqPeer(k: number, m: number, concurrency: number, u
     const cpu1 = workers.map((w) => cpuMs(w.pid!));
     const rss = workers.map((w) => peakRssMb(w.pid!));
     const finished = await Promise.all(
-      workers.map((w) => new Promise<number[]>((r) => {
-        w.on('message', (x: { type: string; finishedAt?: number[] }) => x.type === 'result' && r(x.finishedAt!));
+      workers.map((w, i) => new Promise<number[]>((resolve, reject) => {
+        w.on('message', (x: { type: string; finishedAt?: number[] }) => x.type === 'result' && resolve(x.finishedAt!));
+        w.once('exit', (code, signal) => reject(new Error(`bullmq worker ${i} exited (${code ?? signal}) before reporting`)));
         w.send({ type: 'stop' });
       })),
     );
@@ -120,8 +121,12 @@ export async function runBullmqPeer(k: number, m: number, concurrency: number, u
 }
 
 async function main() {
-  const KS = quick ? [1000] : [1_000, 10_000, 100_000];
-  const MS = quick ? [2] : [1, 2, 3];
+  const arg = (name: string) => {
+    const i = process.argv.indexOf(`--${name}`);
+    return i > 0 ? process.argv[i + 1]?.split(',').map(Number) : undefined;
+  };
+  const KS = arg('k') ?? (quick ? [1000] : [1_000, 10_000, 100_000]);
+  const MS = arg('m') ?? (quick ? [2] : [1, 2, 3]);
   const rows: PeerResult[] = [];
   for (const k of KS) for (const m of MS) rows.push(await runBullmqPeer(k, m, 32));
   console.log(table(rows.map((r) => ({ K: r.K, M: r.M, 'drain s': round(r.drainMs / 1000, 2), '/s/worker': r.perWorkerPerSec, 'wait p50 s': round(r.wait.p50 / 1000, 2), 'wait p99 s': round(r.wait.p99 / 1000, 2), 'cpu s/worker': r.cpuSecPerWorker.join(' '), 'peak RSS MB': r.peakRssMbPerWorker.join(' ') }))));

@@ -34,11 +34,12 @@ process.on('message', (m: { type: string }) => {
   if (m.type === 'go') void worker.run();
   if (m.type === 'stop') {
     clearInterval(ticker);
-    void worker.close().then(async () => {
-      send({ type: 'result', finishedAt });
-      await connection.quit();
-      db.close();
-      process.disconnect();
+    // Every job is done when the parent says stop: report first, then close.
+    process.send!({ type: 'result', finishedAt }, () => {
+      void worker.close().finally(() => {
+        db.close();
+        process.exit(0);
+      });
     });
   }
 });
