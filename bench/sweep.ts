@@ -10,9 +10,9 @@
  *   For each size: one warm-up sweep, then SWEEPS sweeps; median and p90 duration, and store
  *   requests per sweep (a counting wrapper around the store).
  *
- *   npm run bench -- sweep [--quick]
+ *   npm run bench -- sweep [--quick] [--store memory,fs,s3]
  *     quick: memory 10k / 100k / 1M, fs 10k / 30k;  full: memory 10k / 100k / 1M, fs 10k / 100k,
- *     and s3 10k when KEEPWORK_TEST_S3_URL is set. Building the index dominates the run time.
+ *     and s3 1k / 10k / 30k when KEEPWORK_TEST_S3_URL is set. Building the index dominates the run time.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,7 +39,12 @@ const SWEEPS = quick ? 10 : 30;
 const TENANT = 't';
 const SIZES: Record<string, number[]> = quick
   ? { memory: [10_000, 100_000, 1_000_000], fs: [10_000, 30_000] }
-  : { memory: [10_000, 100_000, 1_000_000], fs: [10_000, 100_000], s3: [10_000] };
+  : { memory: [10_000, 100_000, 1_000_000], fs: [10_000, 100_000], s3: [1_000, 10_000, 30_000] };
+/** `--store memory,fs,s3`: which stores to run (default: all; s3 only with KEEPWORK_TEST_S3_URL). */
+const STORES = (() => {
+  const i = process.argv.indexOf('--store');
+  return i > 0 ? process.argv[i + 1]!.split(',') : ['memory', 'fs', 's3'];
+})();
 
 /** Entry i: the first OVERDUE due a minute ago, the rest one second apart from an hour ahead. */
 function keyOf(i: number): string {
@@ -119,16 +124,17 @@ async function clear(store: ObjectStore): Promise<void> {
 
 async function main() {
   const t0 = Date.now();
-  const rows = [...(await runStore('memory', new MemoryStore({ clock: new SimClock(NOW) }), SIZES.memory!))];
+  const rows = [];
+  if (STORES.includes('memory')) rows.push(...(await runStore('memory', new MemoryStore({ clock: new SimClock(NOW) }), SIZES.memory!)));
   const dir = mkdtempSync(join(tmpdir(), 'kw-bench-sweep-'));
   try {
     // Throwaway data: without fsync (reads, which is all a sweep does, are the same).
-    rows.push(...(await runStore('fs', new FsStore(dir, { fsync: false }), SIZES.fs!)));
+    if (STORES.includes('fs')) rows.push(...(await runStore('fs', new FsStore(dir, { fsync: false }), SIZES.fs!)));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
   const s3 = process.env.KEEPWORK_TEST_S3_URL;
-  if (SIZES.s3 && s3) {
+  if (SIZES.s3 && s3 && STORES.includes('s3')) {
     const store = openStore(s3.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/bench-sweep-${process.pid}/`));
     try {
       rows.push(...(await runStore('s3', store, SIZES.s3)));
