@@ -1,56 +1,139 @@
 /**
- * bench/drain: how fast the cluster recovers a dead node's alarms (ADR 0009 "Sweep",
+ * bench/drain: how fast live nodes drain a dead node's backlog of alarms (ADR 0009 "Sweep",
  * "Consequences": a dead node's alarms fire a lease period plus grace after they were due, plus
- * up to one sweep; each live node delivers up to 256 per sweep, about 25 per second).
+ * up to one sweep; each live node delivers up to 256 per sweep, about 25 per second), next to
+ * the store's own ceiling and to BullMQ doing the same work, in the same run.
  *
- *   K pending alarms on actors last run by node a (durable calls through a, all due at one time
- *   T a few seconds ahead), M other live node processes; a killed -9 before T. Then:
- *     drain       from T until the index holds none of them (every alarm fired, its entry removed)
- *     rate        alarms delivered per second per live node: K / M / (last firing − first firing),
- *                 and K / M / (last firing − (T + lease + grace)) since the sweep could first read them
- *     lateness    firedAt − scheduledAt of each alarm (committed by the handler, read back through
- *                 a survivor afterwards), p50 / p99 / max
- *     requests    each survivor's /metrics at the end: keepwork_alarm_deliveries_total (by outcome)
- *                 and keepwork_store_requests_total (main-thread bucket requests: holds, leases,
- *                 sweeps; the workers' uploads, restores and index deletes are not counted there),
- *                 requests per delivery
- *   for ADR defaults (leasePeriodMs 10000, graceMs 5000, alarmSweepMs 10000, sweepAdaptive 0)
- *   and adaptive (the same lease and grace, sweepAdaptive 1).
+ *   1+M real node processes (test/cluster/harness.ts) share one bucket (a folder, or the S3
+ *   server when KEEPWORK_TEST_S3_URL is set). Node A runs one template actor whose alarm is due
+ *   at T; A is killed with SIGKILL; the template's chain, hold and index entry are copied under
+ *   K−1 more names (bench/support/backlog.ts), so the bucket holds K pending alarms of actors
+ *   last owned by a dead node. Then, per survivor, from its /metrics and /proc every 500 ms:
  *
- *   npm run bench -- drain [--quick]     quick: K 300, M 2 (under ~3 minutes); full: K 1,000 and
- *                                         5,000, M 1, 2, 3
+ *     drain        T → the index holds none of them (each entry is removed once its alarm ran)
+ *     rate         alarms per second per live node, in the burst (first → last firing) and since
+ *                  readable (T + lease + grace → last firing)
+ *     lateness     fired − T, p50 / p99 (read back from every actor when K ≤ 10,000; otherwise
+ *                  from the drain curve, to its 0.5 s resolution)
+ *     requests     store requests per delivery by operation: main thread
+ *                  + workers (keepwork_store_requests_total{thread="main"|"worker"})
+ *     ceiling      the store's own ops/s at the delivery concurrency (bench/support/ceiling.ts)
+ *                  priced by those requests; drain rate (all nodes) / ceiling
+ *     cpu, rss     each survivor's CPU seconds during the drain and peak RSS (VmHWM)
+ *     BullMQ       K due delayed jobs, M worker processes, one SQLite write each (bench/peer-bullmq)
  *
- * Real node processes (test/cluster/harness.ts) on one folder bucket in a temp folder per run,
- * removed afterwards; the actor class is test/fixtures/cluster/alarmed.ts.
+ *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,s3] [--mode adr,adaptive,tuned] [--no-peer] [--out drain] [--append] [--reprice]
+ *
+ *   quick: K 1,000, M 2, fs, ADR defaults and tuned (~2 minutes). full: K 1k/10k/100k, M 1/2/3,
+ *   fs (and s3 up to 10k), ADR defaults up to 10k (100k would take over an hour at 25/s).
+ * Writes bench/results/drain.json, drain.md and drain-<store>-<K>.svg (alarms drained over time).
  */
-import { rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseAddress, type ActorAddress } from '../src/core/address.js';
 import { parseEntryKey, tenantPrefix } from '../src/alarms/keys.js';
+import { FsStore, parseFsUrl } from '../src/store/fs.js';
 import { listAll } from '../src/store/keys.js';
+import { openStore } from '../src/store/open.js';
 import type { ObjectStore } from '../src/store/types.js';
 import { Cluster, REPO, mustCall, sleep, type ClusterNode } from '../test/cluster/harness.js';
-import { percentile, quick, round, table, writeResult } from './lib.js';
+import { percentile, quick, round, writeResult } from './lib.js';
+import { runBullmqPeer, type PeerResult } from './peer-bullmq.js';
+import { cloneBacklog, copyPuts, readTemplate } from './support/backlog.js';
+import { ceiling, storeRates, type Rates } from './support/ceiling.js';
+import { drainMarkdown, drainTable, perOpText } from './support/drain-report.js';
+import { cpuMs, peakRssMb } from './support/proc-stats.js';
+import { progressBar } from './support/progress.js';
+import { byLabel, diff, scrape, total, type Scrape } from './support/prom.js';
+import { lineChart } from './support/svg-chart.js';
 
 const ALARMED_MODULE = join(REPO, 'test/fixtures/cluster/alarmed.ts');
 const CLASS = 'Alarmed';
-const KS = quick ? [300] : [1_000, 5_000];
-const MS = quick ? [2] : [1, 2, 3];
+const TENANT = 'drain';
 const LEASE = { leasePeriodMs: 10_000, graceMs: 5_000, skewBoundMs: 1_000 };
-const MODES = {
-  'ADR defaults': { ...LEASE, alarmSweepMs: 10_000, sweepAdaptive: 0 },
-  adaptive: { ...LEASE, sweepAdaptive: 1 },
-} as const;
-type Mode = keyof typeof MODES;
 const MARGIN_MS = LEASE.leasePeriodMs + LEASE.graceMs;
 /** Two worker threads per node (the default on this 2-core machine); no idle release during a run. */
 const NODE_SET = { workerThreads: 2, idleTimeoutMs: 600_000 };
-const IN_FLIGHT = 32;
+export const MODES = {
+  adr: { label: 'ADR defaults', set: { ...LEASE, alarmSweepMs: 10_000, sweepAdaptive: 0, deliveriesPerSweep: 256, deliveryConcurrency: 32 } },
+  adaptive: { label: 'adaptive', set: { ...LEASE, sweepAdaptive: 1 } },
+  tuned: {
+    label: 'tuned',
+    set: { ...LEASE, sweepAdaptive: 1, deliveriesPerSweep: 1024, sweepPageEntries: 4096, deliveryConcurrency: 64, workerConcurrency: 8, storeSocketsMax: 128 },
+  },
+} as const;
+type Mode = keyof typeof MODES;
+const READBACK_MAX = 10_000;
+const COPY_IN_FLIGHT = 32;
 
-interface Fired {
-  at: number;
-  scheduled: number;
-  retries: number;
-  pid: number;
+function flag(name: string): string[] | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 && process.argv[i + 1] ? process.argv[i + 1]!.split(',') : undefined;
+}
+
+const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
+const KS = (flag('k') ?? (quick ? ['1000'] : ['1000', '10000', '100000'])).map(Number);
+const MS = (flag('m') ?? (quick ? ['2'] : ['1', '2', '3'])).map(Number);
+const STORES = flag('store') ?? (quick || !S3_URL ? ['fs'] : ['fs', 's3']);
+const MODE_LIST = (flag('mode') ?? (quick ? ['adr', 'tuned'] : ['adr', 'adaptive', 'tuned'])) as Mode[];
+const PEER = !process.argv.includes('--no-peer');
+const explicitK = flag('k') !== undefined;
+/** Result files: bench/results/<out>.json and .md (default drain). */
+const OUT = flag('out')?.[0] ?? 'drain';
+/** Price the rows of bench/results/<out>.json again with store rates measured now (no drain). */
+const REPRICE = process.argv.includes('--reprice');
+/** Keep the rows (and BullMQ rows) already in bench/results/<out>.json and add this run's. */
+const APPEND = process.argv.includes('--append');
+
+export interface DrainRow {
+  store: string;
+  mode: string;
+  K: number;
+  M: number;
+  copyEndedBeforeTMs: number;
+  drainMs: number;
+  firstFiredMs: number;
+  lastFiredMs: number;
+  perNodePerSecBurst: number;
+  perNodePerSecSinceReadable: number;
+  lateness: { p50: number; p99: number; max: number; source: 'read back' | 'curve' };
+  sinceReadable: { p50: number; p99: number };
+  duplicates?: number;
+  deliveries: Record<string, number>;
+  requestsPerDelivery: { main: Record<string, number>; worker: Record<string, number>; total: number };
+  storeRates: Rates;
+  ceilingPerSec: number;
+  ratioToCeiling: number;
+  bullmqPerWorkerPerSec?: number;
+  ratioToBullmq?: number;
+  cpuSecPerNode: number[];
+  cpuPercentPerNode: number[];
+  peakRssMbPerNode: number[];
+  /** [seconds since T, alarms ran] */
+  curve: [number, number][];
+}
+
+function bucketFor(store: string, run: string): string | undefined {
+  if (store === 'fs') return undefined;
+  if (!S3_URL) throw new Error('--store s3 needs KEEPWORK_TEST_S3_URL (eval "$(bash scripts/s3-test-server.sh env)")');
+  return S3_URL.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/bench-drain-${process.pid}-${run}/`);
+}
+
+/** The store the backlog is copied with: for a folder, without fsync (throwaway data, 3–5× faster). */
+function copyStore(c: Cluster): ObjectStore {
+  return c.bucket.startsWith('file://') ? new FsStore(parseFsUrl(c.bucket), { fsync: false }) : openStore(c.bucket);
+}
+
+function startCluster(store: string, run: string): Cluster {
+  const c = Cluster.create(`drain-${run}`, bucketFor(store, run));
+  const base = c.startArgs.bind(c);
+  c.startArgs = (nodeId, o) => {
+    const args = base(nodeId, o);
+    args.splice(args.indexOf('--class'), 0, '--class', `${CLASS}=${ALARMED_MODULE}`);
+    return args;
+  };
+  return c;
 }
 
 async function pool<T, R>(items: readonly T[], inFlight: number, op: (x: T) => Promise<R>): Promise<R[]> {
@@ -66,152 +149,321 @@ async function pool<T, R>(items: readonly T[], inFlight: number, op: (x: T) => P
   return out;
 }
 
-const arm = (node: ClusterNode, actors: readonly string[], at: number) =>
-  pool(actors, IN_FLIGHT, (a) => mustCall(node.url, a, 'arm', [at], { durable: true, timeoutMs: 60_000 }));
-
-async function pending(store: ObjectStore, tenant: string): Promise<number> {
+async function pendingEntries(store: ObjectStore): Promise<number> {
   let n = 0;
-  for await (const key of listAll(store, { prefix: tenantPrefix(tenant) })) if (parseEntryKey(key)?.address.className === CLASS) n++;
+  for await (const key of listAll(store, { prefix: tenantPrefix(TENANT) })) if (parseEntryKey(key)?.address.className === CLASS) n++;
   return n;
 }
 
-/** label set → value of one metric family, from a node's /metrics. */
-async function scrape(node: ClusterNode): Promise<Map<string, Map<string, number>>> {
-  const text = await (await fetch(`${node.url}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
-  const out = new Map<string, Map<string, number>>();
-  for (const line of text.split('\n')) {
-    const m = /^([a-z_]+)(\{[^}]*\})? ([-+0-9.eE]+|NaN)$/.exec(line);
-    if (!m) continue;
-    if (!out.has(m[1]!)) out.set(m[1]!, new Map());
-    out.get(m[1]!)!.set(m[2] ?? '', Number(m[3]));
+/**
+ * Actors copied per second (to choose T): a calibration actor, armed an hour ahead through node
+ * A, copied under 2 × 200 names (the second round timed), and then all its objects removed again.
+ */
+async function copyRate(store: ObjectStore, a: ClusterNode): Promise<number> {
+  const cal = parseAddress(`${TENANT}/${CLASS}/calibration`);
+  await sleep(3_000); // the nodes have just started (loading classes, first sweeps)
+  await mustCall(a.url, `${TENANT}/${CLASS}/${cal.name}`, 'arm', [Date.now() + 3_600_000], { durable: true, timeoutMs: 60_000 });
+  const template = await readTemplate(store, cal);
+  // Two rounds of 200: the first warms the code up (it is several times slower), the second is timed.
+  const probes = Array.from({ length: 400 }, (_, i) => parseAddress(`${TENANT}/${CLASS}/calibration${i}`));
+  await cloneBacklog(store, template, probes.slice(0, 200), COPY_IN_FLIGHT, () => undefined);
+  const t0 = performance.now();
+  await cloneBacklog(store, template, probes.slice(200), COPY_IN_FLIGHT, () => undefined);
+  const rate = 200 / ((performance.now() - t0) / 1000);
+  const keys = [cal, ...probes].flatMap((x) => copyPuts(template, x).map(([k]) => k));
+  for (let i = 0; i < keys.length; i += 1000) await store.deleteMany(keys.slice(i, i + 1000));
+  return rate;
+}
+
+interface Armed {
+  at: number;
+  copyEnd: number;
+}
+
+/** Node A arms the template, is killed, and the template is copied under K−1 more names. */
+async function makeBacklog(c: Cluster, a: ClusterNode, actors: ActorAddress[]): Promise<Armed> {
+  const store = copyStore(c);
+  try {
+    const rate = await copyRate(store, a);
+    // A copy that runs past T is harmless until T + lease + grace, when the sweeps may first
+    // read the entries: that is the slack.
+    const copyMs = Math.ceil((actors.length / rate) * 1000 * 1.2);
+    const at = Date.now() + copyMs + 3_000;
+    await mustCall(a.url, `${TENANT}/${CLASS}/${actors[0]!.name}`, 'arm', [at], { durable: true, timeoutMs: 60_000 });
+    a.child.kill('SIGKILL');
+    await a.exited;
+    const template = await readTemplate(store, actors[0]!);
+    const bar = progressBar(`backlog K=${actors.length}`, actors.length);
+    await cloneBacklog(store, template, actors.slice(1), COPY_IN_FLIGHT, (n) => bar.update(n + 1));
+    bar.done(`copied (${Math.round(rate)} actors/s calibrated; T in ${Math.round((at - Date.now()) / 1000)} s)`);
+    const copyEnd = Date.now();
+    if (copyEnd > at + MARGIN_MS - 1_000) console.warn(`warning: the backlog copy ended ${copyEnd - at} ms after T: sweeps may have read part of it early`);
+    return { at, copyEnd };
+  } finally {
+    await store.close();
   }
+}
+
+interface Sample {
+  t: number;
+  ran: number;
+}
+
+/** Scrapes every survivor until K alarms ran and the index is empty; the drain curve. */
+async function watchDrain(c: Cluster, survivors: ClusterNode[], k: number, at: number, label: string): Promise<{ samples: Sample[]; drainedAt: number }> {
+  const samples: Sample[] = [];
+  const bar = progressBar(label, k);
+  const boundMs = 3 * MARGIN_MS + Math.ceil((k / survivors.length / 20) * 1_000) * 2 + 60_000;
+  for (;;) {
+    await sleep(500);
+    const dead = survivors.find((s) => !s.running);
+    if (dead) throw new Error(`${label}: live node ${dead.nodeId} exited (${dead.child.exitCode ?? dead.child.signalCode}) during the drain:\n${dead.logTail(12)}`);
+    const scrapes = await Promise.all(survivors.map((s) => scrape(s.url)));
+    const ran = scrapes.reduce((n, s) => n + total(s, 'keepwork_alarm_deliveries_total', 'outcome="ran"'), 0);
+    samples.push({ t: Date.now(), ran });
+    bar.update(ran, `${Math.round((Date.now() - at) / 100) / 10} s since T`);
+    if (ran >= k && (await pendingEntries(c.store())) === 0) {
+      bar.done(`drained ${round((Date.now() - at) / 1000, 1)} s after T`);
+      return { samples, drainedAt: Date.now() };
+    }
+    if (Date.now() > at + boundMs) throw new Error(`${label}: ${ran} of ${k} alarms ran ${boundMs} ms after their time`);
+  }
+}
+
+/** The first time the curve reached `n` alarms (ms), or NaN. */
+const reached = (samples: Sample[], n: number) => samples.find((s) => s.ran >= n)?.t ?? NaN;
+
+interface Fired {
+  at: number;
+  scheduled: number;
+  retries: number;
+  pid: number;
+}
+
+/** Every actor's fired rows, read back through the first survivor (K ≤ READBACK_MAX). */
+async function readBack(survivor: ClusterNode, actors: ActorAddress[]) {
+  const rows = await pool(actors, 32, (x) => mustCall<Fired[]>(survivor.url, `${TENANT}/${CLASS}/${x.name}`, 'fired', [], { timeoutMs: 60_000 }));
+  const missing = rows.filter((r) => r.length === 0).length;
+  if (missing > 0) throw new Error(`${missing} of ${actors.length} alarms never fired though the index drained`);
+  return { firedAt: rows.map((r) => r[0]!.at).sort((x, y) => x - y), duplicates: rows.filter((r) => r.length > 1).length };
+}
+
+const perDelivery = (ops: Record<string, number>, k: number) => Object.fromEntries(Object.entries(ops).map(([op, n]) => [op, round(n / k, 3)]));
+
+function sumOps(list: Record<string, number>[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of list) for (const [k, v] of Object.entries(r)) out[k] = (out[k] ?? 0) + v;
   return out;
 }
 
-const sum = (m: Map<string, number> | undefined, labels = '') => [...(m ?? new Map<string, number>())].reduce((s, [l, v]) => (l.includes(labels) ? s + v : s), 0);
-const byLabel = (m: Map<string, number> | undefined, label: string) =>
-  Object.fromEntries([...(m ?? new Map<string, number>())].map(([l, v]) => [new RegExp(`${label}="([^"]*)"`).exec(l)?.[1] ?? l, v]));
+const rateCache = new Map<string, Rates>();
 
-async function run(k: number, m: number, mode: Mode) {
-  const c = Cluster.create(`drain-${k}-${m}`);
-  const base = c.startArgs.bind(c);
-  c.startArgs = (nodeId, o) => {
-    const args = base(nodeId, o);
-    args.splice(args.indexOf('--class'), 0, '--class', `${CLASS}=${ALARMED_MODULE}`);
-    return args;
-  };
-  const tenant = 'drain';
-  const actors = Array.from({ length: k }, (_, i) => `${tenant}/${CLASS}/a${i}`);
+async function ratesFor(storeKind: string, c: Cluster, inFlight: number): Promise<Rates> {
+  const key = `${storeKind}/${inFlight}`;
+  if (!rateCache.has(key)) rateCache.set(key, await storeRates(c.store(), inFlight, quick ? 300 : 1000));
+  return rateCache.get(key)!;
+}
+
+async function run(storeKind: string, mode: Mode, k: number, m: number): Promise<DrainRow> {
+  const runId = `${storeKind}-${mode}-${k}-${m}`;
+  const c = startCluster(storeKind, runId);
+  const actors = Array.from({ length: k }, (_, i) => parseAddress(`${TENANT}/${CLASS}/a${i}`));
+  let failed = true;
   try {
-    const set = { ...MODES[mode], ...NODE_SET };
-    const ids = ['a', ...Array.from({ length: m }, (_, i) => `s${i + 1}`)];
-    const [a, ...survivors] = await c.startAll(ids, { set });
-    // Pace of the first calls (far ahead), then one time T for all, then those first ones again.
+    const set = { ...MODES[mode].set, ...NODE_SET };
+    const [a, ...survivors] = await c.startAll(['a', ...Array.from({ length: m }, (_, i) => `s${i + 1}`)], { set });
+    const { at, copyEnd } = await makeBacklog(c, a!, actors);
+    const before = await Promise.all(survivors.map((s) => scrape(s.url)));
+    const cpu0 = survivors.map((s) => cpuMs(s.pid));
     const t0 = Date.now();
-    const probe = actors.slice(0, Math.min(k, Math.max(2 * IN_FLIGHT, Math.ceil(k / 10))));
-    await mustCall(a!.url, probe[0]!, 'arm', [t0 + 3_600_000], { durable: true, timeoutMs: 60_000 });
-    const t1 = Date.now();
-    await arm(a!, probe.slice(1), t0 + 3_600_000);
-    const perActorMs = (Date.now() - t1) / (probe.length - 1);
-    const at = Date.now() + Math.ceil(1.5 * perActorMs * k) + 1_500;
-    await arm(a!, actors.slice(probe.length), at);
-    await arm(a!, probe, at);
-    if (Date.now() >= at - 500) throw new Error(`arming ${k} alarms ran past their time`);
-    a!.child.kill('SIGKILL');
-    await a!.exited;
-    const killedAt = Date.now();
-
-    // Drained: the index holds none of them (each entry is removed once its alarm fired).
-    const boundMs = 3 * MARGIN_MS + Math.ceil((k / m / 25) * 1_000) * 2 + 60_000;
-    let drainedAt = 0;
-    for (;;) {
-      await sleep(Date.now() < at + MARGIN_MS ? 1_000 : 250);
-      if ((await pending(c.store(), tenant)) === 0) {
-        drainedAt = Date.now();
-        break;
-      }
-      if (Date.now() > at + boundMs) throw new Error(`${k} alarms not drained ${boundMs} ms after their time`);
-    }
-    const metrics = await Promise.all(survivors.map(scrape)); // before the read-back adds requests
-    const rows = await pool(actors, IN_FLIGHT, (x) => mustCall<Fired[]>(survivors[0]!.url, x, 'fired', [], { timeoutMs: 60_000 }));
-    const missing = rows.filter((r) => r.length === 0).length;
-    if (missing > 0) throw new Error(`${missing} of ${k} alarms never fired though the index drained`);
-    const firsts = rows.map((r) => r[0]!);
-    const late = firsts.map((f) => f.at - f.scheduled).sort((x, y) => x - y);
-    const firstAt = Math.min(...firsts.map((f) => f.at));
-    const lastAt = Math.max(...firsts.map((f) => f.at));
-    const pidToNode = new Map(survivors.map((s) => [s.pid, s.nodeId]));
-    const perNode = Object.fromEntries(survivors.map((s) => [s.nodeId, rows.filter((r) => pidToNode.get(r[0]!.pid) === s.nodeId).length]));
-    const deliveries = metrics.map((x) => byLabel(x.get('keepwork_alarm_deliveries_total'), 'outcome'));
-    const started = metrics.reduce((s, x) => s + sum(x.get('keepwork_alarm_deliveries_total')), 0);
-    const storeRequests = metrics.reduce((s, x) => s + sum(x.get('keepwork_store_requests_total')), 0);
-    const storeByOp = metrics.map((x) => byLabel(x.get('keepwork_store_requests_total'), 'op'));
-    const burstS = Math.max(0.001, (lastAt - firstAt) / 1000);
-    const sinceReadableS = Math.max(0.001, (lastAt - (at + MARGIN_MS)) / 1000);
-    const result = {
-      mode,
-      K: k,
-      M: m,
-      armedMs: at - t0,
-      killedBeforeDueMs: at - killedAt,
-      drainMs: drainedAt - at,
-      firstFiredMs: firstAt - at,
-      lastFiredMs: lastAt - at,
-      perNodePerSecBurst: round(k / m / burstS, 1),
-      perNodePerSecSinceReadable: round(k / m / sinceReadableS, 1),
-      lateness: { p50: percentile(late, 50), p99: percentile(late, 99), max: late.at(-1)! },
-      duplicates: rows.filter((r) => r.length > 1).length,
-      firedPerNode: perNode,
-      deliveries,
-      deliveriesStarted: started,
-      storeRequests,
-      storeRequestsByOp: storeByOp,
-      storeRequestsPerDelivery: round(storeRequests / k, 2),
-    };
-    console.log(
-      `${mode} K=${k} M=${m}: drained ${result.drainMs} ms after T; lateness p50 ${result.lateness.p50} p99 ${result.lateness.p99} ms; ` +
-        `${result.perNodePerSecBurst}/s/node in the burst; deliveries ${JSON.stringify(deliveries)}; store requests/alarm ${result.storeRequestsPerDelivery}`,
-    );
-    return result;
+    const { samples, drainedAt } = await watchDrain(c, survivors, k, at, `${storeKind} ${MODES[mode].label} K=${k} M=${m}`);
+    const after = await Promise.all(survivors.map((s) => scrape(s.url)));
+    const cpuSec = survivors.map((s, i) => (cpuMs(s.pid) - cpu0[i]!) / 1000);
+    const rss = survivors.map((s) => peakRssMb(s.pid));
+    const wallS = (Date.now() - t0) / 1000;
+    const exact = k <= READBACK_MAX ? await readBack(survivors[0]!, actors) : undefined;
+    const rates = await ratesFor(storeKind, c, (set as { deliveryConcurrency?: number }).deliveryConcurrency ?? 32);
+    failed = false;
+    return summarize({ storeKind, mode, k, m, at, copyEnd, drainedAt, samples, before, after, cpuSec, wallS, rss, exact, rates });
   } finally {
-    for (const n of c.nodes) {
-      if (n.running) {
-        n.child.kill('SIGCONT');
-        n.child.kill('SIGKILL');
-        await n.exited;
-      }
-    }
-    await c.store().close();
-    rmSync(c.root, { recursive: true, force: true });
+    await disposeCluster(c, failed);
   }
 }
 
-const results = [];
-const startedAt = Date.now();
-for (const k of KS) for (const m of MS) for (const mode of Object.keys(MODES) as Mode[]) results.push(await run(k, m, mode));
+interface RunData {
+  storeKind: string;
+  mode: Mode;
+  k: number;
+  m: number;
+  at: number;
+  copyEnd: number;
+  drainedAt: number;
+  samples: Sample[];
+  before: Scrape[];
+  after: Scrape[];
+  cpuSec: number[];
+  wallS: number;
+  rss: number[];
+  exact: { firedAt: number[]; duplicates: number } | undefined;
+  rates: Rates;
+}
 
-console.log(
-  table(
-    results.map((r) => ({
-      mode: r.mode,
-      K: r.K,
-      M: r.M,
-      'drain s': round(r.drainMs / 1000, 1),
-      'first fired s': round(r.firstFiredMs / 1000, 1),
-      'late p50 s': round(r.lateness.p50 / 1000, 2),
-      'late p99 s': round(r.lateness.p99 / 1000, 2),
-      '/s/node burst': r.perNodePerSecBurst,
-      '/s/node since readable': r.perNodePerSecSinceReadable,
-      'deliveries/alarm': round(r.deliveriesStarted / r.K, 2),
-      'store req/alarm': r.storeRequestsPerDelivery,
-    })),
-  ),
-);
-console.log(`(lateness = firedAt − scheduledAt; "since readable" counts from T + lease + grace; store requests are the survivors' main-thread requests, counted before the read-back)`);
-const path = writeResult('drain', {
-  modes: MODES,
-  nodeSettings: NODE_SET,
-  durationMs: Date.now() - startedAt,
-  rows: results,
-});
-console.log(`wrote ${path}`);
+function summarize(d: RunData): DrainRow {
+  const { k, m, at } = d;
+  const fired = d.exact?.firedAt;
+  const firstAt = fired ? fired[0]! : reached(d.samples, 1);
+  const lastAt = fired ? fired.at(-1)! : reached(d.samples, k);
+  const q = (p: number) => (fired ? percentile(fired, p) : reached(d.samples, Math.ceil((p / 100) * k)));
+  const ops = (thread: string) => {
+    const where = `thread="${thread}"`;
+    return sumOps(d.after.map((s, i) => diff(byLabel(s, 'keepwork_store_requests_total', 'op', where), byLabel(d.before[i]!, 'keepwork_store_requests_total', 'op', where))));
+  };
+  const main = perDelivery(ops('main'), k);
+  const worker = perDelivery(ops('worker'), k);
+  const all = sumOps([main, worker]);
+  const ceil = ceiling(d.rates, all);
+  const burstS = Math.max(0.001, (lastAt - firstAt) / 1000);
+  return {
+    store: d.storeKind,
+    mode: MODES[d.mode].label,
+    K: k,
+    M: m,
+    copyEndedBeforeTMs: at - d.copyEnd,
+    drainMs: d.drainedAt - at,
+    firstFiredMs: firstAt - at,
+    lastFiredMs: lastAt - at,
+    perNodePerSecBurst: round(k / m / burstS, 1),
+    perNodePerSecSinceReadable: round(k / m / Math.max(0.001, (lastAt - at - MARGIN_MS) / 1000), 1),
+    lateness: { p50: q(50) - at, p99: q(99) - at, max: lastAt - at, source: fired ? 'read back' : 'curve' },
+    sinceReadable: { p50: q(50) - at - MARGIN_MS, p99: q(99) - at - MARGIN_MS },
+    ...(d.exact ? { duplicates: d.exact.duplicates } : {}),
+    deliveries: sumOps(d.after.map((s, i) => diff(byLabel(s, 'keepwork_alarm_deliveries_total', 'outcome'), byLabel(d.before[i]!, 'keepwork_alarm_deliveries_total', 'outcome')))),
+    requestsPerDelivery: { main, worker, total: round(Object.values(all).reduce((a, b) => a + b, 0), 2) },
+    storeRates: d.rates,
+    ceilingPerSec: Math.round(ceil),
+    ratioToCeiling: round(k / burstS / ceil, 3),
+    cpuSecPerNode: d.cpuSec.map((s) => round(s, 1)),
+    cpuPercentPerNode: d.cpuSec.map((s) => Math.round((100 * s) / d.wallS)),
+    peakRssMbPerNode: d.rss,
+    curve: [[0, 0], ...d.samples.map((s): [number, number] => [round((s.t - at) / 1000, 2), s.ran])],
+  };
+}
+
+/** Kills the nodes, empties an S3 prefix, removes the folder — kept (with its logs) after a failure. */
+async function disposeCluster(c: Cluster, failed: boolean): Promise<void> {
+  for (const n of c.nodes) {
+    if (n.running) {
+      n.child.kill('SIGCONT');
+      n.child.kill('SIGKILL');
+      await n.exited;
+    }
+  }
+  if (!c.bucket.startsWith('file://')) {
+    // RGW keeps objects in RAM: remove this run's prefix.
+    const keys: string[] = [];
+    for await (const key of listAll(c.store())) keys.push(key);
+    for (let i = 0; i < keys.length; i += 1000) await c.store().deleteMany(keys.slice(i, i + 1000));
+  }
+  await c.store().close();
+  if (failed) console.error(`cluster folder kept for inspection (node logs in logs/): ${c.root}`);
+  else rmSync(c.root, { recursive: true, force: true });
+}
+
+function plan(): [string, Mode, number, number][] {
+  const out: [string, Mode, number, number][] = [];
+  for (const k of KS)
+    for (const store of STORES)
+      for (const mode of MODE_LIST)
+        for (const m of MS) {
+          if (!explicitK && !quick && ((mode === 'adr' && k > 10_000) || (store === 's3' && k > 10_000))) continue;
+          out.push([store, mode, k, m]);
+        }
+  return out;
+}
+
+function charts(rows: DrainRow[], peers: PeerResult[]): string[] {
+  const files: string[] = [];
+  for (const store of new Set(rows.map((r) => r.store))) {
+    for (const k of new Set(rows.filter((r) => r.store === store).map((r) => r.K))) {
+      const mine = rows.filter((r) => r.store === store && r.K === k);
+      const series = [
+        ...mine.map((r) => ({ label: `keepwork ${r.mode}, M=${r.M}`, points: r.curve.map(([t, n]): [number, number] => [Math.max(0, round(t - MARGIN_MS / 1000, 2)), n]) })),
+        ...peers.filter((p) => p.K === k).map((p) => ({ label: `BullMQ, ${p.M} workers`, points: p.curve })),
+      ];
+      const svg = lineChart({ title: `Alarms drained after they became readable — ${store} store, K=${k}`, xLabel: 'seconds since readable (keepwork: T + lease + grace; BullMQ: workers start)', yLabel: 'alarms / jobs done', series });
+      const path = join(REPO, 'bench/results', `drain-${store}-${k}.svg`);
+      writeFileSync(path, svg);
+      files.push(path);
+    }
+  }
+  return files;
+}
+
+/** Writes the JSON, the markdown and the charts of what has run so far. */
+function save(rows: DrainRow[], peers: PeerResult[], startedAt: number): string[] {
+  const svgs = charts(rows, peers);
+  const json = writeResult(OUT, { modes: MODES, nodeSettings: NODE_SET, durationMs: Date.now() - startedAt, rows, peers });
+  writeFileSync(join(REPO, `bench/results/${OUT}.md`), drainMarkdown(rows, peers, { quick, durationMs: Date.now() - startedAt, argv: process.argv.slice(2) }));
+  return [json, ...svgs].map((s) => s.slice(REPO.length));
+}
+
+/** Store rates for `--reprice`: a fresh temp folder, or a fresh S3 prefix, at that concurrency. */
+async function freshRates(storeKind: string, inFlight: number): Promise<Rates> {
+  const dir = mkdtempSync(join(tmpdir(), 'kw-bench-reprice-'));
+  const store = openStore(storeKind === 'fs' ? dir : bucketFor(storeKind, `reprice-${inFlight}`)!);
+  try {
+    return await storeRates(store, inFlight, quick ? 300 : 1000);
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function reprice(): Promise<void> {
+  const data = JSON.parse(readFileSync(join(REPO, `bench/results/${OUT}.json`), 'utf8')) as { rows: DrainRow[]; peers: PeerResult[] };
+  const cache = new Map<string, Rates>();
+  for (const r of data.rows) {
+    const set = Object.values(MODES).find((x) => x.label === r.mode)!.set as { deliveryConcurrency?: number };
+    const key = `${r.store}/${set.deliveryConcurrency ?? 32}`;
+    if (!cache.has(key)) cache.set(key, await freshRates(r.store, set.deliveryConcurrency ?? 32));
+    r.storeRates = cache.get(key)!;
+    const ceil = ceiling(r.storeRates, sumOps([r.requestsPerDelivery.main, r.requestsPerDelivery.worker]));
+    r.ceilingPerSec = Math.round(ceil);
+    r.ratioToCeiling = round((r.perNodePerSecBurst * r.M) / ceil, 3);
+  }
+  console.log(`repriced ${data.rows.length} rows: ${save(data.rows, data.peers, Date.now()).join(', ')}`);
+}
+
+async function main() {
+  if (REPRICE) return reprice();
+  const startedAt = Date.now();
+  const earlier = APPEND ? (JSON.parse(readFileSync(join(REPO, `bench/results/${OUT}.json`), 'utf8')) as { rows: DrainRow[]; peers: PeerResult[] }) : undefined;
+  const rows: DrainRow[] = earlier?.rows ?? [];
+  const peers: PeerResult[] = earlier?.peers ?? [];
+  // The peer first: it takes seconds, and a long run saved part-way then has its ratios.
+  if (PEER) for (const k of KS) for (const m of MS) peers.push(await runBullmqPeer(k, m, 32));
+  const failures: string[] = [];
+  for (const [store, mode, k, m] of plan()) {
+    let r: DrainRow;
+    try {
+      r = await run(store, mode, k, m);
+    } catch (e) {
+      failures.push(`${store} ${mode} K=${k} M=${m}: ${(e as Error).message.split('\n')[0]}`);
+      console.error(`FAILED ${store} ${mode} K=${k} M=${m}:`, e);
+      continue;
+    }
+    const p = peers.find((x) => x.K === r.K && x.M === r.M);
+    if (p) Object.assign(r, { bullmqPerWorkerPerSec: p.perWorkerPerSec, ratioToBullmq: round(r.perNodePerSecBurst / p.perWorkerPerSec, 4) });
+    rows.push(r);
+    save(rows, peers, startedAt);
+  }
+  console.log('\n' + drainTable(rows) + '\n');
+  console.log(perOpText(rows));
+  console.log(`wrote ${save(rows, peers, startedAt).join(', ')} (${round((Date.now() - startedAt) / 1000, 1)} s)`);
+  if (failures.length) {
+    console.error(`${failures.length} configuration(s) failed:\n  ${failures.join('\n  ')}`);
+    process.exitCode = 1;
+  }
+}
+
+await main();

@@ -1,9 +1,14 @@
 /**
  * bench/events: calls per second of the counter example's `add` — one hot actor, and 1,000
- * actors round-robin — over the library API and over HTTP, with 1 and 2 worker threads. State
- * lives in the data dir (replication is not in this figure).
+ * actors round-robin (--quick: 250) — over the library API and over HTTP, with 1 and 2 worker threads, with
+ * replication on:
  *
- *   npm run bench -- events [--quick]
+ *   bucket memory  plain    each worker's own in-memory bucket (uploads cost almost nothing)
+ *   bucket fs      plain    reply after the local commit; uploaded within replicationDelayMs
+ *   bucket fs      durable  reply once the link holding the call is in the bucket
+ *   bucket s3      plain, durable   (full run only, when KEEPWORK_TEST_S3_URL is set)
+ *
+ *   npm run bench -- events [--quick]      (bench/replication adds bytes per call and restores)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -14,8 +19,31 @@ import { startNode } from '../src/main/start-node.js';
 import { measure, quick, table, writeResult } from './lib.js';
 
 const COUNTER = new URL('../examples/counter.ts', import.meta.url).href;
-const CALLS = quick ? 2_000 : 10_000;
+const CALLS = { plain: quick ? 1_500 : 10_000, durable: quick ? 300 : 2_000 };
+/** One hot actor, and many round-robin (each created by a warm-up call first). */
+const ACTORS = [1, quick ? 250 : 1_000];
 const IN_FLIGHT = 64;
+
+interface Leg {
+  bucket: 'memory' | 'fs' | 's3';
+  durable: boolean;
+}
+
+function legs(): Leg[] {
+  const out: Leg[] = [
+    { bucket: 'memory', durable: false },
+    { bucket: 'fs', durable: false },
+    { bucket: 'fs', durable: true },
+  ];
+  if (!quick && process.env.KEEPWORK_TEST_S3_URL) out.push({ bucket: 's3', durable: false }, { bucket: 's3', durable: true });
+  return out;
+}
+
+function bucketUrl(leg: Leg, dataDir: string): string {
+  if (leg.bucket === 'memory') return 'memory:';
+  if (leg.bucket === 'fs') return join(dataDir, 'bucket');
+  return process.env.KEEPWORK_TEST_S3_URL!.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/bench-events-${process.pid}-${Date.now().toString(36)}/`);
+}
 
 function httpPost(agent: Agent, url: string, body: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -28,32 +56,41 @@ function httpPost(agent: Agent, url: string, body: string): Promise<void> {
   });
 }
 
-async function main() {
+async function runLeg(leg: Leg, threads: number) {
   const rows = [];
-  for (const threads of [1, 2]) {
-    const dataDir = mkdtempSync(join(tmpdir(), 'kw-bench-events-'));
-    const node = await startNode({ dataDir, bucket: 'memory:', classes: { Counter: COUNTER }, port: 0, workerThreads: threads, logger: silentLogger(), actorQueueMax: 10_000 });
-    const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
-    try {
-      const name = (actors: number) => (i: number) => (actors === 1 ? 'hot' : `a${i % actors}`);
-      for (const actors of [1, 1000]) {
-        const n = name(actors);
-        await Promise.all(Array.from({ length: Math.min(actors, 1000) }, (_, i) => node.actor(`bench/Counter/${n(i)}`).call('add', 0)));
-        const lib = await measure(CALLS, IN_FLIGHT, (i) => node.actor(`bench/Counter/${n(i)}`).call('add', 1));
-        const http = await measure(CALLS, IN_FLIGHT, (i) => httpPost(agent, `${node.url}/v1/actors/bench/Counter/${n(i)}/add`, '[1]'));
-        rows.push({ threads, actors, api: 'library', 'calls/s': lib.opsPerSec, 'p50 ms': lib.p50Ms, 'p99 ms': lib.p99Ms });
-        rows.push({ threads, actors, api: 'http', 'calls/s': http.opsPerSec, 'p50 ms': http.p50Ms, 'p99 ms': http.p99Ms });
-        console.log(`threads=${threads} actors=${actors} done`);
-      }
-    } finally {
-      agent.destroy();
-      await node.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+  const dataDir = mkdtempSync(join(tmpdir(), 'kw-bench-events-'));
+  const node = await startNode({ dataDir, bucket: bucketUrl(leg, dataDir), classes: { Counter: COUNTER }, port: 0, workerThreads: threads, logger: silentLogger(), actorQueueMax: 10_000 });
+  const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
+  const calls = leg.durable ? CALLS.durable : CALLS.plain;
+  const q = leg.durable ? '?durable=1' : '';
+  try {
+    const name = (actors: number) => (i: number) => (actors === 1 ? 'hot' : `a${i % actors}`);
+    for (const actors of ACTORS) {
+      const n = name(actors);
+      const handle = (i: number) => node.actor(`bench/Counter/${n(i)}`);
+      await measure(actors, IN_FLIGHT, (i) => handle(i).call('add', 0)); // warm-up: every actor created
+      const lib = await measure(calls, IN_FLIGHT, (i) => (leg.durable ? handle(i).callDurable('add', 1) : handle(i).call('add', 1)));
+      const http = await measure(calls, IN_FLIGHT, (i) => httpPost(agent, `${node.url}/v1/actors/bench/Counter/${n(i)}/add${q}`, '[1]'));
+      const cell = { bucket: leg.bucket, mode: leg.durable ? 'durable' : 'plain', threads, actors };
+      rows.push({ ...cell, api: 'library', calls, 'calls/s': lib.opsPerSec, 'p50 ms': lib.p50Ms, 'p99 ms': lib.p99Ms });
+      rows.push({ ...cell, api: 'http', calls, 'calls/s': http.opsPerSec, 'p50 ms': http.p50Ms, 'p99 ms': http.p99Ms });
+      console.log(`${cell.bucket} ${cell.mode} threads=${threads} actors=${actors} done`);
     }
+  } finally {
+    agent.destroy();
+    await node.stop();
+    rmSync(dataDir, { recursive: true, force: true });
   }
-  console.log(`\nbench/events (${CALLS} calls per cell, ${IN_FLIGHT} in flight, counter.add)\n`);
+  return rows;
+}
+
+async function main() {
+  const t0 = Date.now();
+  const rows = [];
+  for (const leg of legs()) for (const threads of [1, 2]) rows.push(...(await runLeg(leg, threads)));
+  console.log(`\nbench/events (plain ${CALLS.plain} / durable ${CALLS.durable} calls per cell, ${IN_FLIGHT} in flight, counter.add)\n`);
   console.log(table(rows));
-  console.log(`\nwrote ${writeResult('events', { calls: CALLS, inFlight: IN_FLIGHT, rows })}`);
+  console.log(`\nwrote ${writeResult('events', { calls: CALLS, inFlight: IN_FLIGHT, rows })} (${Math.round((Date.now() - t0) / 100) / 10} s)`);
 }
 
 await main();

@@ -44,7 +44,7 @@ export function areaOf(key: string | undefined): KeyArea {
 }
 
 /** The store, counting each request into `counts` before it is sent. */
-export function countedStore(inner: ObjectStore, counts: RequestCounts): ObjectStore {
+export function countedStore(inner: ObjectStore, counts: Pick<RequestCounts, 'add'>): ObjectStore {
   return {
     get description() {
       return inner.description;
