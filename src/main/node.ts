@@ -80,6 +80,7 @@ export class Node implements RoutingNode {
       busy: { has: (actor) => this.busy(actor) },
       offer: (address, dueMs) => this.offerEntry(address, dueMs),
       backlog: () => this.deliveries.size + this.deliveries.pending,
+      room: () => this.deliveries.onSizeLessThan(Math.max(1, Math.floor(config.deliveriesPerSweep / 2))),
       tenants: async () => this.tenants ?? (await indexTenants(store)),
       observe: (tenant, r, ms) => this.observeSweep(tenant, r, ms),
     });

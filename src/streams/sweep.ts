@@ -11,7 +11,7 @@
  * The cursor resumes after the last entry read, so entries nobody can act on never hold the rest
  * back; once the overdue part is read through, the next sweep starts from the beginning again.
  */
-import { defer, expand, from, timer, type SchedulerLike, type Subscription } from 'rxjs';
+import { defer, expand, from, race, timer, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import { switchMap } from 'rxjs/operators';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
@@ -39,6 +39,8 @@ export interface SweepDeps {
   offer: (address: ActorAddress, dueMs: number) => boolean;
   /** Deliveries queued or running now (for "capacity is free"). */
   backlog: () => number;
+  /** Resolves once the delivery queue has room for another sweep's deliveries (adaptive cadence). */
+  room?: () => Promise<void>;
   /** The tenants to sweep: the node's own list, or those found in the index. */
   tenants: () => Promise<string[]>;
   observe?: (t: string, r: SweepResult, durationMs: number) => void;
@@ -84,7 +86,7 @@ export class Sweeper {
     if (this.running.has(tenant)) return;
     const once = () => defer(() => from(this.timed(tenant)));
     const sub = once()
-      .pipe(expand((r) => timer(this.nextDelayMs(r), this.d.scheduler).pipe(switchMap(once))))
+      .pipe(expand((r) => this.wake(r).pipe(switchMap(once))))
       .subscribe({ error: (e: unknown) => this.d.log.error({ tenant, err: e }, 'sweep schedule stopped') });
     this.running.set(tenant, sub);
   }
@@ -99,6 +101,25 @@ export class Sweeper {
       this.d.log.warn({ tenant, err: e }, 'sweep failed; trying again at the next one');
       return { read: 0, offered: 0, planned: 0, full: false };
     }
+  }
+
+  /**
+   * When the next sweep of a tenant runs: after nextDelayMs — or, when a full sweep found the
+   * delivery queue full (adaptive), as soon as the queue has room, within that delay. Waiting the
+   * whole delay left a node idle for most of it once its queue drained (the stairs in
+   * bench/results/drain-fs-10000.svg).
+   */
+  private wake(r: SweepResult): Observable<unknown> {
+    const delay = timer(this.nextDelayMs(r), this.d.scheduler);
+    const room = this.d.room;
+    if (!room || !this.waitsForRoom(r)) return delay;
+    const roomThenGap = defer(() => from(room())).pipe(switchMap(() => timer(this.d.config.sweepMinGapMs, this.d.scheduler)));
+    return race(delay, roomThenGap); // never more often than sweepMinGapMs, whatever the queue says
+  }
+
+  /** A full sweep (adaptive) with no room in the delivery queue: the next one waits for room. */
+  waitsForRoom(r: SweepResult): boolean {
+    return this.d.config.sweepAdaptive === 1 && r.full && this.d.backlog() >= this.d.config.deliveriesPerSweep;
   }
 
   nextDelayMs(r: SweepResult): number {

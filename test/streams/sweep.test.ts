@@ -8,12 +8,13 @@ import { dueBound, entryKey } from '../../src/alarms/keys.js';
 import { compareKeys } from '../../src/store/keys.js';
 import { resolveOptions, type KeepworkOptions } from '../../src/main/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { FIRST_LIST_KEYS, Sweeper } from '../../src/streams/sweep.js';
+import { FIRST_LIST_KEYS, Sweeper, type SweepDeps } from '../../src/streams/sweep.js';
+import { ClockScheduler } from '../../src/streams/clock-scheduler.js';
 import { shardOwner } from '../../src/alarms/shard.js';
 
 const NOW = 1_900_000_000_000;
 
-function setup(options: KeepworkOptions = {}, classes = ['C'], others: string[] = []) {
+function setup(options: KeepworkOptions = {}, classes = ['C'], others: string[] = [], extra: Partial<SweepDeps> = {}) {
   const clock = new SimClock(NOW);
   const store = new MemoryStore({ clock });
   const config = resolveOptions(options);
@@ -33,6 +34,8 @@ function setup(options: KeepworkOptions = {}, classes = ['C'], others: string[] 
     offer: (address, dueMs) => (offered.push({ address, dueMs }), true),
     backlog: () => backlog,
     tenants: async () => ['t'],
+    scheduler: new ClockScheduler(clock),
+    ...extra,
   });
   const add = (name: string, overdueMs: number, className = 'C') =>
     store.put(entryKey({ address: parseAddress({ tenant: 't', className, name }), dueMs: NOW - overdueMs, tag: { generation: 1, nonce: 'ab' } }), new Uint8Array(0));
@@ -102,6 +105,29 @@ describe('the sweep', () => {
     const r = await s.sweeper.sweepTenant('t');
     assert.ok(theirs.length > 0 && theirs.length < names.length);
     assert.deepEqual([r.offered, r.offeredAnyones], [names.length, theirs.length]);
+  });
+
+  it('adaptive cadence: a full sweep that found the delivery queue full sweeps again as soon as it has room, not a whole alarmSweepMs later', async () => {
+    let sweeps = 0;
+    let makeRoom = () => {};
+    const extra: Partial<SweepDeps> = {
+      observe: () => void sweeps++,
+      room: () => new Promise<void>((resolve) => (makeRoom = resolve)),
+    };
+    const s = setup({ deliveriesPerSweep: 4, alarmSweepMs: 10_000 }, ['C'], [], extra);
+    for (let i = 0; i < 20; i++) await s.add(`e${i}`, 20_000 + i);
+    s.setBacklog(4); // the queue is full
+    s.sweeper.start();
+    await s.clock.advance(1);
+    assert.equal(sweeps, 1);
+    assert.equal(s.sweeper.waitsForRoom({ read: 20, offered: 4, planned: 4, full: true }), true);
+    await s.clock.advance(5_000);
+    assert.equal(sweeps, 1, 'no room: no sweep');
+    s.setBacklog(1);
+    makeRoom();
+    await s.clock.advance(s.config.sweepMinGapMs + 1);
+    assert.equal(sweeps, 2, 'room: the next sweep after the minimum gap');
+    s.sweeper.stop();
   });
 
   it('adaptive cadence: at once after a full sweep when capacity is free; else at the next entry’s due time + margin; the ADR cadence one option away', () => {
