@@ -31,6 +31,7 @@ export const CONTINUED_MARK = '+';
 /** Longest piece name (NAME_MAX is 255 bytes; a mark is added). */
 export const PIECE_CHARS_MAX = 240;
 const ENCODED_NAME = /^(?:[A-Za-z0-9._-]|%[0-9A-F]{2})+$/;
+const PLAIN_NAME = /^[A-Za-z0-9._-]+$/;
 
 /** Where an object lives: its file and the folder holding it. */
 export interface Target {
@@ -50,6 +51,7 @@ export function encodeSegment(text: string): string {
 
 /** The text of an encoded name, or null for a name this store never writes. */
 export function decodeSegment(name: string): string | null {
+  if (PLAIN_NAME.test(name)) return name; // nothing escaped: its own text (the common case, and a listing's cost)
   if (!ENCODED_NAME.test(name)) return null;
   const bytes = Buffer.from(name.replace(/%([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1');
   const text = bytes.toString('utf8');

@@ -24,7 +24,7 @@ import { compareKeys } from '../store/keys.js';
 import { LIST_MAX_KEYS, type ObjectStore } from '../store/types.js';
 
 /** The first LIST of a sweep asks for this many keys; each next one twice as many (to 1,000). */
-export const FIRST_LIST_KEYS = 32;
+export const FIRST_LIST_KEYS = 128;
 
 export interface SweepDeps {
   store: ObjectStore;
@@ -165,10 +165,10 @@ export class Sweeper {
 
   /**
    * Lists from the cursor: at most sweepPageEntries entries, stopping at the first key ≥ bound.
-   * Pages start small and double (FIRST_LIST_KEYS, then up to 1,000): the store cannot stop at
+   * Pages start smaller and double (FIRST_LIST_KEYS, then up to 1,000): the store cannot stop at
    * the bound itself, and most sweeps find few overdue entries — a 1,000-key page cost the folder
    * store 1,000 keys' worth of folder reads (about 3,000) per sweep however few were due, while
-   * S3 answers 32 keys or 1,000 in one request alike. A large backlog costs a few more LISTs.
+   * S3 answers 128 keys or 1,000 in one request alike. A large backlog costs a few more LISTs.
    */
   private async read(tenant: string, bound: string) {
     const entries: IndexEntry[] = [];
