@@ -190,7 +190,9 @@ async function orphan(t: TestContext, owner: ClusterNode, actors: readonly strin
   const t1 = Date.now();
   await armAll(owner, probe.slice(half), far);
   const perActorMs = (Date.now() - t1) / (probe.length - half);
-  const at = Date.now() + Math.ceil(1.3 * perActorMs * actors.length) + leadMs + 500;
+  // 2.5× the probe's pace: other test files (the simulator's 200 seeds) may start beside this one
+  // and slow the rest of the arming down (1.3× was overrun by 40 % that way).
+  const at = Date.now() + Math.ceil(2.5 * perActorMs * actors.length) + leadMs + 500;
   await armAll(owner, actors.slice(probe.length), at);
   await armAll(owner, probe, at);
   const armedIn = Date.now() - t0;
