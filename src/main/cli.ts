@@ -54,10 +54,13 @@ program
     await node.stop();
   });
 
-program
-  .command('status')
+/** A subcommand that reads (or writes) a bucket: every one takes `--bucket URL`. */
+function bucketCommand(parent: Command, name: string): Command {
+  return parent.command(name).option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL);
+}
+
+bucketCommand(program, 'status')
   .description('nodes (live / expired / fenced / released), holds per node, and each tenant’s index size and lag, from the bucket alone')
-  .option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL)
   .option('--json', 'print JSON instead of a table (the node rows; with --index: {nodes, index})')
   .option('--index', 'with --json: include the index size and lag per tenant')
   .option('--no-index', 'skip listing the alarm index')
@@ -67,10 +70,8 @@ program
   });
 
 const alarms = program.command('alarms').description('the alarm index in the bucket');
-alarms
-  .command('ls')
+bucketCommand(alarms, 'ls')
   .description('list index entries, decoded, in due order')
-  .option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL)
   .option('--tenant <t>', 'one tenant (default: every tenant in the index)')
   .option('--due-before <iso-time>', 'only entries due at or before this time')
   .option('--limit <n>', 'at most this many rows', Number, 1000)
@@ -81,11 +82,9 @@ alarms
   });
 
 const actor = program.command('actor').description('work on one actor in the bucket');
-actor
-  .command('restore')
+bucketCommand(actor, 'restore')
   .description('write a past state of an actor (as of a link, or a time) as its new head')
   .argument('<address>', 'tenant/class/name')
-  .option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL)
   .option('--seq <n>', 'restore the state as of this link', Number)
   .option('--at <iso-time>', 'restore the state as of the newest link written at or before this time')
   .action(async (address: string, o: { bucket: string; seq?: number; at?: string }) => {
@@ -93,11 +92,9 @@ actor
     await restoreCommand(address, o);
   });
 
-actor
-  .command('inspect')
+bucketCommand(actor, 'inspect')
   .description('one actor as the bucket shows it: head, generation, holder, committed alarm, alarm_indexed, its index entries')
   .argument('<address>', 'tenant/class/name')
-  .option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL)
   .option('--json', 'print JSON')
   .action(async (address: string, o: { bucket: string; json?: boolean }) => {
     const { inspectCommand } = await import('./inspect-command.js');
@@ -105,10 +102,8 @@ actor
   });
 
 const index = program.command('index').description('the alarm index against the actors’ committed state');
-index
-  .command('check')
+bucketCommand(index, 'check')
   .description('every committed alarm’s named entry exists? and what every other entry is (exit 2 when an alarm is missing)')
-  .option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL)
   .option('--tenant <t>', 'one tenant (default: all)')
   .option('--repair', 'list a fresh entry for each committed alarm no entry lists (never deletes anything)')
   .option('--json', 'one JSON object per finding, then a summary')

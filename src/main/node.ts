@@ -300,7 +300,10 @@ export class Node implements RoutingNode {
     try {
       const r = await this.withHold(
         address,
-        async (own) => (this.log.info({ actor: key, holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it'), undefined),
+        async (own) => {
+          this.log.info({ actor: key, holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it');
+          return undefined;
+        },
         (generation) => {
           this.metrics.tardiness.observe(Math.max(0, this.clock.now() - at) / 1000);
           return this.submit(address, { type: 'deliver', address, dueMs: at, generation });
