@@ -26,9 +26,11 @@ const LEASE = { leasePeriodMs: 1_000, graceMs: 200, skewBoundMs: 100 };
 
 async function pool<T>(items: readonly T[], inFlight: number, op: (x: T) => Promise<unknown>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    while (next < items.length) await op(items[next++]!);
-  }));
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < items.length) await op(items[next++]!);
+    }),
+  );
 }
 
 async function indexSize(store: FsStore): Promise<number> {
@@ -49,7 +51,7 @@ try {
   if (Date.now() > at - 500) throw new Error('arming took too long; the alarms came due on a');
   await a.stop();
   console.log(`armed ${K} alarms on node a, a stopped; index holds ${await indexSize(store)}`);
-  const b = (await startNode({ ...common, dataDir: join(root, "b"), nodeId: "b" })) as RoutingNode;
+  const b = (await startNode({ ...common, dataDir: join(root, 'b'), nodeId: 'b' })) as RoutingNode;
   const t0 = Date.now();
   const ranSoFar = async () => Number(/^keepwork_alarm_deliveries_total\{outcome="ran"\} (\d+)/m.exec(await b.metricsText())?.[1] ?? 0);
   while ((await ranSoFar()) < K) await new Promise((r) => setTimeout(r, 100));
@@ -60,8 +62,12 @@ try {
   if (ran !== K) console.log(`!! ${ran} alarms ran, ${K} expected`);
   const rows = [...text.matchAll(/^keepwork_store_requests_total\{op="(\w+)",area="(\w+)",thread="(\w+)"\} (\d+)/gm)];
   console.log(`all ran ${t1 - since} ms after the margin: ${Math.round((K / (t1 - since)) * 1000)} deliveries/s`);
-  for (const [, op, area, thread, n] of rows) console.log(`  ${thread!.padEnd(6)} ${op!.padEnd(11)} ${area!.padEnd(7)} ${(Number(n) / K).toFixed(2)} per delivery`);
-  console.log(/^keepwork_alarm_deliveries_total.*$/gm.exec(text)?.[0], [...text.matchAll(/^keepwork_alarm_deliveries_total.*$/gm)].map((m) => m[0]).join(' | '));
+  for (const [, op, area, thread, n] of rows)
+    console.log(`  ${thread!.padEnd(6)} ${op!.padEnd(11)} ${area!.padEnd(7)} ${(Number(n) / K).toFixed(2)} per delivery`);
+  console.log(
+    /^keepwork_alarm_deliveries_total.*$/gm.exec(text)?.[0],
+    [...text.matchAll(/^keepwork_alarm_deliveries_total.*$/gm)].map((m) => m[0]).join(' | '),
+  );
   await b.stop();
 } finally {
   await store.close();

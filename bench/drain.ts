@@ -56,11 +56,22 @@ const MARGIN_MS = LEASE.leasePeriodMs + LEASE.graceMs;
 /** Two worker threads per node (the default on this 2-core machine); no idle release during a run. */
 const NODE_SET = { workerThreads: 2, idleTimeoutMs: 600_000 };
 export const MODES = {
-  adr: { label: 'ADR defaults', set: { ...LEASE, alarmSweepMs: 10_000, sweepAdaptive: 0, deliveriesPerSweep: 256, deliveryConcurrency: 32 } },
+  adr: {
+    label: 'ADR defaults',
+    set: { ...LEASE, alarmSweepMs: 10_000, sweepAdaptive: 0, deliveriesPerSweep: 256, deliveryConcurrency: 32 },
+  },
   adaptive: { label: 'adaptive', set: { ...LEASE, sweepAdaptive: 1 } },
   tuned: {
     label: 'tuned',
-    set: { ...LEASE, sweepAdaptive: 1, deliveriesPerSweep: 1024, sweepPageEntries: 4096, deliveryConcurrency: 64, workerConcurrency: 8, storeSocketsMax: 128 },
+    set: {
+      ...LEASE,
+      sweepAdaptive: 1,
+      deliveriesPerSweep: 1024,
+      sweepPageEntries: 4096,
+      deliveryConcurrency: 64,
+      workerConcurrency: 8,
+      storeSocketsMax: 128,
+    },
   },
 } as const;
 type Mode = keyof typeof MODES;
@@ -197,7 +208,8 @@ async function makeBacklog(c: Cluster, a: ClusterNode, actors: ActorAddress[]): 
     await cloneBacklog(store, template, actors.slice(1), COPY_IN_FLIGHT, (n) => bar.update(n + 1));
     bar.done(`copied (${Math.round(rate)} actors/s calibrated; T in ${Math.round((at - Date.now()) / 1000)} s)`);
     const copyEnd = Date.now();
-    if (copyEnd > at + MARGIN_MS - 1_000) console.warn(`warning: the backlog copy ended ${copyEnd - at} ms after T: sweeps may have read part of it early`);
+    if (copyEnd > at + MARGIN_MS - 1_000)
+      console.warn(`warning: the backlog copy ended ${copyEnd - at} ms after T: sweeps may have read part of it early`);
     return { at, copyEnd };
   } finally {
     await store.close();
@@ -210,14 +222,23 @@ interface Sample {
 }
 
 /** Scrapes every survivor until K alarms ran and the index is empty; the drain curve. */
-async function watchDrain(c: Cluster, survivors: ClusterNode[], k: number, at: number, label: string): Promise<{ samples: Sample[]; drainedAt: number }> {
+async function watchDrain(
+  c: Cluster,
+  survivors: ClusterNode[],
+  k: number,
+  at: number,
+  label: string,
+): Promise<{ samples: Sample[]; drainedAt: number }> {
   const samples: Sample[] = [];
   const bar = progressBar(label, k);
   const boundMs = 3 * MARGIN_MS + Math.ceil((k / survivors.length / 20) * 1_000) * 2 + 60_000;
   for (;;) {
     await sleep(500);
     const dead = survivors.find((s) => !s.running);
-    if (dead) throw new Error(`${label}: live node ${dead.nodeId} exited (${dead.child.exitCode ?? dead.child.signalCode}) during the drain:\n${dead.logTail(12)}`);
+    if (dead)
+      throw new Error(
+        `${label}: live node ${dead.nodeId} exited (${dead.child.exitCode ?? dead.child.signalCode}) during the drain:\n${dead.logTail(12)}`,
+      );
     const scrapes = await Promise.all(survivors.map((s) => scrape(s.url)));
     const ran = scrapes.reduce((n, s) => n + total(s, 'keepwork_alarm_deliveries_total', 'outcome="ran"'), 0);
     samples.push({ t: Date.now(), ran });
@@ -242,13 +263,16 @@ interface Fired {
 
 /** Every actor's fired rows, read back through the first survivor (K ≤ READBACK_MAX). */
 async function readBack(survivor: ClusterNode, actors: ActorAddress[]) {
-  const rows = await pool(actors, 32, (x) => mustCall<Fired[]>(survivor.url, `${TENANT}/${CLASS}/${x.name}`, 'fired', [], { timeoutMs: 60_000 }));
+  const rows = await pool(actors, 32, (x) =>
+    mustCall<Fired[]>(survivor.url, `${TENANT}/${CLASS}/${x.name}`, 'fired', [], { timeoutMs: 60_000 }),
+  );
   const missing = rows.filter((r) => r.length === 0).length;
   if (missing > 0) throw new Error(`${missing} of ${actors.length} alarms never fired though the index drained`);
   return { firedAt: rows.map((r) => r[0]!.at).sort((x, y) => x - y), duplicates: rows.filter((r) => r.length > 1).length };
 }
 
-const perDelivery = (ops: Record<string, number>, k: number) => Object.fromEntries(Object.entries(ops).map(([op, n]) => [op, round(n / k, 3)]));
+const perDelivery = (ops: Record<string, number>, k: number) =>
+  Object.fromEntries(Object.entries(ops).map(([op, n]) => [op, round(n / k, 3)]));
 
 function sumOps(list: Record<string, number>[]): Record<string, number> {
   const out: Record<string, number> = {};
@@ -316,7 +340,11 @@ function summarize(d: RunData): DrainRow {
   const q = (p: number) => (fired ? percentile(fired, p) : reached(d.samples, Math.ceil((p / 100) * k)));
   const ops = (thread: string) => {
     const where = `thread="${thread}"`;
-    return sumOps(d.after.map((s, i) => diff(byLabel(s, 'keepwork_store_requests_total', 'op', where), byLabel(d.before[i]!, 'keepwork_store_requests_total', 'op', where))));
+    return sumOps(
+      d.after.map((s, i) =>
+        diff(byLabel(s, 'keepwork_store_requests_total', 'op', where), byLabel(d.before[i]!, 'keepwork_store_requests_total', 'op', where)),
+      ),
+    );
   };
   const main = perDelivery(ops('main'), k);
   const worker = perDelivery(ops('worker'), k);
@@ -337,8 +365,19 @@ function summarize(d: RunData): DrainRow {
     lateness: { p50: q(50) - at, p99: q(99) - at, max: lastAt - at, source: fired ? 'read back' : 'curve' },
     sinceReadable: { p50: q(50) - at - MARGIN_MS, p99: q(99) - at - MARGIN_MS },
     ...(d.exact ? { duplicates: d.exact.duplicates } : {}),
-    deliveries: sumOps(d.after.map((s, i) => diff(byLabel(s, 'keepwork_alarm_deliveries_total', 'outcome'), byLabel(d.before[i]!, 'keepwork_alarm_deliveries_total', 'outcome')))),
-    requestsPerDelivery: { main, worker, total: round(Object.values(all).reduce((a, b) => a + b, 0), 2) },
+    deliveries: sumOps(
+      d.after.map((s, i) =>
+        diff(byLabel(s, 'keepwork_alarm_deliveries_total', 'outcome'), byLabel(d.before[i]!, 'keepwork_alarm_deliveries_total', 'outcome')),
+      ),
+    ),
+    requestsPerDelivery: {
+      main,
+      worker,
+      total: round(
+        Object.values(all).reduce((a, b) => a + b, 0),
+        2,
+      ),
+    },
     storeRates: d.rates,
     ceilingPerSec: Math.round(ceil),
     ratioToCeiling: round(k / burstS / ceil, 3),
@@ -387,10 +426,18 @@ function charts(rows: DrainRow[], peers: PeerResult[]): string[] {
     for (const k of new Set(rows.filter((r) => r.store === store).map((r) => r.K))) {
       const mine = rows.filter((r) => r.store === store && r.K === k);
       const series = [
-        ...mine.map((r) => ({ label: `keepwork ${r.mode}, M=${r.M}`, points: r.curve.map(([t, n]): [number, number] => [Math.max(0, round(t - MARGIN_MS / 1000, 2)), n]) })),
+        ...mine.map((r) => ({
+          label: `keepwork ${r.mode}, M=${r.M}`,
+          points: r.curve.map(([t, n]): [number, number] => [Math.max(0, round(t - MARGIN_MS / 1000, 2)), n]),
+        })),
         ...peers.filter((p) => p.K === k).map((p) => ({ label: `BullMQ, ${p.M} workers`, points: p.curve })),
       ];
-      const svg = lineChart({ title: `Alarms drained after they became readable — ${store} store, K=${k}`, xLabel: 'seconds since readable (keepwork: T + lease + grace; BullMQ: workers start)', yLabel: 'alarms / jobs done', series });
+      const svg = lineChart({
+        title: `Alarms drained after they became readable — ${store} store, K=${k}`,
+        xLabel: 'seconds since readable (keepwork: T + lease + grace; BullMQ: workers start)',
+        yLabel: 'alarms / jobs done',
+        series,
+      });
       const path = join(REPO, 'bench/results', `drain-${store}-${k}.svg`);
       writeFileSync(path, svg);
       files.push(path);
@@ -403,7 +450,10 @@ function charts(rows: DrainRow[], peers: PeerResult[]): string[] {
 function save(rows: DrainRow[], peers: PeerResult[], startedAt: number): string[] {
   const svgs = charts(rows, peers);
   const json = writeResult(OUT, { modes: MODES, nodeSettings: NODE_SET, durationMs: Date.now() - startedAt, rows, peers });
-  writeFileSync(join(REPO, `bench/results/${OUT}.md`), drainMarkdown(rows, peers, { quick, durationMs: Date.now() - startedAt, argv: process.argv.slice(2) }));
+  writeFileSync(
+    join(REPO, `bench/results/${OUT}.md`),
+    drainMarkdown(rows, peers, { quick, durationMs: Date.now() - startedAt, argv: process.argv.slice(2) }),
+  );
   return [json, ...svgs].map((s) => s.slice(REPO.length));
 }
 
@@ -437,7 +487,9 @@ async function reprice(): Promise<void> {
 async function main() {
   if (REPRICE) return reprice();
   const startedAt = Date.now();
-  const earlier = APPEND ? (JSON.parse(readFileSync(join(REPO, `bench/results/${OUT}.json`), 'utf8')) as { rows: DrainRow[]; peers: PeerResult[] }) : undefined;
+  const earlier = APPEND
+    ? (JSON.parse(readFileSync(join(REPO, `bench/results/${OUT}.json`), 'utf8')) as { rows: DrainRow[]; peers: PeerResult[] })
+    : undefined;
   const rows: DrainRow[] = earlier?.rows ?? [];
   const peers: PeerResult[] = earlier?.peers ?? [];
   // The peer first: it takes seconds, and a long run saved part-way then has its ratios.
@@ -453,7 +505,8 @@ async function main() {
       continue;
     }
     const p = peers.find((x) => x.K === r.K && x.M === r.M);
-    if (p) Object.assign(r, { bullmqPerWorkerPerSec: p.perWorkerPerSec, ratioToBullmq: round(r.perNodePerSecBurst / p.perWorkerPerSec, 4) });
+    if (p)
+      Object.assign(r, { bullmqPerWorkerPerSec: p.perWorkerPerSec, ratioToBullmq: round(r.perNodePerSecBurst / p.perWorkerPerSec, 4) });
     rows.push(r);
     save(rows, peers, startedAt);
   }

@@ -59,7 +59,15 @@ function httpPost(agent: Agent, url: string, body: string): Promise<void> {
 async function runLeg(leg: Leg, threads: number) {
   const rows = [];
   const dataDir = mkdtempSync(join(tmpdir(), 'kw-bench-events-'));
-  const node = await startNode({ dataDir, bucket: bucketUrl(leg, dataDir), classes: { Counter: COUNTER }, port: 0, workerThreads: threads, logger: silentLogger(), actorQueueMax: 10_000 });
+  const node = await startNode({
+    dataDir,
+    bucket: bucketUrl(leg, dataDir),
+    classes: { Counter: COUNTER },
+    port: 0,
+    workerThreads: threads,
+    logger: silentLogger(),
+    actorQueueMax: 10_000,
+  });
   const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
   const calls = leg.durable ? CALLS.durable : CALLS.plain;
   const q = leg.durable ? '?durable=1' : '';
@@ -90,7 +98,9 @@ async function main() {
   for (const leg of legs()) for (const threads of [1, 2]) rows.push(...(await runLeg(leg, threads)));
   console.log(`\nbench/events (plain ${CALLS.plain} / durable ${CALLS.durable} calls per cell, ${IN_FLIGHT} in flight, counter.add)\n`);
   console.log(table(rows));
-  console.log(`\nwrote ${writeResult('events', { calls: CALLS, inFlight: IN_FLIGHT, rows })} (${Math.round((Date.now() - t0) / 100) / 10} s)`);
+  console.log(
+    `\nwrote ${writeResult('events', { calls: CALLS, inFlight: IN_FLIGHT, rows })} (${Math.round((Date.now() - t0) / 100) / 10} s)`,
+  );
 }
 
 await main();

@@ -27,7 +27,12 @@ export async function measure(total: number, inFlight: number, op: (i: number) =
   await Promise.all(Array.from({ length: inFlight }, lane));
   const seconds = (performance.now() - t0) / 1000;
   latencies.sort((a, b) => a - b);
-  return { ops: total, opsPerSec: Math.round(total / seconds), p50Ms: round(percentile(latencies, 50)), p99Ms: round(percentile(latencies, 99)) };
+  return {
+    ops: total,
+    opsPerSec: Math.round(total / seconds),
+    p50Ms: round(percentile(latencies, 50)),
+    p99Ms: round(percentile(latencies, 99)),
+  };
 }
 
 export const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;

@@ -59,7 +59,9 @@ export function redisUp(): string {
 async function addDue(queue: Queue, k: number): Promise<void> {
   for (let i = 0; i < k; i += 1000) {
     const n = Math.min(1000, k - i);
-    await queue.addBulk(Array.from({ length: n }, (_, j) => ({ name: 'alarm', data: { i: i + j }, opts: { delay: DELAY_MS, jobId: `a${i + j}` } })));
+    await queue.addBulk(
+      Array.from({ length: n }, (_, j) => ({ name: 'alarm', data: { i: i + j }, opts: { delay: DELAY_MS, jobId: `a${i + j}` } })),
+    );
   }
 }
 
@@ -69,7 +71,9 @@ export async function runBullmqPeer(k: number, m: number, concurrency: number, u
   const queue = new Queue(name, { connection: conn });
   const dir = mkdtempSync(join(tmpdir(), 'kw-bench-bullmq-'));
   const execArgv = ['--import', 'tsx'];
-  const workers = Array.from({ length: m }, (_, i) => fork(WORKER, [url, name, String(concurrency), join(dir, `w${i}.db`)], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  const workers = Array.from({ length: m }, (_, i) =>
+    fork(WORKER, [url, name, String(concurrency), join(dir, `w${i}.db`)], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+  );
   try {
     const done = new Array<number>(m).fill(0);
     const ready = workers.map((w) => new Promise<void>((r) => w.on('message', (x: { type: string }) => x.type === 'ready' && r())));
@@ -81,7 +85,7 @@ export async function runBullmqPeer(k: number, m: number, concurrency: number, u
     const goAt = Date.now();
     workers.forEach((w) => w.send({ type: 'go' }));
     const bar = progressBar(`bullmq K=${k} M=${m}`, k);
-    for (let sum = 0; sum < k; ) {
+    for (let sum = 0; sum < k;) {
       await new Promise((r) => setTimeout(r, 250));
       sum = done.reduce((a, b) => a + b, 0);
       bar.update(sum);
@@ -90,13 +94,19 @@ export async function runBullmqPeer(k: number, m: number, concurrency: number, u
     const cpu1 = workers.map((w) => cpuMs(w.pid!));
     const rss = workers.map((w) => peakRssMb(w.pid!));
     const finished = await Promise.all(
-      workers.map((w, i) => new Promise<number[]>((resolve, reject) => {
-        w.on('message', (x: { type: string; finishedAt?: number[] }) => x.type === 'result' && resolve(x.finishedAt!));
-        w.once('exit', (code, signal) => reject(new Error(`bullmq worker ${i} exited (${code ?? signal}) before reporting`)));
-        w.send({ type: 'stop' });
-      })),
+      workers.map(
+        (w, i) =>
+          new Promise<number[]>((resolve, reject) => {
+            w.on('message', (x: { type: string; finishedAt?: number[] }) => x.type === 'result' && resolve(x.finishedAt!));
+            w.once('exit', (code, signal) => reject(new Error(`bullmq worker ${i} exited (${code ?? signal}) before reporting`)));
+            w.send({ type: 'stop' });
+          }),
+      ),
     );
-    const all = finished.flat().map((t) => t - goAt).sort((a, b) => a - b);
+    const all = finished
+      .flat()
+      .map((t) => t - goAt)
+      .sort((a, b) => a - b);
     const drainMs = all.at(-1)!;
     bar.done(`drained in ${drainMs} ms`);
     return {
@@ -129,7 +139,20 @@ async function main() {
   const MS = arg('m') ?? (quick ? [2] : [1, 2, 3]);
   const rows: PeerResult[] = [];
   for (const k of KS) for (const m of MS) rows.push(await runBullmqPeer(k, m, 32));
-  console.log(table(rows.map((r) => ({ K: r.K, M: r.M, 'drain s': round(r.drainMs / 1000, 2), '/s/worker': r.perWorkerPerSec, 'wait p50 s': round(r.wait.p50 / 1000, 2), 'wait p99 s': round(r.wait.p99 / 1000, 2), 'cpu s/worker': r.cpuSecPerWorker.join(' '), 'peak RSS MB': r.peakRssMbPerWorker.join(' ') }))));
+  console.log(
+    table(
+      rows.map((r) => ({
+        K: r.K,
+        M: r.M,
+        'drain s': round(r.drainMs / 1000, 2),
+        '/s/worker': r.perWorkerPerSec,
+        'wait p50 s': round(r.wait.p50 / 1000, 2),
+        'wait p99 s': round(r.wait.p99 / 1000, 2),
+        'cpu s/worker': r.cpuSecPerWorker.join(' '),
+        'peak RSS MB': r.peakRssMbPerWorker.join(' '),
+      })),
+    ),
+  );
   console.log(`wrote ${writeResult('peer-bullmq', { rows: rows.map(({ curve: _c, ...r }) => r) })}`);
 }
 

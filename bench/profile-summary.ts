@@ -42,7 +42,12 @@ for (const file of files) {
   const idle = (selfUs.get('(idle) :0') ?? 0) / 1000;
   console.log(`\n${file}: ${(total / 1000).toFixed(0)} ms sampled, ${idle.toFixed(0)} ms idle`);
   const show = (m: Map<string, number>, n: number) =>
-    [...m].sort((a, b) => b[1] - a[1]).slice(0, n).forEach(([k, us]) => console.log(`  ${(us / 1000).toFixed(0).padStart(7)} ms  ${((us / total) * 100).toFixed(1).padStart(5)}%  ${k}`));
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .forEach(([k, us]) =>
+        console.log(`  ${(us / 1000).toFixed(0).padStart(7)} ms  ${((us / total) * 100).toFixed(1).padStart(5)}%  ${k}`),
+      );
   console.log(' by file:');
   show(byFile, 12);
   console.log(' by function:');

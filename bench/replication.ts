@@ -78,7 +78,9 @@ async function usage(bucket: string, prefix: string): Promise<{ objects: number;
     let token: string | undefined;
     try {
       do {
-        const page = await client.send(new ListObjectsV2Command({ Bucket: loc.bucket, Prefix: loc.prefix + prefix, ContinuationToken: token }));
+        const page = await client.send(
+          new ListObjectsV2Command({ Bucket: loc.bucket, Prefix: loc.prefix + prefix, ContinuationToken: token }),
+        );
         for (const o of page.Contents ?? []) {
           objects++;
           bytes += o.Size ?? 0;
@@ -119,8 +121,21 @@ async function emptyBucket(bucket: string): Promise<void> {
 /** (a) and (b) for one store and thread count: one node, four cells (actors × mode), one tenant each. */
 async function callsLeg(target: Target, threads: number) {
   const bucket = target.bucket(`calls-${threads}`);
-  const node = await startNode({ bucket, dataDir: tempDir('data'), classes: { Counter: COUNTER }, workerThreads: threads, logger: silentLogger(), actorQueueMax: 10_000 });
-  const cells: { tenant: string; actors: number; mode: Mode; before: { objects: number; bytes: number }; r: Awaited<ReturnType<typeof measure>> }[] = [];
+  const node = await startNode({
+    bucket,
+    dataDir: tempDir('data'),
+    classes: { Counter: COUNTER },
+    workerThreads: threads,
+    logger: silentLogger(),
+    actorQueueMax: 10_000,
+  });
+  const cells: {
+    tenant: string;
+    actors: number;
+    mode: Mode;
+    before: { objects: number; bytes: number };
+    r: Awaited<ReturnType<typeof measure>>;
+  }[] = [];
   try {
     for (const actors of ACTOR_COUNTS) {
       for (const mode of MODES) {
@@ -161,7 +176,8 @@ async function callsLeg(target: Target, threads: number) {
 async function restoreLeg(target: Target, sizeMb: number) {
   const bucket = target.bucket(`restore-${sizeMb}`);
   const address = `restore/Ledger/db${sizeMb}`;
-  const start = (dataDir: string): Promise<KeepworkNode> => startNode({ bucket, dataDir, classes: { Ledger: LEDGER }, workerThreads: 1, logger: silentLogger() });
+  const start = (dataDir: string): Promise<KeepworkNode> =>
+    startNode({ bucket, dataDir, classes: { Ledger: LEDGER }, workerThreads: 1, logger: silentLogger() });
   const builder = await start(tempDir('build'));
   const t0 = performance.now();
   try {
@@ -212,7 +228,9 @@ async function main() {
   } finally {
     for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
   }
-  console.log(`\nbench/replication: calls (${CALLS.plain} plain / ${CALLS.durable} durable calls per cell, ${IN_FLIGHT} in flight, counter.add)${quick ? ' --quick' : ''}\n`);
+  console.log(
+    `\nbench/replication: calls (${CALLS.plain} plain / ${CALLS.durable} durable calls per cell, ${IN_FLIGHT} in flight, counter.add)${quick ? ' --quick' : ''}\n`,
+  );
   console.log(table(callRows));
   console.log(`\nbench/replication: restore (a fresh node's first call on the actor; incompressible blobs)\n`);
   console.log(table(restoreRows));

@@ -7,7 +7,9 @@ import { existsSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const dir = fileURLToPath(new URL('.', import.meta.url));
-const names = readdirSync(dir).filter((f) => f.endsWith('.ts') && !['run.ts', 'lib.ts'].includes(f)).map((f) => f.slice(0, -3));
+const names = readdirSync(dir)
+  .filter((f) => f.endsWith('.ts') && !['run.ts', 'lib.ts'].includes(f))
+  .map((f) => f.slice(0, -3));
 const [name, ...rest] = process.argv.slice(2);
 if (!name || !existsSync(`${dir}/${name}.ts`)) {
   console.error(`usage: npm run bench -- <${names.join('|')}> [--quick]`);

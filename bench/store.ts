@@ -26,7 +26,17 @@ async function benchStore(kind: string, store: ObjectStore) {
     const get = await measure(OPS, inFlight, (i) => store.get(key(i % OPS)));
     const list = await measure(LISTS, Math.min(inFlight, LISTS), () => store.list({ prefix, maxKeys: 1000 }));
     const create = await measure(OPS, inFlight, (i) => store.put(`${prefix}c/${i}`, body, { ifNoneMatch: '*' }));
-    rows.push({ store: kind, inFlight, 'put/s': put.opsPerSec, 'put p50 ms': put.p50Ms, 'create/s': create.opsPerSec, 'get/s': get.opsPerSec, 'get p50 ms': get.p50Ms, 'list/s': list.opsPerSec, 'list p50 ms': list.p50Ms });
+    rows.push({
+      store: kind,
+      inFlight,
+      'put/s': put.opsPerSec,
+      'put p50 ms': put.p50Ms,
+      'create/s': create.opsPerSec,
+      'get/s': get.opsPerSec,
+      'get p50 ms': get.p50Ms,
+      'list/s': list.opsPerSec,
+      'list p50 ms': list.p50Ms,
+    });
   }
   const keys: string[] = [];
   for await (const k of listAll(store, { prefix: 'bench/' })) keys.push(k);
@@ -38,7 +48,10 @@ async function main() {
   const rows = [];
   const dir = mkdtempSync(join(tmpdir(), 'kw-bench-store-'));
   try {
-    const targets: [string, string][] = [['memory', 'memory:'], ['fs', dir]];
+    const targets: [string, string][] = [
+      ['memory', 'memory:'],
+      ['fs', dir],
+    ];
     const s3 = process.env.KEEPWORK_TEST_S3_URL;
     if (s3) targets.push(['s3', s3.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/bench-${process.pid}/`)]);
     else console.log('(S3 leg skipped: KEEPWORK_TEST_S3_URL is not set)');

@@ -91,7 +91,8 @@ async function measureSweeps(kind: string, inner: ObjectStore, size: number) {
   const store = countedStore(inner, { add: (op, key) => counts.add(op, key) });
   const s = sweeper(store, new SimClock(NOW));
   const first = await s.sweepTenant(TENANT); // warm-up (and checks what a sweep sees)
-  if (first.read !== OVERDUE || first.offered !== OVERDUE) throw new Error(`${kind} ${size}: a sweep read ${first.read} and offered ${first.offered}, expected ${OVERDUE}`);
+  if (first.read !== OVERDUE || first.offered !== OVERDUE)
+    throw new Error(`${kind} ${size}: a sweep read ${first.read} and offered ${first.offered}, expected ${OVERDUE}`);
   counts = new RequestCounts(); // count the measured sweeps only
   const ms: number[] = [];
   for (let i = 0; i < SWEEPS; i++) {
@@ -101,7 +102,15 @@ async function measureSweeps(kind: string, inner: ObjectStore, size: number) {
   }
   ms.sort((a, b) => a - b);
   const perSweep = [...counts.entries()].map(({ op, count }) => `${op} ${round(count / SWEEPS, 2)}`).join(', ');
-  return { store: kind, entries: size, overdue: OVERDUE, 'sweep p50 ms': round(percentile(ms, 50), 2), 'sweep p90 ms': round(percentile(ms, 90), 2), 'requests per sweep': perSweep, 'entries read': first.read };
+  return {
+    store: kind,
+    entries: size,
+    overdue: OVERDUE,
+    'sweep p50 ms': round(percentile(ms, 50), 2),
+    'sweep p90 ms': round(percentile(ms, 90), 2),
+    'requests per sweep': perSweep,
+    'entries read': first.read,
+  };
 }
 
 async function runStore(kind: string, store: ObjectStore, sizes: number[]) {

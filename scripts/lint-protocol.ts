@@ -36,9 +36,11 @@ function ruleFor(node: ts.Node): string | undefined {
     return ruleForAccess(node.expression.getText(), node.argumentExpression.text);
   }
   if ((ts.isNewExpression(node) || ts.isCallExpression(node)) && node.expression.getText() === 'Date') {
-    if (!node.arguments || node.arguments.length === 0) return `${ts.isNewExpression(node) ? 'new ' : ''}Date() reads the clock: use the injected Clock`;
+    if (!node.arguments || node.arguments.length === 0)
+      return `${ts.isNewExpression(node) ? 'new ' : ''}Date() reads the clock: use the injected Clock`;
   }
-  if (ts.isIdentifier(node) && TIMERS.has(node.text) && !isPropertyName(node)) return `${node.text} is a real timer: use clock.setTimer/sleep`;
+  if (ts.isIdentifier(node) && TIMERS.has(node.text) && !isPropertyName(node))
+    return `${node.text} is a real timer: use clock.setTimer/sleep`;
   if (ts.isVariableDeclaration(node) && ts.isObjectBindingPattern(node.name) && node.initializer) {
     const from = node.initializer.getText();
     for (const el of node.name.elements) {
@@ -75,7 +77,9 @@ function ruleForImport(node: ts.ImportDeclaration): string | undefined {
 /** `x.setTimeout` or `{ setTimeout: … }`: a name, not the global. */
 function isPropertyName(node: ts.Identifier): boolean {
   const p = node.parent;
-  return (ts.isPropertyAccessExpression(p) && p.name === node) || (ts.isPropertyAssignment(p) && p.name === node) || ts.isMethodDeclaration(p);
+  return (
+    (ts.isPropertyAccessExpression(p) && p.name === node) || (ts.isPropertyAssignment(p) && p.name === node) || ts.isMethodDeclaration(p)
+  );
 }
 
 export function lintSource(file: string, text: string): Violation[] {
@@ -101,7 +105,9 @@ function filesUnder(path: string): string[] {
     return [];
   }
   if (st.isFile()) return /\.(ts|mts|js|mjs)$/.test(path) ? [path] : [];
-  return readdirSync(path).sort().flatMap((name) => filesUnder(join(path, name)));
+  return readdirSync(path)
+    .sort()
+    .flatMap((name) => filesUnder(join(path, name)));
 }
 
 export function lintProject(root: string): Violation[] {

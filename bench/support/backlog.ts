@@ -37,7 +37,9 @@ export async function readTemplate(store: ObjectStore, a: ActorAddress): Promise
     if (e && e.address.className === a.className && nameHex(e.address.name) === nameHex(a.name)) entries.push(e);
   }
   if (links.length === 0 || !hold || entries.length !== 1) {
-    throw new Error(`template ${a.name}: expected a chain, a hold and one index entry; found ${links.length} links, ${hold ? 'a' : 'no'} hold, ${entries.length} entries`);
+    throw new Error(
+      `template ${a.name}: expected a chain, a hold and one index entry; found ${links.length} links, ${hold ? 'a' : 'no'} hold, ${entries.length} entries`,
+    );
   }
   return { links, hold, entries };
 }
@@ -53,7 +55,13 @@ export function copyPuts(t: Template, a: ActorAddress): [string, Uint8Array][] {
 }
 
 /** Copies the template to every address, `inFlight` puts at once; `onCopied(n)` after each actor. */
-export async function cloneBacklog(store: ObjectStore, t: Template, addresses: readonly ActorAddress[], inFlight: number, onCopied: (n: number) => void): Promise<void> {
+export async function cloneBacklog(
+  store: ObjectStore,
+  t: Template,
+  addresses: readonly ActorAddress[],
+  inFlight: number,
+  onCopied: (n: number) => void,
+): Promise<void> {
   let next = 0;
   let copied = 0;
   const lane = async () => {

@@ -32,7 +32,11 @@ export function mainRows(rows: DrainRow[]): Record<string, unknown>[] {
 
 export const drainTable = (rows: DrainRow[]) => table(mainRows(rows));
 
-const fmtOps = (o: Record<string, number>) => Object.entries(o).sort(([a], [b]) => a.localeCompare(b)).map(([op, n]) => `${op} ${n}`).join(', ') || '—';
+const fmtOps = (o: Record<string, number>) =>
+  Object.entries(o)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([op, n]) => `${op} ${n}`)
+    .join(', ') || '—';
 
 export function opRows(rows: DrainRow[]): Record<string, unknown>[] {
   return rows.map((r) => ({

@@ -52,8 +52,14 @@ export function lineChart(spec: ChartSpec): string {
     `<rect width="${width}" height="${height}" fill="white"/>`,
     `<text x="${width / 2}" y="22" text-anchor="middle" font-size="15">${escapeXml(spec.title)}</text>`,
   ];
-  for (const t of xt) out.push(`<line x1="${X(t)}" y1="${M.top}" x2="${X(t)}" y2="${M.top + ph}" stroke="#eee"/><text x="${X(t)}" y="${M.top + ph + 16}" text-anchor="middle">${t}</text>`);
-  for (const t of yt) out.push(`<line x1="${M.left}" y1="${Y(t)}" x2="${M.left + pw}" y2="${Y(t)}" stroke="#eee"/><text x="${M.left - 6}" y="${Number(Y(t)) + 4}" text-anchor="end">${t}</text>`);
+  for (const t of xt)
+    out.push(
+      `<line x1="${X(t)}" y1="${M.top}" x2="${X(t)}" y2="${M.top + ph}" stroke="#eee"/><text x="${X(t)}" y="${M.top + ph + 16}" text-anchor="middle">${t}</text>`,
+    );
+  for (const t of yt)
+    out.push(
+      `<line x1="${M.left}" y1="${Y(t)}" x2="${M.left + pw}" y2="${Y(t)}" stroke="#eee"/><text x="${M.left - 6}" y="${Number(Y(t)) + 4}" text-anchor="end">${t}</text>`,
+    );
   out.push(`<rect x="${M.left}" y="${M.top}" width="${pw}" height="${ph}" fill="none" stroke="#333"/>`);
   out.push(`<text x="${M.left + pw / 2}" y="${height - 12}" text-anchor="middle">${escapeXml(spec.xLabel)}</text>`);
   out.push(`<text transform="translate(16 ${M.top + ph / 2}) rotate(-90)" text-anchor="middle">${escapeXml(spec.yLabel)}</text>`);
@@ -64,7 +70,9 @@ export function lineChart(spec: ChartSpec): string {
     // Legend bottom-right: drain curves rise from the bottom left and end at the top right.
     const ly = M.top + ph - 10 - 18 * (spec.series.length - 1 - i);
     const lx = M.left + pw - 300;
-    out.push(`<line x1="${lx}" y1="${ly - 4}" x2="${lx + 20}" y2="${ly - 4}" stroke="${color}" stroke-width="3"/><text x="${lx + 26}" y="${ly}">${escapeXml(s.label)}</text>`);
+    out.push(
+      `<line x1="${lx}" y1="${ly - 4}" x2="${lx + 20}" y2="${ly - 4}" stroke="${color}" stroke-width="3"/><text x="${lx + 26}" y="${ly}">${escapeXml(s.label)}</text>`,
+    );
   });
   out.push('</svg>');
   return out.join('\n') + '\n';

@@ -42,7 +42,8 @@ export interface Indexed {
 const pad = (n: number, digits: number) => String(n).padStart(digits, '0');
 
 export function checkDue(dueMs: number): number {
-  if (!Number.isSafeInteger(dueMs) || dueMs < 0 || dueMs > DUE_MAX_MS) throw new RangeError(`alarm time ${dueMs} is outside 0..${DUE_MAX_MS}`);
+  if (!Number.isSafeInteger(dueMs) || dueMs < 0 || dueMs > DUE_MAX_MS)
+    throw new RangeError(`alarm time ${dueMs} is outside 0..${DUE_MAX_MS}`);
   return dueMs;
 }
 

@@ -45,7 +45,8 @@ export function holdDecision(
     if (hold.epoch === self.epoch && hold.state === 'held') return { kind: 'ours', generation: hold.generation };
     return { kind: 'take', generation: next }; // released, or an earlier run of this node
   }
-  if (hold.state === 'released' || !holder || holder.state !== 'live' || holder.epoch !== hold.epoch) return { kind: 'take', generation: next };
+  if (hold.state === 'released' || !holder || holder.state !== 'live' || holder.epoch !== hold.epoch)
+    return { kind: 'take', generation: next };
   // A live holder (its lease, plus grace, not yet over) keeps the actor: calls go to it.
   if (isLive(holder, nowMs, graceMs)) return { kind: 'forward', nodeId: holder.nodeId, addr: holder.addr };
   return { kind: 'fenceThenTake', generation: next };

@@ -104,7 +104,13 @@ export class HoldTable {
     // (holdDecision takes the actor for a released hold, or a holder's ended or missing run).
     const judge = hold && hold.nodeId !== this.self.nodeId && hold.state === 'held' && !this.nodes.isOver(hold.nodeId, hold.epoch);
     const holder = judge ? await this.nodes.fresh(hold.nodeId) : null;
-    const d = holdDecision(hold, holder?.record ?? null, { nodeId: this.self.nodeId, epoch: this.lease.epoch }, this.clock.now(), this.config.graceMs);
+    const d = holdDecision(
+      hold,
+      holder?.record ?? null,
+      { nodeId: this.self.nodeId, epoch: this.lease.epoch },
+      this.clock.now(),
+      this.config.graceMs,
+    );
     switch (d.kind) {
       case 'ours':
         // A generation this node released: the release may still be in flight and land after this
@@ -125,7 +131,11 @@ export class HoldTable {
     }
   }
 
-  private async write(a: ActorAddress, generation: number, condition: { ifNoneMatch: '*' } | { ifMatch: string }): Promise<Ownership | undefined> {
+  private async write(
+    a: ActorAddress,
+    generation: number,
+    condition: { ifNoneMatch: '*' } | { ifMatch: string },
+  ): Promise<Ownership | undefined> {
     const record: HoldRecord = { nodeId: this.self.nodeId, epoch: this.lease.epoch, generation, state: 'held' };
     try {
       const { etag } = await this.store.put(holdKey(a), encodeHold(record), condition);

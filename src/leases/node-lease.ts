@@ -63,7 +63,11 @@ export class NodeLease {
     }
     this.epoch = Math.max(localEpoch, (previous?.epoch ?? 0) + 1);
     const sentAt = this.clock.now();
-    const { etag } = await this.store.put(key, encodeNode(this.record(sentAt, 'live')), existing ? { ifMatch: existing.etag } : { ifNoneMatch: '*' });
+    const { etag } = await this.store.put(
+      key,
+      encodeNode(this.record(sentAt, 'live')),
+      existing ? { ifMatch: existing.etag } : { ifNoneMatch: '*' },
+    );
     this.accept(etag, sentAt);
     return this.epoch;
   }
@@ -105,7 +109,8 @@ export class NodeLease {
 
   /** Throws LeaseLost unless the lease is valid now. */
   check(): void {
-    if (!this.isValid()) throw new LeaseLost(`node ${this.self.nodeId}'s lease is ${this.fenced ? 'fenced' : 'not valid (renewals failing)'}`);
+    if (!this.isValid())
+      throw new LeaseLost(`node ${this.self.nodeId}'s lease is ${this.fenced ? 'fenced' : 'not valid (renewals failing)'}`);
   }
 
   private record(sentAt: number, state: NodeRecord['state']): NodeRecord {

@@ -61,9 +61,16 @@ export async function* listAlarms(store: ObjectStore, tenant: string, dueBeforeM
   } while (continuation !== undefined);
 }
 
-export async function alarmsLsCommand(o: { bucket: string; tenant?: string; dueBefore?: string; limit?: number; json?: boolean }): Promise<void> {
+export async function alarmsLsCommand(o: {
+  bucket: string;
+  tenant?: string;
+  dueBefore?: string;
+  limit?: number;
+  json?: boolean;
+}): Promise<void> {
   const dueBeforeMs = o.dueBefore === undefined ? undefined : Date.parse(o.dueBefore);
-  if (dueBeforeMs !== undefined && Number.isNaN(dueBeforeMs)) throw new BadRequest(`--due-before must be an ISO time, got ${JSON.stringify(o.dueBefore)}`);
+  if (dueBeforeMs !== undefined && Number.isNaN(dueBeforeMs))
+    throw new BadRequest(`--due-before must be an ISO time, got ${JSON.stringify(o.dueBefore)}`);
   const limit = o.limit ?? 1000;
   if (!Number.isInteger(limit) || limit < 1) throw new BadRequest('--limit must be a positive integer');
   const store = openExistingBucket(o.bucket, { config: resolveOptions(), clock: new SystemClock() });
@@ -74,7 +81,11 @@ export async function alarmsLsCommand(o: { bucket: string; tenant?: string; dueB
     for (const tenant of tenants) {
       for await (const row of listAlarms(store, tenant, dueBeforeMs)) {
         if (shown++ >= limit) return void console.error(`(stopped at --limit ${limit})`);
-        console.log(o.json ? JSON.stringify(row) : [row.due, row.tenant, row.className, JSON.stringify(row.name), row.generation ?? '-', row.kind].join('\t'));
+        console.log(
+          o.json
+            ? JSON.stringify(row)
+            : [row.due, row.tenant, row.className, JSON.stringify(row.name), row.generation ?? '-', row.kind].join('\t'),
+        );
       }
     }
   } finally {

@@ -27,7 +27,10 @@ function tunable(value: string, previous: Record<string, number>): Record<string
 }
 
 function list(value: string): string[] {
-  return value.split(',').map((s) => s.trim()).filter(Boolean);
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 // `keepwork index check | head`: a closed pipe ends the command quietly, as for any Unix tool.
@@ -46,13 +49,34 @@ program
   .option('--tenants <a,b>', 'tenants to serve (default: all)', list)
   .option('--node-id <id>', 'this node’s id (default: kept in the data dir)')
   .option('--set <name=value>', 'any tunable of DESIGN.md §1 / src/main/config.ts, e.g. leasePeriodMs=2000 (repeatable)', tunable, {})
-  .action(async (o: { data: string; bucket: string; port: number; host: string; class: Record<string, string>; tenants?: string[]; nodeId?: string; set: Record<string, number> }) => {
-    const log = createLogger();
-    const node = await startNode({ ...o.set, dataDir: o.data, bucket: o.bucket, port: o.port, host: o.host, classes: o.class, tenants: o.tenants, nodeId: o.nodeId, logger: log });
-    console.error(`keepwork node ${node.nodeId} (epoch ${node.epoch}) serving ${node.url} — Ctrl-C stops it`);
-    await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
-    await node.stop();
-  });
+  .action(
+    async (o: {
+      data: string;
+      bucket: string;
+      port: number;
+      host: string;
+      class: Record<string, string>;
+      tenants?: string[];
+      nodeId?: string;
+      set: Record<string, number>;
+    }) => {
+      const log = createLogger();
+      const node = await startNode({
+        ...o.set,
+        dataDir: o.data,
+        bucket: o.bucket,
+        port: o.port,
+        host: o.host,
+        classes: o.class,
+        tenants: o.tenants,
+        nodeId: o.nodeId,
+        logger: log,
+      });
+      console.error(`keepwork node ${node.nodeId} (epoch ${node.epoch}) serving ${node.url} — Ctrl-C stops it`);
+      await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
+      await node.stop();
+    },
+  );
 
 /** A subcommand that reads (or writes) a bucket: every one takes `--bucket URL`. */
 function bucketCommand(parent: Command, name: string): Command {

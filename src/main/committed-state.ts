@@ -47,7 +47,11 @@ export async function readCommitted(store: ObjectStore, a: ActorAddress, workDir
   try {
     const r = await restoreChain(store, a, tmp, { seqs });
     if (r.state === 'empty') return { address: a, state: 'empty', ...NONE };
-    const head = { headSeq: r.head.seq, generation: r.head.header.generation, writer: { nodeId: r.head.header.nodeId, epoch: r.head.header.epoch, atMs: r.head.header.atMs } };
+    const head = {
+      headSeq: r.head.seq,
+      generation: r.head.header.generation,
+      writer: { nodeId: r.head.header.nodeId, epoch: r.head.header.epoch, atMs: r.head.header.atMs },
+    };
     if (r.state === 'deleted') return { address: a, state: 'deleted', ...head, ...NONE };
     return { address: a, state: 'restored', ...head, ...readTables(tmp) };
   } catch (e) {
@@ -57,10 +61,14 @@ export async function readCommitted(store: ObjectStore, a: ActorAddress, workDir
   }
 }
 
-function readTables(path: string): Pick<CommittedActor, 'alarmAt' | 'indexedRaw' | 'indexed' | 'initialized' | 'alarmFailures' | 'ownerFence'> {
+function readTables(
+  path: string,
+): Pick<CommittedActor, 'alarmAt' | 'indexedRaw' | 'indexed' | 'initialized' | 'alarmFailures' | 'ownerFence'> {
   const db = new Database(path, { fileMustExist: true, readonly: true });
   try {
-    const hasTables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name IN ('_keep_alarm', '_keep_meta')").get() as { n: number };
+    const hasTables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name IN ('_keep_alarm', '_keep_meta')").get() as {
+      n: number;
+    };
     if (hasTables.n < 2) return { ...NONE };
     const indexedRaw = readMeta(db, 'alarm_indexed');
     let indexed: Indexed | null | undefined;

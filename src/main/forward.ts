@@ -21,8 +21,24 @@ export function actorPath(a: ActorAddress): string {
   return `/v1/actors/${seg(a.tenant)}/${seg(a.className)}/${seg(a.name)}`;
 }
 
-export async function forwardCall(addr: string, a: ActorAddress, method: string, args: unknown[], durable: boolean, hops: number, s: ForwardSettings): Promise<unknown> {
-  const body = (await send(addr, `${actorPath(a)}/${seg(method)}${durable ? '?durable=1' : ''}`, 'POST', JSON.stringify(args), hops, s, a)) as { result: unknown };
+export async function forwardCall(
+  addr: string,
+  a: ActorAddress,
+  method: string,
+  args: unknown[],
+  durable: boolean,
+  hops: number,
+  s: ForwardSettings,
+): Promise<unknown> {
+  const body = (await send(
+    addr,
+    `${actorPath(a)}/${seg(method)}${durable ? '?durable=1' : ''}`,
+    'POST',
+    JSON.stringify(args),
+    hops,
+    s,
+    a,
+  )) as { result: unknown };
   return body.result;
 }
 
@@ -31,14 +47,31 @@ export async function forwardGetAlarm(addr: string, a: ActorAddress, hops: numbe
   return body.alarm;
 }
 
-async function send(addr: string, path: string, method: string, body: string | undefined, hops: number, s: ForwardSettings, a: ActorAddress): Promise<unknown> {
+async function send(
+  addr: string,
+  path: string,
+  method: string,
+  body: string | undefined,
+  hops: number,
+  s: ForwardSettings,
+  a: ActorAddress,
+): Promise<unknown> {
   if (!addr) throw new OwnerUnreachable(`${formatAddress(a)} is held by a node without an HTTP address; retry later`);
-  if (hops >= s.hopsMax) throw new OwnerUnreachable(`${formatAddress(a)}: the call was forwarded ${hops} times (forwardHopsMax); retry later`);
+  if (hops >= s.hopsMax)
+    throw new OwnerUnreachable(`${formatAddress(a)}: the call was forwarded ${hops} times (forwardHopsMax); retry later`);
   let res: Response;
   try {
-    res = await fetch(addr + path, { method, body, headers: { [HOPS_HEADER]: String(hops + 1), 'content-type': 'application/json' }, signal: AbortSignal.timeout(s.timeoutMs) });
+    res = await fetch(addr + path, {
+      method,
+      body,
+      headers: { [HOPS_HEADER]: String(hops + 1), 'content-type': 'application/json' },
+      signal: AbortSignal.timeout(s.timeoutMs),
+    });
   } catch (e) {
-    throw new OwnerUnreachable(`${formatAddress(a)} is held by ${addr}, which did not answer (${(e as Error).message}); retry in a few seconds`, { cause: e });
+    throw new OwnerUnreachable(
+      `${formatAddress(a)} is held by ${addr}, which did not answer (${(e as Error).message}); retry in a few seconds`,
+      { cause: e },
+    );
   }
   const json = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
   if (res.ok) return json;

@@ -15,7 +15,8 @@ export interface NodeIdentity {
 const NODE_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function nextIdentity(dataDir: string, random: Random, requested?: string): NodeIdentity {
-  if (requested !== undefined && !NODE_ID_RE.test(requested)) throw new BadConfig(`nodeId ${JSON.stringify(requested)} must match [A-Za-z0-9_-]{1,64}`);
+  if (requested !== undefined && !NODE_ID_RE.test(requested))
+    throw new BadConfig(`nodeId ${JSON.stringify(requested)} must match [A-Za-z0-9_-]{1,64}`);
   mkdirSync(dataDir, { recursive: true });
   const path = join(dataDir, 'node.json');
   const previous = read(path);

@@ -31,23 +31,34 @@ const iso = (ms: number | null | undefined) => (ms === null || ms === undefined 
 export function findingLine(f: Finding): string {
   if (f.type === 'actor') {
     const a = f.actor;
-    const parts = [`alarm ${iso(a.alarmAt)}`, `alarm_indexed ${JSON.stringify(a.indexedRaw ?? '')}`, `head ${a.headSeq ?? '-'} (generation ${a.generation ?? '-'})`];
+    const parts = [
+      `alarm ${iso(a.alarmAt)}`,
+      `alarm_indexed ${JSON.stringify(a.indexedRaw ?? '')}`,
+      `head ${a.headSeq ?? '-'} (generation ${a.generation ?? '-'})`,
+    ];
     if (f.expectedKey) parts.push(`expected ${f.expectedKey}`);
     if (a.error) parts.push(`error: ${a.error}`);
     if (f.repairedKey) parts.push(`REPAIRED: listed ${f.repairedKey}`);
     return `actor  ${f.kind.padEnd(15)} ${formatAddress(a.address)}  ${parts.join('  ')}`;
   }
-  const who = f.actor ? `${formatAddress(f.actor.address)}${f.actor.alarmAt !== null ? ` (committed alarm ${iso(f.actor.alarmAt)})` : ''}` : '';
+  const who = f.actor
+    ? `${formatAddress(f.actor.address)}${f.actor.alarmAt !== null ? ` (committed alarm ${iso(f.actor.alarmAt)})` : ''}`
+    : '';
   return `entry  ${f.kind.padEnd(15)} ${f.key}  ${who}${f.served ? '' : '  [no live node serves this class]'}`.trimEnd();
 }
 
 export function summaryLines(c: CheckCounts, repair: boolean): string[] {
   const lines = [`${c.actors} actors with a chain, ${c.withAlarm} with a committed alarm; ${c.entries} index entries`];
   lines.push('committed alarms:');
-  for (const [k, n] of Object.entries(c.actorKinds)) lines.push(`  ${k.padEnd(15)} ${String(n).padStart(6)}  ${EXPLAIN[k as keyof typeof EXPLAIN]}`);
+  for (const [k, n] of Object.entries(c.actorKinds))
+    lines.push(`  ${k.padEnd(15)} ${String(n).padStart(6)}  ${EXPLAIN[k as keyof typeof EXPLAIN]}`);
   lines.push('index entries:');
-  for (const [k, n] of Object.entries(c.entryKinds)) lines.push(`  ${k.padEnd(15)} ${String(n).padStart(6)}  ${EXPLAIN[k as keyof typeof EXPLAIN]}`);
-  if (c.unservedEntries) lines.push(`  ${c.unservedEntries} entries are for a class or tenant no live node serves: they stay in the index and sweeps step past them (ADR)`);
+  for (const [k, n] of Object.entries(c.entryKinds))
+    lines.push(`  ${k.padEnd(15)} ${String(n).padStart(6)}  ${EXPLAIN[k as keyof typeof EXPLAIN]}`);
+  if (c.unservedEntries)
+    lines.push(
+      `  ${c.unservedEntries} entries are for a class or tenant no live node serves: they stay in the index and sweeps step past them (ADR)`,
+    );
   if (repair) lines.push(`repair: listed ${c.repaired} fresh entries; nothing was deleted`);
   return lines;
 }
@@ -77,7 +88,8 @@ export async function indexCheckCommand(o: IndexCheckOptions): Promise<void> {
     progress.done();
     if (o.json) console.log(JSON.stringify({ type: 'summary', ...counts }));
     else for (const line of summaryLines(counts, !!o.repair)) console.log(line);
-    const problems = (counts.actorKinds.missing ?? 0) + (counts.actorKinds.unindexed ?? 0) + (counts.actorKinds.unreadable ?? 0) - counts.repaired;
+    const problems =
+      (counts.actorKinds.missing ?? 0) + (counts.actorKinds.unindexed ?? 0) + (counts.actorKinds.unreadable ?? 0) - counts.repaired;
     if (problems > 0) process.exitCode = 2;
   } finally {
     rmSync(workDir, { recursive: true, force: true });
@@ -87,7 +99,15 @@ export async function indexCheckCommand(o: IndexCheckOptions): Promise<void> {
 
 function findingJson(f: Finding): Record<string, unknown> {
   const a = f.actor;
-  const actor = a && { address: formatAddress(a.address), state: a.state, headSeq: a.headSeq, generation: a.generation, alarmAt: a.alarmAt, alarmIndexed: a.indexedRaw, error: a.error };
+  const actor = a && {
+    address: formatAddress(a.address),
+    state: a.state,
+    headSeq: a.headSeq,
+    generation: a.generation,
+    alarmAt: a.alarmAt,
+    alarmIndexed: a.indexedRaw,
+    error: a.error,
+  };
   return f.type === 'actor'
     ? { type: 'actor', kind: f.kind, actor, expectedKey: f.expectedKey, repairedKey: f.repairedKey }
     : { type: 'entry', kind: f.kind, key: f.key, actor, served: f.served };

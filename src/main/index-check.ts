@@ -137,7 +137,11 @@ export async function repairEntry(store: ObjectStore, actor: CommittedActor, non
   return key;
 }
 
-async function judgeEntry(cache: CommittedCache, key: string, serves: (t: string, c: string) => boolean): Promise<Finding & { type: 'entry' }> {
+async function judgeEntry(
+  cache: CommittedCache,
+  key: string,
+  serves: (t: string, c: string) => boolean,
+): Promise<Finding & { type: 'entry' }> {
   const entry = parseEntryKey(key);
   if (!entry) return { type: 'entry', kind: 'notAnEntry', key, served: true };
   const actor = await cache.get(entry.address);

@@ -22,7 +22,13 @@ export interface TenantIndexStats {
   lagMs: number;
 }
 
-export async function tenantIndexStats(store: ObjectStore, tenant: string, nowMs: number, marginMs: number, onProgress?: (seen: number) => void): Promise<TenantIndexStats> {
+export async function tenantIndexStats(
+  store: ObjectStore,
+  tenant: string,
+  nowMs: number,
+  marginMs: number,
+  onProgress?: (seen: number) => void,
+): Promise<TenantIndexStats> {
   const s: TenantIndexStats = { tenant, entries: 0, due: 0, overdue: 0, oldestDueMs: null, lagMs: 0 };
   for await (const key of listAll(store, { prefix: tenantPrefix(tenant) })) {
     const e = parseEntryKey(key);

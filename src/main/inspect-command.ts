@@ -30,7 +30,14 @@ export interface Inspection {
   verdict: ActorKind | 'noAlarm';
 }
 
-export async function inspectActor(store: ObjectStore, a: ActorAddress, workDir: string, nowMs: number, graceMs: number, progress?: Progress): Promise<Inspection> {
+export async function inspectActor(
+  store: ObjectStore,
+  a: ActorAddress,
+  workDir: string,
+  nowMs: number,
+  graceMs: number,
+  progress?: Progress,
+): Promise<Inspection> {
   const committed = await readCommitted(store, a, workDir);
   const hold = await readHold(store, a, nowMs, graceMs);
   const entries: Inspection['entries'] = [];
@@ -71,9 +78,18 @@ export function inspectionLines(i: Inspection, nowMs: number): string[] {
   const lines = [`actor          ${formatAddress(c.address)}`];
   if (c.state === 'empty') lines.push('chain          none in this bucket');
   else if (c.state === 'corrupt') lines.push(`chain          cannot be restored: ${c.error}`);
-  else lines.push(`chain          head link ${c.headSeq}${c.state === 'deleted' ? ' (tombstone: deleted)' : ''}, generation ${c.generation}, written by ${c.writer!.nodeId} epoch ${c.writer!.epoch} at ${iso(c.writer!.atMs)}`);
-  lines.push(i.hold ? `hold           ${i.hold.state} by ${i.hold.nodeId} epoch ${i.hold.epoch}, generation ${i.hold.generation} (holder: ${i.hold.holderStatus})` : 'hold           none');
-  lines.push(`alarm          ${c.alarmAt === null ? 'none' : `${iso(c.alarmAt)} (${rel(c.alarmAt)})`}${c.alarmFailures ? `, ${c.alarmFailures} failures so far` : ''}`);
+  else
+    lines.push(
+      `chain          head link ${c.headSeq}${c.state === 'deleted' ? ' (tombstone: deleted)' : ''}, generation ${c.generation}, written by ${c.writer!.nodeId} epoch ${c.writer!.epoch} at ${iso(c.writer!.atMs)}`,
+    );
+  lines.push(
+    i.hold
+      ? `hold           ${i.hold.state} by ${i.hold.nodeId} epoch ${i.hold.epoch}, generation ${i.hold.generation} (holder: ${i.hold.holderStatus})`
+      : 'hold           none',
+  );
+  lines.push(
+    `alarm          ${c.alarmAt === null ? 'none' : `${iso(c.alarmAt)} (${rel(c.alarmAt)})`}${c.alarmFailures ? `, ${c.alarmFailures} failures so far` : ''}`,
+  );
   lines.push(`alarm_indexed  ${JSON.stringify(c.indexedRaw ?? '')}${c.indexed === undefined ? ' (unreadable)' : ''}`);
   if (c.ownerFence) lines.push(`owner_fence    ${c.ownerFence}`);
   lines.push(`index entries  ${i.entries.length}`);

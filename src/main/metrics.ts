@@ -10,19 +10,54 @@ export class NodeMetrics {
   readonly registry = new Registry();
   /** Recent deliveries and samples over time, for the status page (not Prometheus series). */
   readonly feed = new StatusFeed();
-  readonly deliveries = new Counter({ name: 'keepwork_alarm_deliveries_total', help: 'Alarm deliveries started, by source (own timer or sweep offer) and outcome', labelNames: ['outcome'] as const, registers: [this.registry] });
-  readonly staleRemoved = new Counter({ name: 'keepwork_index_stale_removed_total', help: 'Stale index entries removed at delivery', registers: [this.registry] });
+  readonly deliveries = new Counter({
+    name: 'keepwork_alarm_deliveries_total',
+    help: 'Alarm deliveries started, by source (own timer or sweep offer) and outcome',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly staleRemoved = new Counter({
+    name: 'keepwork_index_stale_removed_total',
+    help: 'Stale index entries removed at delivery',
+    registers: [this.registry],
+  });
   readonly tardiness = new Histogram({
     name: 'keepwork_alarm_tardiness_seconds',
     help: 'How late an alarm delivery started after its due time',
     buckets: [0.05, 0.25, 1, 2, 5, 10, 15, 20, 30, 60, 120, 300],
     registers: [this.registry],
   });
-  readonly sweepDuration = new Histogram({ name: 'keepwork_sweep_duration_seconds', help: 'Duration of one sweep of one tenant', labelNames: ['tenant'] as const, buckets: [0.005, 0.02, 0.1, 0.5, 1, 5], registers: [this.registry] });
-  readonly sweepRead = new Counter({ name: 'keepwork_sweep_entries_read_total', help: 'Index entries read by sweeps', labelNames: ['tenant'] as const, registers: [this.registry] });
-  readonly sweepOffered = new Counter({ name: 'keepwork_sweep_entries_offered_total', help: 'Entries a sweep offered to the timer and it took', labelNames: ['tenant'] as const, registers: [this.registry] });
-  readonly sweepOfferedAnyones = new Counter({ name: 'keepwork_sweep_anyones_offered_total', help: 'Of the entries offered, those of another node’s shard (anyone’s: overdue three margins)', labelNames: ['tenant'] as const, registers: [this.registry] });
-  readonly indexLag = new Gauge({ name: 'keepwork_index_lag_seconds', help: 'Age of the oldest overdue entry the last sweep read (0 when none)', labelNames: ['tenant'] as const, registers: [this.registry] });
+  readonly sweepDuration = new Histogram({
+    name: 'keepwork_sweep_duration_seconds',
+    help: 'Duration of one sweep of one tenant',
+    labelNames: ['tenant'] as const,
+    buckets: [0.005, 0.02, 0.1, 0.5, 1, 5],
+    registers: [this.registry],
+  });
+  readonly sweepRead = new Counter({
+    name: 'keepwork_sweep_entries_read_total',
+    help: 'Index entries read by sweeps',
+    labelNames: ['tenant'] as const,
+    registers: [this.registry],
+  });
+  readonly sweepOffered = new Counter({
+    name: 'keepwork_sweep_entries_offered_total',
+    help: 'Entries a sweep offered to the timer and it took',
+    labelNames: ['tenant'] as const,
+    registers: [this.registry],
+  });
+  readonly sweepOfferedAnyones = new Counter({
+    name: 'keepwork_sweep_anyones_offered_total',
+    help: 'Of the entries offered, those of another node’s shard (anyone’s: overdue three margins)',
+    labelNames: ['tenant'] as const,
+    registers: [this.registry],
+  });
+  readonly indexLag = new Gauge({
+    name: 'keepwork_index_lag_seconds',
+    help: 'Age of the oldest overdue entry the last sweep read (0 when none)',
+    labelNames: ['tenant'] as const,
+    registers: [this.registry],
+  });
   /** Counted in shared memory by the main thread and every worker (src/store/request-counts.ts). */
   readonly mainRequests = new RequestCounts();
   readonly workerRequests = new RequestCounts();
@@ -35,8 +70,16 @@ export class NodeMetrics {
   });
   readonly pendingAlarms = new Gauge({ name: 'keepwork_timer_alarms', help: 'Alarms in this node’s timer', registers: [this.registry] });
   readonly heldActors = new Gauge({ name: 'keepwork_held_actors', help: 'Actors this node holds', registers: [this.registry] });
-  readonly fenced = new Gauge({ name: 'keepwork_node_fenced', help: '1 once this node found its lease fenced (it sweeps and delivers nothing until restarted)', registers: [this.registry] });
-  readonly deliveryBacklog = new Gauge({ name: 'keepwork_delivery_backlog', help: 'Deliveries queued or running', registers: [this.registry] });
+  readonly fenced = new Gauge({
+    name: 'keepwork_node_fenced',
+    help: '1 once this node found its lease fenced (it sweeps and delivers nothing until restarted)',
+    registers: [this.registry],
+  });
+  readonly deliveryBacklog = new Gauge({
+    name: 'keepwork_delivery_backlog',
+    help: 'Deliveries queued or running',
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'keepwork_process_' });
@@ -44,7 +87,10 @@ export class NodeMetrics {
 
   private collectRequests(): void {
     this.storeRequests.reset();
-    for (const [thread, counts] of [['main', this.mainRequests], ['worker', this.workerRequests]] as const) {
+    for (const [thread, counts] of [
+      ['main', this.mainRequests],
+      ['worker', this.workerRequests],
+    ] as const) {
       for (const { op, area, count } of counts.entries()) this.storeRequests.inc({ op, area, thread }, count);
     }
   }

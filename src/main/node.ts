@@ -76,7 +76,8 @@ export class Node implements RoutingNode {
       config,
       log: log.child({ component: 'sweep' }),
       self: () => ({ nodeId: this.nodeId, tenants: this.tenants ?? null, classes: Object.keys(this.classes) }),
-      live: async (maxAgeMs) => (await this.membership.nodes.live(maxAgeMs)).map((r) => ({ nodeId: r.nodeId, tenants: r.tenants, classes: r.classes })),
+      live: async (maxAgeMs) =>
+        (await this.membership.nodes.live(maxAgeMs)).map((r) => ({ nodeId: r.nodeId, tenants: r.tenants, classes: r.classes })),
       busy: { has: (actor) => this.busy(actor) },
       offer: (address, dueMs) => this.offerEntry(address, dueMs),
       backlog: () => this.deliveries.size + this.deliveries.pending,
@@ -118,7 +119,9 @@ export class Node implements RoutingNode {
 
   refillTimer(dataDir: string): void {
     let n = 0;
-    for (const { address, at } of scanAlarms(dataDir, (path, e) => this.log.error({ path, err: e }, 'cannot read actor database at start'))) {
+    for (const { address, at } of scanAlarms(dataDir, (path, e) =>
+      this.log.error({ path, err: e }, 'cannot read actor database at start'),
+    )) {
       if (!this.serves(address)) continue;
       this.timer.set(formatAddress(address), at);
       n++;
@@ -205,7 +208,11 @@ export class Node implements RoutingNode {
    * that finds the hold changed once it reaches the actor's lane (released idle or given back
    * meanwhile) acquires again, a bounded number of times, instead of failing the caller.
    */
-  private async withHold<T>(address: ActorAddress, elsewhere: (own: { nodeId: string; addr: string }) => Promise<T>, mine: (generation: number) => Promise<T>): Promise<T> {
+  private async withHold<T>(
+    address: ActorAddress,
+    elsewhere: (own: { nodeId: string; addr: string }) => Promise<T>,
+    mine: (generation: number) => Promise<T>,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const own = await this.own(address);
       if (own.kind === 'elsewhere') return elsewhere(own);
@@ -266,7 +273,8 @@ export class Node implements RoutingNode {
     return this.lanes.run(key, async () => {
       // The hold may have been released (idle, empty bucket) or lost while this event waited in
       // the lane: it must not run under a generation this node no longer holds.
-      if ('generation' in event && this.membership.holds.held(address) !== event.generation) throw new HoldChanged(`the hold of ${key} changed while the event waited; retry`);
+      if ('generation' in event && this.membership.holds.held(address) !== event.generation)
+        throw new HoldChanged(`the hold of ${key} changed while the event waited; retry`);
       this.lastUsed.set(key, { address, at: this.clock.now() });
       const r = await this.runWithHardLimit(event);
       if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.timer.set(key, r.alarmAt);
@@ -351,16 +359,22 @@ export class Node implements RoutingNode {
   }
 
   private async releaseHold(address: ActorAddress): Promise<void> {
-    await this.membership.holds.release(address).catch((e: unknown) => this.log.warn({ actor: formatAddress(address), err: e }, 'releasing a hold failed'));
+    await this.membership.holds
+      .release(address)
+      .catch((e: unknown) => this.log.warn({ actor: formatAddress(address), err: e }, 'releasing a hold failed'));
   }
 
   private serves(address: ActorAddress): boolean {
-    return Object.prototype.hasOwnProperty.call(this.classes, address.className) && (!this.tenants || this.tenants.includes(address.tenant));
+    return (
+      Object.prototype.hasOwnProperty.call(this.classes, address.className) && (!this.tenants || this.tenants.includes(address.tenant))
+    );
   }
 
   private checkServed(address: ActorAddress): ActorAddress {
-    if (!Object.prototype.hasOwnProperty.call(this.classes, address.className)) throw new NotFound(`this node serves no actor class ${JSON.stringify(address.className)}`);
-    if (this.tenants && !this.tenants.includes(address.tenant)) throw new NotFound(`this node does not serve tenant ${JSON.stringify(address.tenant)}`);
+    if (!Object.prototype.hasOwnProperty.call(this.classes, address.className))
+      throw new NotFound(`this node serves no actor class ${JSON.stringify(address.className)}`);
+    if (this.tenants && !this.tenants.includes(address.tenant))
+      throw new NotFound(`this node does not serve tenant ${JSON.stringify(address.tenant)}`);
     return address;
   }
 }

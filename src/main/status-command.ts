@@ -63,7 +63,8 @@ export async function statusCommand(o: { bucket: string; json?: boolean; index?:
     if (o.json) return void console.log(JSON.stringify(withIndex ? { nodes: rows, index } : rows, null, 2));
     if (rows.length === 0) console.log(`no nodes in ${store.description}`);
     else console.log(['node', 'status', 'epoch', 'addr', 'renewed', 'holds'].join('\t'));
-    for (const r of rows) console.log([r.nodeId, r.status, r.epoch, r.addr || '-', `${(r.leaseAgeMs / 1000).toFixed(1)}s ago`, r.holds].join('\t'));
+    for (const r of rows)
+      console.log([r.nodeId, r.status, r.epoch, r.addr || '-', `${(r.leaseAgeMs / 1000).toFixed(1)}s ago`, r.holds].join('\t'));
     if (withIndex) printIndex(index);
   } finally {
     await store.close();
@@ -75,7 +76,9 @@ export async function indexStatus(store: ObjectStore, nowMs: number, marginMs: n
   const progress = new Progress();
   const out: TenantIndexStats[] = [];
   for (const tenant of await indexTenants(store)) {
-    out.push(await tenantIndexStats(store, tenant, nowMs, marginMs, (n) => progress.update(`listing the index of tenant ${tenant}: ${n} entries`)));
+    out.push(
+      await tenantIndexStats(store, tenant, nowMs, marginMs, (n) => progress.update(`listing the index of tenant ${tenant}: ${n} entries`)),
+    );
   }
   progress.done();
   return out;

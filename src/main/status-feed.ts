@@ -72,7 +72,14 @@ export class StatusFeed {
 
   /** A delivery threw (the node retries it after a lease period). */
   failed(actor: string, dueMs: number, e: unknown, nowMs: number): void {
-    this.record({ atMs: nowMs, actor, dueMs, outcome: 'failed', lateMs: Math.max(0, nowMs - dueMs), error: e instanceof Error ? e.message : String(e) });
+    this.record({
+      atMs: nowMs,
+      actor,
+      dueMs,
+      outcome: 'failed',
+      lateMs: Math.max(0, nowMs - dueMs),
+      error: e instanceof Error ? e.message : String(e),
+    });
   }
 
   sample(s: Omit<StatusSample, 'delivered' | 'failed'>): void {

@@ -81,7 +81,14 @@ export class StatusView {
     const holds = this.holds?.value;
     const nodes = (this.nodes?.value ?? []).map((r) => this.row(r, now, holds?.counts));
     return {
-      node: { nodeId: this.node.nodeId, epoch: this.node.epoch, url: this.node.url, held: this.node.heldActors(), timer: this.node.pendingAlarms(), atMs: now },
+      node: {
+        nodeId: this.node.nodeId,
+        epoch: this.node.epoch,
+        url: this.node.url,
+        held: this.node.heldActors(),
+        timer: this.node.pendingAlarms(),
+        atMs: now,
+      },
       nodes,
       holdsScanned: holds?.scanned ?? 0,
       holdsTruncated: holds?.truncated ?? false,

@@ -42,7 +42,13 @@ export async function listChain(store: ObjectStore, a: ActorAddress): Promise<nu
   return seqs;
 }
 
-export async function createLink(store: ObjectStore, a: ActorAddress, seq: number, body: Uint8Array, r: RetryDeps): Promise<{ etag: string }> {
+export async function createLink(
+  store: ObjectStore,
+  a: ActorAddress,
+  seq: number,
+  body: Uint8Array,
+  r: RetryDeps,
+): Promise<{ etag: string }> {
   const key = linkKey(a, seq);
   let uncertain = false;
   for (let attempt = 1; ; attempt++) {
@@ -58,12 +64,22 @@ export async function createLink(store: ObjectStore, a: ActorAddress, seq: numbe
   }
 }
 
-async function settleConflict(store: ObjectStore, a: ActorAddress, seq: number, key: string, body: Uint8Array, uncertain: boolean): Promise<{ etag: string }> {
+async function settleConflict(
+  store: ObjectStore,
+  a: ActorAddress,
+  seq: number,
+  key: string,
+  body: Uint8Array,
+  uncertain: boolean,
+): Promise<{ etag: string }> {
   const current = await store.get(key);
   if (current && sameBytes(current.body, body)) return { etag: current.etag }; // our own earlier attempt landed
-  throw new ChainConflict(`link ${seq} of ${formatAddress(a)} was written by another writer${uncertain ? ' (after an ambiguous attempt of ours)' : ''}`, {
-    details: { key, seq },
-  });
+  throw new ChainConflict(
+    `link ${seq} of ${formatAddress(a)} was written by another writer${uncertain ? ' (after an ambiguous attempt of ours)' : ''}`,
+    {
+      details: { key, seq },
+    },
+  );
 }
 
 export interface ChainHead {
@@ -93,16 +109,19 @@ export async function restoreChain(
   const fetched: { seq: number; etag: string; link: Link }[] = [];
   for (let i = seqs.length - 1; i >= 0; i--) {
     const seq = seqs[i]!;
-    if (i < seqs.length - 1 && seqs[i + 1] !== seq + 1) throw new CorruptLink(`chain of ${formatAddress(a)} has a gap before link ${seqs[i + 1]}`);
+    if (i < seqs.length - 1 && seqs[i + 1] !== seq + 1)
+      throw new CorruptLink(`chain of ${formatAddress(a)} has a gap before link ${seqs[i + 1]}`);
     const obj = await store.get(linkKey(a, seq));
     if (!obj) throw new CorruptLink(`link ${seq} of ${formatAddress(a)} vanished while restoring`, { seq });
     const link = decodeLink(obj.body, seq);
     fetched.push({ seq, etag: obj.etag, link });
-    if (i === seqs.length - 1 && link.header.kind === 'tombstone') return { state: 'deleted', head: { seq, etag: obj.etag, header: link.header } };
+    if (i === seqs.length - 1 && link.header.kind === 'tombstone')
+      return { state: 'deleted', head: { seq, etag: obj.etag, header: link.header } };
     if (link.header.kind !== 'delta') break;
   }
   const base = fetched[fetched.length - 1]!;
-  if (base.link.header.kind !== 'snapshot') throw new CorruptLink(`chain of ${formatAddress(a)} has no snapshot at or below link ${base.seq}`);
+  if (base.link.header.kind !== 'snapshot')
+    throw new CorruptLink(`chain of ${formatAddress(a)} has no snapshot at or below link ${base.seq}`);
   const top = fetched[0]!;
   writeLinks(outPath, fetched.reverse(), options.onProgress);
   const bytes = fetched.reduce((n, f) => n + f.link.payload.byteLength, 0);

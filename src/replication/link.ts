@@ -61,11 +61,18 @@ export function decodeLink(body: Uint8Array, expectSeq?: number): Link {
   const sealed = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (sealed.length < 8 + SEAL || !sealed.subarray(0, 4).equals(MAGIC)) throw new CorruptLink('not a keepwork link (bad magic)');
   const buf = sealed.subarray(0, sealed.length - SEAL);
-  if (!createHash('sha256').update(buf).digest().equals(sealed.subarray(sealed.length - SEAL))) throw new CorruptLink('link checksum mismatch (damaged in storage or transit)');
+  if (
+    !createHash('sha256')
+      .update(buf)
+      .digest()
+      .equals(sealed.subarray(sealed.length - SEAL))
+  )
+    throw new CorruptLink('link checksum mismatch (damaged in storage or transit)');
   const len = buf.readUInt32BE(4);
   if (len > HEADER_MAX || 8 + len > buf.length) throw new CorruptLink(`link header length ${len} is out of range`);
   const header = parseHeader(buf.subarray(8, 8 + len));
-  if (expectSeq !== undefined && header.seq !== expectSeq) throw new CorruptLink(`link holds seq ${header.seq}, expected ${expectSeq}`, { seq: expectSeq });
+  if (expectSeq !== undefined && header.seq !== expectSeq)
+    throw new CorruptLink(`link holds seq ${header.seq}, expected ${expectSeq}`, { seq: expectSeq });
   let payload: Buffer;
   try {
     payload = inflateSync(buf.subarray(8 + len));

@@ -40,14 +40,17 @@ export function isValidPageSize(n: number): boolean {
 /** Throws when the delta breaks its own invariants (page size, order, bounds, page lengths). */
 export function checkDelta(delta: PageDelta, what = 'page delta'): void {
   const { pageSize, pageCountAfter, pages } = delta;
-  if (!isValidPageSize(pageSize)) throw new Error(`${what}: page size ${pageSize} is not a power of two in ${PAGE_SIZE_MIN}..${PAGE_SIZE_MAX}`);
+  if (!isValidPageSize(pageSize))
+    throw new Error(`${what}: page size ${pageSize} is not a power of two in ${PAGE_SIZE_MIN}..${PAGE_SIZE_MAX}`);
   if (!Number.isInteger(pageCountAfter) || pageCountAfter < 1 || pageCountAfter > 0xffffffff) {
     throw new Error(`${what}: page count after ${pageCountAfter} is not an integer in 1..2^32-1`);
   }
   let prev = 0;
   for (const [i, { pgno, data }] of pages.entries()) {
     if (!Number.isInteger(pgno) || pgno <= prev || pgno > pageCountAfter) {
-      throw new Error(`${what}: page ${i} has pgno ${pgno}; pgnos must increase strictly within 1..${pageCountAfter} (the page count after)`);
+      throw new Error(
+        `${what}: page ${i} has pgno ${pgno}; pgnos must increase strictly within 1..${pageCountAfter} (the page count after)`,
+      );
     }
     if (data.length !== pageSize) throw new Error(`${what}: page ${pgno} is ${data.length} bytes, not the page size ${pageSize}`);
     prev = pgno;
@@ -79,9 +82,11 @@ export function decodeDelta(bytes: Uint8Array): PageDelta {
   const magic = view.getUint32(0);
   if (magic !== MAGIC) throw new Error(`delta payload starts with 0x${magic.toString(16).padStart(8, '0')}, not the magic "KWPD"`);
   const version = view.getUint32(4);
-  if (version !== FORMAT_VERSION) throw new Error(`delta payload has format version ${version}; this build reads version ${FORMAT_VERSION}`);
+  if (version !== FORMAT_VERSION)
+    throw new Error(`delta payload has format version ${version}; this build reads version ${FORMAT_VERSION}`);
   const pageSize = view.getUint32(8);
-  if (!isValidPageSize(pageSize)) throw new Error(`delta payload: page size ${pageSize} is not a power of two in ${PAGE_SIZE_MIN}..${PAGE_SIZE_MAX}`);
+  if (!isValidPageSize(pageSize))
+    throw new Error(`delta payload: page size ${pageSize} is not a power of two in ${PAGE_SIZE_MIN}..${PAGE_SIZE_MAX}`);
   const count = view.getUint32(16);
   const expected = HEADER_BYTES + count * (PGNO_BYTES + pageSize);
   if (bytes.length !== expected) {

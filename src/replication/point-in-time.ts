@@ -44,13 +44,19 @@ export async function restorePointInTime(
   store: ObjectStore,
   a: ActorAddress,
   target: PointInTime,
-  r: RetryDeps & { writer: { nodeId: string; epoch: number; generation: number }; workDir: string; onProgress?: (done: number, total: number) => void },
+  r: RetryDeps & {
+    writer: { nodeId: string; epoch: number; generation: number };
+    workDir: string;
+    onProgress?: (done: number, total: number) => void;
+  },
 ): Promise<PitrResult> {
   const seqs = await listChain(store, a);
   if (seqs.length === 0) throw new BadRequest(`${formatAddress(a)} has no chain in this bucket`);
   const seq = 'seq' in target ? target.seq : await seqAt(store, a, seqs, target.atMs);
   if (seq === undefined || !seqs.includes(seq)) {
-    throw new BadRequest(`${formatAddress(a)} has no link ${'seq' in target ? target.seq : `written at or before ${new Date(target.atMs).toISOString()}`}; links ${seqs[0]}..${seqs[seqs.length - 1]} are kept`);
+    throw new BadRequest(
+      `${formatAddress(a)} has no link ${'seq' in target ? target.seq : `written at or before ${new Date(target.atMs).toISOString()}`}; links ${seqs[0]}..${seqs[seqs.length - 1]} are kept`,
+    );
   }
   const tmp = join(r.workDir, `pitr-${process.pid}-${seq}.db`);
   try {
@@ -59,7 +65,10 @@ export async function restorePointInTime(
     const image = readFileSync(tmp);
     const pageSize = image.readUInt16BE(16) === 1 ? 65536 : image.readUInt16BE(16);
     const newSeq = seqs[seqs.length - 1]! + 1;
-    const body = encodeLink({ seq: newSeq, kind: 'snapshot', ...r.writer, atMs: r.clock.now(), pageSize, pageCount: image.byteLength / pageSize }, image);
+    const body = encodeLink(
+      { seq: newSeq, kind: 'snapshot', ...r.writer, atMs: r.clock.now(), pageSize, pageCount: image.byteLength / pageSize },
+      image,
+    );
     await createLink(store, a, newSeq, body, r);
     return { fromSeq: seq, newSeq, bytes: image.byteLength };
   } finally {

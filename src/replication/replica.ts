@@ -203,7 +203,11 @@ export class ActorReplica {
   private takeEmptyBucket(local: boolean, side: Sidecar | undefined): TakeResult {
     this.foundNothing = true;
     if (!local) return 'absent';
-    if (side) this.deps.log.warn({ actor: this.name(), sidecarSeq: side.seq }, 'the bucket has no chain for a local actor with a sidecar; uploading it as link 1');
+    if (side)
+      this.deps.log.warn(
+        { actor: this.name(), sidecarSeq: side.seq },
+        'the bucket has no chain for a local actor with a sidecar; uploading it as link 1',
+      );
     this.head = null; // start() schedules the first upload, a snapshot, once the alarm is indexed (R4)
     return 'ready';
   }
@@ -310,7 +314,10 @@ export class ActorReplica {
     try {
       await this.deps.store.deleteMany(keys);
     } catch (e) {
-      this.deps.log.warn({ actor: this.name(), keys, err: e }, 'deleting replaced index entries failed; they stay until a delivery removes them');
+      this.deps.log.warn(
+        { actor: this.name(), keys, err: e },
+        'deleting replaced index entries failed; they stay until a delivery removes them',
+      );
     }
   }
 
@@ -387,7 +394,10 @@ export class ActorReplica {
   private checkpoint(force: boolean): void {
     const db = this.db;
     if (!db || !db.open || db.inTransaction) return;
-    const due = force || this.linksSinceCheckpoint >= this.deps.config.checkpointEveryLinks || (this.cursor?.offset ?? 0) >= this.deps.config.checkpointWalBytes;
+    const due =
+      force ||
+      this.linksSinceCheckpoint >= this.deps.config.checkpointEveryLinks ||
+      (this.cursor?.offset ?? 0) >= this.deps.config.checkpointWalBytes;
     if (!due || captureWal(`${this.dbPath}-wal`, this.cursor).delta !== null) return;
     db.pragma('wal_checkpoint(TRUNCATE)');
     this.cursor = null;

@@ -65,9 +65,12 @@ export function captureWal(walPath: string, cursor: WalCursor | null): { delta: 
     const header = size >= WAL_HEADER_BYTES ? parseWalHeader(readAt(fd, 0, WAL_HEADER_BYTES)) : null;
     if (header === null) return { delta: null, cursor };
     const frameBytes = FRAME_HEADER_BYTES + header.pageSize;
-    const sameGeneration = cursor !== null && cursor.salt1 === header.salt1 && cursor.salt2 === header.salt2 && cursor.pageSize === header.pageSize;
+    const sameGeneration =
+      cursor !== null && cursor.salt1 === header.salt1 && cursor.salt2 === header.salt2 && cursor.pageSize === header.pageSize;
     if (sameGeneration && (cursor.offset < WAL_HEADER_BYTES || (cursor.offset - WAL_HEADER_BYTES) % frameBytes !== 0)) {
-      throw new Error(`WAL cursor offset ${cursor.offset} is not on a frame boundary of ${walPath} (frames of ${frameBytes} bytes after a ${WAL_HEADER_BYTES}-byte header)`);
+      throw new Error(
+        `WAL cursor offset ${cursor.offset} is not on a frame boundary of ${walPath} (frames of ${frameBytes} bytes after a ${WAL_HEADER_BYTES}-byte header)`,
+      );
     }
     const start = sameGeneration ? cursor.offset : WAL_HEADER_BYTES;
     const generation = { offset: start, salt1: header.salt1, salt2: header.salt2, pageSize: header.pageSize };

@@ -28,17 +28,22 @@ export const FS_STORE_DEFAULTS = Object.freeze({
   deleteBatchKeys: 256,
 });
 
-export type FsConfig = { -readonly [K in keyof typeof FS_STORE_DEFAULTS]: (typeof FS_STORE_DEFAULTS)[K] extends boolean ? boolean : number };
+export type FsConfig = {
+  -readonly [K in keyof typeof FS_STORE_DEFAULTS]: (typeof FS_STORE_DEFAULTS)[K] extends boolean ? boolean : number;
+};
 
 export function resolveFsOptions(options: FsStoreOptions = {}): FsConfig {
   const merged: FsConfig = { ...FS_STORE_DEFAULTS };
   for (const [name, value] of Object.entries(options)) {
-    if (!(name in FS_STORE_DEFAULTS)) throw new BadConfig(`unknown FsStore option ${name}; known: ${Object.keys(FS_STORE_DEFAULTS).join(', ')}`);
+    if (!(name in FS_STORE_DEFAULTS))
+      throw new BadConfig(`unknown FsStore option ${name}; known: ${Object.keys(FS_STORE_DEFAULTS).join(', ')}`);
     if (value === undefined) continue;
     if (name === 'fsync') {
       if (typeof value !== 'boolean') throw new BadConfig(`fsync must be a boolean, got ${JSON.stringify(value)}`);
     } else if (!Number.isSafeInteger(value) || (value as number) < (name === 'retryBaseMs' ? 0 : 1)) {
-      throw new BadConfig(`${name} must be a ${name === 'retryBaseMs' ? 'non-negative' : 'positive'} integer, got ${JSON.stringify(value)}`);
+      throw new BadConfig(
+        `${name} must be a ${name === 'retryBaseMs' ? 'non-negative' : 'positive'} integer, got ${JSON.stringify(value)}`,
+      );
     }
     (merged as Record<string, unknown>)[name] = value;
   }

@@ -45,7 +45,8 @@ function isPlainByte(b: number): boolean {
 
 export function encodeSegment(text: string): string {
   let out = '';
-  for (const b of Buffer.from(text, 'utf8')) out += isPlainByte(b) ? String.fromCharCode(b) : `%${b < 16 ? '0' : ''}${b.toString(16).toUpperCase()}`;
+  for (const b of Buffer.from(text, 'utf8'))
+    out += isPlainByte(b) ? String.fromCharCode(b) : `%${b < 16 ? '0' : ''}${b.toString(16).toUpperCase()}`;
   return out;
 }
 
@@ -53,7 +54,10 @@ export function encodeSegment(text: string): string {
 export function decodeSegment(name: string): string | null {
   if (PLAIN_NAME.test(name)) return name; // nothing escaped: its own text (the common case, and a listing's cost)
   if (!ENCODED_NAME.test(name)) return null;
-  const bytes = Buffer.from(name.replace(/%([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1');
+  const bytes = Buffer.from(
+    name.replace(/%([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+    'latin1',
+  );
   const text = bytes.toString('utf8');
   return encodeSegment(text) === name ? text : null; // refuses bad UTF-8 and non-canonical escapes
 }
@@ -66,7 +70,7 @@ function piecesOf(segment: string): string[] {
   let current = '';
   for (const ch of segment) {
     const encoded = encodeSegment(ch);
-    if (current.length + encoded.length > PIECE_CHARS_MAX) pieces.push(current), (current = '');
+    if (current.length + encoded.length > PIECE_CHARS_MAX) (pieces.push(current), (current = ''));
     current += encoded;
   }
   pieces.push(current);

@@ -83,7 +83,14 @@ export async function writeTemp(tempDir: string, body: Uint8Array, fsync: boolea
 }
 
 /** Makes the temp file the object; returns the first folder it had to create, if any. */
-export async function install(temp: string, target: Target, mode: Mode, key: string, lock: HostLock, config: FsConfig): Promise<string | undefined> {
+export async function install(
+  temp: string,
+  target: Target,
+  mode: Mode,
+  key: string,
+  lock: HostLock,
+  config: FsConfig,
+): Promise<string | undefined> {
   if (mode.kind === 'create') return create(temp, target, key, config.folderRacesMax);
   const held = mode.kind === 'match' ? await readCurrent(target, mode.etag, key) : undefined;
   try {
@@ -127,7 +134,14 @@ async function readCurrent(target: Target, etag: string, key: string): Promise<H
 }
 
 /** Under the host lock: re-check the precondition, then rename. Synchronous on purpose. */
-function replaceLocked(temp: string, target: Target, expected: string | undefined, held: Held | undefined, key: string, folderRacesMax: number): string | undefined {
+function replaceLocked(
+  temp: string,
+  target: Target,
+  expected: string | undefined,
+  held: Held | undefined,
+  key: string,
+  folderRacesMax: number,
+): string | undefined {
   if (expected !== undefined) {
     const st = fs.lstatSync(target.file, { bigint: true, throwIfNoEntry: false });
     if (st === undefined) throw mismatch(key, expected, null);
@@ -153,12 +167,15 @@ function replaceLocked(temp: string, target: Target, expected: string | undefine
 export async function syncAfterWrite(root: string, target: Target, createdFrom: string | undefined, key: string): Promise<void> {
   const dirs = [target.dir];
   if (createdFrom !== undefined) {
-    for (let d = target.dir; d !== path.dirname(createdFrom) && d.length > root.length; ) dirs.push((d = path.dirname(d)));
+    for (let d = target.dir; d !== path.dirname(createdFrom) && d.length > root.length;) dirs.push((d = path.dirname(d)));
   }
   try {
     await Promise.all(dirs.map(fsyncPath));
   } catch (e) {
-    throw new AmbiguousWrite(`put ${key}: the object is in place but its folder could not be fsynced (${codeOf(e)})`, { cause: e, details: { key } });
+    throw new AmbiguousWrite(`put ${key}: the object is in place but its folder could not be fsynced (${codeOf(e)})`, {
+      cause: e,
+      details: { key },
+    });
   }
 }
 

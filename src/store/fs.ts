@@ -45,7 +45,8 @@ export function parseFsUrl(urlOrPath: string): string {
   if (typeof urlOrPath !== 'string' || urlOrPath === '') throw new BadConfig('bucket path must be a non-empty string');
   if (!/^file:/i.test(urlOrPath)) return path.resolve(urlOrPath);
   const rest = urlOrPath.replace(/^file:\/\//i, '');
-  if (rest === urlOrPath || /[?#]/.test(rest)) throw new BadConfig(`bucket URL ${urlOrPath} must look like file:///abs/path or file://./rel/path`);
+  if (rest === urlOrPath || /[?#]/.test(rest))
+    throw new BadConfig(`bucket URL ${urlOrPath} must look like file:///abs/path or file://./rel/path`);
   if (rest.startsWith('./') || rest.startsWith('../') || rest === '.' || rest === '..') return path.resolve(decodeURIComponent(rest));
   try {
     return fileURLToPath(urlOrPath);
@@ -111,7 +112,9 @@ export class FsStore implements ObjectStore {
   /** Unlinks a batch under one lock acquisition, then fsyncs and prunes the folders it touched. */
   async #deleteBatch(batch: (Target & { key: string })[]): Promise<void> {
     const what = batch.length === 1 ? batch[0]!.key : `${batch.length} keys from ${batch[0]!.key}`;
-    const removed = await this.#guard('delete', what, () => this.#lock.run(() => batch.filter((t) => unlinkIfPresent(t.file)), this.#config.lockWaitMs));
+    const removed = await this.#guard('delete', what, () =>
+      this.#lock.run(() => batch.filter((t) => unlinkIfPresent(t.file)), this.#config.lockWaitMs),
+    );
     const dirs = [...new Set(removed.map((t) => t.dir))];
     if (this.#config.fsync) await this.#guard('delete', what, () => Promise.all(dirs.map(fsyncPath)));
     for (const dir of dirs) await this.#pruneEmpty(dir);

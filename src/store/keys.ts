@@ -93,7 +93,10 @@ export function pageOf(sorted: string[], maxKeys: number): ListPage {
 }
 
 /** Every key under `prefix` after `startAfter`, page by page (bounded by `pageKeys` per request). */
-export async function* listAll(store: ObjectStore, options: Omit<ListOptions, 'continuation' | 'maxKeys'> & { pageKeys?: number } = {}): AsyncGenerator<string> {
+export async function* listAll(
+  store: ObjectStore,
+  options: Omit<ListOptions, 'continuation' | 'maxKeys'> & { pageKeys?: number } = {},
+): AsyncGenerator<string> {
   let continuation: string | undefined;
   do {
     const page = await store.list({ prefix: options.prefix, startAfter: options.startAfter, maxKeys: options.pageKeys, continuation });

@@ -49,7 +49,15 @@ import { jitter, type Random } from '../core/random.js';
 import type { ResolvedConfig } from '../main/config.js';
 import { sameBytes, unquoteEtag } from './etag.js';
 import { KEY_MAX_BYTES, resolveList, validateKey, validatePrefix } from './keys.js';
-import { LIST_MAX_KEYS, type ListOptions, type ListPage, type ObjectHead, type ObjectStore, type PutCondition, type StoredObject } from './types.js';
+import {
+  LIST_MAX_KEYS,
+  type ListOptions,
+  type ListPage,
+  type ObjectHead,
+  type ObjectStore,
+  type PutCondition,
+  type StoredObject,
+} from './types.js';
 
 export interface S3Location {
   bucket: string;
@@ -92,9 +100,11 @@ export function parseS3Url(url: string, env: NodeJS.ProcessEnv = process.env): S
     throw new BadConfig(`not a valid URL: ${JSON.stringify(url)}; expected s3://bucket/prefix?endpoint=...&region=...`);
   }
   if (u.protocol !== 's3:') throw new BadConfig(`S3 URL must start with s3://, got ${JSON.stringify(url)}`);
-  if (u.username || u.password || u.port || u.hash) throw new BadConfig(`S3 URL must not carry credentials, a port or a #fragment: ${JSON.stringify(url)}`);
+  if (u.username || u.password || u.port || u.hash)
+    throw new BadConfig(`S3 URL must not carry credentials, a port or a #fragment: ${JSON.stringify(url)}`);
   const bucket = u.hostname;
-  if (!BUCKET_NAME.test(bucket) || bucket.includes('..')) throw new BadConfig(`invalid S3 bucket name ${JSON.stringify(bucket)} in ${JSON.stringify(url)}`);
+  if (!BUCKET_NAME.test(bucket) || bucket.includes('..'))
+    throw new BadConfig(`invalid S3 bucket name ${JSON.stringify(bucket)} in ${JSON.stringify(url)}`);
   const location: S3Location = { bucket, prefix: parsePrefix(rawPath(url), url), region: DEFAULT_REGION, forcePathStyle: false };
   for (const [name, value] of u.searchParams) {
     if (name === 'endpoint') location.endpoint = parseEndpoint(value);
@@ -137,7 +147,8 @@ function parseEndpoint(value: string): string {
   } catch {
     throw new BadConfig(`S3 endpoint must be an http(s) URL, got ${JSON.stringify(value)}`);
   }
-  if (e.protocol !== 'http:' && e.protocol !== 'https:') throw new BadConfig(`S3 endpoint must be an http(s) URL, got ${JSON.stringify(value)}`);
+  if (e.protocol !== 'http:' && e.protocol !== 'https:')
+    throw new BadConfig(`S3 endpoint must be an http(s) URL, got ${JSON.stringify(value)}`);
   if ((e.pathname !== '/' && e.pathname !== '') || e.search || e.hash || e.username) {
     throw new BadConfig(`S3 endpoint must be scheme://host[:port] only, got ${JSON.stringify(value)}`);
   }
@@ -278,7 +289,12 @@ export class S3Store implements ObjectStore {
   }
 
   async put(key: string, body: Uint8Array, condition: PutCondition = {}): Promise<{ etag: string }> {
-    const input: PutObjectCommandInput = { Bucket: this.bucket, Key: this.fullKey(key), Body: toBuffer(body), ContentLength: body.byteLength };
+    const input: PutObjectCommandInput = {
+      Bucket: this.bucket,
+      Key: this.fullKey(key),
+      Body: toBuffer(body),
+      ContentLength: body.byteLength,
+    };
     if ('ifNoneMatch' in condition) {
       if (condition.ifNoneMatch !== '*') throw new BadRequest(`ifNoneMatch must be '*', got ${JSON.stringify(condition.ifNoneMatch)}`);
       input.IfNoneMatch = '*';
@@ -313,14 +329,24 @@ export class S3Store implements ObjectStore {
   async list(options: ListOptions = {}): Promise<ListPage> {
     const { prefix, maxKeys } = resolveList({ ...options, continuation: undefined });
     const continuation = options.continuation;
-    if (continuation !== undefined && (typeof continuation !== 'string' || continuation === '')) throw new BadRequest('malformed continuation token');
+    if (continuation !== undefined && (typeof continuation !== 'string' || continuation === ''))
+      throw new BadRequest('malformed continuation token');
     const startAfter = options.startAfter ? this.root + options.startAfter : undefined;
     const res = await this.attempt(`LIST ${prefix}`, () =>
       this.client.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.root + prefix, StartAfter: startAfter, MaxKeys: Math.min(maxKeys, LIST_MAX_KEYS), ContinuationToken: continuation }),
+        new ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: this.root + prefix,
+          StartAfter: startAfter,
+          MaxKeys: Math.min(maxKeys, LIST_MAX_KEYS),
+          ContinuationToken: continuation,
+        }),
       ),
     );
-    const keys = (res.Contents ?? []).map((o) => o.Key ?? '').filter((k) => k.startsWith(this.root) && k.length > this.root.length).map((k) => k.slice(this.root.length));
+    const keys = (res.Contents ?? [])
+      .map((o) => o.Key ?? '')
+      .filter((k) => k.startsWith(this.root) && k.length > this.root.length)
+      .map((k) => k.slice(this.root.length));
     return res.IsTruncated && res.NextContinuationToken ? { keys, continuation: res.NextContinuationToken } : { keys };
   }
 
@@ -377,7 +403,8 @@ export class S3Store implements ObjectStore {
         last = e;
         const failure = classifyS3Error(e);
         if (failure === 'precondition' || failure === 'notFound') {
-          if (!unknown) throw new PreconditionFailed(`precondition failed for PUT ${key} on ${this.description}`, { cause: e, details: { key } });
+          if (!unknown)
+            throw new PreconditionFailed(`precondition failed for PUT ${key} on ${this.description}`, { cause: e, details: { key } });
           break;
         }
         if (failure === 'fatal') {
@@ -396,13 +423,19 @@ export class S3Store implements ObjectStore {
     try {
       found = await this.get(key);
     } catch (e) {
-      throw new AmbiguousWrite(`PUT ${key} on ${this.description}: outcome unknown (${describe(last)}) and the read-back failed`, { cause: e, details: { key } });
+      throw new AmbiguousWrite(`PUT ${key} on ${this.description}: outcome unknown (${describe(last)}) and the read-back failed`, {
+        cause: e,
+        details: { key },
+      });
     }
     if (found && sameBytes(found.body, body)) return { etag: found.etag };
-    throw new AmbiguousWrite(`PUT ${key} on ${this.description}: outcome unknown (${describe(last)}); the object does not hold our body now`, {
-      cause: last,
-      details: { key },
-    });
+    throw new AmbiguousWrite(
+      `PUT ${key} on ${this.description}: outcome unknown (${describe(last)}); the object does not hold our body now`,
+      {
+        cause: last,
+        details: { key },
+      },
+    );
   }
 
   /** One DeleteObjects request, retrying the keys it reports as failed (a missing key is fine). */
@@ -410,12 +443,17 @@ export class S3Store implements ObjectStore {
     let pending = keys;
     for (let attempt = 1; ; attempt++) {
       const res = await this.attempt(`DELETE ${pending.length} keys`, () =>
-        this.client.send(new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: pending.map((Key) => ({ Key })), Quiet: true } })),
+        this.client.send(
+          new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: pending.map((Key) => ({ Key })), Quiet: true } }),
+        ),
       );
       const failed = (res.Errors ?? []).filter((x) => x.Code !== 'NoSuchKey');
       if (failed.length === 0) return;
       if (attempt >= this.config.storeAttemptsMax) {
-        const sample = failed.slice(0, 3).map((x) => `${x.Key}: ${x.Code}`).join(', ');
+        const sample = failed
+          .slice(0, 3)
+          .map((x) => `${x.Key}: ${x.Code}`)
+          .join(', ');
         throw new StoreUnavailable(`S3 ${this.description} failed to delete ${failed.length} keys after ${attempt} attempts (${sample})`);
       }
       pending = failed.map((x) => x.Key ?? '').filter((k) => k !== '');

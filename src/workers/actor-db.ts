@@ -65,7 +65,8 @@ export function readMeta(db: Db, key: MetaKey): string | null {
 
 export function writeMeta(db: Db, key: MetaKey, value: string | null): void {
   if (value === null) db.prepare('DELETE FROM _keep_meta WHERE key = ?').run(key);
-  else db.prepare('INSERT INTO _keep_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+  else
+    db.prepare('INSERT INTO _keep_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
 }
 
 export function readAlarm(db: Db): number | null {

@@ -42,10 +42,23 @@ async function remove(deps: PipelineDeps, a: ActorAddress, dueMs: number, named:
 }
 
 /** The actor has no slot: nothing local and nothing (or a tombstone) in the bucket. */
-export async function deliverWithoutState(deps: PipelineDeps, a: ActorAddress, dueMs: number, deleted: boolean, generation: number): Promise<EventResult> {
+export async function deliverWithoutState(
+  deps: PipelineDeps,
+  a: ActorAddress,
+  dueMs: number,
+  deleted: boolean,
+  generation: number,
+): Promise<EventResult> {
   if (!deleted && !unsafe.clearOnEmptyBucket) {
     // Empty bucket: an earlier owner's first snapshot may still land naming this entry (R4).
-    return { type: 'ok', alarmAt: null, deleted: false, ran: false, retryAtMs: deps.clock.now() + deps.config.retryMaxMs, releaseHold: true };
+    return {
+      type: 'ok',
+      alarmAt: null,
+      deleted: false,
+      ran: false,
+      retryAtMs: deps.clock.now() + deps.config.retryMaxMs,
+      releaseHold: true,
+    };
   }
   const removed = await remove(deps, a, dueMs, null, generation); // deleted: the state names none
   return { type: 'ok', alarmAt: null, deleted: true, ran: false, removed };

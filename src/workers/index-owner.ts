@@ -32,7 +32,13 @@ export interface IndexDeps {
  * Brings `alarm_indexed` in line with the alarm `after` this transaction commits. Returns the key
  * of the entry to delete once the commit is in the bucket (null: none).
  */
-export async function indexBeforeCommit(d: IndexDeps, slot: Slot, address: ActorAddress, after: number | null, firstUpload = false): Promise<string | null> {
+export async function indexBeforeCommit(
+  d: IndexDeps,
+  slot: Slot,
+  address: ActorAddress,
+  after: number | null,
+  firstUpload = false,
+): Promise<string | null> {
   const { db, replica } = slot;
   let indexed: Indexed | null;
   try {
@@ -45,10 +51,18 @@ export async function indexBeforeCommit(d: IndexDeps, slot: Slot, address: Actor
   // rule, nothing is removed.
   const plan = firstUpload ? { list: after, replaces: null } : indexPlan(after, indexed);
   if (plan.list === null && plan.replaces === null) return null;
-  if (!replica.healthy()) throw replica.giveUpNow(new LeaseLost(`cannot index the alarm of ${formatAddress(address)}: no valid lease or replication given up`));
+  if (!replica.healthy())
+    throw replica.giveUpNow(new LeaseLost(`cannot index the alarm of ${formatAddress(address)}: no valid lease or replication given up`));
   let named: Indexed | null = null;
   if (plan.list !== null) {
-    const listing = { store: d.store, clock: d.clock, random: d.random, nonces: d.nonces, attemptsMax: d.config.storeAttemptsMax, retryBaseMs: d.config.storeRetryBaseMs };
+    const listing = {
+      store: d.store,
+      clock: d.clock,
+      random: d.random,
+      nonces: d.nonces,
+      attemptsMax: d.config.storeAttemptsMax,
+      retryBaseMs: d.config.storeRetryBaseMs,
+    };
     try {
       named = await listEntry(listing, address, plan.list, replica.generation);
     } catch (e) {

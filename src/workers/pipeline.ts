@@ -60,7 +60,8 @@ export async function runEvent(deps: PipelineDeps, event: ActorEvent): Promise<E
 async function runRequest(deps: PipelineDeps, e: Extract<ActorEvent, { type: 'request' }>): Promise<EventResult> {
   const def = await deps.loadClass(e.address.className).catch((err: unknown) => err as Error);
   if (def instanceof Error) return failure(def, null);
-  if (!hasMethod(def, e.method)) return failure(new NotFound(`class ${e.address.className} has no method ${JSON.stringify(e.method)}`), null);
+  if (!hasMethod(def, e.method))
+    return failure(new NotFound(`class ${e.address.className} has no method ${JSON.stringify(e.method)}`), null);
   return withDb(deps, e.address, true, e.generation ?? 0, (slot) =>
     inEvent(deps, slot, e.address, 'request', e.durable, async (run) => {
       await initOnce(deps, slot.db, def, run);
@@ -70,24 +71,18 @@ async function runRequest(deps: PipelineDeps, e: Extract<ActorEvent, { type: 're
 }
 
 async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure: boolean, generation: number): Promise<EventResult> {
-  return withDb(
-    deps,
-    address,
-    false,
-    generation,
-    async (slot) => {
-      const db = slot.db;
-      const at = readAlarm(db);
-      if (at === null || at > deps.clock.now()) return ok(at, false);
-      const def = await deps.loadClass(address.className);
-      const info = { scheduledAt: at, retryCount: readFailures(db) };
-      return inEvent(deps, slot, address, 'alarm', false, async (run) => {
-        if (recordFailure) throw new HandlerTimeout(`the alarm handler of ${formatAddress(address)} was stopped at its time limit`);
-        await initOnce(deps, db, def, run);
-        await def.alarm?.(run.ctx, info);
-      });
-    },
-  );
+  return withDb(deps, address, false, generation, async (slot) => {
+    const db = slot.db;
+    const at = readAlarm(db);
+    if (at === null || at > deps.clock.now()) return ok(at, false);
+    const def = await deps.loadClass(address.className);
+    const info = { scheduledAt: at, retryCount: readFailures(db) };
+    return inEvent(deps, slot, address, 'alarm', false, async (run) => {
+      if (recordFailure) throw new HandlerTimeout(`the alarm handler of ${formatAddress(address)} was stopped at its time limit`);
+      await initOnce(deps, db, def, run);
+      await def.alarm?.(run.ctx, info);
+    });
+  });
 }
 
 async function runDeliver(deps: PipelineDeps, address: ActorAddress, dueMs: number, generation: number): Promise<EventResult> {
@@ -193,7 +188,15 @@ async function commitWithAlarm(deps: PipelineDeps, slot: Slot, address: ActorAdd
 }
 
 /** After the commit: a durable call (or a delete) waits for its link; a plain one schedules it. */
-async function replicate(deps: PipelineDeps, slot: Slot, address: ActorAddress, wait: boolean, deleted: boolean, result: unknown, alarmAt: number | null): Promise<EventResult> {
+async function replicate(
+  deps: PipelineDeps,
+  slot: Slot,
+  address: ActorAddress,
+  wait: boolean,
+  deleted: boolean,
+  result: unknown,
+  alarmAt: number | null,
+): Promise<EventResult> {
   try {
     if (deleted) {
       await slot.replica.tombstone();
@@ -225,7 +228,14 @@ function commitAlarm(db: Db, state: AlarmState): void {
 }
 
 /** Commits the committed-retry outcome (listed in the index: no sweep delivers it early). */
-async function recordAlarmFailure(deps: PipelineDeps, slot: Slot, address: ActorAddress, before: AlarmState, after: AlarmState, err: unknown): Promise<void> {
+async function recordAlarmFailure(
+  deps: PipelineDeps,
+  slot: Slot,
+  address: ActorAddress,
+  before: AlarmState,
+  after: AlarmState,
+  err: unknown,
+): Promise<void> {
   slot.db.exec('BEGIN IMMEDIATE');
   try {
     await commitWithAlarm(deps, slot, address, after);

@@ -13,9 +13,23 @@
 import { SqlRefused } from '../core/errors.js';
 
 const ALLOWED_PRAGMAS = new Set([
-  'table_info', 'table_xinfo', 'table_list', 'index_list', 'index_info', 'index_xinfo',
-  'foreign_key_list', 'foreign_key_check', 'integrity_check', 'quick_check', 'user_version',
-  'application_id', 'page_count', 'page_size', 'freelist_count', 'collation_list', 'function_list',
+  'table_info',
+  'table_xinfo',
+  'table_list',
+  'index_list',
+  'index_info',
+  'index_xinfo',
+  'foreign_key_list',
+  'foreign_key_check',
+  'integrity_check',
+  'quick_check',
+  'user_version',
+  'application_id',
+  'page_count',
+  'page_size',
+  'freelist_count',
+  'collation_list',
+  'function_list',
 ]);
 const TX_WORDS = new Set(['BEGIN', 'COMMIT', 'END', 'ROLLBACK', 'SAVEPOINT', 'RELEASE']);
 

@@ -9,7 +9,10 @@ describe('keepwork alarms ls', () => {
   it('decodes the index per tenant in due order, stops at --due-before, and finds tenants from the index', async () => {
     const store = new MemoryStore();
     const put = (addr: string, dueMs: number, generation: number | null) =>
-      store.put(entryKey({ address: parseAddress(addr), dueMs, tag: generation === null ? null : { generation, nonce: 'ab' } }), new Uint8Array(0));
+      store.put(
+        entryKey({ address: parseAddress(addr), dueMs, tag: generation === null ? null : { generation, nonce: 'ab' } }),
+        new Uint8Array(0),
+      );
     await put('acme/Rem/b', 3000, 2);
     await put('acme/Rem/a', 1000, null);
     await put('acme/Rem/a', 2000, 1);

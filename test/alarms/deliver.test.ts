@@ -38,7 +38,11 @@ function env(store: MemoryStore, generation: number): InlineActors {
   envs.push(e);
   return e;
 }
-const entries = (s: MemoryStore) => s.keys().filter((k) => k.startsWith('alarms/')).map((k) => parseEntryKey(k)!);
+const entries = (s: MemoryStore) =>
+  s
+    .keys()
+    .filter((k) => k.startsWith('alarms/'))
+    .map((k) => parseEntryKey(k)!);
 const tagged = (dueMs: number, generation: number, nonce = 'ee') => entryKey({ address, dueMs, tag: { generation, nonce } });
 
 describe('stale entries (pure)', () => {
@@ -83,7 +87,10 @@ describe('delivering index entries', () => {
     okResult(await e.callDurable(A, 'set', 1_900_000_000_000)); // an upload under this hold exists
     const r = await e.deliver(A, 1_800_000_000_000);
     assert.equal(r.type === 'ok' && r.removed, 2);
-    assert.deepEqual(entries(store).map((x) => x.dueMs), [1_900_000_000_000]);
+    assert.deepEqual(
+      entries(store).map((x) => x.dueMs),
+      [1_900_000_000_000],
+    );
   });
 
   it('R3 during cleanup: an entry a newer generation wrote is never removed', async () => {
@@ -161,7 +168,11 @@ describe('late deletes (R1: a fresh key for every PUT)', () => {
     okResult(await owner.callDurable(A, 'set', t1 + 5_000)); // reschedule: PUT E2, upload, DELETE E1 (late)
     okResult(await owner.callDurable(A, 'set', t1)); // back to t1: a fresh key E3, never E1's
     await owner.clock.advance(11_000); // the late DELETE of E1 lands now
-    assert.deepEqual(entries(store).map((x) => x.dueMs), [t1], 'the entry for t1 survived the late delete');
+    assert.deepEqual(
+      entries(store).map((x) => x.dueMs),
+      [t1],
+      'the entry for t1 survived the late delete',
+    );
     // The owner dies; a node that never ran the actor delivers the entry.
     const other = new InlineActors({ Rem }, { replicationDelayMs: 20 }, store, undefined, clock);
     other.generation = 2;

@@ -3,7 +3,16 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { parseAddress } from '../../src/core/address.js';
 import { SeededRandom } from '../../src/core/random.js';
-import { DUE_MAX_MS, NonceSource, dueBound, entryKey, formatIndexed, parseEntryKey, parseIndexed, type IndexEntry } from '../../src/alarms/keys.js';
+import {
+  DUE_MAX_MS,
+  NonceSource,
+  dueBound,
+  entryKey,
+  formatIndexed,
+  parseEntryKey,
+  parseIndexed,
+  type IndexEntry,
+} from '../../src/alarms/keys.js';
 import { compareKeys, validateKey } from '../../src/store/keys.js';
 
 const address = fc.record({
@@ -11,8 +20,15 @@ const address = fc.record({
   className: fc.stringMatching(/^[A-Za-z0-9_-]{1,20}$/),
   name: fc.string({ minLength: 1, maxLength: 40, unit: 'grapheme' }).filter((s) => Buffer.byteLength(s) <= 400),
 });
-const tag = fc.option(fc.record({ generation: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), nonce: fc.stringMatching(/^[0-9a-f]{1,32}$/) }), { nil: null });
-const entry: fc.Arbitrary<IndexEntry> = fc.record({ address: address.map((a) => parseAddress(a)), dueMs: fc.integer({ min: 0, max: DUE_MAX_MS }), tag });
+const tag = fc.option(
+  fc.record({ generation: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), nonce: fc.stringMatching(/^[0-9a-f]{1,32}$/) }),
+  { nil: null },
+);
+const entry: fc.Arbitrary<IndexEntry> = fc.record({
+  address: address.map((a) => parseAddress(a)),
+  dueMs: fc.integer({ min: 0, max: DUE_MAX_MS }),
+  tag,
+});
 
 describe('alarm index keys', () => {
   it('round-trip, tagged and legacy, and every key is a valid store key', () => {
@@ -57,7 +73,10 @@ describe('alarm index keys', () => {
   });
 
   it('alarm_indexed: tagged, legacy (a bare <at>) and none', () => {
-    assert.deepEqual(parseIndexed('1800000000000/00000000000000000003-ab12'), { at: 1_800_000_000_000, tag: { generation: 3, nonce: 'ab12' } });
+    assert.deepEqual(parseIndexed('1800000000000/00000000000000000003-ab12'), {
+      at: 1_800_000_000_000,
+      tag: { generation: 3, nonce: 'ab12' },
+    });
     assert.deepEqual(parseIndexed('1800000000000'), { at: 1_800_000_000_000, tag: null });
     assert.equal(parseIndexed(''), null);
     assert.equal(parseIndexed(null), null);

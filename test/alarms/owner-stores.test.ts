@@ -93,7 +93,10 @@ for (const target of targets) {
       // The DELETE is sent after the upload and not awaited by the durable reply: let it land.
       for (let i = 0; i < 100 && (await entries(store)).length > 1; i++) await new Promise((r) => setTimeout(r, 20));
       const left = (await entries(store)).map((k) => parseEntryKey(k)!);
-      assert.deepEqual(left.map((x) => [x.dueMs, x.tag?.generation]), [[1_900_000_001_000, 5]]);
+      assert.deepEqual(
+        left.map((x) => [x.dueMs, x.tag?.generation]),
+        [[1_900_000_001_000, 5]],
+      );
       rec.log.length = 0;
       okResult(await e.callDurable(A, 'touch'));
       assert.equal(rec.count('put', 'alarms/') + rec.count('delete', 'alarms/'), 0, 'an event that leaves the alarm alone');
@@ -110,7 +113,9 @@ for (const target of targets) {
       const dir = mkdtempSync(join(tmpdir(), 'kw-owner-r4-'));
       await restoreChain(joined.store, address, join(dir, 'x.db'), { uptoSeq: 1 });
       const db = new Database(join(dir, 'x.db'), { readonly: true });
-      const named = parseIndexed((db.prepare("SELECT value FROM _keep_meta WHERE key = 'alarm_indexed'").get() as { value: string }).value)!;
+      const named = parseIndexed(
+        (db.prepare("SELECT value FROM _keep_meta WHERE key = 'alarm_indexed'").get() as { value: string }).value,
+      )!;
       db.close();
       rmSync(dir, { recursive: true, force: true });
       assert.ok(await joined.store.head(entryKey({ address, dueMs: named.at, tag: named.tag })), 'link 1 names an entry that exists');

@@ -60,7 +60,9 @@ function env(store: MemoryStore, generation = 1, dataDir?: string): InlineActors
 function indexedOf(e: InlineActors) {
   const db = new Database(join(e.dataDir, 'actors', 't', 'Rem', Buffer.from('a').toString('hex') + '.db'), { readonly: true });
   try {
-    return parseIndexed((db.prepare("SELECT value FROM _keep_meta WHERE key = 'alarm_indexed'").get() as { value: string } | undefined)?.value ?? null);
+    return parseIndexed(
+      (db.prepare("SELECT value FROM _keep_meta WHERE key = 'alarm_indexed'").get() as { value: string } | undefined)?.value ?? null,
+    );
   } finally {
     db.close();
   }
@@ -76,7 +78,10 @@ describe('alarm index, owner side (pure rules)', () => {
     assert.deepEqual(indexPlan(5, { at: 5, tag: null }), { list: 5, replaces: { at: 5, tag: null } });
   });
   it('a changed alarm lists a new entry and replaces the old; a clear replaces it with none', () => {
-    assert.deepEqual(indexPlan(7, { at: 5, tag: { generation: 1, nonce: 'a' } }), { list: 7, replaces: { at: 5, tag: { generation: 1, nonce: 'a' } } });
+    assert.deepEqual(indexPlan(7, { at: 5, tag: { generation: 1, nonce: 'a' } }), {
+      list: 7,
+      replaces: { at: 5, tag: { generation: 1, nonce: 'a' } },
+    });
     assert.deepEqual(indexPlan(null, { at: 5, tag: null }), { list: null, replaces: { at: 5, tag: null } });
     assert.deepEqual(indexPlan(null, null), { list: null, replaces: null });
   });
@@ -144,7 +149,10 @@ describe('alarm index, owner side (through the pipeline)', () => {
       failAlarm = false;
     }
     await e.clock.advance(25);
-    assert.deepEqual(entries(r.store).map((k) => parseEntryKey(k)!.dueMs), [at + 1000]);
+    assert.deepEqual(
+      entries(r.store).map((k) => parseEntryKey(k)!.dueMs),
+      [at + 1000],
+    );
   });
 
   it('clearing the alarm removes its entry once the clear is uploaded; deleting the actor too', async () => {
@@ -198,8 +206,14 @@ describe('alarm index, owner side (through the pipeline)', () => {
     r.reset();
     okResult(await e.callDurable(A, 'touch'));
     assert.equal(r.count('put', 'alarms/'), 1);
-    assert.deepEqual(r.log.filter((x) => x.op === 'delete').map((x) => x.key), [legacy]);
-    assert.deepEqual(entries(r.store).map((k) => parseEntryKey(k)!.tag !== null), [true]);
+    assert.deepEqual(
+      r.log.filter((x) => x.op === 'delete').map((x) => x.key),
+      [legacy],
+    );
+    assert.deepEqual(
+      entries(r.store).map((k) => parseEntryKey(k)!.tag !== null),
+      [true],
+    );
   });
 
   it('R4: an alarm from single-node data is indexed before its first upload', async () => {
@@ -235,7 +249,9 @@ describe('alarm index, owner side (through the pipeline)', () => {
 
   it('giving the actor up after a failed listing: the event rolls back and is not uploaded', async () => {
     let failing = false;
-    const store = new MemoryStore({ faults: (x) => (failing && x.op === 'put' && x.key.startsWith('alarms/') ? { fail: true } : undefined) });
+    const store = new MemoryStore({
+      faults: (x) => (failing && x.op === 'put' && x.key.startsWith('alarms/') ? { fail: true } : undefined),
+    });
     const e = env(store, 1);
     okResult(await e.callDurable(A, 'set', 1_900_000_000_000));
     const links = (await listChain(store, address)).length;
@@ -269,7 +285,9 @@ describe('alarm index, owner side (through the pipeline)', () => {
     await newer.restart();
     const stale = env(r.store, 4); // a stale owner (lower generation) that still runs the actor
     okResult(await stale.callDurable(A, 'set', 1_900_000_100_000));
-    const gens = entries(r.store).map((k) => parseEntryKey(k)!.tag!.generation).sort();
+    const gens = entries(r.store)
+      .map((k) => parseEntryKey(k)!.tag!.generation)
+      .sort();
     assert.deepEqual(gens, [4, 9], 'the newer owner’s entry survives');
   });
 });

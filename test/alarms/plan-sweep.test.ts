@@ -10,7 +10,11 @@ import { shardOwner } from '../../src/alarms/shard.js';
 const node = (nodeId: string, classes = ['C'], tenants: string[] | null = null): SweepNode => ({ nodeId, classes, tenants });
 const NOW = 10_000_000;
 const MARGIN = 15_000;
-const entry = (name: string, overdueMs: number, className = 'C'): IndexEntry => ({ address: parseAddress({ tenant: 't', className, name }), dueMs: NOW - overdueMs, tag: { generation: 1, nonce: 'a' } });
+const entry = (name: string, overdueMs: number, className = 'C'): IndexEntry => ({
+  address: parseAddress({ tenant: 't', className, name }),
+  dueMs: NOW - overdueMs,
+  tag: { generation: 1, nonce: 'a' },
+});
 
 describe('sharding (rendezvous)', () => {
   it('every node computes the same owner; removing a node moves only its entries', () => {
@@ -29,7 +33,9 @@ describe('sharding (rendezvous)', () => {
 
 describe('planSweep', () => {
   const arb = fc.record({
-    entries: fc.array(fc.tuple(fc.integer({ min: 0, max: 99 }), fc.integer({ min: MARGIN, max: 6 * MARGIN }), fc.constantFrom('C', 'D')), { maxLength: 300 }),
+    entries: fc.array(fc.tuple(fc.integer({ min: 0, max: 99 }), fc.integer({ min: MARGIN, max: 6 * MARGIN }), fc.constantFrom('C', 'D')), {
+      maxLength: 300,
+    }),
     nodes: fc.integer({ min: 1, max: 4 }),
     cap: fc.integer({ min: 1, max: 64 }),
     reserve: fc.integer({ min: 0, max: 16 }),
@@ -45,15 +51,48 @@ describe('planSweep', () => {
         const entries = g.entries.map(([n, overdue, cls]) => entry(`a${n}`, overdue, cls));
         const busy = new Set(g.busy.map((n) => `t/C/a${n}`));
         const reserve = Math.min(g.reserve, g.cap);
-        const plan = planSweep({ entries, live, self, busy, nowMs: NOW, marginMs: MARGIN, anyonesAfterMargins: 3, cap: g.cap, anyonesReserve: reserve, random: new SeededRandom(g.seed) });
+        const plan = planSweep({
+          entries,
+          live,
+          self,
+          busy,
+          nowMs: NOW,
+          marginMs: MARGIN,
+          anyonesAfterMargins: 3,
+          cap: g.cap,
+          anyonesReserve: reserve,
+          random: new SeededRandom(g.seed),
+        });
         const keys = plan.deliveries.map((e) => formatAddress(e.address));
         assert.ok(plan.deliveries.length <= g.cap);
         assert.equal(new Set(keys).size, keys.length);
         for (const k of keys) assert.ok(!busy.has(k) && k.startsWith('t/C/'));
-        const ownKeys = new Set(entries.filter((e) => e.address.className === 'C' && !busy.has(formatAddress(e.address)) && shardOwner(formatAddress(e.address), live.map((n) => n.nodeId)) === 'n0').map((e) => formatAddress(e.address)));
+        const ownKeys = new Set(
+          entries
+            .filter(
+              (e) =>
+                e.address.className === 'C' &&
+                !busy.has(formatAddress(e.address)) &&
+                shardOwner(
+                  formatAddress(e.address),
+                  live.map((n) => n.nodeId),
+                ) === 'n0',
+            )
+            .map((e) => formatAddress(e.address)),
+        );
         const first = keys.slice(0, plan.own);
         for (const k of first) assert.ok(ownKeys.has(k), 'own entries come first');
-        const anyonesAvailable = new Set(entries.filter((e) => e.address.className === 'C' && !busy.has(formatAddress(e.address)) && !ownKeys.has(formatAddress(e.address)) && e.dueMs <= NOW - 3 * MARGIN).map((e) => formatAddress(e.address))).size;
+        const anyonesAvailable = new Set(
+          entries
+            .filter(
+              (e) =>
+                e.address.className === 'C' &&
+                !busy.has(formatAddress(e.address)) &&
+                !ownKeys.has(formatAddress(e.address)) &&
+                e.dueMs <= NOW - 3 * MARGIN,
+            )
+            .map((e) => formatAddress(e.address)),
+        ).size;
         assert.ok(plan.anyones >= Math.min(reserve, anyonesAvailable, g.cap), `reserve kept: ${plan.anyones} of ${anyonesAvailable}`);
         assert.equal(plan.own, Math.min(ownKeys.size, g.cap - Math.min(reserve, anyonesAvailable)));
       }),
@@ -64,21 +103,52 @@ describe('planSweep', () => {
   it('an entry overdue three margins is anyone’s; less overdue, only its shard’s', () => {
     const live = [node('n0'), node('n1')];
     const notMine = Array.from({ length: 50 }, (_, i) => `x${i}`).find((n) => shardOwner(`t/C/${n}`, ['n0', 'n1']) === 'n1')!;
-    const base = { live, self: live[0]!, busy: new Set<string>(), nowMs: NOW, marginMs: MARGIN, anyonesAfterMargins: 3, cap: 10, anyonesReserve: 2, random: new SeededRandom(1) };
+    const base = {
+      live,
+      self: live[0]!,
+      busy: new Set<string>(),
+      nowMs: NOW,
+      marginMs: MARGIN,
+      anyonesAfterMargins: 3,
+      cap: 10,
+      anyonesReserve: 2,
+      random: new SeededRandom(1),
+    };
     assert.equal(planSweep({ ...base, entries: [entry(notMine, 2 * MARGIN)] }).deliveries.length, 0);
     assert.equal(planSweep({ ...base, entries: [entry(notMine, 3 * MARGIN)] }).anyones, 1);
   });
 
   it('a node that serves no class of an entry skips it, even its own shard and even when it is anyone’s', () => {
     const live = [node('n0', ['Other'])];
-    const plan = planSweep({ entries: [entry('a', 10 * MARGIN)], live, self: live[0]!, busy: new Set(), nowMs: NOW, marginMs: MARGIN, anyonesAfterMargins: 3, cap: 10, anyonesReserve: 2, random: new SeededRandom(1) });
+    const plan = planSweep({
+      entries: [entry('a', 10 * MARGIN)],
+      live,
+      self: live[0]!,
+      busy: new Set(),
+      nowMs: NOW,
+      marginMs: MARGIN,
+      anyonesAfterMargins: 3,
+      cap: 10,
+      anyonesReserve: 2,
+      random: new SeededRandom(1),
+    });
     assert.deepEqual([plan.deliveries.length, plan.skipped], [0, 1]);
   });
 
   it('a class some live nodes do not serve is sharded among those that do: none of its entries waits three margins', () => {
     const live = [node('n0', ['C']), node('n1', ['Other']), node('n2', ['C', 'Other'])];
     const entries = Array.from({ length: 60 }, (_, i) => entry(`c${i}`, MARGIN));
-    const base = { entries, live, busy: new Set<string>(), nowMs: NOW, marginMs: MARGIN, anyonesAfterMargins: 3, cap: 100, anyonesReserve: 0, random: new SeededRandom(1) };
+    const base = {
+      entries,
+      live,
+      busy: new Set<string>(),
+      nowMs: NOW,
+      marginMs: MARGIN,
+      anyonesAfterMargins: 3,
+      cap: 100,
+      anyonesReserve: 0,
+      random: new SeededRandom(1),
+    };
     const byNode = live.map((self) => planSweep({ ...base, self }).deliveries.map((e) => e.address.name));
     assert.equal(byNode[1]!.length, 0, 'n1 serves no C');
     assert.ok(byNode[0]!.length > 0 && byNode[2]!.length > 0, `both servers of C get a shard: ${byNode[0]!.length} / ${byNode[2]!.length}`);
@@ -88,9 +158,22 @@ describe('planSweep', () => {
 
   it('anyone’s entries are taken from a random rotation, so two surviving nodes start at different places', () => {
     const live = [node('n0'), node('n1')];
-    const entries = Array.from({ length: 200 }, (_, i) => entry(`z${i}`, 4 * MARGIN)).filter((e) => shardOwner(formatAddress(e.address), ['n0', 'n1']) === 'n1');
+    const entries = Array.from({ length: 200 }, (_, i) => entry(`z${i}`, 4 * MARGIN)).filter(
+      (e) => shardOwner(formatAddress(e.address), ['n0', 'n1']) === 'n1',
+    );
     const pick = (seed: number) =>
-      planSweep({ entries, live, self: live[0]!, busy: new Set(), nowMs: NOW, marginMs: MARGIN, anyonesAfterMargins: 3, cap: 8, anyonesReserve: 8, random: new SeededRandom(seed) }).deliveries.map((e) => e.address.name);
+      planSweep({
+        entries,
+        live,
+        self: live[0]!,
+        busy: new Set(),
+        nowMs: NOW,
+        marginMs: MARGIN,
+        anyonesAfterMargins: 3,
+        cap: 8,
+        anyonesReserve: 8,
+        random: new SeededRandom(seed),
+      }).deliveries.map((e) => e.address.name);
     const a = pick(1);
     const b = pick(2);
     assert.equal(a.length, 8);

@@ -8,7 +8,10 @@ const untouched = { touched: false, at: null };
 
 describe('committed retries (pure rules)', () => {
   it('backoff is 1 s doubling to 5 min by the failure count', () => {
-    assert.deepEqual([1, 2, 3, 4, 8, 9, 10, 50].map((f) => retryDelayMs(f, s)), [1000, 2000, 4000, 8000, 128_000, 256_000, 300_000, 300_000]);
+    assert.deepEqual(
+      [1, 2, 3, 4, 8, 9, 10, 50].map((f) => retryDelayMs(f, s)),
+      [1000, 2000, 4000, 8000, 128_000, 256_000, 300_000, 300_000],
+    );
   });
 
   it('a failed alarm that left its alarm due moves it to the retry time and counts the failure', () => {
@@ -20,7 +23,10 @@ describe('committed retries (pure rules)', () => {
   });
 
   it('an alarm the failing handler set later than the retry time stands', () => {
-    assert.deepEqual(alarmOutcome('alarm', { at: 100, failures: 0 }, { touched: true, at: 99_000 }, true, 500, s), { at: 99_000, failures: 1 });
+    assert.deepEqual(alarmOutcome('alarm', { at: 100, failures: 0 }, { touched: true, at: 99_000 }, true, 500, s), {
+      at: 99_000,
+      failures: 1,
+    });
   });
 
   it('a clear by the failing handler stands', () => {
@@ -33,9 +39,15 @@ describe('committed retries (pure rules)', () => {
   });
 
   it('setting or clearing outside a failed run resets the count; a failed request changes nothing', () => {
-    assert.deepEqual(alarmOutcome('request', { at: 5000, failures: 3 }, { touched: true, at: 7000 }, false, 500, s), { at: 7000, failures: 0 });
+    assert.deepEqual(alarmOutcome('request', { at: 5000, failures: 3 }, { touched: true, at: 7000 }, false, 500, s), {
+      at: 7000,
+      failures: 0,
+    });
     assert.deepEqual(alarmOutcome('request', { at: 5000, failures: 3 }, untouched, false, 500, s), { at: 5000, failures: 3 });
-    assert.deepEqual(alarmOutcome('request', { at: 5000, failures: 3 }, { touched: true, at: null }, true, 500, s), { at: 5000, failures: 3 });
+    assert.deepEqual(alarmOutcome('request', { at: 5000, failures: 3 }, { touched: true, at: null }, true, 500, s), {
+      at: 5000,
+      failures: 3,
+    });
   });
 
   it('after a failure the alarm is never earlier than the retry time, and the count grows by one', () => {

@@ -14,7 +14,10 @@ describe('AlarmTimer', () => {
     t.set('c', 150);
     t.clear('c');
     await clock.advance(1_000);
-    assert.deepEqual(fired, [['b', 100], ['a', 200]]);
+    assert.deepEqual(fired, [
+      ['b', 100],
+      ['a', 200],
+    ]);
     assert.equal(t.size, 0);
   });
 
@@ -39,7 +42,10 @@ describe('AlarmTimer', () => {
     await clock.advance(1_099);
     assert.deepEqual(fired, []);
     await clock.advance(1_000);
-    assert.deepEqual(fired, [['a', 100], ['b', 1_500]]);
+    assert.deepEqual(fired, [
+      ['a', 100],
+      ['b', 1_500],
+    ]);
     t.defer('a', 100, 2_500);
     t.set('a', 2_600);
     await clock.advance(1_000);

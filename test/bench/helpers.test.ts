@@ -26,8 +26,21 @@ describe('bench helpers', () => {
       xLabel: 's',
       yLabel: 'n',
       series: [
-        { label: 'one & two', points: [[0, 0], [1, 10], [2, 20]] },
-        { label: 'three', points: [[0, 0], [3, 5]] },
+        {
+          label: 'one & two',
+          points: [
+            [0, 0],
+            [1, 10],
+            [2, 20],
+          ],
+        },
+        {
+          label: 'three',
+          points: [
+            [0, 0],
+            [3, 5],
+          ],
+        },
       ],
     });
     assert.match(svg, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
@@ -44,7 +57,9 @@ describe('bench helpers', () => {
   });
 
   it('parses Prometheus text, sums by label and takes differences', () => {
-    const s = parseProm(['# HELP x', 'keepwork_store_requests_total{op="get"} 5', 'keepwork_store_requests_total{op="put"} 2', 'up 1'].join('\n'));
+    const s = parseProm(
+      ['# HELP x', 'keepwork_store_requests_total{op="get"} 5', 'keepwork_store_requests_total{op="put"} 2', 'up 1'].join('\n'),
+    );
     assert.equal(total(s, 'keepwork_store_requests_total'), 7);
     assert.deepEqual(byLabel(s, 'keepwork_store_requests_total', 'op'), { get: 5, put: 2 });
     assert.deepEqual(diff({ get: 5, put: 2 }, { get: 3, put: 2 }), { get: 2 });

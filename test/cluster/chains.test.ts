@@ -33,7 +33,16 @@ async function bucketWith(links: Spec[], holdGeneration = 9): Promise<MemoryStor
 }
 
 function link(l: Spec): Uint8Array {
-  const fields = { seq: l.seq, kind: l.kind ?? ('delta' as const), generation: l.generation, nodeId: l.nodeId ?? `n${l.generation}`, epoch: l.epoch ?? 1, atMs: 0, pageSize: 4096, pageCount: 1 };
+  const fields = {
+    seq: l.seq,
+    kind: l.kind ?? ('delta' as const),
+    generation: l.generation,
+    nodeId: l.nodeId ?? `n${l.generation}`,
+    epoch: l.epoch ?? 1,
+    atMs: 0,
+    pageSize: 4096,
+    pageCount: 1,
+  };
   return encodeLink(fields, new TextEncoder().encode(l.payload ?? `page of ${l.seq}`));
 }
 
@@ -47,7 +56,10 @@ const sound: Spec[] = [
 describe('cluster bucket checks', () => {
   it('pass a sound chain (first kept link above 1)', async () => {
     const chains = await checkBucket(await bucketWith(sound), new LinkLedger());
-    assert.deepEqual(chains.get('t/Probe/x')!.links.map((l) => l.seq), [3, 4, 5, 6]);
+    assert.deepEqual(
+      chains.get('t/Probe/x')!.links.map((l) => l.seq),
+      [3, 4, 5, 6],
+    );
   });
 
   it('catch a gap', async () => {
@@ -55,7 +67,10 @@ describe('cluster bucket checks', () => {
   });
 
   it('catch a chain that does not start with a snapshot', async () => {
-    await assert.rejects(checkBucket(await bucketWith(sound.map((l) => ({ ...l, kind: 'delta' as const }))), new LinkLedger()), /must be a snapshot/);
+    await assert.rejects(
+      checkBucket(await bucketWith(sound.map((l) => ({ ...l, kind: 'delta' as const }))), new LinkLedger()),
+      /must be a snapshot/,
+    );
   });
 
   it('catch a chain that does not restore', async () => {
@@ -68,11 +83,17 @@ describe('cluster bucket checks', () => {
   });
 
   it('catch a generation going down', async () => {
-    await assert.rejects(checkBucket(await bucketWith([...sound, { seq: 7, generation: 3 }]), new LinkLedger()), /generation 3 after link 6/);
+    await assert.rejects(
+      checkBucket(await bucketWith([...sound, { seq: 7, generation: 3 }]), new LinkLedger()),
+      /generation 3 after link 6/,
+    );
   });
 
   it('catch one generation written by two writers', async () => {
-    await assert.rejects(checkBucket(await bucketWith([...sound, { seq: 7, generation: 4, nodeId: 'other' }]), new LinkLedger()), /written by both/);
+    await assert.rejects(
+      checkBucket(await bucketWith([...sound, { seq: 7, generation: 4, nodeId: 'other' }]), new LinkLedger()),
+      /written by both/,
+    );
   });
 
   it('catch a head above the hold', async () => {

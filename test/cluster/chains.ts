@@ -67,23 +67,38 @@ export async function readChains(store: ObjectStore): Promise<Map<string, Chain>
 export function checkChains(chains: Map<string, Chain>): void {
   for (const [name, { links, hold }] of chains) {
     const first = links[0]!.seq;
-    assert.equal(links[0]!.header.kind, 'snapshot', `chain ${name}: its first link (${first}) must be a snapshot, or no node can restore it\n${describeChain(links)}`);
-    links.forEach((l, i) => assert.equal(l.seq, first + i, `chain ${name}: seqs must be contiguous from ${first}; found ${links.map((x) => x.seq).join(',')}`));
+    assert.equal(
+      links[0]!.header.kind,
+      'snapshot',
+      `chain ${name}: its first link (${first}) must be a snapshot, or no node can restore it\n${describeChain(links)}`,
+    );
+    links.forEach((l, i) =>
+      assert.equal(l.seq, first + i, `chain ${name}: seqs must be contiguous from ${first}; found ${links.map((x) => x.seq).join(',')}`),
+    );
     const writers = new Map<number, string>();
     for (let i = 0; i < links.length; i++) {
       const h = links[i]!.header;
       if (i > 0) {
         const prev = links[i - 1]!.header;
-        assert.ok(h.generation >= prev.generation, `chain ${name}: link ${h.seq} has generation ${h.generation} after link ${prev.seq} with ${prev.generation}\n${describeChain(links)}`);
+        assert.ok(
+          h.generation >= prev.generation,
+          `chain ${name}: link ${h.seq} has generation ${h.generation} after link ${prev.seq} with ${prev.generation}\n${describeChain(links)}`,
+        );
       }
       const writer = `${h.nodeId}/${h.epoch}`;
       const seen = writers.get(h.generation);
-      assert.ok(seen === undefined || seen === writer, `chain ${name}: generation ${h.generation} written by both ${seen} and ${writer}\n${describeChain(links)}`);
+      assert.ok(
+        seen === undefined || seen === writer,
+        `chain ${name}: generation ${h.generation} written by both ${seen} and ${writer}\n${describeChain(links)}`,
+      );
       writers.set(h.generation, writer);
     }
     const head = links[links.length - 1]!.header;
     assert.ok(hold, `chain ${name} has links but no hold record`);
-    assert.ok(hold.generation >= head.generation, `chain ${name}: head link ${head.seq} has generation ${head.generation}, above the hold's ${hold.generation}`);
+    assert.ok(
+      hold.generation >= head.generation,
+      `chain ${name}: head link ${head.seq} has generation ${head.generation}, above the hold's ${hold.generation}`,
+    );
   }
 }
 

@@ -67,7 +67,6 @@ function localValue(dataDir: string, address: string, scratch: string): number |
   }
 }
 
-
 describe('cluster of real node processes (folder bucket)', () => {
   it('calls through any of 3 nodes reach the holder: one consistent counter per actor, one holder each', TEST_OPTIONS, (t) =>
     withCluster(t, 'routing', async (c) => {
@@ -77,7 +76,8 @@ describe('cluster of real node processes (folder bucket)', () => {
       const nodes = await c.startAll(['n1', 'n2', 'n3'], { set: { leasePeriodMs: 6_000 } });
       const actors = nodes.map((_, i) => `route/Probe/k${i}`);
       // Actor i is first called through node i, so node i takes its hold.
-      for (let i = 0; i < nodes.length; i++) assert.equal(await mustCall(nodes[i]!.url, actors[i]!, 'slowIncrement', [], { durable: true }), 1);
+      for (let i = 0; i < nodes.length; i++)
+        assert.equal(await mustCall(nodes[i]!.url, actors[i]!, 'slowIncrement', [], { durable: true }), 1);
       await ledger.observe(c.store());
 
       // Then every node calls every actor at once: a read-modify-write with an await inside, so
@@ -85,7 +85,11 @@ describe('cluster of real node processes (folder bucket)', () => {
       const PER_NODE = 8;
       const results = await Promise.all(
         actors.map((a) =>
-          Promise.all(nodes.flatMap((n) => Array.from({ length: PER_NODE }, (_, k) => mustCall<number>(n.url, a, 'slowIncrement', [3], { durable: k % 2 === 0 })))),
+          Promise.all(
+            nodes.flatMap((n) =>
+              Array.from({ length: PER_NODE }, (_, k) => mustCall<number>(n.url, a, 'slowIncrement', [3], { durable: k % 2 === 0 })),
+            ),
+          ),
         ),
       );
       const total = 1 + nodes.length * PER_NODE;
@@ -96,11 +100,16 @@ describe('cluster of real node processes (folder bucket)', () => {
           `${actors[i]}: every call must see the one counter`,
         ),
       );
-      for (const a of actors) for (const n of nodes) assert.equal(await mustCall(n.url, a, 'value'), total, `${a} read through ${n.nodeId}`);
+      for (const a of actors)
+        for (const n of nodes) assert.equal(await mustCall(n.url, a, 'value'), total, `${a} read through ${n.nodeId}`);
 
       for (let i = 0; i < nodes.length; i++) {
         const hold = await holdOf(c.store(), actors[i]!);
-        assert.deepEqual({ nodeId: hold?.nodeId, epoch: hold?.epoch, state: hold?.state }, { nodeId: nodes[i]!.nodeId, epoch: nodes[i]!.epoch, state: 'held' }, `hold of ${actors[i]}`);
+        assert.deepEqual(
+          { nodeId: hold?.nodeId, epoch: hold?.epoch, state: hold?.state },
+          { nodeId: nodes[i]!.nodeId, epoch: nodes[i]!.epoch, state: 'held' },
+          `hold of ${actors[i]}`,
+        );
       }
       const status = await c.status();
       assert.deepEqual(
@@ -129,10 +138,18 @@ describe('cluster of real node processes (folder bucket)', () => {
       });
       const value = await valueAfterTakeover(b!, X, TAKEOVER_BOUND_MS, 4_000);
       const tookAt = Date.now();
-      t.diagnostic(`takeover: first successful call ${tookAt - killedAt} ms after the kill; ${acked.length} durable calls acknowledged, last ${lastAck}; value ${value}`);
-      assert.ok(tookAt >= recordBefore!.expiresAtMs + FAST.graceMs!, `the actor was taken before a's lease (${recordBefore!.expiresAtMs}) + grace ran out (${tookAt})`);
+      t.diagnostic(
+        `takeover: first successful call ${tookAt - killedAt} ms after the kill; ${acked.length} durable calls acknowledged, last ${lastAck}; value ${value}`,
+      );
+      assert.ok(
+        tookAt >= recordBefore!.expiresAtMs + FAST.graceMs!,
+        `the actor was taken before a's lease (${recordBefore!.expiresAtMs}) + grace ran out (${tookAt})`,
+      );
       assert.ok(value >= lastAck, `acknowledged durable calls were lost: value ${value}, last acknowledged ${lastAck}`);
-      assert.ok(value <= lastAck + 3, `value ${value} exceeds the last acknowledgement ${lastAck} by more than the 3 calls in flight at the kill`);
+      assert.ok(
+        value <= lastAck + 3,
+        `value ${value} exceeds the last acknowledgement ${lastAck} by more than the 3 calls in flight at the kill`,
+      );
 
       // It goes on from there, through both survivors.
       for (let k = 1; k <= 4; k++) assert.equal(await mustCall((k % 2 ? d : b)!.url, X, 'slowIncrement', [], { durable: true }), value + k);
@@ -203,7 +220,10 @@ describe('cluster of real node processes (folder bucket)', () => {
       );
       assert.ok(r.ok, `b cannot serve the actor after the takeover: ${describeCall(r)}\nthe chain before the kill:\n${chainBefore}`);
       const value = r.result as number;
-      assert.ok(value >= 1 && value <= Math.max(...acked) + 3, `value ${value} after the takeover; last acknowledged ${Math.max(...acked)}`);
+      assert.ok(
+        value >= 1 && value <= Math.max(...acked) + 3,
+        `value ${value} after the takeover; last acknowledged ${Math.max(...acked)}`,
+      );
       assert.equal(await mustCall(b!.url, F, 'slowIncrement', [], { durable: true }), value + 1);
       await checkBucket(c.store(), ledger, join(c.root, 'restore'));
     }),
@@ -231,7 +251,11 @@ describe('cluster of real node processes (folder bucket)', () => {
       assert.deepEqual(exit, { code: 0, signal: null }, 'a clean stop exits 0');
       for (const address of [X, Y]) {
         const h = await holdOf(c.store(), address);
-        assert.deepEqual({ nodeId: h?.nodeId, state: h?.state }, { nodeId: 'a', state: 'released' }, `hold of ${address} after a's clean stop`);
+        assert.deepEqual(
+          { nodeId: h?.nodeId, state: h?.state },
+          { nodeId: 'a', state: 'released' },
+          `hold of ${address} after a's clean stop`,
+        );
       }
       const t0 = Date.now();
       const r = await call(b!.url, X, 'value', [], { timeoutMs: leasePeriodMs / 2 });
@@ -283,7 +307,7 @@ describe('cluster of real node processes (folder bucket)', () => {
       t.diagnostic(`b took over ${Date.now() - stoppedAt} ms after SIGSTOP`);
       assert.equal(first, V0 + 1, 'b continues from the bucket state');
       let expected = V0 + 1;
-      for (; expected < V0 + 3; ) assert.equal(await mustCall(b!.url, X, 'slowIncrement', [], { durable: true }), ++expected);
+      for (; expected < V0 + 3;) assert.equal(await mustCall(b!.url, X, 'slowIncrement', [], { durable: true }), ++expected);
       const holdTaken = (await holdOf(c.store(), X))!;
       assert.equal(holdTaken.nodeId, 'b');
       assert.ok(holdTaken.generation > holdBefore.generation);
@@ -300,9 +324,11 @@ describe('cluster of real node processes (folder bucket)', () => {
       ]);
       const floor = expected;
       const increments = stale.slice(0, 6).filter((r) => r.ok);
-      for (const r of increments) assert.ok((r.result as number) > floor, `a call to the resumed a answered from a stale state: ${describeCall(r)}`);
+      for (const r of increments)
+        assert.ok((r.result as number) > floor, `a call to the resumed a answered from a stale state: ${describeCall(r)}`);
       const read = stale[6]!;
-      if (read.ok) assert.ok((read.result as number) >= floor, `a read through the resumed a answered from a stale state: ${describeCall(read)}`);
+      if (read.ok)
+        assert.ok((read.result as number) >= floor, `a read through the resumed a answered from a stale state: ${describeCall(read)}`);
       expected += increments.length;
       t.diagnostic(`calls to the resumed a: ${stale.map(describeCall).join(' | ')}`);
 
@@ -321,7 +347,10 @@ describe('cluster of real node processes (folder bucket)', () => {
       const links = chains.get(X)!.links;
       for (const l of links.filter((x) => x.seq > headBefore)) {
         assert.equal(l.header.nodeId, 'b', `link ${l.seq} was written after the takeover by ${l.header.nodeId}\n${describeChain(links)}`);
-        assert.ok(l.header.generation >= holdTaken.generation, `link ${l.seq} after the takeover has generation ${l.header.generation}\n${describeChain(links)}`);
+        assert.ok(
+          l.header.generation >= holdTaken.generation,
+          `link ${l.seq} after the takeover has generation ${l.header.generation}\n${describeChain(links)}`,
+        );
       }
 
       // A stop of the fenced node leaves its record fenced, and its local copy as it was at SIGSTOP.
@@ -358,7 +387,11 @@ describe('cluster of real node processes (folder bucket)', () => {
       await sleep(deadFor);
       // The other nodes would fence a now (its lease + grace is over): status must not call it live.
       rows = new Map((await c.status()).map((s) => [s.nodeId, s]));
-      assert.equal(rows.get('a')?.status, 'expired', `a was killed ${deadFor} ms ago (lease ${FAST.leasePeriodMs} ms, grace ${FAST.graceMs} ms)`);
+      assert.equal(
+        rows.get('a')?.status,
+        'expired',
+        `a was killed ${deadFor} ms ago (lease ${FAST.leasePeriodMs} ms, grace ${FAST.graceMs} ms)`,
+      );
       assert.equal(rows.get('b')?.status, 'live');
       await checkBucket(c.store(), ledger, join(c.root, 'restore'));
     }),

@@ -64,7 +64,12 @@ process.once('exit', () => void killLeftovers());
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Polls `probe` until it returns something other than undefined; fails after `boundMs`. */
-export async function waitFor<T>(what: string, boundMs: number, probe: () => Promise<T | undefined> | T | undefined, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  boundMs: number,
+  probe: () => Promise<T | undefined> | T | undefined,
+  everyMs = 100,
+): Promise<T> {
   const deadline = Date.now() + boundMs;
   let last: unknown;
   for (;;) {
@@ -74,7 +79,8 @@ export async function waitFor<T>(what: string, boundMs: number, probe: () => Pro
     } catch (e) {
       last = e;
     }
-    if (Date.now() >= deadline) throw new Error(`timed out after ${boundMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
+    if (Date.now() >= deadline)
+      throw new Error(`timed out after ${boundMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
     await sleep(everyMs);
   }
 }
@@ -96,10 +102,21 @@ export function actorUrl(base: string, address: string): string {
 }
 
 /** POST one method call; never throws (a failure comes back as `ok: false`). */
-export async function call(base: string, address: string, method: string, args: unknown[] = [], o: { durable?: boolean; timeoutMs?: number } = {}): Promise<CallResult> {
+export async function call(
+  base: string,
+  address: string,
+  method: string,
+  args: unknown[] = [],
+  o: { durable?: boolean; timeoutMs?: number } = {},
+): Promise<CallResult> {
   const url = `${actorUrl(base, address)}/${method}${o.durable ? '?durable=1' : ''}`;
   try {
-    const res = await fetch(url, { method: 'POST', body: JSON.stringify(args), headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(o.timeoutMs ?? 10_000) });
+    const res = await fetch(url, {
+      method: 'POST',
+      body: JSON.stringify(args),
+      headers: { 'content-type': 'application/json' },
+      signal: AbortSignal.timeout(o.timeoutMs ?? 10_000),
+    });
     const body = (await res.json().catch(() => ({}))) as { result?: unknown; error?: string; message?: string };
     return { ok: res.ok, status: res.status, ...body };
   } catch (e) {
@@ -108,9 +125,16 @@ export async function call(base: string, address: string, method: string, args: 
 }
 
 /** A call that must succeed: its result, or an assertion-style error naming what came back. */
-export async function mustCall<T = unknown>(base: string, address: string, method: string, args: unknown[] = [], o: { durable?: boolean; timeoutMs?: number } = {}): Promise<T> {
+export async function mustCall<T = unknown>(
+  base: string,
+  address: string,
+  method: string,
+  args: unknown[] = [],
+  o: { durable?: boolean; timeoutMs?: number } = {},
+): Promise<T> {
   const r = await call(base, address, method, args, o);
-  if (!r.ok) throw new Error(`${method}${o.durable ? ' (durable)' : ''} on ${address} via ${base} failed: ${r.status} ${r.error}: ${r.message}`);
+  if (!r.ok)
+    throw new Error(`${method}${o.durable ? ' (durable)' : ''} on ${address} via ${base} failed: ${r.status} ${r.error}: ${r.message}`);
   return r.result as T;
 }
 
@@ -151,7 +175,10 @@ export class ClusterNode {
   }
 
   /** Sends `signal` and waits (bounded) for the process to exit. */
-  async killAndWait(signal: 'SIGKILL' | 'SIGTERM', boundMs = EXIT_BOUND_MS): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  async killAndWait(
+    signal: 'SIGKILL' | 'SIGTERM',
+    boundMs = EXIT_BOUND_MS,
+  ): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     this.kill(signal);
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<never>((_, reject) => {
@@ -254,7 +281,10 @@ export class Cluster {
     this.nodes.push(node);
     const serving = await new Promise<RegExpExecArray>((resolve, reject) => {
       let err = '';
-      const timer = setTimeout(() => reject(new Error(`node ${nodeId} did not start within ${START_BOUND_MS} ms:\n${node.logTail()}`)), START_BOUND_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`node ${nodeId} did not start within ${START_BOUND_MS} ms:\n${node.logTail()}`)),
+        START_BOUND_MS,
+      );
       const onData = (d: Buffer) => {
         err += d.toString();
         const m = /epoch (\d+)\) serving (http:\/\/\S+)/.exec(err);
@@ -314,10 +344,17 @@ export class Cluster {
   }
 
   private spawn(args: string[], logPath: string): ChildProcess {
-    const child = spawn(process.execPath, args, { cwd: REPO, env: { ...process.env, KEEPWORK_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, {
+      cwd: REPO,
+      env: { ...process.env, KEEPWORK_LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.add(child);
     child.once('exit', () => children.delete(child));
-    for (const [stream, tag] of [[child.stdout!, ''], [child.stderr!, '[stderr] ']] as const) {
+    for (const [stream, tag] of [
+      [child.stdout!, ''],
+      [child.stderr!, '[stderr] '],
+    ] as const) {
       let pending = '';
       stream.on('data', (d: Buffer) => {
         pending += d.toString();

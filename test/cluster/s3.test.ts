@@ -46,49 +46,56 @@ async function emptyBucket(url: string): Promise<void> {
 }
 
 describe('cluster of real node processes (S3 bucket)', () => {
-  it('kill -9 of the holder: the other node takes over with every acknowledged durable call; a clean stop releases', { skip: SKIP, timeout: 90_000 }, async (t) => {
-    const bucket = uniqueBucket(S3_URL!);
-    t.diagnostic(`bucket ${bucket}`);
-    try {
-      await withCluster(
-        t,
-        's3',
-        async (c) => {
-          const ledger = new LinkLedger();
-          const [a, b] = await c.startAll(['a', 'b']);
-          const X = 's3/Probe/x';
-          assert.equal(await mustCall(a!.url, X, 'slowIncrement', [], { durable: true }), 1);
-          let holdBefore: HoldRecord | undefined;
-          const { lastAck, killedAt } = await killUnderDurableLoad(a!, [a!, b!], X, 20, 30_000, async () => {
-            await ledger.observe(c.store());
-            holdBefore = decodeHold((await c.store().get(holdKey(parseAddress(X))))!.body);
-            assert.equal(holdBefore.nodeId, 'a');
-          });
-          const value = await valueAfterTakeover(b!, X, FAST.leasePeriodMs! + FAST.graceMs! + 15_000, 5_000);
-          t.diagnostic(`takeover ${Date.now() - killedAt} ms after the kill; last acknowledged ${lastAck}, value ${value}`);
-          assert.ok(value >= lastAck && value <= lastAck + 2, `value ${value} after the takeover; last acknowledged ${lastAck}, 2 calls in flight at most`);
-          for (let k = 1; k <= 3; k++) assert.equal(await mustCall(b!.url, X, 'slowIncrement', [], { durable: k === 1 }), value + k);
+  it(
+    'kill -9 of the holder: the other node takes over with every acknowledged durable call; a clean stop releases',
+    { skip: SKIP, timeout: 90_000 },
+    async (t) => {
+      const bucket = uniqueBucket(S3_URL!);
+      t.diagnostic(`bucket ${bucket}`);
+      try {
+        await withCluster(
+          t,
+          's3',
+          async (c) => {
+            const ledger = new LinkLedger();
+            const [a, b] = await c.startAll(['a', 'b']);
+            const X = 's3/Probe/x';
+            assert.equal(await mustCall(a!.url, X, 'slowIncrement', [], { durable: true }), 1);
+            let holdBefore: HoldRecord | undefined;
+            const { lastAck, killedAt } = await killUnderDurableLoad(a!, [a!, b!], X, 20, 30_000, async () => {
+              await ledger.observe(c.store());
+              holdBefore = decodeHold((await c.store().get(holdKey(parseAddress(X))))!.body);
+              assert.equal(holdBefore.nodeId, 'a');
+            });
+            const value = await valueAfterTakeover(b!, X, FAST.leasePeriodMs! + FAST.graceMs! + 15_000, 5_000);
+            t.diagnostic(`takeover ${Date.now() - killedAt} ms after the kill; last acknowledged ${lastAck}, value ${value}`);
+            assert.ok(
+              value >= lastAck && value <= lastAck + 2,
+              `value ${value} after the takeover; last acknowledged ${lastAck}, 2 calls in flight at most`,
+            );
+            for (let k = 1; k <= 3; k++) assert.equal(await mustCall(b!.url, X, 'slowIncrement', [], { durable: k === 1 }), value + k);
 
-          assert.equal(decodeNode((await c.store().get(nodeKey('a')))!.body).state, 'fenced');
-          let status = new Map((await c.status()).map((s) => [s.nodeId, s]));
-          assert.equal(status.get('a')?.status, 'fenced', 'keepwork status shows a fenced');
-          assert.equal(status.get('b')?.holds, 1);
+            assert.equal(decodeNode((await c.store().get(nodeKey('a')))!.body).state, 'fenced');
+            let status = new Map((await c.status()).map((s) => [s.nodeId, s]));
+            assert.equal(status.get('a')?.status, 'fenced', 'keepwork status shows a fenced');
+            assert.equal(status.get('b')?.holds, 1);
 
-          const exit = await b!.killAndWait('SIGTERM');
-          assert.deepEqual(exit, { code: 0, signal: null });
-          status = new Map((await c.status()).map((s) => [s.nodeId, s]));
-          assert.equal(status.get('b')?.status, 'released', 'keepwork status shows b released');
+            const exit = await b!.killAndWait('SIGTERM');
+            assert.deepEqual(exit, { code: 0, signal: null });
+            status = new Map((await c.status()).map((s) => [s.nodeId, s]));
+            assert.equal(status.get('b')?.status, 'released', 'keepwork status shows b released');
 
-          const chains = await checkBucket(c.store(), ledger, join(c.root, 'restore'));
-          const links = chains.get(X)!.links;
-          const last = links.at(-1)!.header;
-          assert.equal(last.nodeId, 'b', describeChain(links));
-          assert.ok(last.generation > holdBefore!.generation, describeChain(links));
-        },
-        bucket,
-      );
-    } finally {
-      await emptyBucket(bucket);
-    }
-  });
+            const chains = await checkBucket(c.store(), ledger, join(c.root, 'restore'));
+            const links = chains.get(X)!.links;
+            const last = links.at(-1)!.header;
+            assert.equal(last.nodeId, 'b', describeChain(links));
+            assert.ok(last.generation > holdBefore!.generation, describeChain(links));
+          },
+          bucket,
+        );
+      } finally {
+        await emptyBucket(bucket);
+      }
+    },
+  );
 });

@@ -40,11 +40,14 @@ describe('config', () => {
   ];
   for (const [what, options, message] of bad) {
     it(`refuses ${what} with a message naming the option`, () => {
-      assert.throws(() => resolveOptions(options as never), (e: { code: string; message: string }) => {
-        assert.equal(e.code, ErrorCode.BadConfig);
-        assert.match(e.message, message);
-        return true;
-      });
+      assert.throws(
+        () => resolveOptions(options as never),
+        (e: { code: string; message: string }) => {
+          assert.equal(e.code, ErrorCode.BadConfig);
+          assert.match(e.message, message);
+          return true;
+        },
+      );
     });
   }
 

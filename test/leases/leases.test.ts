@@ -14,7 +14,16 @@ import { Membership } from '../../src/main/membership.js';
 import { silentLogger } from '../../src/core/logger.js';
 
 const config = resolveOptions({ leasePeriodMs: 10_000, graceMs: 5_000, skewBoundMs: 1_000 });
-const rec = (over: Partial<NodeRecord> = {}): NodeRecord => ({ nodeId: 'n2', epoch: 3, addr: 'http://n2', tenants: null, classes: ['C'], expiresAtMs: 100_000, state: 'live', ...over });
+const rec = (over: Partial<NodeRecord> = {}): NodeRecord => ({
+  nodeId: 'n2',
+  epoch: 3,
+  addr: 'http://n2',
+  tenants: null,
+  classes: ['C'],
+  expiresAtMs: 100_000,
+  state: 'live',
+  ...over,
+});
 const self = { nodeId: 'n1', epoch: 7 };
 const hold = (over = {}) => ({ nodeId: 'n2', epoch: 3, generation: 5, state: 'held' as const, ...over });
 
@@ -37,8 +46,16 @@ describe('ownership decisions (pure)', () => {
     ['our earlier epoch: take, generation + 1', [hold({ nodeId: 'n1', epoch: 6 }), null, self, 0, 5_000], { kind: 'take', generation: 6 }],
     ['a released hold: take', [hold({ state: 'released' }), rec(), self, 0, 5_000], { kind: 'take', generation: 6 }],
     ['a live holder: forward to it', [hold(), rec(), self, 104_000, 5_000], { kind: 'forward', nodeId: 'n2', addr: 'http://n2' }],
-    ['a holder expired within grace is still live: forward', [hold(), rec(), self, 101_000, 5_000], { kind: 'forward', nodeId: 'n2', addr: 'http://n2' }],
-    ['a holder expired more than grace ago: fence, then take', [hold(), rec(), self, 105_000, 5_000], { kind: 'fenceThenTake', generation: 6 }],
+    [
+      'a holder expired within grace is still live: forward',
+      [hold(), rec(), self, 101_000, 5_000],
+      { kind: 'forward', nodeId: 'n2', addr: 'http://n2' },
+    ],
+    [
+      'a holder expired more than grace ago: fence, then take',
+      [hold(), rec(), self, 105_000, 5_000],
+      { kind: 'fenceThenTake', generation: 6 },
+    ],
     ['a fenced holder: take', [hold(), rec({ state: 'fenced' }), self, 0, 5_000], { kind: 'take', generation: 6 }],
     ['a holder that restarted (new epoch): take', [hold(), rec({ epoch: 4 }), self, 0, 5_000], { kind: 'take', generation: 6 }],
     ['a holder with no node record: take', [hold(), null, self, 0, 5_000], { kind: 'take', generation: 6 }],
@@ -155,7 +172,10 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
     const seen = countedStore(c.store, counts);
     const holds2 = new HoldTable(seen, c.clock, config, lease2, new NodeDirectory(seen, c.clock, config), { nodeId: 'n2' });
     assert.deepEqual(await holds2.acquire(A), { kind: 'mine', generation: 2 });
-    assert.deepEqual(Object.fromEntries([...counts.entries()].map((e) => [`${e.op} ${e.area}`, e.count])), { 'get holds': 1, 'put holds': 1 });
+    assert.deepEqual(Object.fromEntries([...counts.entries()].map((e) => [`${e.op} ${e.area}`, e.count])), {
+      'get holds': 1,
+      'put holds': 1,
+    });
   });
 
   it('a released hold is taken at once by another node, generation + 1', async () => {

@@ -10,9 +10,13 @@ const CLI = ['--import', 'tsx', 'src/main/cli.ts'];
 describe('keepwork CLI', () => {
   it('start serves the example classes over HTTP and stops cleanly on SIGTERM', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
-    const child = spawn(process.execPath, [...CLI, 'start', '--data', dir, '--bucket', join(dir, 'bucket'), '--port', '0', '--class', 'Counter=examples/counter.ts'], {
-      env: { ...process.env, KEEPWORK_LOG_LEVEL: 'warn' },
-    });
+    const child = spawn(
+      process.execPath,
+      [...CLI, 'start', '--data', dir, '--bucket', join(dir, 'bucket'), '--port', '0', '--class', 'Counter=examples/counter.ts'],
+      {
+        env: { ...process.env, KEEPWORK_LOG_LEVEL: 'warn' },
+      },
+    );
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let err = '';
@@ -38,7 +42,9 @@ describe('keepwork CLI', () => {
     const bad = spawnSync(process.execPath, [...CLI, 'start', '--port', 'abc'], { encoding: 'utf8' });
     assert.notEqual(bad.status, 0);
     assert.match(bad.stderr, /port number/);
-    const noClass = spawnSync(process.execPath, [...CLI, 'start', '--port', '0', '--data', join(tmpdir(), 'kw-cli-none')], { encoding: 'utf8' });
+    const noClass = spawnSync(process.execPath, [...CLI, 'start', '--port', '0', '--data', join(tmpdir(), 'kw-cli-none')], {
+      encoding: 'utf8',
+    });
     assert.notEqual(noClass.status, 0);
     assert.match(noClass.stderr, /classes must name at least one actor class/);
   });

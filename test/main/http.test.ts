@@ -15,7 +15,10 @@ function actorFiles(dataDir: string): string[] {
   if (!existsSync(root)) return [];
   // Sidecars (`.chain`) appear when an earlier call's group-commit upload lands, at any moment:
   // they are bookkeeping of earlier writes, not writes of the request under test.
-  return readdirSync(root, { recursive: true }).map(String).filter((f) => !/\.chain(\.tmp)?$/.test(f)).sort();
+  return readdirSync(root, { recursive: true })
+    .map(String)
+    .filter((f) => !/\.chain(\.tmp)?$/.test(f))
+    .sort();
 }
 
 describe('HTTP API', () => {
@@ -24,7 +27,15 @@ describe('HTTP API', () => {
   let base: string;
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'kw-http-'));
-    node = await startNode({ dataDir, bucket: 'memory:', classes: { Probe: PROBE }, port: 0, workerThreads: 1, httpBodyMaxBytes: 4096, logger: silentLogger() });
+    node = await startNode({
+      dataDir,
+      bucket: 'memory:',
+      classes: { Probe: PROBE },
+      port: 0,
+      workerThreads: 1,
+      httpBodyMaxBytes: 4096,
+      logger: silentLogger(),
+    });
     base = node.url!;
   });
   after(async () => {
@@ -36,7 +47,10 @@ describe('HTTP API', () => {
   const json = async (r: Response) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> });
 
   it('calls a method with a JSON array of arguments', async () => {
-    assert.deepEqual(await json(await post('/v1/actors/t1/Probe/a/echo', '[1,"two",{"x":3}]')), { status: 200, body: { result: [1, 'two', { x: 3 }] } });
+    assert.deepEqual(await json(await post('/v1/actors/t1/Probe/a/echo', '[1,"two",{"x":3}]')), {
+      status: 200,
+      body: { result: [1, 'two', { x: 3 }] },
+    });
     assert.deepEqual(await json(await post('/v1/actors/t1/Probe/a/slowIncrement?durable=1', '[0]')), { status: 200, body: { result: 1 } });
     assert.deepEqual(await json(await post('/v1/actors/t1/Probe/a/value')), { status: 200, body: { result: 1 } });
   });
@@ -69,7 +83,12 @@ describe('HTTP API', () => {
     ['an unknown method', () => post('/v1/actors/t1/Probe/b/nothing', '[]'), 404, 'NOT_FOUND'],
     ['an unknown route', () => fetch(`${base}/v2/whatever`), 404, 'NOT_FOUND'],
     ['GET on a method', () => fetch(`${base}/v1/actors/t1/Probe/b/echo`), 405, 'METHOD_NOT_ALLOWED'],
-    ['a body over httpBodyMaxBytes', () => post('/v1/actors/t1/Probe/b/echo', JSON.stringify(['x'.repeat(5000)])), 413, 'PAYLOAD_TOO_LARGE'],
+    [
+      'a body over httpBodyMaxBytes',
+      () => post('/v1/actors/t1/Probe/b/echo', JSON.stringify(['x'.repeat(5000)])),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    ],
   ];
   for (const [what, send, status, code] of bad) {
     it(`answers ${status} ${code} to ${what}, writing nothing`, async () => {
@@ -83,8 +102,17 @@ describe('HTTP API', () => {
   }
 
   it('fuzz: arbitrary addresses, methods and bodies never get a 5xx, and only a 200 writes', async () => {
-    const segment = fc.oneof(fc.constantFrom('t1', 'Probe', 'echo', 'value', '', '..', '%2F', '%ZZ'), fc.string({ maxLength: 12 }), fc.stringMatching(/^[a-z0-9_-]{1,8}$/));
-    const body = fc.oneof(fc.json(), fc.string({ maxLength: 40 }), fc.constant(''), fc.array(fc.jsonValue(), { maxLength: 3 }).map((a) => JSON.stringify(a)));
+    const segment = fc.oneof(
+      fc.constantFrom('t1', 'Probe', 'echo', 'value', '', '..', '%2F', '%ZZ'),
+      fc.string({ maxLength: 12 }),
+      fc.stringMatching(/^[a-z0-9_-]{1,8}$/),
+    );
+    const body = fc.oneof(
+      fc.json(),
+      fc.string({ maxLength: 40 }),
+      fc.constant(''),
+      fc.array(fc.jsonValue(), { maxLength: 3 }).map((a) => JSON.stringify(a)),
+    );
     await fc.assert(
       fc.asyncProperty(fc.array(segment, { minLength: 3, maxLength: 4 }), segment, body, async (addr, method, text) => {
         const path = '/v1/actors/' + [...addr, method].map((s) => (/%/.test(s) ? s : encodeURIComponent(s))).join('/');

@@ -38,7 +38,14 @@ const temp = tempDirs('kw-index-check-');
 async function seededBucket(): Promise<{ bucket: string; alarms: Map<string, number> }> {
   const root = temp();
   const bucket = join(root, 'bucket');
-  const node = await startNode({ bucket, dataDir: join(root, 'n1'), nodeId: 'n1', classes: { Reminder: REMINDER }, workerThreads: 1, logger: silentLogger() });
+  const node = await startNode({
+    bucket,
+    dataDir: join(root, 'n1'),
+    nodeId: 'n1',
+    classes: { Reminder: REMINDER },
+    workerThreads: 1,
+    logger: silentLogger(),
+  });
   const alarms = new Map<string, number>();
   try {
     for (const name of ['r1', 'r2']) alarms.set(name, await node.actor(`demo/Reminder/${name}`).callDurable<number>('remind', HOUR, name));
@@ -70,13 +77,22 @@ describe('index check, actor inspect, status', () => {
     const store = new RecordingStore(openStore(bucket));
     const { findings, counts } = await check(store);
     assert.deepEqual(findings, []);
-    assert.deepEqual({ actors: counts.actors, withAlarm: counts.withAlarm, entries: counts.entries }, { actors: 3, withAlarm: 2, entries: 2 });
+    assert.deepEqual(
+      { actors: counts.actors, withAlarm: counts.withAlarm, entries: counts.entries },
+      { actors: 3, withAlarm: 2, entries: 2 },
+    );
     assert.deepEqual(counts.actorKinds, { ok: 2 });
     assert.deepEqual(counts.entryKinds, { named: 2 });
     const stats = await tenantIndexStats(store, 'demo', Date.now(), 15_000);
-    assert.deepEqual({ entries: stats.entries, due: stats.due, overdue: stats.overdue, lagMs: stats.lagMs }, { entries: 2, due: 0, overdue: 0, lagMs: 0 });
+    assert.deepEqual(
+      { entries: stats.entries, due: stats.due, overdue: stats.overdue, lagMs: stats.lagMs },
+      { entries: 2, due: 0, overdue: 0, lagMs: 0 },
+    );
     const nodes = await clusterStatus(store, Date.now(), 5_000, 10_000);
-    assert.deepEqual(nodes.map((n) => [n.nodeId, n.status, n.holds]), [['n1', 'released', 0]]);
+    assert.deepEqual(
+      nodes.map((n) => [n.nodeId, n.status, n.holds]),
+      [['n1', 'released', 0]],
+    );
     assert.deepEqual(writes(store), []);
     await store.close();
   });
@@ -90,7 +106,11 @@ describe('index check, actor inspect, status', () => {
     await raw.delete(keyOf(r1, head1.indexed!)); // the failure the ADR's rules prevent, made by hand
     const stale = entryKey({ address: r2, dueMs: alarms.get('r2')! - 60_000, tag: { generation: 1, nonce: 'aa' } });
     const newer = entryKey({ address: r2, dueMs: alarms.get('r2')! + 60_000, tag: { generation: 99, nonce: 'bb' } });
-    const noState = entryKey({ address: parseAddress('demo/Reminder/ghost'), dueMs: 1_700_000_000_000, tag: { generation: 1, nonce: 'cc' } });
+    const noState = entryKey({
+      address: parseAddress('demo/Reminder/ghost'),
+      dueMs: 1_700_000_000_000,
+      tag: { generation: 1, nonce: 'cc' },
+    });
     for (const k of [stale, newer, noState, 'alarms/demo/not-an-entry']) await raw.put(k, new Uint8Array(0));
     const store = new RecordingStore(raw);
 
@@ -100,10 +120,22 @@ describe('index check, actor inspect, status', () => {
     const missing = byKind('missing');
     assert.equal(missing.length, 1);
     assert.equal(missing[0]!.type === 'actor' && missing[0]!.expectedKey, keyOf(r1, head1.indexed!));
-    assert.deepEqual(byKind('stale').map((f) => f.type === 'entry' && f.key), [stale]);
-    assert.deepEqual(byKind('newerGeneration').map((f) => f.type === 'entry' && f.key), [newer]);
-    assert.deepEqual(byKind('noState').map((f) => f.type === 'entry' && f.key), [noState]);
-    assert.deepEqual(byKind('notAnEntry').map((f) => f.type === 'entry' && f.key), ['alarms/demo/not-an-entry']);
+    assert.deepEqual(
+      byKind('stale').map((f) => f.type === 'entry' && f.key),
+      [stale],
+    );
+    assert.deepEqual(
+      byKind('newerGeneration').map((f) => f.type === 'entry' && f.key),
+      [newer],
+    );
+    assert.deepEqual(
+      byKind('noState').map((f) => f.type === 'entry' && f.key),
+      [noState],
+    );
+    assert.deepEqual(
+      byKind('notAnEntry').map((f) => f.type === 'entry' && f.key),
+      ['alarms/demo/not-an-entry'],
+    );
     assert.deepEqual(counts.actorKinds, { ok: 1, missing: 1 });
 
     const seen = await inspectActor(store, r2, temp(), Date.now(), 5_000);
@@ -197,7 +229,14 @@ describe('index check on S3 (Ceph RGW)', { skip: !S3_URL && 'KEEPWORK_TEST_S3_UR
   it('finds a missing entry and repairs it with one fresh conditional PUT, reading only otherwise', async () => {
     const bucket = S3_URL!.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/index-check-${randomBytes(6).toString('hex')}/`);
     const root = temp();
-    const node = await startNode({ bucket, dataDir: join(root, 'n1'), nodeId: 'n1', classes: { Reminder: REMINDER }, workerThreads: 1, logger: silentLogger() });
+    const node = await startNode({
+      bucket,
+      dataDir: join(root, 'n1'),
+      nodeId: 'n1',
+      classes: { Reminder: REMINDER },
+      workerThreads: 1,
+      logger: silentLogger(),
+    });
     const r = parseAddress('demo/Reminder/s3');
     let dueMs: number;
     try {

@@ -23,7 +23,11 @@ const actor = (over: Partial<CommittedActor>): CommittedActor => ({
   ownerFence: null,
   ...over,
 });
-const entry = (dueMs: number, generation: number | null, nonce = 'ab'): IndexEntry => ({ address, dueMs, tag: generation === null ? null : { generation, nonce } });
+const entry = (dueMs: number, generation: number | null, nonce = 'ab'): IndexEntry => ({
+  address,
+  dueMs,
+  tag: generation === null ? null : { generation, nonce },
+});
 
 describe('index check verdicts', () => {
   it('judges an entry against the committed head', () => {
@@ -46,7 +50,8 @@ describe('index check verdicts', () => {
     assert.equal(actorFinding(actor({ indexed: { at: T - 5, tag: null } }), true, 0), 'missing');
     assert.equal(actorFinding(actor({ indexed: null, indexedRaw: null }), false, 0), 'unindexed');
     assert.equal(actorFinding(actor({ indexed: undefined }), false, 0), 'unreadable');
-    for (const k of ['ok', 'missing', 'unindexed', 'stale', 'noState', 'newerGeneration', 'deleted', 'notAnEntry'] as const) assert.ok(EXPLAIN[k].length > 20);
+    for (const k of ['ok', 'missing', 'unindexed', 'stale', 'noState', 'newerGeneration', 'deleted', 'notAnEntry'] as const)
+      assert.ok(EXPLAIN[k].length > 20);
   });
 });
 
@@ -64,15 +69,24 @@ describe('status feed', () => {
     f.delivered('t/C/c', 1_000, { type: 'error', error: { code: 'HANDLER_FAILED', message: 'boom' }, alarmAt: 2_000 }, 1_700);
     f.failed('t/C/d', 1_000, new Error('no bucket'), 1_800);
     assert.deepEqual(f.totals, { ran: 1, stale: 1, kept: 0, failed: 2 });
-    assert.deepEqual(f.deliveries.toArray().map((d) => [d.actor, d.outcome, d.lateMs, d.error ?? d.removed ?? null]), [
-      ['t/C/a', 'ran', 500, null],
-      ['t/C/b', 'stale', 600, 2],
-      ['t/C/c', 'failed', 700, 'boom'],
-      ['t/C/d', 'failed', 800, 'no bucket'],
-    ]);
+    assert.deepEqual(
+      f.deliveries.toArray().map((d) => [d.actor, d.outcome, d.lateMs, d.error ?? d.removed ?? null]),
+      [
+        ['t/C/a', 'ran', 500, null],
+        ['t/C/b', 'stale', 600, 2],
+        ['t/C/c', 'failed', 700, 'boom'],
+        ['t/C/d', 'failed', 800, 'no bucket'],
+      ],
+    );
     f.sample({ atMs: 2_000, backlog: 1, lagSeconds: 0, held: 1, timer: 0 });
     f.sample({ atMs: 3_000, backlog: 0, lagSeconds: 0, held: 1, timer: 0 });
-    assert.deepEqual(f.samples.toArray().map((s) => [s.delivered, s.failed]), [[2, 2], [0, 0]]);
+    assert.deepEqual(
+      f.samples.toArray().map((s) => [s.delivered, s.failed]),
+      [
+        [2, 2],
+        [0, 0],
+      ],
+    );
     for (let i = 0; i < DELIVERIES_MAX + 10; i++) f.failed('x/C/y', 0, 'e', i);
     assert.equal(f.deliveries.toArray().length, DELIVERIES_MAX);
   });

@@ -37,7 +37,10 @@ describe('node (real Piscina workers)', () => {
       const a = node.actor('t/Probe/counter');
       const results = await Promise.all(Array.from({ length: 40 }, () => a.call<number>('slowIncrement', 1)));
       assert.equal(await a.call('value'), 40);
-      assert.deepEqual([...results].sort((x, y) => x - y), Array.from({ length: 40 }, (_, i) => i + 1));
+      assert.deepEqual(
+        [...results].sort((x, y) => x - y),
+        Array.from({ length: 40 }, (_, i) => i + 1),
+      );
       const others = await Promise.all(['x', 'y', 'z'].map((n) => node.actor(`t/Probe/${n}`).call('slowIncrement', 1)));
       assert.deepEqual(others, [1, 1, 1]);
     } finally {
@@ -165,11 +168,12 @@ describe('node (real Piscina workers)', () => {
       });
       // b's workers restored the chain and uploaded; its main thread took the hold.
       const text = await b.metricsText();
-      const count = (labels: string) => Number(new RegExp(`^keepwork_store_requests_total\\{${labels}\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+      const count = (labels: string) =>
+        Number(new RegExp(`^keepwork_store_requests_total\\{${labels}\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
       assert.ok(count('op="list",area="state",thread="worker"') >= 1, text);
       assert.ok(count('op="put",area="state",thread="worker"') >= 1, text);
       assert.ok(count('op="put",area="holds",thread="main"') >= 1, text);
-      assert.equal(count('op="put",area="state",thread="main"'), 0, 'uploads are the workers\' requests');
+      assert.equal(count('op="put",area="state",thread="main"'), 0, "uploads are the workers' requests");
     } finally {
       await b.stop();
       await store.close();
@@ -179,7 +183,15 @@ describe('node (real Piscina workers)', () => {
   it('a fenced node stops sweeping and delivering: its timer and the sweep take nothing more', async () => {
     const dir = tempDir();
     const bucket = join(dir, 'bucket');
-    const node = (await start(join(dir, 'a'), { bucket, nodeId: 'fence-me', leasePeriodMs: 900, graceMs: 100, skewBoundMs: 50, alarmSweepMs: 50, sweepAdaptive: 0 })) as RoutingNode;
+    const node = (await start(join(dir, 'a'), {
+      bucket,
+      nodeId: 'fence-me',
+      leasePeriodMs: 900,
+      graceMs: 100,
+      skewBoundMs: 50,
+      alarmSweepMs: 50,
+      sweepAdaptive: 0,
+    })) as RoutingNode;
     const store = new FsStore(bucket);
     const sweeps = async () => Number(/^keepwork_sweep_duration_seconds_count\{[^}]*\} (\d+)/m.exec(await node.metricsText())?.[1] ?? 0);
     try {
@@ -199,7 +211,10 @@ describe('node (real Piscina workers)', () => {
       assert.equal(node.offerEntry(parseAddress('t/Probe/other'), Date.now() - 5_000), false, 'a fenced node takes no offer');
       await new Promise((r) => setTimeout(r, 500)); // ten sweep periods
       assert.ok((await sweeps()) <= after + 1, `sweeps went on after the fence: ${after} then ${await sweeps()}`);
-      await assert.rejects(node.actor('t/Probe/f').call('value'), (e: { code?: string }) => e.code === 'LEASE_LOST' || e.code === 'OWNER_UNREACHABLE');
+      await assert.rejects(
+        node.actor('t/Probe/f').call('value'),
+        (e: { code?: string }) => e.code === 'LEASE_LOST' || e.code === 'OWNER_UNREACHABLE',
+      );
     } finally {
       await node.stop();
       await store.close();

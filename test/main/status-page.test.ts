@@ -25,7 +25,8 @@ function browserPath(): string | undefined {
 
 const executablePath = browserPath();
 if (!executablePath) {
-  const message = 'NO CHROMIUM: the status page test cannot run; install it with `bash scripts/chromium.sh ensure` (root) or set KEEPWORK_CHROMIUM';
+  const message =
+    'NO CHROMIUM: the status page test cannot run; install it with `bash scripts/chromium.sh ensure` (root) or set KEEPWORK_CHROMIUM';
   if (process.env.CI === 'true') throw new Error(message);
   console.error(`\n!!! ${message} — SKIPPING !!!\n`);
 }
@@ -42,7 +43,8 @@ async function waitFor<T>(page: Page, what: string, check: () => Promise<T | nul
     } catch (e) {
       last = e;
     }
-    if (Date.now() > until) throw new Error(`the page never showed ${what} (last: ${String(last)}); body: ${(await page.textContent('body'))?.slice(0, 2000)}`);
+    if (Date.now() > until)
+      throw new Error(`the page never showed ${what} (last: ${String(last)}); body: ${(await page.textContent('body'))?.slice(0, 2000)}`);
     await page.waitForTimeout(250);
   }
 }
@@ -91,9 +93,13 @@ describe('status page', { skip: !executablePath && 'no Chromium (see the message
     assert.equal(holds, '1');
     assert.equal(await page.textContent('#nodes tbody tr[data-node-id="page-b"] td.holds'), '0');
 
-    const failed = await waitFor(page, 'a failed delivery', () => page.$('#deliveries tbody tr[data-outcome="failed"][data-actor="demo/Reminder/page-r1"]'));
+    const failed = await waitFor(page, 'a failed delivery', () =>
+      page.$('#deliveries tbody tr[data-outcome="failed"][data-actor="demo/Reminder/page-r1"]'),
+    );
     assert.match((await failed.textContent()) ?? '', /failing on purpose/);
-    const ran = await waitFor(page, 'a delivery that ran', () => page.$('#deliveries tbody tr[data-outcome="ran"][data-actor="demo/Reminder/page-r1"]'));
+    const ran = await waitFor(page, 'a delivery that ran', () =>
+      page.$('#deliveries tbody tr[data-outcome="ran"][data-actor="demo/Reminder/page-r1"]'),
+    );
     assert.ok(ran);
     assert.equal((await r.call<unknown[]>('history')).length, 1);
 
@@ -107,9 +113,16 @@ describe('status page', { skip: !executablePath && 'no Chromium (see the message
   });
 
   it('serves the JSON behind it, and refuses other methods without changing anything', async () => {
-    const s = (await (await fetch(a.url + '/v1/status')).json()) as { node: { nodeId: string }; nodes: { nodeId: string }[]; samples: unknown[] };
+    const s = (await (await fetch(a.url + '/v1/status')).json()) as {
+      node: { nodeId: string };
+      nodes: { nodeId: string }[];
+      samples: unknown[];
+    };
     assert.equal(s.node.nodeId, 'page-a');
-    assert.deepEqual(s.nodes.map((n) => n.nodeId), ['page-a', 'page-b']);
+    assert.deepEqual(
+      s.nodes.map((n) => n.nodeId),
+      ['page-a', 'page-b'],
+    );
     assert.ok(Array.isArray(s.samples));
     const post = await fetch(a.url + '/', { method: 'POST', body: '[]' });
     assert.equal(post.status, 405);

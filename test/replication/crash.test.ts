@@ -62,9 +62,13 @@ interface Killed {
 
 /** Runs crash-node.ts until every actor has `acks` acknowledgements, waits `extraMs`, SIGKILLs it. */
 function runAndKill(bucketDir: string, dataDir: string, acks: number, extraMs: number): Promise<Killed> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CRASH_NODE, bucketDir, dataDir, String(ACTORS.length), '2', '1000000', JSON.stringify(LEASE)], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', CRASH_NODE, bucketDir, dataDir, String(ACTORS.length), '2', '1000000', JSON.stringify(LEASE)],
+    {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   const lastAck = new Map<string, number>();
   let nodeId = '';
   let reached = false;
@@ -101,7 +105,10 @@ function runAndKill(bucketDir: string, dataDir: string, acks: number, extraMs: n
     child.on('close', (code, signal) => {
       clearTimeout(giveUp);
       if (problems.length) return reject(new Error(problems.join('\n')));
-      if (!reached) return reject(new Error(`crash-node did not reach ${acks} acknowledgements per actor (exit ${code ?? signal}); stderr:\n${stderr}`));
+      if (!reached)
+        return reject(
+          new Error(`crash-node did not reach ${acks} acknowledgements per actor (exit ${code ?? signal}); stderr:\n${stderr}`),
+        );
       if (signal !== 'SIGKILL') return reject(new Error(`crash-node ended by ${code ?? signal}, not by our SIGKILL; stderr:\n${stderr}`));
       resolve({ lastAck, nodeId });
     });
@@ -112,7 +119,11 @@ function runAndKill(bucketDir: string, dataDir: string, acks: number, extraMs: n
 async function checkChain(store: ObjectStore, a: ActorAddress): Promise<{ etags: string[]; headers: LinkHeader[] }> {
   const seqs = await listChain(store, a);
   assert.ok(seqs.length > 0, 'the chain is not empty');
-  assert.deepEqual(seqs, Array.from({ length: seqs.length }, (_, i) => i + 1), 'seqs are 1..head, no gap');
+  assert.deepEqual(
+    seqs,
+    Array.from({ length: seqs.length }, (_, i) => i + 1),
+    'seqs are 1..head, no gap',
+  );
   const etags: string[] = [];
   const headers: LinkHeader[] = [];
   for (const seq of seqs) {
@@ -150,10 +161,21 @@ async function restoreDirect(store: ObjectStore, a: ActorAddress): Promise<Ledge
 /** A state that existed: values 1..m with m ≥ the last acknowledgement (at most one more), notes 1..k. */
 function checkExisted(state: LedgerState, lastAck: number, what: string): void {
   const m = state.values.length;
-  assert.deepEqual(state.values, Array.from({ length: m }, (_, i) => i + 1), `${what}: values are 1..m, no hole`);
+  assert.deepEqual(
+    state.values,
+    Array.from({ length: m }, (_, i) => i + 1),
+    `${what}: values are 1..m, no hole`,
+  );
   assert.ok(m >= lastAck, `${what}: every acknowledged durable value is there (holds 1..${m}, acknowledged 1..${lastAck})`);
-  assert.ok(m <= lastAck + 1, `${what}: at most the one call in flight beyond the acknowledgements (holds 1..${m}, acknowledged 1..${lastAck})`);
-  assert.deepEqual(state.notes, state.notes.map((_, i) => `note ${i + 1}`), `${what}: notes are 1..k, no hole`);
+  assert.ok(
+    m <= lastAck + 1,
+    `${what}: at most the one call in flight beyond the acknowledgements (holds 1..${m}, acknowledged 1..${lastAck})`,
+  );
+  assert.deepEqual(
+    state.notes,
+    state.notes.map((_, i) => `note ${i + 1}`),
+    `${what}: notes are 1..k, no hole`,
+  );
 }
 
 /** Sleeps until the killed node's lease (from its record in the bucket) is over, grace included. */
@@ -218,7 +240,10 @@ async function killAndRestore(t: TestContext, kill: { acks: number; extraMs: num
       const a = addressOf(name);
       const lastAck = killed.lastAck.get(name) ?? 0;
       const { etags, headers } = await checkChain(store, a);
-      assert.ok(headers.every((h) => h.nodeId === killed.nodeId), 'every link so far is the killed node’s');
+      assert.ok(
+        headers.every((h) => h.nodeId === killed.nodeId),
+        'every link so far is the killed node’s',
+      );
       const restored = await restoreDirect(store, a);
       checkExisted(restored, lastAck, `${name}: the bucket after the kill`);
       await takeOver(node, name);
@@ -243,7 +268,10 @@ async function killAndRestore(t: TestContext, kill: { acks: number; extraMs: num
       const oldGeneration = Math.max(...headers.slice(0, old.length).map((h) => h.generation));
       for (const h of headers.slice(old.length)) {
         assert.deepEqual([h.nodeId, h.epoch], [node.nodeId, node.epoch], `${name}: link ${h.seq} comes from the second node`);
-        assert.ok(h.generation > oldGeneration, `${name}: link ${h.seq} is written under a newer hold generation (${h.generation} > ${oldGeneration})`);
+        assert.ok(
+          h.generation > oldGeneration,
+          `${name}: link ${h.seq} is written under a newer hold generation (${h.generation} > ${oldGeneration})`,
+        );
       }
     }
     const bucketEqualsServed = async () => {
@@ -262,13 +290,21 @@ async function killAndRestore(t: TestContext, kill: { acks: number; extraMs: num
 
 describe('replication: kill -9 during uploads, then restore', { timeout: 55_000 }, () => {
   for (const kill of KILLS) {
-    it(`a new data dir restores every acknowledged durable call (kill after ${kill.acks} acks per actor + ${kill.extraMs} ms)`, { timeout: 20_000 }, async (t) => {
-      await killAndRestore(t, kill, false);
-    });
+    it(
+      `a new data dir restores every acknowledged durable call (kill after ${kill.acks} acks per actor + ${kill.extraMs} ms)`,
+      { timeout: 20_000 },
+      async (t) => {
+        await killAndRestore(t, kill, false);
+      },
+    );
   }
   for (const kill of KILLS) {
-    it(`the killed node's own data dir (local copy and sidecar) comes back with every acknowledged durable call (kill after ${kill.acks} acks per actor + ${kill.extraMs} ms)`, { timeout: 20_000 }, async (t) => {
-      await killAndRestore(t, kill, true);
-    });
+    it(
+      `the killed node's own data dir (local copy and sidecar) comes back with every acknowledged durable call (kill after ${kill.acks} acks per actor + ${kill.extraMs} ms)`,
+      { timeout: 20_000 },
+      async (t) => {
+        await killAndRestore(t, kill, true);
+      },
+    );
   }
 });

@@ -4,10 +4,17 @@ import Database from 'better-sqlite3';
 export function dumpDb(path: string): string {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
-    const schema = db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").all() as { type: string; name: string; sql: string }[];
+    const schema = db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").all() as {
+      type: string;
+      name: string;
+      sql: string;
+    }[];
     const rows = schema
       .filter((s) => s.type === 'table')
-      .map((t) => ({ table: t.name, rows: (db.prepare(`SELECT * FROM "${t.name}" ORDER BY rowid`).raw().all() as unknown[][]).map(hexBlobs) }));
+      .map((t) => ({
+        table: t.name,
+        rows: (db.prepare(`SELECT * FROM "${t.name}" ORDER BY rowid`).raw().all() as unknown[][]).map(hexBlobs),
+      }));
     return JSON.stringify({ schema, rows });
   } finally {
     db.close();

@@ -75,7 +75,8 @@ describe('point-in-time restore', () => {
   it('the CLI target is exactly one of --seq and --at, validated', () => {
     assert.deepEqual(parseTarget({ seq: 3 }), { seq: 3 });
     assert.deepEqual(parseTarget({ at: '2026-11-29T10:00:00Z' }), { atMs: Date.parse('2026-11-29T10:00:00Z') });
-    for (const bad of [{}, { seq: 1, at: '2026-01-01' }, { seq: 0 }, { at: 'yesterday' }]) assert.throws(() => parseTarget(bad), { code: 'BAD_REQUEST' });
+    for (const bad of [{}, { seq: 1, at: '2026-01-01' }, { seq: 0 }, { at: 'yesterday' }])
+      assert.throws(() => parseTarget(bad), { code: 'BAD_REQUEST' });
   });
 });
 
@@ -91,6 +92,9 @@ describe('retention', () => {
     assert.ok(seqs[0]! > 1, `old links deleted: ${seqs}`);
     const kinds = await Promise.all(seqs.map(async (s) => decodeLink((await store.get(linkKey(address, s)))!.body).header.kind));
     assert.equal(kinds[0], 'snapshot', 'the chain still starts at a snapshot');
-    assert.deepEqual(okResult(await env(store).call(A, 'all')), Array.from({ length: 14 }, (_, i) => `v${i}`));
+    assert.deepEqual(
+      okResult(await env(store).call(A, 'all')),
+      Array.from({ length: 14 }, (_, i) => `v${i}`),
+    );
   });
 });

@@ -78,7 +78,11 @@ async function scenario(bucket: string): Promise<void> {
     assert.deepEqual(seqs, range(1, seqs.length), 'the chain has no gap');
     assert.ok(seqs.length > headA, 'B extended the chain');
     const kinds = await Promise.all(seqs.map(async (s) => decodeLink((await store.get(linkKey(address, s)))!.body, s).header.kind));
-    assert.deepEqual(kinds.slice(headA), kinds.slice(headA).map(() => 'delta'), 'B wrote deltas only (so A can catch up)');
+    assert.deepEqual(
+      kinds.slice(headA),
+      kinds.slice(headA).map(() => 'delta'),
+      'B wrote deltas only (so A can catch up)',
+    );
 
     const again = await start(bucket, dataA);
     try {
@@ -107,7 +111,12 @@ describe('replication: restore on each bucket kind', () => {
 
   it(
     's3: a fresh node restores, and the stale copy catches up',
-    { timeout: 45_000, skip: S3_URL ? false : 'KEEPWORK_TEST_S3_URL is not set (bash scripts/s3-test-server.sh up; eval "$(bash scripts/s3-test-server.sh env)")' },
+    {
+      timeout: 45_000,
+      skip: S3_URL
+        ? false
+        : 'KEEPWORK_TEST_S3_URL is not set (bash scripts/s3-test-server.sh up; eval "$(bash scripts/s3-test-server.sh env)")',
+    },
     async () => {
       await scenario(bucketUrl('s3'));
     },

@@ -1,11 +1,31 @@
 import assert from 'node:assert/strict';
-import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
-import { applyDelta, captureWal, decodeDelta, encodeDelta, walChecksum, type PageDelta, type WalCursor } from '../../src/replication/wal.js';
+import {
+  applyDelta,
+  captureWal,
+  decodeDelta,
+  encodeDelta,
+  walChecksum,
+  type PageDelta,
+  type WalCursor,
+} from '../../src/replication/wal.js';
 import { openActorDb, readMeta, writeMeta, type Db } from '../../src/workers/actor-db.js';
 
 const root = mkdtempSync(join(tmpdir(), 'keepwork-wal-'));
@@ -50,9 +70,18 @@ function startReplica(live: { db: Db; dir: string; wal: string }, name: string):
 
 /** Every schema entry and every table's rows by rowid, blobs in hex. */
 function dump(db: Db): string {
-  const master = db.prepare('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name').all() as Array<{ type: string; name: string }>;
-  const rows = master.filter((m) => m.type === 'table').map((m) => [m.name, db.prepare(`SELECT rowid AS _rowid_, * FROM "${m.name}" ORDER BY rowid`).all()]);
-  return JSON.stringify({ master, rows }, (_k, v: unknown) => (v && typeof v === 'object' && 'type' in v && v.type === 'Buffer' ? Buffer.from((v as unknown as { data: number[] }).data).toString('hex') : v));
+  const master = db.prepare('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name').all() as Array<{
+    type: string;
+    name: string;
+  }>;
+  const rows = master
+    .filter((m) => m.type === 'table')
+    .map((m) => [m.name, db.prepare(`SELECT rowid AS _rowid_, * FROM "${m.name}" ORDER BY rowid`).all()]);
+  return JSON.stringify({ master, rows }, (_k, v: unknown) =>
+    v && typeof v === 'object' && 'type' in v && v.type === 'Buffer'
+      ? Buffer.from((v as unknown as { data: number[] }).data).toString('hex')
+      : v,
+  );
 }
 
 /** Opens the replica read-only, dumps it and checks its integrity, then removes the empty -wal/-shm the open leaves. */
@@ -106,19 +135,46 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant('addColumn' as const), t }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('drop' as const), t }), weight: 1 },
   {
-    arbitrary: fc.record({ kind: fc.constant('insert' as const), t, rows: fc.integer({ min: 1, max: 40 }), blobBytes: fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 20_000 })), seed }),
+    arbitrary: fc.record({
+      kind: fc.constant('insert' as const),
+      t,
+      rows: fc.integer({ min: 1, max: 40 }),
+      blobBytes: fc.oneof(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 20_000 })),
+      seed,
+    }),
     weight: 6,
   },
   { arbitrary: fc.record({ kind: fc.constant('update' as const), t, mod: fc.integer({ min: 1, max: 5 }), seed }), weight: 3 },
-  { arbitrary: fc.record({ kind: fc.constant('delete' as const), t, mod: fc.integer({ min: 2, max: 5 }), rem: fc.integer({ min: 0, max: 4 }) }), weight: 2 },
   {
-    arbitrary: fc.record({ kind: fc.constant('bigTxn' as const), t, blobs: fc.integer({ min: 1, max: 12 }), blobBytes: fc.integer({ min: 10_000, max: 120_000 }), seed, commit: fc.boolean() }),
+    arbitrary: fc.record({
+      kind: fc.constant('delete' as const),
+      t,
+      mod: fc.integer({ min: 2, max: 5 }),
+      rem: fc.integer({ min: 0, max: 4 }),
+    }),
+    weight: 2,
+  },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant('bigTxn' as const),
+      t,
+      blobs: fc.integer({ min: 1, max: 12 }),
+      blobBytes: fc.integer({ min: 10_000, max: 120_000 }),
+      seed,
+      commit: fc.boolean(),
+    }),
     weight: 3,
   },
-  { arbitrary: fc.record({ kind: fc.constant('savepoint' as const), t, blobBytes: fc.integer({ min: 50_000, max: 200_000 }), seed }), weight: 1 },
+  {
+    arbitrary: fc.record({ kind: fc.constant('savepoint' as const), t, blobBytes: fc.integer({ min: 50_000, max: 200_000 }), seed }),
+    weight: 1,
+  },
   { arbitrary: fc.constant({ kind: 'readOnly' as const }), weight: 1 },
   { arbitrary: fc.constant({ kind: 'sameValue' as const }), weight: 1 },
-  { arbitrary: fc.record({ kind: fc.constant('checkpoint' as const), mode: fc.constantFrom('TRUNCATE' as const, 'PASSIVE' as const) }), weight: 1 },
+  {
+    arbitrary: fc.record({ kind: fc.constant('checkpoint' as const), mode: fc.constantFrom('TRUNCATE' as const, 'PASSIVE' as const) }),
+    weight: 1,
+  },
   { arbitrary: fc.constant({ kind: 'vacuum' as const }), weight: 1 },
 );
 
@@ -185,7 +241,7 @@ function runOp(db: Db, op: Op): boolean {
       return false;
     case 'readOnly':
       db.exec('BEGIN');
-      db.prepare("SELECT count(*) FROM sqlite_master").get();
+      db.prepare('SELECT count(*) FROM sqlite_master').get();
       db.exec('COMMIT');
       return true;
     case 'sameValue':
@@ -204,31 +260,35 @@ function runOp(db: Db, op: Op): boolean {
 describe('WAL capture (real SQLite)', () => {
   it('a replica built from the snapshot and every delta equals the live database under random workloads', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(opArb, fc.boolean()), { minLength: 5, maxLength: 40 }), fc.integer({ min: 4, max: 64 }), (ops, cachePages) => {
-        const steps: Array<[Op, boolean]> = [[{ kind: 'create', t: 0 }, false], ...ops];
-        const live = openLive(cachePages);
-        try {
-          const fine = startReplica(live, 'fine.db'); // captures after every step
-          const coarse = startReplica(live, 'coarse.db'); // captures when the step's flag says so, and before checkpoints
-          for (const [i, [op, captureCoarse]] of steps.entries()) {
-            if (op.kind === 'checkpoint') coarse.catchUp(); // (fine is caught up after every step)
-            const noChange = runOp(live.db, op);
-            const delta = fine.catchUp();
-            if (noChange) assert.equal(delta, null, `step ${i} (${op.kind}) wrote frames`);
-            if (captureCoarse) coarse.catchUp();
-            if (i % 8 === 7 || i === steps.length - 1) {
-              coarse.catchUp();
-              const expected = dump(live.db);
-              assert.equal(dumpReplica(fine.path), expected, `after step ${i}`);
-              assert.deepEqual(readFileSync(coarse.path), readFileSync(fine.path), `coarse and fine replicas differ after step ${i}`);
+      fc.property(
+        fc.array(fc.tuple(opArb, fc.boolean()), { minLength: 5, maxLength: 40 }),
+        fc.integer({ min: 4, max: 64 }),
+        (ops, cachePages) => {
+          const steps: Array<[Op, boolean]> = [[{ kind: 'create', t: 0 }, false], ...ops];
+          const live = openLive(cachePages);
+          try {
+            const fine = startReplica(live, 'fine.db'); // captures after every step
+            const coarse = startReplica(live, 'coarse.db'); // captures when the step's flag says so, and before checkpoints
+            for (const [i, [op, captureCoarse]] of steps.entries()) {
+              if (op.kind === 'checkpoint') coarse.catchUp(); // (fine is caught up after every step)
+              const noChange = runOp(live.db, op);
+              const delta = fine.catchUp();
+              if (noChange) assert.equal(delta, null, `step ${i} (${op.kind}) wrote frames`);
+              if (captureCoarse) coarse.catchUp();
+              if (i % 8 === 7 || i === steps.length - 1) {
+                coarse.catchUp();
+                const expected = dump(live.db);
+                assert.equal(dumpReplica(fine.path), expected, `after step ${i}`);
+                assert.deepEqual(readFileSync(coarse.path), readFileSync(fine.path), `coarse and fine replicas differ after step ${i}`);
+              }
             }
+            live.db.pragma('wal_checkpoint(TRUNCATE)'); // right after the last capture
+            assert.deepEqual(readFileSync(fine.path), readFileSync(live.path), 'replica and checkpointed live file differ');
+          } finally {
+            live.db.close();
           }
-          live.db.pragma('wal_checkpoint(TRUNCATE)'); // right after the last capture
-          assert.deepEqual(readFileSync(fine.path), readFileSync(live.path), 'replica and checkpointed live file differ');
-        } finally {
-          live.db.close();
-        }
-      }),
+        },
+      ),
       { numRuns: 100 },
     );
   });
@@ -415,7 +475,10 @@ describe('WAL capture: torn and corrupt frames', () => {
 });
 
 /** A WAL as SQLite would write it (little-endian checksums): commits of frames [pgno, fill byte], the last frame of each carrying the commit's size. */
-function syntheticWal(pageSize: number, commits: Array<{ frames: Array<[number, number]>; size: number }>): { wal: Buffer; ends: number[] } {
+function syntheticWal(
+  pageSize: number,
+  commits: Array<{ frames: Array<[number, number]>; size: number }>,
+): { wal: Buffer; ends: number[] } {
   const frameBytes = 24 + pageSize;
   const wal = Buffer.alloc(32 + commits.reduce((n, c) => n + c.frames.length, 0) * frameBytes);
   wal.writeUInt32BE(0x377f0682, 0);
@@ -484,21 +547,43 @@ describe('WAL capture over several commits (synthetic WALs)', () => {
 
   it('frames after the last commit (a transaction still open) are left for the next capture', () => {
     const path = join(root, 'open-txn-wal');
-    const { wal, ends } = syntheticWal(512, [{ frames: [[2, 1]], size: 3 }, { frames: [[3, 2], [2, 3]], size: 3 }]);
+    const { wal, ends } = syntheticWal(512, [
+      { frames: [[2, 1]], size: 3 },
+      {
+        frames: [
+          [3, 2],
+          [2, 3],
+        ],
+        size: 3,
+      },
+    ]);
     writeFileSync(path, wal.subarray(0, ends[0]! + 536)); // the second commit's first frame only
     const first = captureWal(path, null);
     assert.equal(first.cursor!.offset, ends[0]);
-    assert.deepEqual(first.delta!.pages.map((p) => [p.pgno, p.data[0]]), [[2, 1]]);
+    assert.deepEqual(
+      first.delta!.pages.map((p) => [p.pgno, p.data[0]]),
+      [[2, 1]],
+    );
     writeFileSync(path, wal);
     const second = captureWal(path, first.cursor);
-    assert.deepEqual(second.delta!.pages.map((p) => [p.pgno, p.data[0]]), [[2, 3], [3, 2]]);
+    assert.deepEqual(
+      second.delta!.pages.map((p) => [p.pgno, p.data[0]]),
+      [
+        [2, 3],
+        [3, 2],
+      ],
+    );
     assert.throws(() => captureWal(path, { ...first.cursor!, offset: 100 }), /not on a frame boundary/);
   });
 });
 
 describe('delta encoding', () => {
   const deltaArb = fc
-    .record({ pageSize: fc.constantFrom(512, 1024, 4096), pageCountAfter: fc.integer({ min: 1, max: 50 }), pgnos: fc.uniqueArray(fc.integer({ min: 1, max: 50 }), { maxLength: 8 }) })
+    .record({
+      pageSize: fc.constantFrom(512, 1024, 4096),
+      pageCountAfter: fc.integer({ min: 1, max: 50 }),
+      pgnos: fc.uniqueArray(fc.integer({ min: 1, max: 50 }), { maxLength: 8 }),
+    })
     .chain(({ pageSize, pageCountAfter, pgnos }) => {
       const sorted = pgnos.filter((p) => p <= pageCountAfter).sort((a, b) => a - b);
       return fc.tuple(...sorted.map(() => fc.uint8Array({ minLength: pageSize, maxLength: pageSize }))).map((datas) => ({
@@ -552,7 +637,14 @@ describe('delta encoding', () => {
     header.set(new TextEncoder().encode('SQLite format 3\0'));
     header[16] = 4; // page size 1024, big-endian
     writeFileSync(path, Buffer.concat([header, new Uint8Array(3 * 1024).fill(1)]));
-    applyDelta(path, { pageSize: 1024, pageCountAfter: 6, pages: [{ pgno: 2, data: new Uint8Array(1024).fill(2) }, { pgno: 6, data: new Uint8Array(1024).fill(6) }] });
+    applyDelta(path, {
+      pageSize: 1024,
+      pageCountAfter: 6,
+      pages: [
+        { pgno: 2, data: new Uint8Array(1024).fill(2) },
+        { pgno: 6, data: new Uint8Array(1024).fill(6) },
+      ],
+    });
     const b = readFileSync(path);
     assert.equal(b.length, 6 * 1024);
     assert.deepEqual([b[0], b[1024], b[2048], b[4 * 1024], b[5 * 1024 + 7]], [0x53, 2, 1, 0, 6]);

@@ -31,7 +31,9 @@ const Store = defineActor({
   methods: {
     read: (ctx: ActorContext) => ctx.sql.prepare('SELECT count(*) AS n FROM t0').get(),
     apply(ctx: ActorContext, op: Op, salt: number) {
-      const tables = (ctx.sql.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 't%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+      const tables = (
+        ctx.sql.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 't%' ORDER BY name").all() as { name: string }[]
+      ).map((r) => r.name);
       const t = tables[salt % tables.length] ?? 't0';
       const blob = (size: number) => Buffer.alloc(size, salt & 0xff);
       switch (op.k) {
@@ -62,9 +64,30 @@ const Store = defineActor({
 });
 
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ k: fc.constant('insert' as const), rows: fc.integer({ min: 1, max: 40 }), size: fc.integer({ min: 0, max: 6000 }) }) },
-  { weight: 1, arbitrary: fc.record({ k: fc.constant('insert' as const), rows: fc.integer({ min: 50, max: 120 }), size: fc.integer({ min: 8_000, max: 40_000 }) }) },
-  { weight: 3, arbitrary: fc.record({ k: fc.constant('update' as const), mod: fc.integer({ min: 1, max: 5 }), size: fc.integer({ min: 0, max: 9000 }) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      k: fc.constant('insert' as const),
+      rows: fc.integer({ min: 1, max: 40 }),
+      size: fc.integer({ min: 0, max: 6000 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      k: fc.constant('insert' as const),
+      rows: fc.integer({ min: 50, max: 120 }),
+      size: fc.integer({ min: 8_000, max: 40_000 }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      k: fc.constant('update' as const),
+      mod: fc.integer({ min: 1, max: 5 }),
+      size: fc.integer({ min: 0, max: 9000 }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ k: fc.constant('delete' as const), mod: fc.integer({ min: 2, max: 6 }) }) },
   { weight: 1, arbitrary: fc.constantFrom<Op>({ k: 'addColumn' }, { k: 'newTable' }, { k: 'dropTable' }, { k: 'index' }, { k: 'fail' }) },
 );

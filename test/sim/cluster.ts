@@ -64,7 +64,12 @@ export class Cluster {
   start(nodeId: string): void {
     this.rollBackDead(join(this.root, nodeId));
     const old = this.byId(nodeId);
-    const sn = new SimNode({ nodeId, dataDir: join(this.root, nodeId), options: this.p.config, className: SIM_CLASS, definition: this.definition }, this.base, this.net, this.random.fork());
+    const sn = new SimNode(
+      { nodeId, dataDir: join(this.root, nodeId), options: this.p.config, className: SIM_CLASS, definition: this.definition },
+      this.base,
+      this.net,
+      this.random.fork(),
+    );
     if (old) this.nodes.splice(this.nodes.indexOf(old), 1, sn);
     else this.nodes.push(sn);
     this.stats.starts++;
@@ -119,7 +124,14 @@ export class Cluster {
     const slots = new ActorSlots(dataDir, config.dbCacheMax, replicaDeps);
     const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), slots, loadClass: async () => this.definition(clock) };
     for (let i = 0; i < actors.length; i++) {
-      const r = await runEvent(deps, { type: 'request', address: actors[i]!, method: 'set', args: [alarmsAt[i]], durable: true, generation: 1 });
+      const r = await runEvent(deps, {
+        type: 'request',
+        address: actors[i]!,
+        method: 'set',
+        args: [alarmsAt[i]],
+        durable: true,
+        generation: 1,
+      });
       if (r.type !== 'ok') throw new Error(`sim: preparing joiner ${nodeId} failed: ${r.error.message}`);
     }
     await slots.closeAll();

@@ -82,8 +82,18 @@ export class Drivers {
   private call(): void {
     const up = this.cluster.up();
     if (up.length === 0) return;
-    const race = this.net.raceTargets.length > 0 && this.random.float() < 0.5 ? this.net.raceTargets[this.random.int(this.net.raceTargets.length)] : undefined;
-    if (race) return this.send(race.address, up.filter((n) => n.nodeId !== race.heldBy), 'set', [race.dueMs], false);
+    const race =
+      this.net.raceTargets.length > 0 && this.random.float() < 0.5
+        ? this.net.raceTargets[this.random.int(this.net.raceTargets.length)]
+        : undefined;
+    if (race)
+      return this.send(
+        race.address,
+        up.filter((n) => n.nodeId !== race.heldBy),
+        'set',
+        [race.dueMs],
+        false,
+      );
     const address = this.actors[this.random.int(this.actors.length)]!;
     const x = this.random.float();
     const [method, args] = x < 0.6 ? ['set', [this.alarmTime(address)]] : x < 0.7 ? ['clear', []] : ['touch', []];

@@ -45,7 +45,10 @@ describe('what the simulator found', () => {
   it('a hold released while its release is still in flight is taken again under a new generation, not adopted, seed 485', async () => {
     const clock = new SimClock(1_000_000);
     let slowHoldPuts = false;
-    const store = new MemoryStore({ clock, faults: (r) => (slowHoldPuts && r.op === 'put' && r.key.startsWith('holds/') ? { delayMs: 100 } : undefined) });
+    const store = new MemoryStore({
+      clock,
+      faults: (r) => (slowHoldPuts && r.op === 'put' && r.key.startsWith('holds/') ? { delayMs: 100 } : undefined),
+    });
     const config = resolveOptions({});
     const lease = new NodeLease(store, clock, config, { nodeId: 'n1', addr: '', tenants: null, classes: ['Rem'] });
     await lease.start(0);

@@ -88,7 +88,9 @@ export class IndexInvariant {
 
   private listedAt(a: ActorAddress, atMs: number): boolean {
     const prefix = actorEntriesPrefix(a, atMs);
-    return keysUnder(this.bucket.keys(), prefix).length > 0 || this.bucket.peek(entryKey({ address: a, dueMs: atMs, tag: null })) !== undefined;
+    return (
+      keysUnder(this.bucket.keys(), prefix).length > 0 || this.bucket.peek(entryKey({ address: a, dueMs: atMs, tag: null })) !== undefined
+    );
   }
 
   /** The committed head's alarm and alarm_indexed; null when the bucket has no state (or a tombstone). */

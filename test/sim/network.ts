@@ -132,7 +132,11 @@ export class Network {
     this.cutOff(nodeId, 'hang', false, forMs);
     const m = op === 'list' ? ACTOR_ENTRIES.exec(key) : null;
     if (!m) return;
-    const target = { address: parseAddress({ tenant: m[1], className: m[3], name: nameFromHex(m[4]!) }), dueMs: Number(m[2]), heldBy: nodeId };
+    const target = {
+      address: parseAddress({ tenant: m[1], className: m[3], name: nameFromHex(m[4]!) }),
+      dueMs: Number(m[2]),
+      heldBy: nodeId,
+    };
     this.raceTargets.push(target);
     this.clock.setTimer(forMs + this.p.marginMs, () => this.raceTargets.splice(this.raceTargets.indexOf(target), 1));
   }
@@ -142,7 +146,10 @@ export class Network {
     if (node === undefined) return undefined;
     this.stats.requests++;
     const f = this.drawFault(node, r);
-    if (TRACE && r.key.includes(TRACE)) console.log(`${this.clock.now() - 1_800_000_000_000} ${node} ${r.op} ${r.key} ${JSON.stringify(r.condition ?? '')} ${JSON.stringify(f ?? '')}`);
+    if (TRACE && r.key.includes(TRACE))
+      console.log(
+        `${this.clock.now() - 1_800_000_000_000} ${node} ${r.op} ${r.key} ${JSON.stringify(r.condition ?? '')} ${JSON.stringify(f ?? '')}`,
+      );
     return f;
   }
 

@@ -33,7 +33,15 @@ import { drawParams, withLiveness, type SimParams } from './params.js';
 import { gridTime, simActor } from './sim-actor.js';
 
 export type Variant = 'none' | keyof UnsafeFlags | 'canary' | 'livenessCanary';
-export const VARIANTS: readonly Variant[] = ['untaggedKeys', 'noGenerationCheck', 'noFence', 'uploadBeforeEntry', 'clearOnEmptyBucket', 'canary', 'livenessCanary'];
+export const VARIANTS: readonly Variant[] = [
+  'untaggedKeys',
+  'noGenerationCheck',
+  'noFence',
+  'uploadBeforeEntry',
+  'clearOnEmptyBucket',
+  'canary',
+  'livenessCanary',
+];
 export type Verdict = 'ok' | 'safety' | 'liveness' | 'error';
 export const EXIT_CODES: Record<Verdict, number> = { ok: 0, safety: 1, liveness: 2, error: 3 };
 
@@ -105,14 +113,19 @@ class Run {
   ) {
     this.random = new SeededRandom(p.seed).fork();
     this.net = new Network(this.clock, this.random.fork(), p.faults);
-    const actorClass = simActor(this.random.fork(), { stepMs: p.alarmStepMs, failP: p.handlerFailP, rescheduleP: p.rescheduleP, slowP: p.handlerSlowP, slowMaxMs: 2_000 }, {
-      fired: (actor, scheduledAtMs, nowMs) => {
-        this.alarmsFired++;
-        this.fireLog.push(`${actor}@${scheduledAtMs}:${nowMs}`);
-        if (nowMs < scheduledAtMs) this.early.push(`${actor} ran its alarm of ${scheduledAtMs} at ${nowMs}, ${scheduledAtMs - nowMs} ms early`);
+    const actorClass = simActor(
+      this.random.fork(),
+      { stepMs: p.alarmStepMs, failP: p.handlerFailP, rescheduleP: p.rescheduleP, slowP: p.handlerSlowP, slowMaxMs: 2_000 },
+      {
+        fired: (actor, scheduledAtMs, nowMs) => {
+          this.alarmsFired++;
+          this.fireLog.push(`${actor}@${scheduledAtMs}:${nowMs}`);
+          if (nowMs < scheduledAtMs)
+            this.early.push(`${actor} ran its alarm of ${scheduledAtMs} at ${nowMs}, ${scheduledAtMs - nowMs} ms early`);
+        },
+        rescheduled: () => void this.rescheduled++,
       },
-      rescheduled: () => void this.rescheduled++,
-    });
+    );
     this.cluster = new Cluster(p, this.clock, this.net, this.random.fork(), root, actorClass);
     for (let i = 0; i < p.actors; i++) this.actors.push(simAddress(`a${i}`));
     this.drivers = new Drivers(p, this.clock, this.net, this.cluster, this.actors, this.random.fork());
@@ -122,7 +135,9 @@ class Run {
   async setUp(): Promise<void> {
     for (let j = 1; j <= this.p.joiners; j++) {
       const own = Array.from({ length: 1 + this.random.int(3) }, (_, k) => simAddress(`j${j}-${k}`));
-      const at = own.map(() => gridTime(START_MS, this.p.alarmStepMs, 1 + this.random.int(Math.floor((0.75 * this.p.chaosMs) / this.p.alarmStepMs))));
+      const at = own.map(() =>
+        gridTime(START_MS, this.p.alarmStepMs, 1 + this.random.int(Math.floor((0.75 * this.p.chaosMs) / this.p.alarmStepMs))),
+      );
       await this.cluster.prepareJoiner(`j${j}`, own, at);
       this.actors.push(...own);
     }

@@ -74,19 +74,46 @@ export class SimNode {
     const log = process.env.SIM_LOG === nodeId ? createLogger({ level: 'debug' }) : silentLogger();
     const scheduler = new ClockScheduler(this.clock);
     const identity = nextIdentity(dataDir, this.random, nodeId);
-    const membership = new Membership(store, this.clock, this.config, log, { nodeId, addr: '', tenants: null, classes: [className] }, scheduler);
+    const membership = new Membership(
+      store,
+      this.clock,
+      this.config,
+      log,
+      { nodeId, addr: '', tenants: null, classes: [className] },
+      scheduler,
+    );
     this.membership = membership;
     const epoch = await membership.start(identity.epoch, () => this.node?.fenced());
     this.epoch = epoch;
     const random = this.random.fork();
-    const replicaDeps = { store, clock: this.clock, random, config: this.config, log, writer: { nodeId, epoch }, leaseValid: () => membership.lease.isValid() };
+    const replicaDeps = {
+      store,
+      clock: this.clock,
+      random,
+      config: this.config,
+      log,
+      writer: { nodeId, epoch },
+      leaseValid: () => membership.lease.isValid(),
+    };
     const slots = new ActorSlots(dataDir, this.config.dbCacheMax, replicaDeps);
     this.slots = slots;
     const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), slots, loadClass: async () => actorClass };
     const workers = inlineWorkers(deps);
     sharedMetrics ??= new NodeMetrics();
     const seams = { random: this.random.fork(), scheduler };
-    this.node = new Node(this.config, this.clock, log, store, workers, membership, { nodeId, epoch }, { [className]: 'sim' }, undefined, sharedMetrics, seams);
+    this.node = new Node(
+      this.config,
+      this.clock,
+      log,
+      store,
+      workers,
+      membership,
+      { nodeId, epoch },
+      { [className]: 'sim' },
+      undefined,
+      sharedMetrics,
+      seams,
+    );
     this.node.refillTimer(dataDir);
     this.node.startSweeping();
   }

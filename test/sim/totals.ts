@@ -2,7 +2,21 @@
 import type { RunResult } from './run-seed.js';
 
 /** The per-seed counters summed over seeds (each a number in RunStats). */
-const SUMMED = ['takeovers', 'alarmsSet', 'alarmsFired', 'invariantTicks', 'actorChecks', 'knownExceptions', 'crashes', 'cuts', 'joins', 'aimed', 'firstUploadsDelayed', 'fencedNodes', 'wallMs'] as const;
+const SUMMED = [
+  'takeovers',
+  'alarmsSet',
+  'alarmsFired',
+  'invariantTicks',
+  'actorChecks',
+  'knownExceptions',
+  'crashes',
+  'cuts',
+  'joins',
+  'aimed',
+  'firstUploadsDelayed',
+  'fencedNodes',
+  'wallMs',
+] as const;
 type Summed = (typeof SUMMED)[number];
 
 export type Totals = Record<Summed, number> & { seeds: number; failed: number[] };

@@ -45,9 +45,15 @@ async function main(): Promise<void> {
   const slow = arg('--budget-slow', 2000);
   let missed = 0;
   const live = await runSeed(1, 'livenessCanary');
-  console.log(`livenessCanary: SEED=1 ended ${live.verdict}${live.verdict === 'liveness' ? ' (as it must)' : ' — it must end in liveness'}`);
+  console.log(
+    `livenessCanary: SEED=1 ended ${live.verdict}${live.verdict === 'liveness' ? ' (as it must)' : ' — it must end in liveness'}`,
+  );
   if (live.verdict !== 'liveness') missed++;
-  const plan: [Variant, number][] = [['canary', 5], ...FAST_VARIANTS.map((v) => [v, fast] as [Variant, number]), ...SLOW_VARIANTS.map((v) => [v, slow] as [Variant, number])];
+  const plan: [Variant, number][] = [
+    ['canary', 5],
+    ...FAST_VARIANTS.map((v) => [v, fast] as [Variant, number]),
+    ...SLOW_VARIANTS.map((v) => [v, slow] as [Variant, number]),
+  ];
   for (const [variant, budget] of plan) {
     const t0 = performance.now();
     const c = await hunt(variant, budget);

@@ -92,7 +92,11 @@ const CASES: Record<string, Case> = {
   'empty, binary and 1 MiB bodies round-trip byte for byte': async (s) => {
     const bin = Uint8Array.from({ length: 256 }, (_, i) => i);
     const big = Uint8Array.from({ length: 1 << 20 }, (_, i) => (i * 31 + 7) & 0xff);
-    for (const [k, body] of [['b/empty', new Uint8Array(0)], ['b/bin', bin], ['b/big', big]] as const) {
+    for (const [k, body] of [
+      ['b/empty', new Uint8Array(0)],
+      ['b/bin', bin],
+      ['b/big', big],
+    ] as const) {
       await s.put(k, body);
       const got = await s.get(k);
       assert.ok(got, k);
@@ -191,7 +195,8 @@ const CASES: Record<string, Case> = {
           await store.put('race/log', text(JSON.stringify([...log, tag])), { ifMatch: cur!.etag });
           return void succeeded.push(tag);
         } catch (e) {
-          if (!isKeepworkError(e, ErrorCode.PreconditionFailed) && !(f.ambiguousLosers && isKeepworkError(e, ErrorCode.AmbiguousWrite))) throw e;
+          if (!isKeepworkError(e, ErrorCode.PreconditionFailed) && !(f.ambiguousLosers && isKeepworkError(e, ErrorCode.AmbiguousWrite)))
+            throw e;
         }
       }
       throw new Error(`append of ${tag} starved`);
@@ -230,7 +235,10 @@ const CASES: Record<string, Case> = {
     for (const k of ORDERED_KEYS) await s.put(k, text(k));
     assert.deepEqual(await allKeys(s, 'a/'), ['a/b', 'a/b/c', 'a/b0']);
     assert.deepEqual(await allKeys(s, 'a/b'), ['a/b', 'a/b/c', 'a/b0']);
-    assert.deepEqual(await allKeys(s, 'a'), ORDERED_KEYS.filter((k) => k.startsWith('a')));
+    assert.deepEqual(
+      await allKeys(s, 'a'),
+      ORDERED_KEYS.filter((k) => k.startsWith('a')),
+    );
     assert.deepEqual(await allKeys(s, 'nothing-here/'), []);
   },
   'startAfter an existing key lists only what follows it': async (s) => {

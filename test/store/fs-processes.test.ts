@@ -121,7 +121,9 @@ describe('fs store between processes', { timeout: 120_000 }, () => {
     assert.equal(await counterValue(store), total);
     const conflicts = results.reduce((n, r) => n + r.conflicts, 0);
     const slowestMs = Math.max(...results.map((r) => r.ms));
-    console.log(`cas race: ${total} increments by ${RACERS} processes in ${slowestMs.toFixed(0)} ms (${((total / slowestMs) * 1000).toFixed(0)} CAS/s), ${conflicts} conflicts retried`);
+    console.log(
+      `cas race: ${total} increments by ${RACERS} processes in ${slowestMs.toFixed(0)} ms (${((total / slowestMs) * 1000).toFixed(0)} CAS/s), ${conflicts} conflicts retried`,
+    );
   });
 
   it('a process SIGKILLed while hammering, or while holding the lock, does not stop the others', async () => {
@@ -139,7 +141,10 @@ describe('fs store between processes', { timeout: 120_000 }, () => {
     await new Promise((r) => setTimeout(r, 300));
     const during = survivors.map((r) => r.increments);
     // At most the increment already past the lock when the holder took it may land.
-    assert.ok(during.every((n, i) => n <= frozen[i]! + 1), `no progress while the lock is held: ${frozen} → ${during}`);
+    assert.ok(
+      during.every((n, i) => n <= frozen[i]! + 1),
+      `no progress while the lock is held: ${frozen} → ${during}`,
+    );
     holder.child.kill('SIGKILL');
     await holder.exited;
     await progress(survivors, 'after the lock holder was killed');

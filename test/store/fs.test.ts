@@ -13,7 +13,16 @@ import fc from 'fast-check';
 import { ErrorCode } from '../../src/core/errors.js';
 import { etagOf } from '../../src/store/etag.js';
 import { listAll, validatePrefix } from '../../src/store/keys.js';
-import { FsStore, LOCK_FILE_NAME, PIECE_CHARS_MAX, TEMP_DIR_NAME, decodeSegment, encodeSegment, objectNames, parseFsUrl } from '../../src/store/fs.js';
+import {
+  FsStore,
+  LOCK_FILE_NAME,
+  PIECE_CHARS_MAX,
+  TEMP_DIR_NAME,
+  decodeSegment,
+  encodeSegment,
+  objectNames,
+  parseFsUrl,
+} from '../../src/store/fs.js';
 import { runConformance } from './conformance.js';
 
 const text = (s: string) => new TextEncoder().encode(s);
@@ -133,17 +142,32 @@ describe('fs store: on-disk mapping', () => {
     await withStore(async (store) => {
       const hex = 'ab'.repeat(500); // a 1000-char segment: 5 pieces
       const astral = '\u{1f600}'.repeat(80); // 12 encoded chars each, cut between characters
-      const keys = [`h/${hex}`, `h/${hex}/x`, `h/${hex.slice(0, 300)}`, `h/${hex.slice(0, 240)}0`, `h/${hex.slice(0, 240)}`, `h/${astral}`, `h/${astral}/y`, 'h/b'];
+      const keys = [
+        `h/${hex}`,
+        `h/${hex}/x`,
+        `h/${hex.slice(0, 300)}`,
+        `h/${hex.slice(0, 240)}0`,
+        `h/${hex.slice(0, 240)}`,
+        `h/${astral}`,
+        `h/${astral}/y`,
+        'h/b',
+      ];
       for (const k of keys) await store.put(k, text(k), { ifNoneMatch: '*' });
       await assert.rejects(store.put(keys[0]!, text('again'), { ifNoneMatch: '*' }), { code: ErrorCode.PreconditionFailed });
       for (const k of keys) assert.equal(str((await store.get(k))!.body), k);
       const sorted = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
       assert.deepEqual(await allKeys(store), sorted);
-      assert.deepEqual(await allKeys(store, `h/${hex.slice(0, 250)}`), sorted.filter((k) => k.startsWith(`h/${hex.slice(0, 250)}`)));
+      assert.deepEqual(
+        await allKeys(store, `h/${hex.slice(0, 250)}`),
+        sorted.filter((k) => k.startsWith(`h/${hex.slice(0, 250)}`)),
+      );
       assert.deepEqual(await allKeys(store, `h/${hex}/`), [`h/${hex}/x`]);
       assert.deepEqual(await allKeys(store, `h/${astral}/`), [`h/${astral}/y`]);
       const after = await store.list({ startAfter: `h/${hex.slice(0, 241)}` });
-      assert.deepEqual(after.keys, sorted.filter((k) => Buffer.compare(Buffer.from(k), Buffer.from(`h/${hex.slice(0, 241)}`)) > 0));
+      assert.deepEqual(
+        after.keys,
+        sorted.filter((k) => Buffer.compare(Buffer.from(k), Buffer.from(`h/${hex.slice(0, 241)}`)) > 0),
+      );
       assert.ok(objectNames(`h/${hex}`).every((n) => n.length <= PIECE_CHARS_MAX + 1));
       await store.deleteMany(keys);
       assert.deepEqual(await allKeys(store), []);
@@ -243,7 +267,10 @@ describe('fs store: options, URLs, lifecycle', () => {
 
   it('validates its options before touching the disk', () => {
     const never = join(tmpdir(), `kw-fs-never-created-${process.pid}`);
-    assert.throws(() => new FsStore(never, { lockWaitMs: 0 }), { code: ErrorCode.BadConfig, message: /lockWaitMs must be a positive integer/ });
+    assert.throws(() => new FsStore(never, { lockWaitMs: 0 }), {
+      code: ErrorCode.BadConfig,
+      message: /lockWaitMs must be a positive integer/,
+    });
     assert.throws(() => new FsStore(never, { fsync: 'yes' as unknown as boolean }), { code: ErrorCode.BadConfig });
     assert.throws(() => new FsStore(never, { lockWaitMS: 5 } as never), { code: ErrorCode.BadConfig, message: /unknown FsStore option/ });
     assert.ok(!existsSync(never));
@@ -314,7 +341,10 @@ describe('fs store between worker threads', () => {
           });
         }),
       );
-      assert.equal(results.reduce((n, r) => n + r.done, 0), 4 * each);
+      assert.equal(
+        results.reduce((n, r) => n + r.done, 0),
+        4 * each,
+      );
       assert.equal(str((await store.get('race/counter'))!.body), String(4 * each));
     });
   });
@@ -340,22 +370,28 @@ describe('fs store: listing matches a sorted model (property)', () => {
 
   it('list with any prefix, startAfter and page size returns exactly the model keys, in byte order', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.uniqueArray(key, { minLength: 1, maxLength: 25 }), bound, bound, fc.integer({ min: 1, max: 6 }), async (keys, prefix, startAfter, pageKeys) => {
-        const root = tempRoot();
-        const store = new FsStore(root, { fsync: false });
-        try {
-          await Promise.all(keys.map((k) => store.put(k, text(k))));
-          const p = listable(prefix);
-          const expected = keys.filter((k) => k.startsWith(p) && byteOrder(k, startAfter) > 0).sort(byteOrder);
-          const got: string[] = [];
-          for await (const k of listAll(store, { prefix: p || undefined, startAfter: startAfter || undefined, pageKeys })) got.push(k);
-          assert.deepEqual(got, expected);
-          for (const k of keys.slice(0, 3)) assert.equal(Buffer.from((await store.get(k))!.body).toString('utf8'), k); // TextDecoder would strip a BOM
-        } finally {
-          await store.close();
-          rmSync(root, { recursive: true, force: true });
-        }
-      }),
+      fc.asyncProperty(
+        fc.uniqueArray(key, { minLength: 1, maxLength: 25 }),
+        bound,
+        bound,
+        fc.integer({ min: 1, max: 6 }),
+        async (keys, prefix, startAfter, pageKeys) => {
+          const root = tempRoot();
+          const store = new FsStore(root, { fsync: false });
+          try {
+            await Promise.all(keys.map((k) => store.put(k, text(k))));
+            const p = listable(prefix);
+            const expected = keys.filter((k) => k.startsWith(p) && byteOrder(k, startAfter) > 0).sort(byteOrder);
+            const got: string[] = [];
+            for await (const k of listAll(store, { prefix: p || undefined, startAfter: startAfter || undefined, pageKeys })) got.push(k);
+            assert.deepEqual(got, expected);
+            for (const k of keys.slice(0, 3)) assert.equal(Buffer.from((await store.get(k))!.body).toString('utf8'), k); // TextDecoder would strip a BOM
+          } finally {
+            await store.close();
+            rmSync(root, { recursive: true, force: true });
+          }
+        },
+      ),
       { numRuns: 40 },
     );
   });

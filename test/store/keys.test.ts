@@ -21,7 +21,12 @@ describe('store keys', () => {
   });
 
   it('accepts the key formats of the bucket layout', () => {
-    for (const k of ['nodes/n1', 'holds/t/Counter/6a6f65', 'state/t/C/00/00000000000000000001', 'alarms/t/000001700000000000/C.t/00/00000000000000000001-ab']) {
+    for (const k of [
+      'nodes/n1',
+      'holds/t/Counter/6a6f65',
+      'state/t/C/00/00000000000000000001',
+      'alarms/t/000001700000000000/C.t/00/00000000000000000001-ab',
+    ]) {
       assert.equal(validateKey(k), k);
     }
   });

@@ -67,7 +67,10 @@ describe('memory store faults', () => {
     await store.put('seq/1', text('winner'), { ifNoneMatch: '*' });
     await clock.advance(200);
     assert.equal(new TextDecoder().decode(store.peek('seq/1')!.body), 'winner');
-    assert.deepEqual(seen.map((r) => r.op), ['put', 'put']);
+    assert.deepEqual(
+      seen.map((r) => r.op),
+      ['put', 'put'],
+    );
   });
 
   it('counts requests by operation', async () => {

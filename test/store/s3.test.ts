@@ -50,7 +50,11 @@ if (S3_URL) {
   });
 } else {
   describe('ObjectStore conformance: s3', () => {
-    it('runs against a real S3 server', { skip: 'set KEEPWORK_TEST_S3_URL (eval "$(bash scripts/s3-test-server.sh env)" after `bash scripts/s3-test-server.sh up`)' }, () => {});
+    it(
+      'runs against a real S3 server',
+      { skip: 'set KEEPWORK_TEST_S3_URL (eval "$(bash scripts/s3-test-server.sh env)" after `bash scripts/s3-test-server.sh up`)' },
+      () => {},
+    );
   });
 }
 
@@ -361,9 +365,15 @@ describe('S3Store against a scripted fake server', () => {
     let first = true;
     fake.reply = (req) => {
       const keys = [...req.body.toString().matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1]!);
-      const errors = first ? `<Error><Key>${keys[0]}</Key><Code>InternalError</Code></Error><Error><Key>${keys[1]}</Key><Code>NoSuchKey</Code></Error>` : '';
+      const errors = first
+        ? `<Error><Key>${keys[0]}</Key><Code>InternalError</Code></Error><Error><Key>${keys[1]}</Key><Code>NoSuchKey</Code></Error>`
+        : '';
       first = false;
-      return { status: 200, headers: { 'content-type': 'application/xml' }, body: `<?xml version="1.0" encoding="UTF-8"?><DeleteResult>${errors}</DeleteResult>` };
+      return {
+        status: 200,
+        headers: { 'content-type': 'application/xml' },
+        body: `<?xml version="1.0" encoding="UTF-8"?><DeleteResult>${errors}</DeleteResult>`,
+      };
     };
     const keys = Array.from({ length: 2500 }, (_, i) => `d/${i}`);
     await store.deleteMany(keys);

@@ -38,7 +38,10 @@ function setup(options: KeepworkOptions = {}, classes = ['C'], others: string[] 
     ...extra,
   });
   const add = (name: string, overdueMs: number, className = 'C') =>
-    store.put(entryKey({ address: parseAddress({ tenant: 't', className, name }), dueMs: NOW - overdueMs, tag: { generation: 1, nonce: 'ab' } }), new Uint8Array(0));
+    store.put(
+      entryKey({ address: parseAddress({ tenant: 't', className, name }), dueMs: NOW - overdueMs, tag: { generation: 1, nonce: 'ab' } }),
+      new Uint8Array(0),
+    );
   return { clock, store, config, sweeper, offered, busy, add, setBacklog: (n: number) => (backlog = n) };
 }
 
@@ -48,7 +51,10 @@ describe('the sweep', () => {
     await s.add('old', 20_000);
     await s.add('fresh', 5_000);
     const r = await s.sweeper.sweepTenant('t');
-    assert.deepEqual(s.offered.map((o) => o.address.name), ['old']);
+    assert.deepEqual(
+      s.offered.map((o) => o.address.name),
+      ['old'],
+    );
     assert.equal(r.read, 1);
     assert.equal(r.nextDueMs, NOW - 5_000, 'the first entry not yet overdue enough');
     assert.equal(r.full, false);
@@ -64,7 +70,11 @@ describe('the sweep', () => {
       seen.push(r.read);
     }
     assert.deepEqual(seen, [10, 10, 6]);
-    assert.deepEqual(s.offered.map((o) => o.address.name), ['zz-real'], 'the real entry is reached behind the stuck ones');
+    assert.deepEqual(
+      s.offered.map((o) => o.address.name),
+      ['zz-real'],
+      'the real entry is reached behind the stuck ones',
+    );
     const again = await s.sweeper.sweepTenant('t');
     assert.equal(again.read, 10, 'after reading through, the next sweep starts from the beginning again');
   });
@@ -134,16 +144,27 @@ describe('the sweep', () => {
     const s = setup();
     assert.equal(s.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true }), s.config.sweepMinGapMs);
     s.setBacklog(1_000);
-    assert.equal(s.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true }), s.config.alarmSweepMs, 'no capacity: no hurry');
+    assert.equal(
+      s.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true }),
+      s.config.alarmSweepMs,
+      'no capacity: no hurry',
+    );
     s.setBacklog(0);
     const dueMs = NOW - 12_000;
     const delayMs = s.sweeper.nextDelayMs({ read: 0, offered: 0, planned: 0, full: false, nextDueMs: dueMs });
     assert.equal(delayMs, 3_000, 'margin 15 s: readable 3 s from now');
     const key = entryKey({ address: parseAddress('t/C/x'), dueMs, tag: { generation: 1, nonce: 'ab' } });
     const readableAt = (t: number) => compareKeys(key, dueBound('t', t - s.config.marginMs)) < 0;
-    assert.deepEqual([readableAt(NOW + delayMs - 1), readableAt(NOW + delayMs)], [false, true], 'the sweep after that delay is the first that reads it');
+    assert.deepEqual(
+      [readableAt(NOW + delayMs - 1), readableAt(NOW + delayMs)],
+      [false, true],
+      'the sweep after that delay is the first that reads it',
+    );
     assert.equal(s.sweeper.nextDelayMs({ read: 0, offered: 0, planned: 0, full: false }), s.config.alarmSweepMs);
     const fixed = setup({ sweepAdaptive: 0 });
-    assert.equal(fixed.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true, nextDueMs: NOW }), fixed.config.alarmSweepMs);
+    assert.equal(
+      fixed.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true, nextDueMs: NOW }),
+      fixed.config.alarmSweepMs,
+    );
   });
 });

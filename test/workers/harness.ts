@@ -50,7 +50,15 @@ export class InlineActors {
       log,
       store: this.store,
       nonces: new NonceSource(random),
-      slots: new ActorSlots(this.dataDir, config.dbCacheMax, { store: this.store, clock: this.clock, random, config, log, writer, leaseValid: () => this.leaseValid }),
+      slots: new ActorSlots(this.dataDir, config.dbCacheMax, {
+        store: this.store,
+        clock: this.clock,
+        random,
+        config,
+        log,
+        writer,
+        leaseValid: () => this.leaseValid,
+      }),
       loadClass: async (name) => {
         const def = this.classes[name];
         if (!def) throw new NotFound(`no class ${name}`);
@@ -60,7 +68,14 @@ export class InlineActors {
   }
 
   call(address: string, method: string, ...args: unknown[]): Promise<EventResult> {
-    return runEvent(this.deps, { type: 'request', address: parseAddress(address), method, args, durable: false, generation: this.generation });
+    return runEvent(this.deps, {
+      type: 'request',
+      address: parseAddress(address),
+      method,
+      args,
+      durable: false,
+      generation: this.generation,
+    });
   }
 
   alarm(address: string): Promise<EventResult> {
@@ -76,7 +91,14 @@ export class InlineActors {
   }
 
   callDurable(address: string, method: string, ...args: unknown[]): Promise<EventResult> {
-    return runEvent(this.deps, { type: 'request', address: parseAddress(address), method, args, durable: true, generation: this.generation });
+    return runEvent(this.deps, {
+      type: 'request',
+      address: parseAddress(address),
+      method,
+      args,
+      durable: true,
+      generation: this.generation,
+    });
   }
 
   /** Closes every actor (flushed) and opens fresh handles: what a clean node restart does. */

@@ -38,7 +38,8 @@ const Rem = defineActor({
       throw new Error('boom');
     },
     remove: (ctx: ActorContext) => ctx.deleteActor(),
-    initCount: (ctx: ActorContext) => (ctx.sql.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'log'").get() as { n: number }).n,
+    initCount: (ctx: ActorContext) =>
+      (ctx.sql.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'log'").get() as { n: number }).n,
   },
 });
 
@@ -63,7 +64,10 @@ describe('event pipeline: committed retries (ADR "Retries are committed")', () =
     assert.equal(await env.getAlarm(A), t0 + 1000 + 2000);
     await failOnce(A);
     assert.equal(await env.getAlarm(A), t0 + 3000 + 4000);
-    assert.deepEqual(seen.map((i) => i.retryCount), [0, 1, 2]);
+    assert.deepEqual(
+      seen.map((i) => i.retryCount),
+      [0, 1, 2],
+    );
     assert.deepEqual(okResult(await env.call(A, 'log')), [], 'the failed runs wrote nothing');
   });
 
