@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../src/core/logger.js';
-import { startNode } from '../src/main/start-node.js';
+import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
 import { FsStore } from '../src/store/fs.js';
 import { listAll } from '../src/store/keys.js';

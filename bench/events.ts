@@ -15,7 +15,7 @@ import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../src/core/logger.js';
-import { startNode } from '../src/main/start-node.js';
+import { startNode } from '../src/index.js';
 import { measure, quick, table, writeResult } from './lib.js';
 
 const COUNTER = new URL('../examples/counter.ts', import.meta.url).href;

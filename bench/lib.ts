@@ -48,7 +48,7 @@ export function table(rows: Record<string, unknown>[]): string {
 
 /** Writes bench/results/<name>.json with the fields every result carries (bench, at, quick, node). */
 export function writeResult(name: string, data: Record<string, unknown>): string {
-  const dir = fileURLToPath(new URL('./results/', import.meta.url));
+  const dir = fileURLToPath(new URL('./results', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const path = `${dir}${name}.json`;
   const envelope = { bench: name, at: new Date().toISOString(), quick, node: process.version };

@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { parseAddress } from '../src/core/address.js';
 import { silentLogger } from '../src/core/logger.js';
-import { startNode } from '../src/main/start-node.js';
+import { startNode } from '../src/index.js';
 import type { KeepworkNode } from '../src/main/node-api.js';
 import { listAll } from '../src/store/keys.js';
 import { openStore } from '../src/store/open.js';

@@ -22,7 +22,7 @@ import { SimClock } from '../src/core/clock.js';
 import { silentLogger } from '../src/core/logger.js';
 import { SeededRandom } from '../src/core/random.js';
 import { entryKey } from '../src/alarms/keys.js';
-import { resolveOptions } from '../src/main/config.js';
+import { resolveOptions } from '../src/core/config.js';
 import { countedStore, RequestCounts } from '../src/store/request-counts.js';
 import { FsStore } from '../src/store/fs.js';
 import { listAll } from '../src/store/keys.js';

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure a headless Chromium is installed for the status-page test (test/main/status-page.test.ts).
+# Makes sure a headless Chromium is installed for the status-page test (test/http/status-page.test.ts).
 #
 #   bash scripts/chromium.sh ensure   install Debian's `chromium` if no browser is found (idempotent)
 #   bash scripts/chromium.sh path     print the browser's path (exit 1 when there is none)

@@ -11,19 +11,14 @@
  *
  *   tsx scripts/lint-protocol.ts [--root DIR]     (default: the project root)
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import ts from 'typescript';
+import { filesUnder, runLint, type Violation } from './lint-support.js';
 
-export const PROTOCOL_PATHS = ['src/alarms', 'src/replication', 'src/leases', 'src/store/memory.ts'];
+export type { Violation };
 
-export interface Violation {
-  file: string;
-  line: number;
-  column: number;
-  rule: string;
-}
+export const PROTOCOL_PATHS = ['src/alarms', 'src/replication', 'src/leases', 'src/workers', 'src/streams', 'src/store/memory.ts'];
 
 const TIMERS = new Set(['setTimeout', 'setInterval', 'setImmediate']);
 const RANDOM_PROPS = /^(random[A-Z]\w*|randomBytes|getRandomValues)$/;
@@ -97,33 +92,8 @@ export function lintSource(file: string, text: string): Violation[] {
   return out;
 }
 
-function filesUnder(path: string): string[] {
-  let st;
-  try {
-    st = statSync(path);
-  } catch {
-    return [];
-  }
-  if (st.isFile()) return /\.(ts|mts|js|mjs)$/.test(path) ? [path] : [];
-  return readdirSync(path)
-    .sort()
-    .flatMap((name) => filesUnder(join(path, name)));
-}
-
 export function lintProject(root: string): Violation[] {
   return PROTOCOL_PATHS.flatMap((p) => filesUnder(join(root, p))).flatMap((f) => lintSource(relative(root, f), readFileSync(f, 'utf8')));
 }
 
-function main(): void {
-  const i = process.argv.indexOf('--root');
-  const root = resolve(i >= 0 ? process.argv[i + 1]! : join(fileURLToPath(import.meta.url), '..', '..'));
-  const violations = lintProject(root);
-  for (const v of violations) console.error(`${v.file}:${v.line}:${v.column} ${v.rule}`);
-  if (violations.length > 0) {
-    console.error(`protocol lint: ${violations.length} violation(s) in ${PROTOCOL_PATHS.join(', ')}`);
-    process.exit(1);
-  }
-  console.log(`protocol lint: clean (${PROTOCOL_PATHS.join(', ')})`);
-}
-
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();
+runLint(import.meta.url, 'protocol lint', PROTOCOL_PATHS.join(', '), lintProject);

@@ -3,11 +3,11 @@
  *
  *   import { startNode, defineActor } from 'keepwork'
  */
-export { startNode } from './main/start-node.js';
+export { startNode } from './http/start.js';
 export type { StartNodeOptions, KeepworkNode, ActorHandle } from './main/node-api.js';
 export * from './actor.js';
 export { parseAddress, formatAddress, type ActorAddress } from './core/address.js';
-export { resolveOptions, DEFAULTS, type KeepworkOptions, type ResolvedConfig } from './main/config.js';
+export { resolveOptions, DEFAULTS, type KeepworkOptions, type ResolvedConfig } from './core/config.js';
 export * from './core/errors.js';
 export { SystemClock, SimClock, type Clock, type TimerHandle } from './core/clock.js';
 export { SystemRandom, SeededRandom, type Random } from './core/random.js';

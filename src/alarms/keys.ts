@@ -47,8 +47,23 @@ export function checkDue(dueMs: number): number {
   return dueMs;
 }
 
+/** Every index entry's key starts with this. */
+export const INDEX_PREFIX = 'alarms/';
+
 export function tenantPrefix(tenant: string): string {
-  return `alarms/${tenant}/`;
+  return `${INDEX_PREFIX}${tenant}/`;
+}
+
+/** The tenant of any key under `INDEX_PREFIX`, or undefined for anything else. */
+export function tenantOfKey(key: string): string | undefined {
+  if (!key.startsWith(INDEX_PREFIX)) return undefined;
+  const tenant = key.slice(INDEX_PREFIX.length).split('/', 1)[0];
+  return tenant || undefined;
+}
+
+/** A key that sorts after every key of the tenant's index (to list past it). */
+export function afterTenant(tenant: string): string {
+  return `${tenantPrefix(tenant)}\u{10ffff}`;
 }
 
 /** Every key of an entry due at or before `dueMs` sorts before this bound (for the sweep's listing). */

@@ -4,7 +4,9 @@
  * reads of one record (with its etag) when a decision is about to act on it.
  */
 import type { Clock } from '../core/clock.js';
-import type { ResolvedConfig } from '../main/config.js';
+import type { Settings } from '../core/config.js';
+
+export type DirectorySettings = Settings<'alarmSweepMs' | 'graceMs'>;
 import { listAll } from '../store/keys.js';
 import type { ObjectStore } from '../store/types.js';
 import { isLive } from './decisions.js';
@@ -24,7 +26,7 @@ export class NodeDirectory {
   constructor(
     private readonly store: ObjectStore,
     private readonly clock: Clock,
-    private readonly config: ResolvedConfig,
+    private readonly config: DirectorySettings,
   ) {}
 
   /** Every node record (at most `maxAgeMs`, by default `alarmSweepMs`, old). Unparsable records are skipped. */

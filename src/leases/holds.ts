@@ -11,7 +11,9 @@
 import type { Clock } from '../core/clock.js';
 import { ErrorCode, StoreUnavailable, isKeepworkError } from '../core/errors.js';
 import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
-import type { ResolvedConfig } from '../main/config.js';
+import type { Settings } from '../core/config.js';
+
+export type HoldSettings = Settings<'graceMs'>;
 import type { ObjectStore } from '../store/types.js';
 import { holdDecision } from './decisions.js';
 import type { NodeDirectory } from './directory.js';
@@ -32,7 +34,7 @@ export class HoldTable {
   constructor(
     private readonly store: ObjectStore,
     private readonly clock: Clock,
-    private readonly config: ResolvedConfig,
+    private readonly config: HoldSettings,
     private readonly lease: NodeLease,
     private readonly nodes: NodeDirectory,
     private readonly self: { nodeId: string },

@@ -12,7 +12,9 @@
  */
 import type { Clock } from '../core/clock.js';
 import { BadConfig, ErrorCode, LeaseLost, isKeepworkError } from '../core/errors.js';
-import type { ResolvedConfig } from '../main/config.js';
+import type { Settings } from '../core/config.js';
+
+export type LeaseSettings = Settings<'graceMs' | 'leasePeriodMs' | 'skewBoundMs'>;
 import type { ObjectStore } from '../store/types.js';
 import { isLive, leaseValidUntil } from './decisions.js';
 import { decodeNode, encodeNode, nodeKey, type NodeRecord } from './records.js';
@@ -35,7 +37,7 @@ export class NodeLease {
   constructor(
     private readonly store: ObjectStore,
     private readonly clock: Clock,
-    private readonly config: ResolvedConfig,
+    private readonly config: LeaseSettings,
     private self: NodeSelf,
   ) {}
 

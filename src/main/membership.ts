@@ -13,7 +13,12 @@ import { NodeDirectory } from '../leases/directory.js';
 import { HoldTable } from '../leases/holds.js';
 import { NodeLease, type NodeSelf } from '../leases/node-lease.js';
 import type { ObjectStore } from '../store/types.js';
-import type { ResolvedConfig } from './config.js';
+import type { Settings } from '../core/config.js';
+import type { DirectorySettings } from '../leases/directory.js';
+import type { HoldSettings } from '../leases/holds.js';
+import type { LeaseSettings } from '../leases/node-lease.js';
+
+export type MembershipSettings = LeaseSettings & HoldSettings & DirectorySettings & Settings<'leasePeriodMs'>;
 
 export class Membership {
   readonly lease: NodeLease;
@@ -28,7 +33,7 @@ export class Membership {
   constructor(
     store: ObjectStore,
     private readonly clock: Clock,
-    private readonly config: ResolvedConfig,
+    private readonly config: MembershipSettings,
     private readonly log: Logger,
     self: NodeSelf,
     /** The renewal schedule's RxJS scheduler (test seam: the simulator's virtual clock). */

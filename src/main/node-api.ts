@@ -7,7 +7,7 @@ import type { ActorAddress } from '../core/address.js';
 import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
-import type { KeepworkOptions, ResolvedConfig } from './config.js';
+import type { KeepworkOptions, ResolvedConfig } from '../core/config.js';
 import type { NodeMetrics } from './metrics.js';
 
 export interface StartNodeOptions extends KeepworkOptions {
@@ -58,6 +58,21 @@ export interface RoutingNode extends KeepworkNode {
   request(address: ActorAddress, method: string, args: unknown[], durable: boolean, hops: number): Promise<unknown>;
   readAlarm(address: ActorAddress, hops: number): Promise<number | null>;
 }
+
+/** A running HTTP server of a node. */
+export interface HttpServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a node's HTTP server (src/http/server.ts `startHttp`). The layer above the main thread
+ * hands it to `startNodeWith`, so the main thread never imports the HTTP layer.
+ */
+export type FrontDoor = (
+  node: RoutingNode,
+  settings: { port: number; host: string; bodyMaxBytes: number; log: Logger },
+) => Promise<HttpServer>;
 
 /** Test seams (the deterministic simulator): a seeded Random and a virtual-time RxJS scheduler. */
 export interface NodeSeams {

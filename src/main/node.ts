@@ -8,36 +8,60 @@
  *   RxJS schedules: lease renewal (membership.ts), idle reaping (flush, close, release the hold).
  */
 import { interval, type Subscription } from 'rxjs';
-import PQueue from 'p-queue';
 import type { Clock } from '../core/clock.js';
 import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
 import { LeaseLost, NodeStopped, NotFound, reviveError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
-import { AlarmTimer } from '../alarms/timer.js';
 import type { ObjectStore } from '../store/types.js';
 import { Sweeper, type SweepResult } from '../streams/sweep.js';
 import type { ActorEvent, EventResult } from '../workers/messages.js';
 import { scanAlarms } from '../workers/scan.js';
 import { ActorLanes } from './actor-lanes.js';
-import { indexTenants } from './alarms-command.js';
-import type { ResolvedConfig } from './config.js';
+import { indexTenants } from '../alarms/index-listing.js';
+import type { ResolvedConfig } from '../core/config.js';
 import { forwardCall, forwardGetAlarm, type ForwardSettings } from './forward.js';
-import { startHttp, type HttpServer } from './http.js';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
-import type { ActorHandle, NodeSeams, RoutingNode } from './node-api.js';
+import { AlarmDelivery } from './alarm-delivery.js';
+import type { ActorHandle, FrontDoor, HttpServer, NodeSeams, RoutingNode } from './node-api.js';
 import type { WorkerGroup } from './worker-group.js';
 
 /** An event reached its actor's lane after the hold it was sent under was released or changed. */
 class HoldChanged extends LeaseLost {}
 const HOLD_ATTEMPTS_MAX = 3;
 
+/** What a Node is built from (start-node.ts builds them; the simulator builds its own). */
+export interface NodeParts {
+  config: ResolvedConfig;
+  clock: Clock;
+  log: Logger;
+  store: ObjectStore;
+  workers: WorkerGroup;
+  membership: Membership;
+  identity: { nodeId: string; epoch: number };
+  /** Class name → module URL. */
+  classes: Record<string, string>;
+  /** Tenants served; all when undefined. */
+  tenants: string[] | undefined;
+  metrics: NodeMetrics;
+  seams?: NodeSeams;
+}
+
 export class Node implements RoutingNode {
   readonly nodeId: string;
   readonly epoch: number;
+  readonly config: ResolvedConfig;
+  readonly store: ObjectStore;
+  readonly metrics: NodeMetrics;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly workers: WorkerGroup;
+  private readonly membership: Membership;
+  private readonly classes: Record<string, string>;
+  private readonly tenants: string[] | undefined;
   private readonly lanes: ActorLanes;
-  private readonly timer: AlarmTimer;
+  private readonly delivery: AlarmDelivery;
   private readonly lastUsed = new Map<string, { address: ActorAddress; at: number }>();
   private readonly reaper: Subscription;
   private readonly forwarding: ForwardSettings;
@@ -45,29 +69,29 @@ export class Node implements RoutingNode {
   private stopping = false;
   /** Fenced: another node took this node's actors; it sweeps and delivers nothing more. */
   private isFenced = false;
-  private readonly deliveries: PQueue;
-  /** Actors with a delivery queued or running (the sweep does not offer them again). */
-  private readonly delivering = new Set<string>();
   private readonly sweeper: Sweeper;
 
-  constructor(
-    readonly config: ResolvedConfig,
-    private readonly clock: Clock,
-    private readonly log: Logger,
-    readonly store: ObjectStore,
-    private readonly workers: WorkerGroup,
-    private readonly membership: Membership,
-    identity: { nodeId: string; epoch: number },
-    private readonly classes: Record<string, string>,
-    private readonly tenants: string[] | undefined,
-    readonly metrics: NodeMetrics,
-    seams: NodeSeams = {},
-  ) {
-    this.nodeId = identity.nodeId;
-    this.epoch = identity.epoch;
+  constructor(parts: NodeParts) {
+    const { config, clock, log, store, seams = {} } = parts;
+    ({ nodeId: this.nodeId, epoch: this.epoch } = parts.identity);
+    this.config = config;
+    this.clock = clock;
+    this.log = log;
+    this.store = store;
+    this.workers = parts.workers;
+    this.membership = parts.membership;
+    this.classes = parts.classes;
+    this.tenants = parts.tenants;
+    this.metrics = parts.metrics;
     this.lanes = new ActorLanes(config.actorQueueMax);
-    this.deliveries = new PQueue({ concurrency: config.deliveryConcurrency });
-    this.timer = new AlarmTimer(clock, (key, at) => this.queueDelivery(key, at), config.timerEntriesMax);
+    this.delivery = new AlarmDelivery({
+      clock,
+      config,
+      log,
+      metrics: parts.metrics,
+      deliver: (address, dueMs) => this.deliver(address, dueMs),
+      giveBack: (address) => this.giveBack(address),
+    });
     this.sweeper = new Sweeper({
       store,
       clock,
@@ -80,8 +104,8 @@ export class Node implements RoutingNode {
         (await this.membership.nodes.live(maxAgeMs)).map((r) => ({ nodeId: r.nodeId, tenants: r.tenants, classes: r.classes })),
       busy: { has: (actor) => this.busy(actor) },
       offer: (address, dueMs) => this.offerEntry(address, dueMs),
-      backlog: () => this.deliveries.size + this.deliveries.pending,
-      room: () => this.deliveries.onSizeLessThan(Math.max(1, Math.floor(config.deliveriesPerSweep / 2))),
+      backlog: () => this.delivery.backlog(),
+      room: () => this.delivery.room(),
       tenants: async () => this.tenants ?? (await indexTenants(store)),
       observe: (tenant, r, ms) => this.observeSweep(tenant, r, ms),
     });
@@ -105,12 +129,12 @@ export class Node implements RoutingNode {
   }
 
   pendingAlarms(): number {
-    return this.timer.size;
+    return this.delivery.size;
   }
 
   offerEntry(address: ActorAddress, dueMs: number): boolean {
     if (this.stopping || this.isFenced || !this.serves(address)) return false;
-    return this.timer.offer(formatAddress(address), dueMs, this.config.retryMaxMs);
+    return this.delivery.offer(formatAddress(address), dueMs);
   }
 
   heldActors(): number {
@@ -123,7 +147,7 @@ export class Node implements RoutingNode {
       this.log.error({ path, err: e }, 'cannot read actor database at start'),
     )) {
       if (!this.serves(address)) continue;
-      this.timer.set(formatAddress(address), at);
+      this.delivery.set(formatAddress(address), at);
       n++;
     }
     this.log.info({ alarms: n }, 'timer refilled from the data dir');
@@ -134,9 +158,9 @@ export class Node implements RoutingNode {
   }
 
   async metricsText(): Promise<string> {
-    this.metrics.pendingAlarms.set(this.timer.size);
+    this.metrics.pendingAlarms.set(this.delivery.size);
     this.metrics.heldActors.set(this.membership.holds.heldCount());
-    this.metrics.deliveryBacklog.set(this.deliveries.size + this.deliveries.pending);
+    this.metrics.deliveryBacklog.set(this.delivery.backlog());
     return this.metrics.registry.metrics();
   }
 
@@ -159,24 +183,14 @@ export class Node implements RoutingNode {
    * a timer that was full).
    */
   private busy(actor: string): boolean {
-    if (this.timer.get(actor) !== undefined || this.lanes.has(actor) || this.delivering.has(actor)) return true;
+    if (this.delivery.has(actor) || this.lanes.has(actor)) return true;
     const used = this.lastUsed.get(actor);
     return used !== undefined && used.at > this.clock.now() - this.config.marginMs;
   }
 
-  /** The timer fired: into the bounded delivery queue (full: the timer holds it a second longer, still due at `at`). */
-  private queueDelivery(key: string, at: number): void {
-    if (this.stopping || this.isFenced) return;
-    if (this.deliveries.size >= this.config.deliveriesPerSweep) {
-      this.timer.defer(key, at, this.clock.now() + 1_000);
-      return;
-    }
-    this.delivering.add(key);
-    void this.deliveries.add(() => this.deliverAlarm(key, at).finally(() => this.delivering.delete(key)));
-  }
-
-  async serveHttp(port: number, host: string): Promise<void> {
-    this.http = await startHttp(this, { port, host, bodyMaxBytes: this.config.httpBodyMaxBytes, log: this.log });
+  /** Serves HTTP through `frontDoor` (src/http's server), then renews the lease with the address in it. */
+  async serveHttp(frontDoor: FrontDoor, port: number, host: string): Promise<void> {
+    this.http = await frontDoor(this, { port, host, bodyMaxBytes: this.config.httpBodyMaxBytes, log: this.log });
     this.membership.lease.setAddr(this.http.url);
     await this.membership.renew(() => this.fenced());
   }
@@ -230,9 +244,8 @@ export class Node implements RoutingNode {
     this.stopping = true;
     this.reaper.unsubscribe();
     this.sweeper.stop();
-    this.timer.stop();
-    this.deliveries.clear();
-    await this.deliveries.onIdle();
+    this.delivery.stop();
+    await this.delivery.drained();
     await this.http?.close();
     await this.lanes.drained();
     await this.workers.broadcast({ type: 'closeAll' }).catch((e: unknown) => this.log.error({ err: e }, 'flushing actors at stop failed'));
@@ -254,8 +267,7 @@ export class Node implements RoutingNode {
     this.isFenced = true;
     this.metrics.fenced.set(1);
     this.sweeper.stop();
-    this.timer.stop();
-    this.deliveries.clear();
+    this.delivery.stop();
     this.lastUsed.clear();
     this.log.warn('sweeping and alarm delivery stopped: this node was fenced (restart it to rejoin under a new epoch)');
     void this.workers.broadcast({ type: 'dropAll' }).catch(() => undefined);
@@ -277,8 +289,8 @@ export class Node implements RoutingNode {
         throw new HoldChanged(`the hold of ${key} changed while the event waited; retry`);
       this.lastUsed.set(key, { address, at: this.clock.now() });
       const r = await this.runWithHardLimit(event);
-      if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.timer.set(key, r.alarmAt);
-      if (r.type === 'ok' && r.deleted) this.timer.clear(key);
+      if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.delivery.set(key, r.alarmAt);
+      if (r.type === 'ok' && r.deleted) this.delivery.clear(key);
       return r;
     });
   }
@@ -298,38 +310,19 @@ export class Node implements RoutingNode {
     }
   }
 
-  /**
-   * The timer fired for `key` at `at` (its own committed alarm, or an entry the sweep offered):
-   * the ordinary delivery — run the alarm if `at` is the committed one, else clean up stale
-   * entries at `at`. An actor held by another live node: dropped (the owner has it).
-   */
-  private async deliverAlarm(key: string, at: number): Promise<void> {
-    const address = parseAddress(key);
-    try {
-      const r = await this.withHold(
-        address,
-        async (own) => {
-          this.log.info({ actor: key, holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it');
-          return undefined;
-        },
-        (generation) => {
-          this.metrics.tardiness.observe(Math.max(0, this.clock.now() - at) / 1000);
-          return this.submit(address, { type: 'deliver', address, dueMs: at, generation });
-        },
-      );
-      if (!r) return;
-      this.metrics.deliveries.inc({ outcome: r.type === 'error' ? 'failed' : r.ran ? 'ran' : r.removed ? 'stale' : 'kept' });
-      this.metrics.feed.delivered(key, at, r, this.clock.now());
-      if (r.type === 'ok' && r.removed) this.metrics.staleRemoved.inc(r.removed);
-      if (r.type === 'ok' && r.retryAtMs !== undefined) this.timer.defer(key, at, r.retryAtMs);
-      if (r.type === 'ok' && r.releaseHold) await this.giveBack(address);
-    } catch (e) {
-      if (this.stopping || this.isFenced) return;
-      this.metrics.feed.failed(key, at, e, this.clock.now());
-      const retryAt = this.clock.now() + this.config.leasePeriodMs;
-      this.log.error({ actor: key, err: e, retryAt }, 'alarm delivery failed; trying again after a lease period');
-      this.timer.defer(key, at, retryAt);
-    }
+  /** One alarm delivery (alarm-delivery.ts): the actor's event at `dueMs`, or undefined when another live node holds it. */
+  private deliver(address: ActorAddress, dueMs: number): Promise<EventResult | undefined> {
+    return this.withHold(
+      address,
+      async (own) => {
+        this.log.info({ actor: formatAddress(address), holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it');
+        return undefined;
+      },
+      (generation) => {
+        this.metrics.tardiness.observe(Math.max(0, this.clock.now() - dueMs) / 1000);
+        return this.submit(address, { type: 'deliver', address, dueMs, generation });
+      },
+    );
   }
 
   /** Closes the actor and releases its hold at once (the empty-bucket rule). */

@@ -12,17 +12,24 @@ import { SystemRandom } from '../core/random.js';
 import { openStore, DEFAULT_BUCKET_URL } from '../store/open.js';
 import { countedStore } from '../store/request-counts.js';
 import { resolveClasses } from './classes.js';
-import { resolveOptions } from './config.js';
+import { resolveOptions } from '../core/config.js';
 import { nextIdentity } from './identity.js';
 import { Membership } from './membership.js';
 import { NodeMetrics } from './metrics.js';
 import { Node } from './node.js';
-import type { KeepworkNode, StartNodeOptions } from './node-api.js';
+import type { FrontDoor, KeepworkNode, StartNodeOptions } from './node-api.js';
+import { BadConfig } from '../core/errors.js';
 import { WorkerGroup } from './worker-group.js';
 
-export async function startNode(options: StartNodeOptions): Promise<KeepworkNode> {
+/**
+ * Starts a node; `frontDoor` serves its HTTP API when `options.port` is given (the package's
+ * `startNode`, src/http/start.ts, passes src/http's server).
+ */
+export async function startNodeWith(options: StartNodeOptions, frontDoor?: FrontDoor): Promise<KeepworkNode> {
   const { classes, bucket, dataDir: dir, tenants, nodeId, port, host, logger, ...tunables } = options;
   const config = resolveOptions(tunables);
+  if (port !== undefined && !frontDoor)
+    throw new BadConfig('port is set but this node was started without an HTTP server (use startNode from keepwork)');
   const classUrls = resolveClasses(classes);
   const served = tenants?.map(validateTenant);
   const dataDir = resolve(dir ?? './data');
@@ -53,10 +60,21 @@ export async function startNode(options: StartNodeOptions): Promise<KeepworkNode
     leaseValidUntil: membership.shared,
     requestCounts: metrics.workerRequests.buffer,
   });
-  node = new Node(config, clock, log, store, workers, membership, { nodeId: identity.nodeId, epoch }, classUrls, served, metrics);
+  node = new Node({
+    config,
+    clock,
+    log,
+    store,
+    workers,
+    membership,
+    identity: { nodeId: identity.nodeId, epoch },
+    classes: classUrls,
+    tenants: served,
+    metrics,
+  });
   try {
     node.refillTimer(dataDir);
-    if (port !== undefined) await node.serveHttp(port, host ?? '127.0.0.1');
+    if (port !== undefined && frontDoor) await node.serveHttp(frontDoor, port, host ?? '127.0.0.1');
     node.startSweeping();
   } catch (e) {
     await node.stop();

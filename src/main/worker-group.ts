@@ -7,7 +7,9 @@
 import { Piscina } from 'piscina';
 import { availableParallelism } from 'node:os';
 import { formatAddress } from '../core/address.js';
-import type { ResolvedConfig, KeepworkOptions } from './config.js';
+import type { KeepworkOptions, Settings } from '../core/config.js';
+
+export type WorkerGroupSettings = Settings<'actorQueueMax' | 'workerConcurrency' | 'workerThreads'>;
 import type { ActorEvent, EventResult } from '../workers/messages.js';
 import type { WorkerSetup } from '../workers/event-worker.js';
 
@@ -19,7 +21,7 @@ const EXEC_ARGV = FROM_SOURCE && !process.execArgv.join(' ').includes('tsx') ? [
 export class WorkerGroup {
   private readonly pools: Piscina[];
 
-  constructor(config: ResolvedConfig, setup: Omit<WorkerSetup, 'worker' | 'options'> & { options: KeepworkOptions }) {
+  constructor(config: WorkerGroupSettings, setup: Omit<WorkerSetup, 'worker' | 'options'> & { options: KeepworkOptions }) {
     const n = config.workerThreads || Math.min(4, availableParallelism());
     this.pools = Array.from(
       { length: n },

@@ -21,9 +21,8 @@ import { ActorGivenUp, LeaseLost, isKeepworkError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
-import type { ResolvedConfig } from '../main/config.js';
+import type { Settings } from '../core/config.js';
 import type { ObjectStore } from '../store/types.js';
-import type { Db } from '../workers/actor-db.js';
 import { createLink, deleteLinksBelow, fsyncFile, listChain, restoreChain, type RetryDeps } from './chain.js';
 import { decodeLink, encodeLink, type LinkKind } from './link.js';
 import { committedImage } from './image.js';
@@ -31,15 +30,37 @@ import { readSidecar, removeSidecar, writeSidecar, type Sidecar } from './sideca
 import { linkKey } from './state-keys.js';
 import { applyDelta, captureWal, decodeDelta, encodeDelta, type WalCursor } from './wal.js';
 
+export type ReplicaSettings = Settings<
+  | 'replicationDelayMs'
+  | 'snapshotEveryLinks'
+  | 'checkpointEveryLinks'
+  | 'checkpointWalBytes'
+  | 'linkRetentionMs'
+  | 'storeAttemptsMax'
+  | 'storeRetryBaseMs'
+>;
+
 export interface ReplicaDeps {
   store: ObjectStore;
   clock: Clock;
   random: Random;
-  config: ResolvedConfig;
+  config: ReplicaSettings;
   log: Logger;
   writer: { nodeId: string; epoch: number };
   /** LeaseView: true while this node's lease is valid (the hold's generation is the replica's). */
   leaseValid(): boolean;
+}
+
+/**
+ * What the replica needs of the actor's open database (better-sqlite3's `Database` has it): the
+ * worker owns the handle; the replica turns off autocheckpoint, writes the owner fence and
+ * checkpoints when no transaction is open.
+ */
+export interface ReplicaDb {
+  readonly open: boolean;
+  readonly inTransaction: boolean;
+  pragma(source: string): unknown;
+  prepare(source: string): { run(...params: unknown[]): unknown };
 }
 
 export type TakeResult = 'ready' | 'absent' | 'deleted';
@@ -66,7 +87,7 @@ export class ActorReplica {
   uploadedUnderHold = false;
   /** Index entries to DELETE once the next link is in the bucket (the state no longer names them). */
   private pendingDeletes: string[] = [];
-  private db: Db | undefined;
+  private db: ReplicaDb | undefined;
   private queue: Promise<void> = Promise.resolve();
   private timer: TimerHandle | undefined;
 
@@ -100,7 +121,7 @@ export class ActorReplica {
     return this.restoreFully(seqs);
   }
 
-  attach(db: Db): void {
+  attach(db: ReplicaDb): void {
     this.db = db;
     db.pragma('wal_autocheckpoint = 0');
   }

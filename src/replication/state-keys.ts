@@ -10,8 +10,13 @@ import { nameFromHex, nameHex, parseAddress, type ActorAddress } from '../core/a
 
 const SEQ_DIGITS = 20;
 
+/** Every link's key starts with this; `statePrefix(tenant)` narrows it to one tenant. */
+export function statePrefix(tenant?: string): string {
+  return tenant === undefined ? 'state/' : `state/${tenant}/`;
+}
+
 export function chainPrefix(a: ActorAddress): string {
-  return `state/${a.tenant}/${a.className}/${nameHex(a.name)}/`;
+  return `${statePrefix(a.tenant)}${a.className}/${nameHex(a.name)}/`;
 }
 
 export function linkKey(a: ActorAddress, seq: number): string {

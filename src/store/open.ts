@@ -8,16 +8,19 @@
 import { SystemClock, type Clock } from '../core/clock.js';
 import { BadConfig } from '../core/errors.js';
 import { SystemRandom, type Random } from '../core/random.js';
-import { resolveOptions, type ResolvedConfig } from '../main/config.js';
+import { resolveOptions } from '../core/config.js';
 import { FsStore, parseFsUrl } from './fs.js';
 import { MemoryStore } from './memory.js';
-import { S3Store, parseS3Url } from './s3.js';
+import { S3Store, parseS3Url, type S3Settings } from './s3.js';
 import type { ObjectStore } from './types.js';
 
 export const DEFAULT_BUCKET_URL = 'file://./data/bucket';
 
+/** What every store needs: the S3 client's settings (the folder store uses the timeout as its lock wait). */
+export type StoreSettings = S3Settings;
+
 export interface OpenStoreDeps {
-  config?: ResolvedConfig;
+  config?: StoreSettings;
   clock?: Clock;
   random?: Random;
 }

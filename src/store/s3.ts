@@ -46,7 +46,9 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { Clock } from '../core/clock.js';
 import { AmbiguousWrite, BadConfig, BadKey, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
 import { jitter, type Random } from '../core/random.js';
-import type { ResolvedConfig } from '../main/config.js';
+import type { Settings } from '../core/config.js';
+
+export type S3Settings = Settings<'storeAttemptsMax' | 'storeRetryBaseMs' | 'storeRequestTimeoutMs' | 'storeSocketsMax'>;
 import { sameBytes, unquoteEtag } from './etag.js';
 import { KEY_MAX_BYTES, resolveList, validateKey, validatePrefix } from './keys.js';
 import {
@@ -75,7 +77,7 @@ export interface S3StoreOptions {
   endpoint?: string;
   region: string;
   forcePathStyle?: boolean;
-  config: ResolvedConfig;
+  config: S3Settings;
   random: Random;
   clock: Clock;
 }
@@ -246,7 +248,7 @@ export class S3Store implements ObjectStore {
   private readonly client: S3Client;
   private readonly bucket: string;
   private readonly root: string;
-  private readonly config: ResolvedConfig;
+  private readonly config: S3Settings;
   private readonly random: Random;
   private readonly clock: Clock;
 

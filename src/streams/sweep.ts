@@ -18,7 +18,18 @@ import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import { dueBound, parseEntryKey, tenantPrefix, type IndexEntry } from '../alarms/keys.js';
 import { planSweep, type SweepNode } from '../alarms/plan-sweep.js';
-import type { ResolvedConfig } from '../main/config.js';
+import type { Settings } from '../core/config.js';
+
+export type SweepSettings = Settings<
+  | 'alarmSweepMs'
+  | 'anyonesAfterMargins'
+  | 'anyonesDeliveriesPerSweep'
+  | 'deliveriesPerSweep'
+  | 'marginMs'
+  | 'sweepAdaptive'
+  | 'sweepMinGapMs'
+  | 'sweepPageEntries'
+>;
 import type { ActorAddress } from '../core/address.js';
 import { compareKeys } from '../store/keys.js';
 import { LIST_MAX_KEYS, type ObjectStore } from '../store/types.js';
@@ -30,7 +41,7 @@ export interface SweepDeps {
   store: ObjectStore;
   clock: Clock;
   random: Random;
-  config: ResolvedConfig;
+  config: SweepSettings;
   log: Logger;
   self: () => SweepNode;
   live: (maxAgeMs: number) => Promise<SweepNode[]>;

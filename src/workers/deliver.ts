@@ -20,7 +20,7 @@ import { listAll } from '../store/keys.js';
 import { readAlarm, readMeta } from './actor-db.js';
 import type { Slot } from './actor-slots.js';
 import type { EventResult } from './messages.js';
-import type { PipelineDeps } from './pipeline.js';
+import type { PipelineDeps } from './deps.js';
 
 /** Every entry of the actor at `dueMs`: its tagged ones (one LIST) and the legacy key if present. */
 async function entriesAt(deps: PipelineDeps, a: ActorAddress, dueMs: number): Promise<IndexEntry[]> {

@@ -6,14 +6,15 @@ import { workerData } from 'node:worker_threads';
 import { SystemClock } from '../core/clock.js';
 import { createLogger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
-import { resolveOptions, type KeepworkOptions } from '../main/config.js';
+import { resolveOptions, type KeepworkOptions } from '../core/config.js';
 import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
 import { ActorSlots } from './actor-slots.js';
 import type { ActorEvent, EventResult } from './messages.js';
-import { runEvent, type PipelineDeps } from './pipeline.js';
+import { runEvent } from './pipeline.js';
+import type { PipelineDeps } from './deps.js';
 
 export interface WorkerSetup {
   dataDir: string;

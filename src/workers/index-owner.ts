@@ -12,7 +12,9 @@ import { formatAddress, type ActorAddress } from '../core/address.js';
 import { LeaseLost } from '../core/errors.js';
 import type { Clock } from '../core/clock.js';
 import type { Random } from '../core/random.js';
-import type { ResolvedConfig } from '../main/config.js';
+import type { Settings } from '../core/config.js';
+
+export type IndexSettings = Settings<'storeAttemptsMax' | 'storeRetryBaseMs'>;
 import type { ObjectStore } from '../store/types.js';
 import { formatIndexed, parseIndexed, type Indexed, type NonceSource } from '../alarms/keys.js';
 import { deletable, indexPlan, keyOf, listEntry } from '../alarms/owner.js';
@@ -24,7 +26,7 @@ export interface IndexDeps {
   store: ObjectStore;
   clock: Clock;
   random: Random;
-  config: ResolvedConfig;
+  config: IndexSettings;
   nonces: NonceSource;
 }
 

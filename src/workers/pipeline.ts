@@ -10,30 +10,17 @@
  *
  * One event at a time per actor is the caller's promise (the main thread serialises them).
  */
-import type { Clock } from '../core/clock.js';
 import { HandlerFailed, HandlerTimeout, NotFound, isKeepworkError, type ErrorCode } from '../core/errors.js';
-import type { Logger } from '../core/logger.js';
-import type { Random } from '../core/random.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
-import type { ResolvedConfig } from '../main/config.js';
 import { alarmOutcome, type AlarmState, type EventKind } from '../alarms/retry.js';
 import { readAlarm, readFailures, readMeta, writeAlarm, writeMeta, type Db } from './actor-db.js';
-import type { ActorSlots, Slot } from './actor-slots.js';
+import type { Slot } from './actor-slots.js';
 import { hasMethod, type ActorDefinition } from './define-actor.js';
 import { createGuestRun, type GuestRun } from './guest-context.js';
 import type { ActorEvent, ErrorData, EventResult } from './messages.js';
-import { indexBeforeCommit, indexOnTake, type IndexDeps } from './index-owner.js';
+import { indexBeforeCommit, indexOnTake } from './index-owner.js';
+import type { PipelineDeps } from './deps.js';
 import { deliverTo, deliverWithoutState } from './deliver.js';
-
-export interface PipelineDeps extends IndexDeps {
-  clock: Clock;
-  random: Random;
-  config: ResolvedConfig;
-  log: Logger;
-  slots: ActorSlots;
-  /** The class's definition; rejects with NotFound for a class this node does not serve. */
-  loadClass(className: string): Promise<ActorDefinition>;
-}
 
 export async function runEvent(deps: PipelineDeps, event: ActorEvent): Promise<EventResult> {
   switch (event.type) {

@@ -2,7 +2,7 @@
  * Real keepwork node processes on loopback for the cluster tests (DESIGN.md §9): one temp folder
  * per test holding the bucket (unless an S3 URL is given), each node's data dir and its log.
  *
- *   Cluster.create(name) ─▶ start(nodeId) ─▶ `node --import tsx src/main/cli.ts start --port 0 …`
+ *   Cluster.create(name) ─▶ start(nodeId) ─▶ `node --import tsx src/cli/cli.ts start --port 0 …`
  *        │                      └─ resolves with the URL the node prints on stderr (`serving http://…`)
  *        ├─ node.kill('SIGKILL' | 'SIGTERM' | 'SIGSTOP' | 'SIGCONT'), node.exited
  *        ├─ call(url, address, method, args, {durable}) ─▶ { ok, status, result | error }
@@ -19,12 +19,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
-import type { NodeStatus } from '../../src/main/status-command.js';
+import type { NodeStatus } from '../../src/cli/status-command.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
 
-export const REPO = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = ['--import', 'tsx', join(REPO, 'src/main/cli.ts')];
+export const REPO = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = ['--import', 'tsx', join(REPO, 'src/cli/cli.ts')];
 export const PROBE_MODULE = join(REPO, 'test/fixtures/classes/probe.ts');
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ErrorCode } from '../../src/core/errors.js';
-import { DEFAULTS, resolveOptions } from '../../src/main/config.js';
+import { DEFAULTS, resolveOptions } from '../../src/core/config.js';
 
 describe('config', () => {
   it('holds the defaults of DESIGN.md §1 and the ADR', () => {

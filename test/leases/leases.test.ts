@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { SimClock } from '../../src/core/clock.js';
-import { resolveOptions } from '../../src/main/config.js';
+import { resolveOptions } from '../../src/core/config.js';
 import { holdDecision, isFenceable, isLive, leaseValidUntil } from '../../src/leases/decisions.js';
 import { NodeDirectory } from '../../src/leases/directory.js';
 import { HoldTable } from '../../src/leases/holds.js';

@@ -3,7 +3,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
-import { startNode } from '../../src/main/start-node.js';
+import { startNode } from '../../src/index.js';
 import type { KeepworkNode, RoutingNode, StartNodeOptions } from '../../src/main/node-api.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { silentLogger } from '../../src/core/logger.js';

@@ -21,7 +21,7 @@ import { describe, it, type TestContext } from 'node:test';
 import Database from 'better-sqlite3';
 import { parseAddress, type ActorAddress } from '../../src/core/address.js';
 import { silentLogger } from '../../src/core/logger.js';
-import { startNode } from '../../src/main/start-node.js';
+import { startNode } from '../../src/index.js';
 import type { KeepworkNode } from '../../src/main/node-api.js';
 import { listChain, restoreChain } from '../../src/replication/chain.js';
 import { decodeLink, type LinkHeader } from '../../src/replication/link.js';

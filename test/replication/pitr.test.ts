@@ -6,7 +6,7 @@ import { listChain } from '../../src/replication/chain.js';
 import { decodeLink } from '../../src/replication/link.js';
 import { restorePointInTime } from '../../src/replication/point-in-time.js';
 import { linkKey } from '../../src/replication/state-keys.js';
-import { parseTarget } from '../../src/main/restore-command.js';
+import { parseTarget } from '../../src/cli/restore-command.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
 import { InlineActors, okResult } from '../workers/harness.js';

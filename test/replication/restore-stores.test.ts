@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { silentLogger } from '../../src/core/logger.js';
-import { startNode } from '../../src/main/start-node.js';
+import { startNode } from '../../src/index.js';
 import type { KeepworkNode } from '../../src/main/node-api.js';
 import { listChain } from '../../src/replication/chain.js';
 import { decodeLink } from '../../src/replication/link.js';

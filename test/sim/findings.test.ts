@@ -14,7 +14,7 @@ import { actorDbPath } from '../../src/workers/actor-db.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
 import { InlineActors, okResult } from '../workers/harness.js';
 import { SimClock } from '../../src/core/clock.js';
-import { resolveOptions } from '../../src/main/config.js';
+import { resolveOptions } from '../../src/core/config.js';
 import { NodeDirectory } from '../../src/leases/directory.js';
 import { HoldTable } from '../../src/leases/holds.js';
 import { NodeLease } from '../../src/leases/node-lease.js';

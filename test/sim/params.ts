@@ -4,7 +4,7 @@
  * Printed at the start of each run (STYLE.md §10); the same seed always gives the same values.
  */
 import { SeededRandom } from '../../src/core/random.js';
-import type { KeepworkOptions } from '../../src/main/config.js';
+import type { KeepworkOptions } from '../../src/core/config.js';
 
 export interface FaultParams {
   failP: number;

@@ -15,7 +15,7 @@ import type { Clock, SimClock } from '../../src/core/clock.js';
 import { createLogger, silentLogger } from '../../src/core/logger.js';
 import type { SeededRandom } from '../../src/core/random.js';
 import { NonceSource } from '../../src/alarms/keys.js';
-import { resolveOptions, type KeepworkOptions, type ResolvedConfig } from '../../src/main/config.js';
+import { resolveOptions, type KeepworkOptions, type ResolvedConfig } from '../../src/core/config.js';
 import { nextIdentity } from '../../src/main/identity.js';
 import { Membership } from '../../src/main/membership.js';
 import { NodeMetrics } from '../../src/main/metrics.js';
@@ -26,7 +26,8 @@ import { ActorSlots } from '../../src/workers/actor-slots.js';
 import type { Db } from '../../src/workers/actor-db.js';
 import type { ActorDefinition } from '../../src/workers/define-actor.js';
 import type { ActorEvent } from '../../src/workers/messages.js';
-import { runEvent, type PipelineDeps } from '../../src/workers/pipeline.js';
+import { runEvent } from '../../src/workers/pipeline.js';
+import type { PipelineDeps } from '../../src/workers/deps.js';
 import type { Network } from './network.js';
 import { NodeClock } from './node-clock.js';
 
@@ -101,19 +102,19 @@ export class SimNode {
     const workers = inlineWorkers(deps);
     sharedMetrics ??= new NodeMetrics();
     const seams = { random: this.random.fork(), scheduler };
-    this.node = new Node(
-      this.config,
-      this.clock,
+    this.node = new Node({
+      config: this.config,
+      clock: this.clock,
       log,
       store,
       workers,
       membership,
-      { nodeId, epoch },
-      { [className]: 'sim' },
-      undefined,
-      sharedMetrics,
+      identity: { nodeId, epoch },
+      classes: { [className]: 'sim' },
+      tenants: undefined,
+      metrics: sharedMetrics,
       seams,
-    );
+    });
     this.node.refillTimer(dataDir);
     this.node.startSweeping();
   }

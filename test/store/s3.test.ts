@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { SystemClock, type Clock } from '../../src/core/clock.js';
 import { ErrorCode } from '../../src/core/errors.js';
 import { SeededRandom, SystemRandom } from '../../src/core/random.js';
-import { resolveOptions } from '../../src/main/config.js';
+import { resolveOptions } from '../../src/core/config.js';
 import { listAll } from '../../src/store/keys.js';
 import { classifyS3Error, parseS3Url, S3Store } from '../../src/store/s3.js';
 import { runConformance } from './conformance.js';

@@ -6,7 +6,7 @@ import { silentLogger } from '../../src/core/logger.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { dueBound, entryKey } from '../../src/alarms/keys.js';
 import { compareKeys } from '../../src/store/keys.js';
-import { resolveOptions, type KeepworkOptions } from '../../src/main/config.js';
+import { resolveOptions, type KeepworkOptions } from '../../src/core/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { FIRST_LIST_KEYS, Sweeper, type SweepDeps } from '../../src/streams/sweep.js';
 import { ClockScheduler } from '../../src/streams/clock-scheduler.js';

@@ -9,14 +9,15 @@ import { parseAddress } from '../../src/core/address.js';
 import { NotFound } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { SeededRandom } from '../../src/core/random.js';
-import { resolveOptions, type KeepworkOptions } from '../../src/main/config.js';
+import { resolveOptions, type KeepworkOptions } from '../../src/core/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { ActorSlots } from '../../src/workers/actor-slots.js';
 import { NonceSource } from '../../src/alarms/keys.js';
 import type { ActorDefinition } from '../../src/workers/define-actor.js';
 import type { EventResult } from '../../src/workers/messages.js';
-import { runEvent, type PipelineDeps } from '../../src/workers/pipeline.js';
+import { runEvent } from '../../src/workers/pipeline.js';
+import type { PipelineDeps } from '../../src/workers/deps.js';
 
 let nextSeed = 1;
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
-const CLI = ['--import', 'tsx', 'src/main/cli.ts'];
+const CLI = ['--import', 'tsx', 'src/cli/cli.ts'];
 
 describe('keepwork CLI', () => {
   it('start serves the example classes over HTTP and stops cleanly on SIGTERM', async () => {

@@ -18,15 +18,12 @@ import type { AddressInfo } from 'node:net';
 import { parseAddress, type ActorAddress } from '../core/address.js';
 import { BadRequest, ErrorCode, NotFound, isKeepworkError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import { HOPS_HEADER } from './forward.js';
-import type { RoutingNode } from './node-api.js';
+import { HOPS_HEADER } from '../main/forward.js';
+import type { HttpServer, RoutingNode } from '../main/node-api.js';
+
+export type { HttpServer };
 import { STATUS_PAGE_HTML } from './status-page.js';
 import { StatusView } from './status-view.js';
-
-export interface HttpServer {
-  url: string;
-  close(): Promise<void>;
-}
 
 export interface HttpSettings {
   port: number;

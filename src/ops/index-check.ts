@@ -17,11 +17,11 @@ import { NODES_PREFIX, decodeNode, type NodeRecord } from '../leases/records.js'
 import { actorEntriesPrefix, entryKey, parseEntryKey, tenantPrefix, type NonceSource } from '../alarms/keys.js';
 import { keyOf } from '../alarms/owner.js';
 import { listChain } from '../replication/chain.js';
-import { parseLinkKey } from '../replication/state-keys.js';
+import { parseLinkKey, statePrefix } from '../replication/state-keys.js';
 import { listAll } from '../store/keys.js';
 import type { ObjectStore } from '../store/types.js';
 import { CommittedCache } from './actor-cache.js';
-import { indexTenants } from './alarms-command.js';
+import { indexTenants } from '../alarms/index-listing.js';
 import type { CommittedActor } from './committed-state.js';
 import { ACTOR_PROBLEMS, actorFinding, entryFinding, type ActorKind, type EntryKind } from './index-findings.js';
 
@@ -82,7 +82,7 @@ export async function checkIndex(s: CheckSettings): Promise<CheckCounts> {
 /** Every actor with links under state/ (its seqs from the same listing), in key order. */
 async function* actorsWithChains(store: ObjectStore, tenant?: string): AsyncGenerator<{ address: ActorAddress; seqs: number[] }> {
   let current: { address: ActorAddress; seqs: number[]; id: string } | undefined;
-  for await (const key of listAll(store, { prefix: tenant ? `state/${tenant}/` : 'state/' })) {
+  for await (const key of listAll(store, { prefix: statePrefix(tenant) })) {
     const link = parseLinkKey(key);
     if (!link) continue;
     const id = formatAddress(link.address);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { silentLogger } from '../../src/core/logger.js';
-import { startNode } from '../../src/main/start-node.js';
+import { startNode } from '../../src/index.js';
 import type { KeepworkNode } from '../../src/main/node-api.js';
 import { tempDirs } from '../helpers/temp.js';
 

@@ -7,7 +7,7 @@
  *   chart      delivery backlog and index lag over the last samples (status-feed.ts ring)
  *   recent     the latest alarm deliveries and failures on this node, newest first
  *
- * Element ids are a contract with test/main/status-page.test.ts.
+ * Element ids are a contract with test/http/status-page.test.ts.
  */
 export const STATUS_PAGE_HTML = `<!doctype html>
 <html lang="en">

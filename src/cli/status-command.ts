@@ -10,9 +10,9 @@ import { HOLDS_PREFIX, NODES_PREFIX, decodeHold, decodeNode, type NodeRecord } f
 import { listAll } from '../store/keys.js';
 import { openExistingBucket } from './open-bucket.js';
 import type { ObjectStore } from '../store/types.js';
-import { resolveOptions } from './config.js';
-import { indexTenants } from './alarms-command.js';
-import { tenantIndexStats, type TenantIndexStats } from './index-stats.js';
+import { resolveOptions } from '../core/config.js';
+import { indexTenants } from '../alarms/index-listing.js';
+import { tenantIndexStats, type TenantIndexStats } from '../ops/index-stats.js';
 import { Progress } from './progress.js';
 
 export interface NodeStatus {

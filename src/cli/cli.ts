@@ -6,7 +6,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { createLogger } from '../core/logger.js';
 import { DEFAULT_BUCKET_URL } from '../store/open.js';
-import { startNode } from './start-node.js';
+import { startNode } from '../http/start.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -48,7 +48,7 @@ program
   .option('--class <Name=path>', 'an actor class module (repeatable)', classPair, {})
   .option('--tenants <a,b>', 'tenants to serve (default: all)', list)
   .option('--node-id <id>', 'this node’s id (default: kept in the data dir)')
-  .option('--set <name=value>', 'any tunable of DESIGN.md §1 / src/main/config.ts, e.g. leasePeriodMs=2000 (repeatable)', tunable, {})
+  .option('--set <name=value>', 'any tunable of DESIGN.md §1 / src/core/config.ts, e.g. leasePeriodMs=2000 (repeatable)', tunable, {})
   .action(
     async (o: {
       data: string;

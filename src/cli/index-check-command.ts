@@ -14,9 +14,9 @@ import { formatAddress, validateTenant } from '../core/address.js';
 import { SystemRandom } from '../core/random.js';
 import { NonceSource } from '../alarms/keys.js';
 import { openExistingBucket } from './open-bucket.js';
-import { resolveOptions } from './config.js';
-import { checkIndex, type CheckCounts, type Finding } from './index-check.js';
-import { EXPLAIN } from './index-findings.js';
+import { resolveOptions } from '../core/config.js';
+import { checkIndex, type CheckCounts, type Finding } from '../ops/index-check.js';
+import { EXPLAIN } from '../ops/index-findings.js';
 import { Progress } from './progress.js';
 
 export interface IndexCheckOptions {

@@ -17,12 +17,12 @@ import { silentLogger } from '../../src/core/logger.js';
 import { SystemRandom } from '../../src/core/random.js';
 import { NonceSource, entryKey, parseEntryKey } from '../../src/alarms/keys.js';
 import { keyOf } from '../../src/alarms/owner.js';
-import { readCommitted } from '../../src/main/committed-state.js';
-import { checkIndex, type Finding } from '../../src/main/index-check.js';
-import { inspectActor } from '../../src/main/inspect-command.js';
-import { tenantIndexStats } from '../../src/main/index-stats.js';
-import { clusterStatus } from '../../src/main/status-command.js';
-import { startNode } from '../../src/main/start-node.js';
+import { readCommitted } from '../../src/ops/committed-state.js';
+import { checkIndex, type Finding } from '../../src/ops/index-check.js';
+import { inspectActor } from '../../src/cli/inspect-command.js';
+import { tenantIndexStats } from '../../src/ops/index-stats.js';
+import { clusterStatus } from '../../src/cli/status-command.js';
+import { startNode } from '../../src/index.js';
 import { listAll } from '../../src/store/keys.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
@@ -30,7 +30,7 @@ import { RecordingStore } from '../alarms/recording-store.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const REMINDER = new URL('../../examples/reminder.ts', import.meta.url).href;
-const CLI = ['--import', 'tsx', 'src/main/cli.ts'];
+const CLI = ['--import', 'tsx', 'src/cli/cli.ts'];
 const HOUR = 3_600_000;
 const temp = tempDirs('kw-index-check-');
 

@@ -7,10 +7,11 @@ import { SystemClock } from '../core/clock.js';
 import { BadRequest } from '../core/errors.js';
 import { validateTenant } from '../core/address.js';
 import { dueBound, parseEntryKey, tenantPrefix } from '../alarms/keys.js';
+import { indexTenants } from '../alarms/index-listing.js';
 import { compareKeys } from '../store/keys.js';
 import { openExistingBucket } from './open-bucket.js';
 import type { ObjectStore } from '../store/types.js';
-import { resolveOptions } from './config.js';
+import { resolveOptions } from '../core/config.js';
 
 export interface AlarmRow {
   tenant: string;
@@ -21,20 +22,6 @@ export interface AlarmRow {
   generation: number | null;
   kind: 'tagged' | 'legacy';
   key: string;
-}
-
-/** Tenants with index entries (one LIST per tenant, skipping over each tenant's keys). */
-export async function indexTenants(store: ObjectStore): Promise<string[]> {
-  const tenants: string[] = [];
-  let after = 'alarms/';
-  for (;;) {
-    const page = await store.list({ prefix: 'alarms/', startAfter: after, maxKeys: 1 });
-    const key = page.keys[0];
-    if (!key) return tenants;
-    const tenant = key.split('/')[1]!;
-    tenants.push(tenant);
-    after = `alarms/${tenant}/\u{10ffff}`;
-  }
 }
 
 export async function* listAlarms(store: ObjectStore, tenant: string, dueBeforeMs?: number): AsyncGenerator<AlarmRow> {

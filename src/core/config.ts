@@ -7,7 +7,7 @@
  * that names the option and the rule; unknown option names are refused too (a typo must not be
  * silently ignored). The defaults are DESIGN.md §1 and the ADR's numbers.
  */
-import { BadConfig } from '../core/errors.js';
+import { BadConfig } from './errors.js';
 
 export const DEFAULTS = Object.freeze({
   /** How long a node lease lasts after its last successful renewal was sent. */
@@ -83,6 +83,9 @@ export type ResolvedConfig = {
   /** lease + grace: how overdue an entry must be before a sweep reads it. */
   readonly marginMs: number;
 };
+
+/** The few resolved values one component uses (each component names its own, e.g. `LeaseSettings`). */
+export type Settings<K extends keyof ResolvedConfig> = Pick<ResolvedConfig, K>;
 
 export type KeepworkOptions = Partial<Record<keyof typeof DEFAULTS, number>>;
 

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { entryKey } from '../../src/alarms/keys.js';
-import { indexTenants, listAlarms } from '../../src/main/alarms-command.js';
+import { indexTenants } from '../../src/alarms/index-listing.js';
+import { listAlarms } from '../../src/cli/alarms-command.js';
 import { MemoryStore } from '../../src/store/memory.js';
 
 describe('keepwork alarms ls', () => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { silentLogger } from '../../src/core/logger.js';
-import { startNode } from '../../src/main/start-node.js';
+import { startNode } from '../../src/index.js';
 import type { KeepworkNode } from '../../src/main/node-api.js';
 
 const PROBE = new URL('../fixtures/classes/probe.ts', import.meta.url).href;

@@ -9,7 +9,7 @@ import { BadRequest } from '../core/errors.js';
 import { SystemRandom } from '../core/random.js';
 import { restorePointInTime, type PointInTime } from '../replication/point-in-time.js';
 import { openStore } from '../store/open.js';
-import { resolveOptions } from './config.js';
+import { resolveOptions } from '../core/config.js';
 
 export function parseTarget(o: { seq?: number; at?: string }): PointInTime {
   if ((o.seq === undefined) === (o.at === undefined)) throw new BadRequest('give exactly one of --seq N or --at ISO-TIME');

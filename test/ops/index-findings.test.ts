@@ -3,9 +3,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import type { IndexEntry } from '../../src/alarms/keys.js';
-import type { CommittedActor } from '../../src/main/committed-state.js';
-import { EXPLAIN, actorFinding, entryFinding } from '../../src/main/index-findings.js';
-import { Progress } from '../../src/main/progress.js';
+import type { CommittedActor } from '../../src/ops/committed-state.js';
+import { EXPLAIN, actorFinding, entryFinding } from '../../src/ops/index-findings.js';
+import { Progress } from '../../src/cli/progress.js';
 import { DELIVERIES_MAX, Ring, StatusFeed } from '../../src/main/status-feed.js';
 
 const address = parseAddress('t/C/n');

@@ -18,9 +18,9 @@ import { parseEntryKey, tenantPrefix } from '../alarms/keys.js';
 import { listAll } from '../store/keys.js';
 import { openExistingBucket } from './open-bucket.js';
 import type { ObjectStore } from '../store/types.js';
-import { readCommitted, type CommittedActor } from './committed-state.js';
-import { resolveOptions } from './config.js';
-import { EXPLAIN, actorFinding, entryFinding, type ActorKind, type EntryKind } from './index-findings.js';
+import { readCommitted, type CommittedActor } from '../ops/committed-state.js';
+import { resolveOptions } from '../core/config.js';
+import { EXPLAIN, actorFinding, entryFinding, type ActorKind, type EntryKind } from '../ops/index-findings.js';
 import { Progress } from './progress.js';
 
 export interface Inspection {

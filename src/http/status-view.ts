@@ -13,8 +13,8 @@
 import { isLive } from '../leases/decisions.js';
 import { HOLDS_PREFIX, NODES_PREFIX, decodeHold, decodeNode, type NodeRecord } from '../leases/records.js';
 import { listAll } from '../store/keys.js';
-import type { RoutingNode } from './node-api.js';
-import type { DeliveryRecord, StatusFeed, StatusSample } from './status-feed.js';
+import type { RoutingNode } from '../main/node-api.js';
+import type { DeliveryRecord, StatusFeed, StatusSample } from '../main/status-feed.js';
 
 export const STATUS_SAMPLE_MS = 1_000;
 const NODES_TTL_MS = 2_000;

@@ -1,0 +1,100 @@
+/**
+ * The layer lint: imports inside `src/` point down the declared order, never up or sideways.
+ *
+ *   core → store → leases, replication → alarms → workers → streams → main → http, ops → cli → (src/*.ts)
+ *
+ * A folder may import from its own folder and from any folder of a lower rank; two folders of the
+ * same rank (leases and replication; http and ops) do not import each other. The package's
+ * top-level files (`src/index.ts`, `src/actor.ts`) sit above everything. A folder not in the list
+ * is an error, so a new room has to be placed in the order before it can be used.
+ *
+ * Fails (exit 1, one `file:line:col message` line each) on an upward or sideways import, static
+ * (`import`/`export … from`) or dynamic (`import('…')`), type-only imports included.
+ *
+ *   tsx scripts/lint-layers.ts [--root DIR]     (default: the project root)
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
+import { filesUnder, runLint, type Violation } from './lint-support.js';
+
+/** Each layer's rank: a file may import from layers of a strictly lower rank, and from its own. */
+export const LAYERS: Readonly<Record<string, number>> = Object.freeze({
+  core: 0,
+  store: 1,
+  leases: 2,
+  replication: 2,
+  alarms: 3,
+  workers: 4,
+  streams: 5,
+  main: 6,
+  http: 7,
+  ops: 7,
+  cli: 8,
+  '.': 9,
+});
+
+/** The layer of a path relative to `src/` (`main/node.ts` → `main`, `index.ts` → `.`). */
+export function layerOf(pathInSrc: string): string {
+  const parts = pathInSrc.split('/');
+  return parts.length === 1 ? '.' : parts[0]!;
+}
+
+/** Why `from` (a file under src/) may not import `to` (another), or undefined when it may. */
+export function importRule(from: string, to: string): string | undefined {
+  const a = layerOf(from);
+  const b = layerOf(to);
+  if (a === b) return undefined;
+  const ra = LAYERS[a];
+  const rb = LAYERS[b];
+  if (ra === undefined) return `src/${a}/ is not a declared layer (scripts/lint-layers.ts LAYERS)`;
+  if (rb === undefined) return `src/${b}/ is not a declared layer (scripts/lint-layers.ts LAYERS)`;
+  if (rb < ra) return undefined;
+  return rb === ra ? `${a} imports ${b}, a layer beside it (${to})` : `${a} imports ${b}, a layer above it (${to})`;
+}
+
+function specifiers(source: ts.SourceFile): { text: string; node: ts.Node }[] {
+  const out: { text: string; node: ts.Node }[] = [];
+  const visit = (node: ts.Node) => {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
+      out.push({ text: node.moduleSpecifier.text, node });
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteralLike(node.arguments[0])
+    ) {
+      out.push({ text: node.arguments[0].text, node });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return out;
+}
+
+/** Violations of one file, `file` given relative to the root (`src/...`). */
+export function lintLayersSource(file: string, text: string): Violation[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const from = relative('src', file);
+  const out: Violation[] = [];
+  for (const { text: spec, node } of specifiers(source)) {
+    if (!spec.startsWith('.')) continue;
+    const to = relative('src', join(dirname(file), spec)).replace(/\.js$/, '.ts');
+    if (to.startsWith('..')) continue;
+    const rule = importRule(from, to);
+    if (!rule) continue;
+    const { line, character } = source.getLineAndCharacterOfPosition(node.getStart());
+    out.push({ file, line: line + 1, column: character + 1, rule });
+  }
+  return out;
+}
+
+export function lintLayers(root: string): Violation[] {
+  return filesUnder(join(root, 'src')).flatMap((f) => lintLayersSource(relative(root, f), readFileSync(f, 'utf8')));
+}
+
+runLint(import.meta.url, 'layer lint', 'src/ imports point down', (root) => lintLayers(resolve(root)));

@@ -1,0 +1,132 @@
+/**
+ * Alarm delivery on the main thread: the node's in-memory timer, the bounded queue behind it, and
+ * what happens to each delivery's outcome (DESIGN.md §3, §6).
+ *
+ *   timer (committed alarms of actors this node ran + entries the sweep offered)
+ *     ─▶ due ─▶ queue (≤ deliveriesPerSweep waiting, deliveryConcurrency running; full: deferred 1 s)
+ *     ─▶ deliver(key, at) (the Node: hold, lane, worker) ─▶ outcome:
+ *          ran / stale / kept   counted; a committed retry is deferred to its time
+ *          releaseHold          the empty-bucket rule: the actor is given back at once
+ *          failed (threw)       deferred a lease period, still due at `at`
+ *
+ * A deferred alarm keeps its due time, so a later delivery still matches the entry or committed
+ * alarm it was for. Once stopped (node stop, or fenced) nothing more is queued.
+ */
+import PQueue from 'p-queue';
+import type { Clock } from '../core/clock.js';
+import type { Settings } from '../core/config.js';
+import type { Logger } from '../core/logger.js';
+import { parseAddress, type ActorAddress } from '../core/address.js';
+import { AlarmTimer } from '../alarms/timer.js';
+import type { EventResult } from '../workers/messages.js';
+import type { NodeMetrics } from './metrics.js';
+
+export type DeliverySettings = Settings<'deliveriesPerSweep' | 'deliveryConcurrency' | 'timerEntriesMax' | 'leasePeriodMs' | 'retryMaxMs'>;
+
+/** How long a delivery that found the queue full waits in the timer. */
+const QUEUE_FULL_DEFER_MS = 1_000;
+
+export interface DeliveryDeps {
+  clock: Clock;
+  config: DeliverySettings;
+  log: Logger;
+  metrics: NodeMetrics;
+  /** Runs the delivery event for the actor (undefined: another live node holds it and has the alarm). */
+  deliver(address: ActorAddress, dueMs: number): Promise<EventResult | undefined>;
+  /** Closes the actor and releases its hold (the empty-bucket rule). */
+  giveBack(address: ActorAddress): Promise<void>;
+}
+
+export class AlarmDelivery {
+  private readonly timer: AlarmTimer;
+  private readonly queue: PQueue;
+  /** Actors with a delivery queued or running. */
+  private readonly delivering = new Set<string>();
+  private stopped = false;
+
+  constructor(private readonly deps: DeliveryDeps) {
+    this.timer = new AlarmTimer(deps.clock, (key, at) => this.queueDelivery(key, at), deps.config.timerEntriesMax);
+    this.queue = new PQueue({ concurrency: deps.config.deliveryConcurrency });
+  }
+
+  /** Alarms in the timer. */
+  get size(): number {
+    return this.timer.size;
+  }
+
+  /** Deliveries queued or running. */
+  backlog(): number {
+    return this.queue.size + this.queue.pending;
+  }
+
+  /** Resolves once fewer than half a sweep's deliveries wait (the adaptive sweep's cue). */
+  room(): Promise<void> {
+    return this.queue.onSizeLessThan(Math.max(1, Math.floor(this.deps.config.deliveriesPerSweep / 2)));
+  }
+
+  /** The actor's alarm is in the timer or its delivery is queued or running. */
+  has(key: string): boolean {
+    return this.timer.get(key) !== undefined || this.delivering.has(key);
+  }
+
+  /** The committed alarm of an actor this node ran (null: none). */
+  set(key: string, at: number | null): void {
+    this.timer.set(key, at);
+  }
+
+  clear(key: string): void {
+    this.timer.clear(key);
+  }
+
+  /** An index entry the sweep found overdue (the timer's backoff horizon applies). */
+  offer(key: string, dueMs: number): boolean {
+    return !this.stopped && this.timer.offer(key, dueMs, this.deps.config.retryMaxMs);
+  }
+
+  /** Nothing more is queued; what waits is dropped (the alarms stay committed and indexed). */
+  stop(): void {
+    this.stopped = true;
+    this.timer.stop();
+    this.queue.clear();
+  }
+
+  /** Resolves once the deliveries running now have ended. */
+  drained(): Promise<void> {
+    return this.queue.onIdle();
+  }
+
+  /** The timer fired: into the bounded queue (full: the timer holds it a second longer, still due at `at`). */
+  private queueDelivery(key: string, at: number): void {
+    if (this.stopped) return;
+    if (this.queue.size >= this.deps.config.deliveriesPerSweep) {
+      this.timer.defer(key, at, this.deps.clock.now() + QUEUE_FULL_DEFER_MS);
+      return;
+    }
+    this.delivering.add(key);
+    void this.queue.add(() => this.run(key, at).finally(() => this.delivering.delete(key)));
+  }
+
+  /**
+   * One delivery of `key` at `at` (its own committed alarm, or an entry the sweep offered): the
+   * worker runs the alarm if `at` is the committed one, else cleans up stale entries at `at`.
+   */
+  private async run(key: string, at: number): Promise<void> {
+    const { clock, metrics, log, config } = this.deps;
+    const address = parseAddress(key);
+    try {
+      const r = await this.deps.deliver(address, at);
+      if (!r) return;
+      metrics.deliveries.inc({ outcome: r.type === 'error' ? 'failed' : r.ran ? 'ran' : r.removed ? 'stale' : 'kept' });
+      metrics.feed.delivered(key, at, r, clock.now());
+      if (r.type === 'ok' && r.removed) metrics.staleRemoved.inc(r.removed);
+      if (r.type === 'ok' && r.retryAtMs !== undefined) this.timer.defer(key, at, r.retryAtMs);
+      if (r.type === 'ok' && r.releaseHold) await this.deps.giveBack(address);
+    } catch (e) {
+      if (this.stopped) return;
+      metrics.feed.failed(key, at, e, clock.now());
+      const retryAt = clock.now() + config.leasePeriodMs;
+      log.error({ actor: key, err: e, retryAt }, 'alarm delivery failed; trying again after a lease period');
+      this.timer.defer(key, at, retryAt);
+    }
+  }
+}

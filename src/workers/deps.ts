@@ -1,0 +1,25 @@
+/**
+ * What the event pipeline (pipeline.ts) and alarm delivery (deliver.ts) are given: every
+ * dependency injected, so the same code runs in a Piscina worker (event-worker.ts builds these)
+ * and inline in the tests and the simulator.
+ */
+import type { Clock } from '../core/clock.js';
+import type { Settings } from '../core/config.js';
+import type { Logger } from '../core/logger.js';
+import type { Random } from '../core/random.js';
+import type { RetrySettings } from '../alarms/retry.js';
+import type { ActorSlots } from './actor-slots.js';
+import type { ActorDefinition } from './define-actor.js';
+import type { IndexDeps } from './index-owner.js';
+
+export type PipelineSettings = IndexDeps['config'] & RetrySettings & Settings<'handlerTimeoutMs' | 'retryMaxMs'>;
+
+export interface PipelineDeps extends IndexDeps {
+  clock: Clock;
+  random: Random;
+  config: PipelineSettings;
+  log: Logger;
+  slots: ActorSlots;
+  /** The class's definition; rejects with NotFound for a class this node does not serve. */
+  loadClass(className: string): Promise<ActorDefinition>;
+}
