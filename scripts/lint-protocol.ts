@@ -1,6 +1,6 @@
 /**
- * The protocol lint (DESIGN.md §7, STYLE.md §3): protocol code takes time, randomness and timers
- * from its caller, so the same code runs in workers and in the deterministic simulator.
+ * The protocol lint (README.md "Layout", docs/simulator.md): protocol code takes time, randomness
+ * and timers from its caller, so the same code runs in workers and in the deterministic simulator.
  *
  * Fails (exit 1, one `file:line:col rule` line each) when a file under a protocol folder reads:
  *   Date.now · new Date() / Date() without arguments · performance.now · process.hrtime

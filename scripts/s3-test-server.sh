@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A real S3 server for keepwork's tests: Ceph's RADOS Gateway on loopback (notes/s3-server.md).
+# A real S3 server for keepwork's tests: Ceph's RADOS Gateway on loopback (README.md "Tests against a
+# real S3 server"; what RGW needs from keepwork: docs/s3-providers.md).
 #
 #   bash scripts/s3-test-server.sh up     start it (installs the Debian packages if radosgw is missing)
 #   bash scripts/s3-test-server.sh env    print the `export` lines the tests read
