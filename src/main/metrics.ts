@@ -83,6 +83,10 @@ export class NodeMetrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'keepwork_process_' });
+    // prom-client's gauges named like counters (`…_total`) fail `promtool check metrics`; the
+    // same values stay in the `…_active_{handles,requests,resources}` gauges by type.
+    for (const what of ['handles', 'requests', 'resources'])
+      this.registry.removeSingleMetric(`keepwork_process_nodejs_active_${what}_total`);
   }
 
   private collectRequests(): void {
