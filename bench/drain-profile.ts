@@ -45,7 +45,7 @@ const store = new FsStore(bucket);
 try {
   const common = { bucket, classes: CLASSES, logger: silentLogger(), workerThreads: 2, idleTimeoutMs: 600_000, ...LEASE };
   const a = await startNode({ ...common, dataDir: join(root, 'a'), nodeId: 'a' });
-  const at = Date.now() + 2_000 + K * 20;
+  const at = Date.now() + 3_000 + K * 40; // a loaded machine arms at ~30 ms per call
   const names = Array.from({ length: K }, (_, i) => `t/Alarmed/x${i}`);
   await pool(names, 32, (n) => a.actor(n).callDurable('arm', at));
   if (Date.now() > at - 500) throw new Error('arming took too long; the alarms came due on a');
@@ -53,15 +53,21 @@ try {
   console.log(`armed ${K} alarms on node a, a stopped; index holds ${await indexSize(store)}`);
   const b = (await startNode({ ...common, dataDir: join(root, 'b'), nodeId: 'b' })) as RoutingNode;
   const t0 = Date.now();
+  const cpu0 = process.cpuUsage();
   const ranSoFar = async () => Number(/^keepwork_alarm_deliveries_total\{outcome="ran"\} (\d+)/m.exec(await b.metricsText())?.[1] ?? 0);
   while ((await ranSoFar()) < K) await new Promise((r) => setTimeout(r, 100));
   const t1 = Date.now();
+  const cpu = process.cpuUsage(cpu0);
   const since = Math.max(t0, at + LEASE.leasePeriodMs + LEASE.graceMs);
   const text = await b.metricsText();
   const ran = Number(/^keepwork_alarm_deliveries_total\{outcome="ran"\} (\d+)/m.exec(text)?.[1] ?? 0);
   if (ran !== K) console.log(`!! ${ran} alarms ran, ${K} expected`);
   const rows = [...text.matchAll(/^keepwork_store_requests_total\{op="(\w+)",area="(\w+)",thread="(\w+)"\} (\d+)/gm)];
   console.log(`all ran ${t1 - since} ms after the margin: ${Math.round((K / (t1 - since)) * 1000)} deliveries/s`);
+  console.log(
+    `CPU of node b's process (all threads) from its start: ${((cpu.user + cpu.system) / 1000 / K).toFixed(2)} ms per alarm ` +
+      `(user ${(cpu.user / 1000 / K).toFixed(2)}, system ${(cpu.system / 1000 / K).toFixed(2)}); peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MB`,
+  );
   for (const [, op, area, thread, n] of rows)
     console.log(`  ${thread!.padEnd(6)} ${op!.padEnd(11)} ${area!.padEnd(7)} ${(Number(n) / K).toFixed(2)} per delivery`);
   console.log(

@@ -11,7 +11,7 @@ import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
-import { ActorSlots } from './actor-slots.js';
+import { ActorSlots, slotsSettings } from './actor-slots.js';
 import type { ActorEvent, EventResult } from './messages.js';
 import { runEvent } from './pipeline.js';
 import type { PipelineDeps } from './deps.js';
@@ -49,7 +49,7 @@ const deps: PipelineDeps = {
   log,
   store,
   nonces: new NonceSource(random),
-  slots: new ActorSlots(setup.dataDir, config.dbCacheMax, { store, clock, random, config, log, writer, leaseValid }),
+  slots: new ActorSlots(setup.dataDir, slotsSettings(config), { store, clock, random, config, log, writer, leaseValid }),
   loadClass: classLoader(setup.classes),
 };
 
