@@ -148,16 +148,25 @@ interface Scenario {
 async function fenceCheck(s: Scenario, cutAt: number): Promise<{ writesAtExpiry: number; validityEnd: number }> {
   const n1 = s.nodes.n1;
   const validityEnd = cutAt + LEASE_MS - TIMINGS.skewBoundMs;
+  const writesAtCut = await stateWrites(n1);
   await waitFor("n1's lease validity to be over", LEASE_MS + 5_000, () => (Date.now() >= cutAt + LEASE_MS ? true : undefined), 50);
   const writesAtExpiry = await stateWrites(n1);
   await waitFor(`n2/n3 to take over ${s.victimActors.join(', ')} (${s.load.summary()})`, 60_000, async () => {
     for (const a of s.victimActors) if ((await s.holderOf(a)) === 'n1') return undefined;
     return true;
   });
-  // What n1 answers meanwhile: a client still reaches it, but it holds nothing it may write.
-  const plain = await call(n1.url, s.victimActors[0]!, 'slowIncrement', [1], { timeoutMs: CALL_TIMEOUT_MS });
-  s.t.diagnostic(`a plain call through n1 after its lease ended: ${plain.status} ${plain.ok ? plain.result : plain.error}`);
+  // A client still reaches n1: once its stuck uploads gave up, it must refuse (and not take an
+  // actor again, which would write a hold) — a node that thinks its lease still valid would try.
+  for (const a of s.victimActors)
+    await waitFor(`n1 to refuse a call for ${a} with LEASE_LOST`, 30_000, async () => {
+      const r = await call(n1.url, a, 'slowIncrement', [1], { timeoutMs: CALL_TIMEOUT_MS });
+      assert.ok(!r.ok, `n1 acknowledged a call for ${a} after its lease ended: ${JSON.stringify(r)}`);
+      return r.error === 'LEASE_LOST' ? true : undefined;
+    });
   const writesAtTakeover = await stateWrites(n1);
+  s.t.diagnostic(
+    `n1 state/alarms/holds writes started: ${writesAtCut} at the cut, ${writesAtExpiry} at lease end, ${writesAtTakeover} after the takeover`,
+  );
   assert.equal(
     writesAtTakeover,
     writesAtExpiry,
