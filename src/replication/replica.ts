@@ -50,6 +50,8 @@ export interface ReplicaDeps {
   writer: { nodeId: string; epoch: number };
   /** LeaseView: true while this node's lease is valid (the hold's generation is the replica's). */
   leaseValid(): boolean;
+  /** Where replaced index entries go once their link is up (batched across actors); absent: one deleteMany per upload. */
+  deletes?: { add(keys: readonly string[]): void; flush(): Promise<void> };
 }
 
 /**
@@ -382,6 +384,7 @@ export class ActorReplica {
 
   private async deleteEntries(keys: string[]): Promise<void> {
     if (keys.length === 0) return;
+    if (this.deps.deletes) return this.deps.deletes.add(keys);
     try {
       await this.deps.store.deleteMany(keys);
     } catch (e) {

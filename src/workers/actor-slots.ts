@@ -135,6 +135,7 @@ export class ActorSlots {
   async closeAll(): Promise<void> {
     await Promise.all([...this.open.values()].map((s) => this.close(s.replica.address)));
     await Promise.all([...this.closing.values()]);
+    await this.replicaDeps.deletes?.flush();
   }
 
   get size(): number {
