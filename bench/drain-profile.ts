@@ -95,7 +95,9 @@ try {
     .map(([tid, t]) => ({ tid, ms: t.ms - (threads0.get(tid)?.ms ?? 0) }))
     .filter((t) => t.ms > 0)
     .sort((x, y) => y.ms - x.ms);
-  console.log(`  CPU per alarm by thread (tid: ms; ${process.pid} is the main thread): ${perThread.map((t) => `${t.tid}: ${(t.ms / K).toFixed(2)}`).join(', ')}`);
+  console.log(
+    `  CPU per alarm by thread (tid: ms; ${process.pid} is the main thread): ${perThread.map((t) => `${t.tid}: ${(t.ms / K).toFixed(2)}`).join(', ')}`,
+  );
   for (const [, op, area, thread, n] of rows)
     console.log(`  ${thread!.padEnd(6)} ${op!.padEnd(11)} ${area!.padEnd(7)} ${(Number(n) / K).toFixed(2)} per delivery`);
   console.log(

@@ -92,8 +92,7 @@ export function readMeta(db: Db, key: MetaKey): string | null {
 
 export function writeMeta(db: Db, key: MetaKey, value: string | null): void {
   if (value === null) stmt(db, 'DELETE FROM _keep_meta WHERE key = ?').run(key);
-  else
-    stmt(db, 'INSERT INTO _keep_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+  else stmt(db, 'INSERT INTO _keep_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
 }
 
 export function readAlarm(db: Db): number | null {

@@ -101,11 +101,12 @@ export class ActorSlots {
     const slot = this.open.get(key);
     if (!slot) return this.closing.get(key) ?? Promise.resolve();
     this.open.delete(key);
+    this.remember(key, slot.replica);
     const done = slot.replica
       .release()
       .catch(() => undefined) // a failed flush gave the actor up; the chain stays the truth
       .finally(() => {
-        this.remember(key, slot.replica);
+        if (slot.replica.givenUp) this.uploadedUnder.delete(key);
         slot.replica.beforeClose();
         slot.db.close();
         this.closing.delete(key);
@@ -114,9 +115,10 @@ export class ActorSlots {
     return done;
   }
 
-  /** Closes without flushing: the actor was given up, the bucket's chain is the truth. */
+  /** Closes without flushing: the actor was given up, the bucket's chain is the truth (and may no longer end with our link). */
   drop(address: ActorAddress): void {
     const key = formatAddress(address);
+    this.uploadedUnder.delete(key);
     const slot = this.open.get(key);
     if (!slot) return;
     this.open.delete(key);

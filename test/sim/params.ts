@@ -88,7 +88,7 @@ export function drawParams(seed: number): SimParams {
     aimListP: pick(r, [0, 0.05, 0.2]),
     marginMs,
   };
-  return {
+  const params: SimParams = {
     seed,
     nodes: between(r, 2, 3),
     joiners: between(r, 0, 2),
@@ -105,6 +105,10 @@ export function drawParams(seed: number): SimParams {
     config,
     faults,
   };
+  // Drawn last, so every other parameter of a seed stays what it was before this one existed:
+  // half the seeds take actors with no local file into memory for alarms, half restore to disk.
+  config.alarmsInMemory = r.int(2);
+  return params;
 }
 
 export function withLiveness(p: SimParams): SimParams {
@@ -116,7 +120,7 @@ export function describeParams(p: SimParams): string {
   const c = p.config;
   return (
     `nodes=${p.nodes} joiners=${p.joiners} actors=${p.actors} lease=${c.leasePeriodMs} grace=${c.graceMs} sweep=${c.alarmSweepMs}` +
-    ` adaptive=${c.sweepAdaptive} idle=${c.idleTimeoutMs} calls/${p.callGapMs}ms faults/${p.faultGapMs}ms step=${p.alarmStepMs}` +
+    ` adaptive=${c.sweepAdaptive} memory=${c.alarmsInMemory} idle=${c.idleTimeoutMs} calls/${p.callGapMs}ms faults/${p.faultGapMs}ms step=${p.alarmStepMs}` +
     ` fail=${f.failP} timeout=${f.timeoutP}@${f.timeoutAfterMs}ms landLate<${f.landLateMaxMs}ms spikes=${f.spikeP}` +
     ` handlerFail=${p.handlerFailP} reschedule=${p.rescheduleP}`
   );
