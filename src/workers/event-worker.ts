@@ -9,6 +9,7 @@ import { SystemRandom } from '../core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../core/config.js';
 import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
+import { SAFE_RULES } from '../alarms/rules.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
 import { ActorSlots } from './actor-slots.js';
@@ -49,6 +50,7 @@ const deps: PipelineDeps = {
   log,
   store,
   nonces: new NonceSource(random),
+  rules: SAFE_RULES,
   slots: new ActorSlots(setup.dataDir, config.dbCacheMax, { store, clock, random, config, log, writer, leaseValid }),
   loadClass: classLoader(setup.classes),
 };
