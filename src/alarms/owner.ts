@@ -10,8 +10,8 @@
  *   deletable(entry, gen, rules)      R3: never delete an entry whose generation is above one's own
  */
 import type { ActorAddress } from '../core/address.js';
-import { ErrorCode, isKeepworkError } from '../core/errors.js';
-import { jitter, type Random } from '../core/random.js';
+import type { Random } from '../core/random.js';
+import { isTransientStoreError, retry } from '../core/retry.js';
 import type { Clock } from '../core/clock.js';
 import type { ObjectStore } from '../store/types.js';
 import { entryKey, type Indexed, type NonceSource } from './keys.js';
@@ -53,16 +53,9 @@ export interface ListingDeps {
 export async function listEntry(d: ListingDeps, a: ActorAddress, at: number, generation: number): Promise<Indexed> {
   const tag = d.rules.taggedKeys ? { generation, nonce: d.nonces.next() } : null;
   const key = entryKey({ address: a, dueMs: at, tag });
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await d.store.put(key, new Uint8Array(0));
-      return { at, tag };
-    } catch (e) {
-      const transient = isKeepworkError(e, ErrorCode.AmbiguousWrite) || isKeepworkError(e, ErrorCode.StoreUnavailable);
-      if (!transient || attempt >= d.attemptsMax) throw e;
-      await d.clock.sleep(jitter(d.random, d.retryBaseMs * 2 ** (attempt - 1))); // the same key again
-    }
-  }
+  const policy = { attemptsMax: d.attemptsMax, baseMs: d.retryBaseMs, retryable: isTransientStoreError };
+  await retry(d, policy, () => d.store.put(key, new Uint8Array(0))); // the same key again
+  return { at, tag };
 }
 
 export function keyOf(a: ActorAddress, i: Indexed): string {
