@@ -34,6 +34,8 @@ export interface RetryPolicy {
   jitter?: boolean;
   /** Whether a failure is worth another attempt (a pure classification of the error). */
   retryable(e: unknown): boolean;
+  /** Told of every failed attempt before the decision (e.g. to remember that an outcome was unknown). */
+  failed?(e: unknown): void;
   /** Aborting ends a sleep at once with the signal's reason; no attempt starts once it is aborted. */
   signal?: AbortSignal;
 }
@@ -54,6 +56,7 @@ export async function retry<T>(seams: RetrySeams, p: RetryPolicy, attempt: (n: n
     try {
       return await attempt(n);
     } catch (e) {
+      p.failed?.(e);
       if (n >= p.attemptsMax || !p.retryable(e)) throw e;
       await seams.clock.sleep(retryDelayMs(p, n, seams.random), p.signal);
     }

@@ -52,13 +52,14 @@ export async function createLink(
 ): Promise<{ etag: string }> {
   const key = linkKey(a, seq);
   let uncertain = false; // an earlier attempt's outcome is unknown: a 412 may be our own write
-  const put = () =>
-    store.put(key, body, { ifNoneMatch: '*' }).catch((e: unknown) => {
-      uncertain ||= isKeepworkError(e, ErrorCode.AmbiguousWrite);
-      throw e;
-    });
+  const policy = {
+    attemptsMax: r.attemptsMax,
+    baseMs: r.retryBaseMs,
+    retryable: isTransientStoreError,
+    failed: (e: unknown) => void (uncertain ||= isKeepworkError(e, ErrorCode.AmbiguousWrite)),
+  };
   try {
-    return await retry(r, { attemptsMax: r.attemptsMax, baseMs: r.retryBaseMs, retryable: isTransientStoreError }, put);
+    return await retry(r, policy, () => store.put(key, body, { ifNoneMatch: '*' }));
   } catch (e) {
     if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return settleConflict(store, a, seq, key, body, uncertain);
     throw e;

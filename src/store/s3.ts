@@ -375,9 +375,9 @@ export class S3Store implements ObjectStore {
    * Runs `fn` until it succeeds or `retryable` says no, at most storeAttemptsMax times; the delay
    * doubles from storeRetryBaseMs, bounded by the request timeout, jittered (core/retry.ts).
    */
-  private retrying<T>(retryable: (e: unknown) => boolean, fn: () => Promise<T>): Promise<T> {
+  private retrying<T>(retryable: (e: unknown) => boolean, fn: () => Promise<T>, failed?: (e: unknown) => void): Promise<T> {
     const { storeAttemptsMax, storeRetryBaseMs, storeRequestTimeoutMs } = this.config;
-    const policy = { attemptsMax: storeAttemptsMax, baseMs: storeRetryBaseMs, maxDelayMs: storeRequestTimeoutMs, retryable };
+    const policy = { attemptsMax: storeAttemptsMax, baseMs: storeRetryBaseMs, maxDelayMs: storeRequestTimeoutMs, retryable, failed };
     return retry({ clock: this.clock, random: this.random }, policy, fn);
   }
 
@@ -395,13 +395,9 @@ export class S3Store implements ObjectStore {
   /** A PUT with If-None-Match or If-Match; see the diagram at the top of the file. */
   private async conditionalPut(key: string, body: Uint8Array, input: PutObjectCommandInput): Promise<{ etag: string }> {
     let unknown = false; // an earlier attempt's outcome is unknown: a 412 may be our own write
-    const put = () =>
-      this.sendPut(input, key).catch((e: unknown) => {
-        unknown ||= classifyS3Error(e) === 'unknown';
-        throw e;
-      });
+    const failed = (e: unknown) => void (unknown ||= classifyS3Error(e) === 'unknown');
     try {
-      return await this.retrying(isRetryableS3Error, put);
+      return await this.retrying(isRetryableS3Error, () => this.sendPut(input, key), failed);
     } catch (last) {
       const failure = classifyS3Error(last);
       if ((failure === 'precondition' || failure === 'notFound') && !unknown)

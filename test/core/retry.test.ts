@@ -88,6 +88,13 @@ describe('retry', () => {
     assert.deepEqual(x.startedAt, want);
   });
 
+  it('`failed` hears every failed attempt, the last included, before the decision', async () => {
+    const heard: string[] = [];
+    const r = await run(policy({ failed: (e) => heard.push((e as Error).message) }), 10);
+    assert.deepEqual(heard, ['flaky', 'flaky', 'flaky', 'flaky']);
+    assert.ok(r.error instanceof Flaky);
+  });
+
   it('a jittered policy with no Random is refused', () => {
     assert.throws(() => retryDelayMs(policy(), 1), TypeError);
   });
