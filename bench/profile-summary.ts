@@ -2,13 +2,16 @@
  * bench/profile-summary: self time per function (and per file) of V8 .cpuprofile files, the
  * heaviest first — enough to see where a thread's time goes without a browser.
  *
- *   tsx bench/profile-summary.ts /tmp/prof/*.cpuprofile [--top 25]
+ *   tsx bench/profile-summary.ts /tmp/prof/*.cpuprofile [--top 25] [--skip-ms N]
+ *
+ * --skip-ms leaves out the first N ms of each profile (e.g. a bench's set-up phase).
  */
 import { readFileSync } from 'node:fs';
 
 interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
 }
 interface Profile {
   nodes: ProfileNode[];
@@ -19,7 +22,9 @@ interface Profile {
 const args = process.argv.slice(2);
 const topAt = args.indexOf('--top');
 const top = topAt >= 0 ? Number(args[topAt + 1]) : 25;
-const files = args.filter((a, i) => !a.startsWith('--') && i !== topAt + 1);
+const skipAt = args.indexOf('--skip-ms');
+const skipUs = skipAt >= 0 ? Number(args[skipAt + 1]) * 1000 : 0;
+const files = args.filter((a, i) => !a.startsWith('--') && i !== topAt + 1 && i !== skipAt + 1);
 
 const short = (url: string) => url.replace(/^file:\/\/.*?\/(node_modules|src|bench|test)\//, '$1/').replace(/^node:/, 'node:');
 
@@ -28,11 +33,27 @@ for (const file of files) {
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<string, number>();
   const byFile = new Map<string, number>();
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const inclusiveUs = new Map<string, number>();
   let total = 0;
+  let elapsed = 0;
   p.samples.forEach((id, i) => {
     const n = byId.get(id)!;
     const dt = p.timeDeltas[i] ?? 0;
+    elapsed += dt;
+    if (elapsed < skipUs) return;
     total += dt;
+    if (n.callFrame.functionName !== '(idle)') {
+      const seen = new Set<string>();
+      for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+        const f = byId.get(at)!.callFrame;
+        if (!f.url.includes('/src/')) continue;
+        const key = `${f.functionName || '(anon)'} ${short(f.url)}:${f.lineNumber + 1}`;
+        if (!seen.has(key)) inclusiveUs.set(key, (inclusiveUs.get(key) ?? 0) + dt);
+        seen.add(key);
+      }
+    }
     const f = n.callFrame;
     const key = `${f.functionName || '(anon)'} ${short(f.url)}:${f.lineNumber + 1}`;
     selfUs.set(key, (selfUs.get(key) ?? 0) + dt);
@@ -52,4 +73,6 @@ for (const file of files) {
   show(byFile, 12);
   console.log(' by function:');
   show(selfUs, top);
+  console.log(' keepwork functions, inclusive (self + callees):');
+  show(inclusiveUs, top);
 }

@@ -4,6 +4,10 @@
  * timer calls `onDue(key, at)` and forgets it; the caller runs the ordinary alarm event, which
  * re-reads the committed alarm and sets the timer again from the outcome.
  *
+ * Backpressure: `onDue` may refuse an alarm (returns false: the caller's queue is full). The
+ * alarm then stays in the heap, the timer stops firing, and `resume()` (called once there is room)
+ * fires what is due, in due order. Nothing is dropped or re-timed while held.
+ *
  * Time comes from the injected Clock; the heap is bounded by `maxEntries` (a set beyond it
  * throws, it never drops an alarm silently). Stale heap entries (replaced or cleared) are
  * skipped lazily when they reach the top.
@@ -33,10 +37,13 @@ export class AlarmTimer {
   private readonly deferredDue = new Map<string, number>();
   private armed: { at: number; handle: TimerHandle } | undefined;
   private stopped = false;
+  /** The last due alarm was refused: nothing fires until resume(). */
+  private held = false;
 
   constructor(
     private readonly clock: Clock,
-    private readonly onDue: (key: string, at: number) => void,
+    /** An alarm came due; returning false refuses it for now (see resume). */
+    private readonly onDue: (key: string, at: number) => unknown,
     private readonly maxEntries = 1_000_000,
   ) {}
 
@@ -90,6 +97,18 @@ export class AlarmTimer {
     return this.heap[0];
   }
 
+  /** True while a refused alarm waits for resume(). */
+  get isHeld(): boolean {
+    return this.held;
+  }
+
+  /** There is room again: fire what is due now (and arm for the rest). */
+  resume(): void {
+    if (!this.held) return;
+    this.held = false;
+    this.fire();
+  }
+
   stop(): void {
     this.stopped = true;
     this.armed?.handle.cancel();
@@ -101,18 +120,27 @@ export class AlarmTimer {
     const now = this.clock.now();
     for (;;) {
       const top = this.next();
-      if (!top || top.at > now) break;
+      if (!top || top.at > now || this.stopped) break;
       this.pop();
       this.due.delete(top.key);
       const dueMs = this.deferredDue.get(top.key) ?? top.at;
       this.deferredDue.delete(top.key);
-      this.onDue(top.key, dueMs);
+      if (this.onDue(top.key, dueMs) === false) {
+        // Refused: back in the heap exactly as it was (unless onDue set the key itself).
+        if (!this.due.has(top.key)) {
+          this.due.set(top.key, top.at);
+          this.push(top);
+          if (dueMs !== top.at) this.deferredDue.set(top.key, dueMs);
+        }
+        this.held = true;
+        return;
+      }
     }
     this.arm();
   }
 
   private arm(): void {
-    if (this.stopped) return;
+    if (this.stopped || this.held) return;
     const top = this.next();
     if (!top) return;
     if (this.armed && this.armed.at <= top.at) return;

@@ -3,7 +3,8 @@
  * what happens to each delivery's outcome (DESIGN.md §3, §6).
  *
  *   timer (committed alarms of actors this node ran + entries the sweep offered)
- *     ─▶ due ─▶ queue (≤ deliveriesPerSweep waiting, deliveryConcurrency running; full: deferred 1 s)
+ *     ─▶ due ─▶ queue (≤ deliveriesPerSweep waiting, deliveryConcurrency running; full: the timer
+ *        holds what is due until half the queue has drained)
  *     ─▶ deliver(key, at) (the Node: hold, lane, worker) ─▶ outcome:
  *          ran / stale / kept   counted; a committed retry is deferred to its time
  *          releaseHold          the empty-bucket rule: the actor is given back at once
@@ -22,9 +23,6 @@ import type { EventResult } from '../workers/messages.js';
 import type { NodeMetrics } from './metrics.js';
 
 export type DeliverySettings = Settings<'deliveriesPerSweep' | 'deliveryConcurrency' | 'timerEntriesMax' | 'leasePeriodMs' | 'retryMaxMs'>;
-
-/** How long a delivery that found the queue full waits in the timer. */
-const QUEUE_FULL_DEFER_MS = 1_000;
 
 export interface DeliveryDeps {
   clock: Clock;
@@ -95,15 +93,19 @@ export class AlarmDelivery {
     return this.queue.onIdle();
   }
 
-  /** The timer fired: into the bounded queue (full: the timer holds it a second longer, still due at `at`). */
-  private queueDelivery(key: string, at: number): void {
-    if (this.stopped) return;
+  /**
+   * The timer fired: into the bounded queue. A full queue refuses it: the timer keeps it (and
+   * everything due after it) until half the queue has drained, then fires again in due order.
+   */
+  private queueDelivery(key: string, at: number): boolean {
+    if (this.stopped) return true;
     if (this.queue.size >= this.deps.config.deliveriesPerSweep) {
-      this.timer.defer(key, at, this.deps.clock.now() + QUEUE_FULL_DEFER_MS);
-      return;
+      void this.room().then(() => this.timer.resume());
+      return false;
     }
     this.delivering.add(key);
     void this.queue.add(() => this.run(key, at).finally(() => this.delivering.delete(key)));
+    return true;
   }
 
   /**

@@ -53,30 +53,57 @@ export function openActorDb(path: string, address: ActorAddress, create: boolean
   return db;
 }
 
+/**
+ * Opens an actor's database in memory from its image (memory-image.ts `forMemory`): nothing on
+ * the local disk; the replica uploads its changes from `db.serialize()`.
+ */
+export function openMemoryActorDb(image: Buffer, address: ActorAddress): Db {
+  const db = new Database(image);
+  actorDbHooks.onOpen?.(db);
+  db.pragma('foreign_keys = ON');
+  db.exec(SCHEMA);
+  if (readMeta(db, 'address') === null) writeMeta(db, 'address', formatAddress(address));
+  return db;
+}
+
 /** Removes the database and its WAL files (the handle must be closed). */
 export function removeActorDb(path: string): void {
   for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
 }
 
+/**
+ * keepwork's own statements, prepared once per open database (an event runs several of them; a
+ * prepare costs about as much as the statement itself). Gone with the handle.
+ */
+const statements = new WeakMap<Db, Map<string, Database.Statement>>();
+
+function stmt(db: Db, sql: string): Database.Statement {
+  let cache = statements.get(db);
+  if (!cache) statements.set(db, (cache = new Map()));
+  let s = cache.get(sql);
+  if (!s) cache.set(sql, (s = db.prepare(sql)));
+  return s;
+}
+
 export function readMeta(db: Db, key: MetaKey): string | null {
-  const row = db.prepare('SELECT value FROM _keep_meta WHERE key = ?').get(key) as { value: string } | undefined;
+  const row = stmt(db, 'SELECT value FROM _keep_meta WHERE key = ?').get(key) as { value: string } | undefined;
   return row ? row.value : null;
 }
 
 export function writeMeta(db: Db, key: MetaKey, value: string | null): void {
-  if (value === null) db.prepare('DELETE FROM _keep_meta WHERE key = ?').run(key);
+  if (value === null) stmt(db, 'DELETE FROM _keep_meta WHERE key = ?').run(key);
   else
-    db.prepare('INSERT INTO _keep_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+    stmt(db, 'INSERT INTO _keep_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
 }
 
 export function readAlarm(db: Db): number | null {
-  const row = db.prepare('SELECT at FROM _keep_alarm WHERE id = 0').get() as { at: number } | undefined;
+  const row = stmt(db, 'SELECT at FROM _keep_alarm WHERE id = 0').get() as { at: number } | undefined;
   return row ? row.at : null;
 }
 
 export function writeAlarm(db: Db, at: number | null): void {
-  if (at === null) db.prepare('DELETE FROM _keep_alarm WHERE id = 0').run();
-  else db.prepare('INSERT INTO _keep_alarm (id, at) VALUES (0, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at').run(at);
+  if (at === null) stmt(db, 'DELETE FROM _keep_alarm WHERE id = 0').run();
+  else stmt(db, 'INSERT INTO _keep_alarm (id, at) VALUES (0, ?) ON CONFLICT(id) DO UPDATE SET at = excluded.at').run(at);
 }
 
 export function readFailures(db: Db): number {

@@ -10,9 +10,10 @@ import { resolveOptions, type KeepworkOptions } from '../core/config.js';
 import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
 import { SAFE_RULES } from '../alarms/rules.js';
+import { DeleteBatcher } from '../store/delete-batch.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
-import { ActorSlots } from './actor-slots.js';
+import { ActorSlots, slotsSettings } from './actor-slots.js';
 import type { ActorEvent, EventResult } from './messages.js';
 import { runEvent } from './pipeline.js';
 import type { PipelineDeps } from './deps.js';
@@ -51,7 +52,16 @@ const deps: PipelineDeps = {
   store,
   nonces: new NonceSource(random),
   rules: SAFE_RULES,
-  slots: new ActorSlots(setup.dataDir, config.dbCacheMax, { store, clock, random, config, log, writer, leaseValid }),
+  slots: new ActorSlots(setup.dataDir, slotsSettings(config), {
+    store,
+    clock,
+    random,
+    config,
+    log,
+    writer,
+    leaseValid,
+    deletes: new DeleteBatcher(store, clock, log),
+  }),
   loadClass: classLoader(setup.classes),
 };
 

@@ -88,3 +88,51 @@ describe('the timer’s backoff horizon', () => {
     assert.equal(t.get('orphan'), now - 45_000);
   });
 });
+
+describe('AlarmTimer backpressure', () => {
+  it('a refused alarm stays, nothing fires until resume(), then everything due fires in due order', async () => {
+    const clock = new SimClock();
+    const fired: string[] = [];
+    let room = 1;
+    const timer = new AlarmTimer(clock, (key) => {
+      if (room === 0) return false;
+      room--;
+      fired.push(key);
+      return true;
+    });
+    const t0 = clock.now();
+    timer.set('a', t0 + 10);
+    timer.set('b', t0 + 20);
+    timer.set('c', t0 + 30);
+    await clock.advance(40);
+    assert.deepEqual(fired, ['a']);
+    assert.equal(timer.isHeld, true);
+    assert.equal(timer.size, 2, 'b and c wait in the timer');
+    timer.set('d', t0 + 35); // arriving while held: waits too
+    await clock.advance(1_000);
+    assert.deepEqual(fired, ['a']);
+    room = 10;
+    timer.resume();
+    assert.deepEqual(fired, ['a', 'b', 'c', 'd']);
+    assert.equal(timer.isHeld, false);
+    assert.equal(timer.size, 0);
+  });
+
+  it('a refused deferred alarm keeps the due time it is reported with', async () => {
+    const clock = new SimClock();
+    const seen: number[] = [];
+    let refuse = true;
+    const timer = new AlarmTimer(clock, (_key, at) => {
+      if (refuse) return false;
+      seen.push(at);
+      return true;
+    });
+    const t0 = clock.now();
+    timer.defer('a', t0 - 5_000, t0 + 10);
+    await clock.advance(20);
+    assert.deepEqual(seen, []);
+    refuse = false;
+    timer.resume();
+    assert.deepEqual(seen, [t0 - 5_000]);
+  });
+});

@@ -12,7 +12,7 @@ import { SeededRandom } from '../../src/core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../../src/core/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { ObjectStore } from '../../src/store/types.js';
-import { ActorSlots } from '../../src/workers/actor-slots.js';
+import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
 import { NonceSource } from '../../src/alarms/keys.js';
 import { SAFE_RULES } from '../../src/alarms/rules.js';
 import type { ActorDefinition } from '../../src/workers/define-actor.js';
@@ -53,7 +53,7 @@ export class InlineActors {
       store: this.store,
       nonces: new NonceSource(random),
       rules: SAFE_RULES,
-      slots: new ActorSlots(this.dataDir, config.dbCacheMax, {
+      slots: new ActorSlots(this.dataDir, slotsSettings(config), {
         store: this.store,
         clock: this.clock,
         random,
