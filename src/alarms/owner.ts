@@ -5,17 +5,17 @@
  * is in the bucket, DELETE the entry the state named before. A crash in between leaves an extra
  * entry, never a missing one.
  *
- *   indexPlan(after, indexed)  pure: keep · list a new entry · clear — and which entry it replaces
+ *   indexPlan(after, indexed, rules)  pure: keep · list a new entry · clear — and which entry it replaces
  *   listEntry(...)             the PUT (R1: a fresh key; only its own immediate retry reuses it)
- *   deletable(entry, gen)      R3: never delete an entry whose generation is above one's own
+ *   deletable(entry, gen, rules)      R3: never delete an entry whose generation is above one's own
  */
 import type { ActorAddress } from '../core/address.js';
-import { ErrorCode, isKeepworkError } from '../core/errors.js';
-import { jitter, type Random } from '../core/random.js';
+import type { Random } from '../core/random.js';
+import { isTransientStoreError, retry } from '../core/retry.js';
 import type { Clock } from '../core/clock.js';
 import type { ObjectStore } from '../store/types.js';
 import { entryKey, type Indexed, type NonceSource } from './keys.js';
-import { unsafe } from './unsafe.js';
+import type { ProtocolRules } from './rules.js';
 
 export interface IndexPlan {
   /** A new entry to list for this alarm time (null: keep what is listed, or list nothing). */
@@ -28,15 +28,15 @@ export interface IndexPlan {
  * An unchanged alarm keeps its entry, whichever owner wrote it; a legacy entry is replaced by a
  * tagged one (migration); a changed or cleared alarm replaces what was listed.
  */
-export function indexPlan(after: number | null, indexed: Indexed | null): IndexPlan {
+export function indexPlan(after: number | null, indexed: Indexed | null, rules: ProtocolRules): IndexPlan {
   if (after === null) return { list: null, replaces: indexed };
-  if (indexed && indexed.at === after && (indexed.tag !== null || unsafe.untaggedKeys)) return { list: null, replaces: null };
+  if (indexed && indexed.at === after && (indexed.tag !== null || !rules.taggedKeys)) return { list: null, replaces: null };
   return { list: after, replaces: indexed };
 }
 
 /** R3: an entry written under a higher generation belongs to a newer owner. */
-export function deletable(entry: Indexed, ownGeneration: number): boolean {
-  return entry.tag === null || entry.tag.generation <= ownGeneration || unsafe.noGenerationCheck;
+export function deletable(entry: Indexed, ownGeneration: number, rules: ProtocolRules): boolean {
+  return entry.tag === null || entry.tag.generation <= ownGeneration || !rules.generationCheck;
 }
 
 export interface ListingDeps {
@@ -44,24 +44,18 @@ export interface ListingDeps {
   clock: Clock;
   random: Random;
   nonces: NonceSource;
+  rules: ProtocolRules;
   attemptsMax: number;
   retryBaseMs: number;
 }
 
 /** PUTs a fresh entry for `at` under `generation`; returns what `alarm_indexed` must now say. */
 export async function listEntry(d: ListingDeps, a: ActorAddress, at: number, generation: number): Promise<Indexed> {
-  const tag = unsafe.untaggedKeys ? null : { generation, nonce: d.nonces.next() };
+  const tag = d.rules.taggedKeys ? { generation, nonce: d.nonces.next() } : null;
   const key = entryKey({ address: a, dueMs: at, tag });
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await d.store.put(key, new Uint8Array(0));
-      return { at, tag };
-    } catch (e) {
-      const transient = isKeepworkError(e, ErrorCode.AmbiguousWrite) || isKeepworkError(e, ErrorCode.StoreUnavailable);
-      if (!transient || attempt >= d.attemptsMax) throw e;
-      await d.clock.sleep(jitter(d.random, d.retryBaseMs * 2 ** (attempt - 1))); // the same key again
-    }
-  }
+  const policy = { attemptsMax: d.attemptsMax, baseMs: d.retryBaseMs, retryable: isTransientStoreError };
+  await retry(d, policy, () => d.store.put(key, new Uint8Array(0))); // the same key again
+  return { at, tag };
 }
 
 export function keyOf(a: ActorAddress, i: Indexed): string {

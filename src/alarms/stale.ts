@@ -12,12 +12,17 @@
  *       does not fence by uploading either, retries the entry after retryMaxMs and releases the hold.
  */
 import type { IndexEntry, Indexed } from './keys.js';
-import { unsafe } from './unsafe.js';
+import type { ProtocolRules } from './rules.js';
 
-export function staleEntries(listed: readonly IndexEntry[], named: Indexed | null, ownGeneration: number): IndexEntry[] {
+export function staleEntries(
+  listed: readonly IndexEntry[],
+  named: Indexed | null,
+  ownGeneration: number,
+  rules: ProtocolRules,
+): IndexEntry[] {
   return listed.filter((e) => {
     const isNamed = named !== null && e.dueMs === named.at && sameTag(e.tag, named.tag);
-    const newer = e.tag !== null && e.tag.generation > ownGeneration && !unsafe.noGenerationCheck;
+    const newer = e.tag !== null && e.tag.generation > ownGeneration && rules.generationCheck;
     return !isNamed && !newer;
   });
 }
@@ -29,9 +34,9 @@ function sameTag(a: IndexEntry['tag'], b: Indexed['tag']): boolean {
 
 export type StaleRemoval = 'allowed' | 'fenceFirst' | 'emptyBucket';
 
-export function staleRemoval(owner: { foundNothing: boolean; uploadedUnderHold: boolean }): StaleRemoval {
+export function staleRemoval(owner: { foundNothing: boolean; uploadedUnderHold: boolean }, rules: ProtocolRules): StaleRemoval {
   if (owner.uploadedUnderHold) return 'allowed';
-  if (unsafe.clearOnEmptyBucket && owner.foundNothing) return 'allowed';
-  if (unsafe.noFence && !owner.foundNothing) return 'allowed';
+  if (!rules.keepOnEmptyBucket && owner.foundNothing) return 'allowed';
+  if (!rules.ownerFence && !owner.foundNothing) return 'allowed';
   return owner.foundNothing ? 'emptyBucket' : 'fenceFirst';
 }

@@ -5,6 +5,7 @@
  *   fenceable   a `live` record whose lease expired more than grace ago: write it `fenced`
  *               (If-Match) before taking any of its holds, so it can never renew again
  *   holdDecision  what to do to own an actor, given its hold and its holder's node record
+ *   renewConflictIsFence  whether a 412 on this node's renew means it was fenced
  */
 import type { HoldRecord, NodeRecord } from './records.js';
 
@@ -19,6 +20,15 @@ export function isFenceable(n: NodeRecord, nowMs: number, graceMs: number): bool
 /** Until when this node may act on its lease: send time of the last successful renew + lease − skew. */
 export function leaseValidUntil(lastRenewSentAtMs: number, leasePeriodMs: number, skewBoundMs: number): number {
   return lastRenewSentAtMs + leasePeriodMs - skewBoundMs;
+}
+
+/**
+ * A 412 on renew is a fence only if the record says so: it is gone, not `live`, or of another
+ * epoch. A renewal that timed out but landed also changes the etag: then the record (`current`,
+ * read after the 412) is still ours and live.
+ */
+export function renewConflictIsFence(current: NodeRecord | null, ownEpoch: number): boolean {
+  return current === null || current.state !== 'live' || current.epoch !== ownEpoch;
 }
 
 export type HoldDecision =

@@ -16,7 +16,7 @@ import type { Settings } from '../core/config.js';
 
 export type LeaseSettings = Settings<'graceMs' | 'leasePeriodMs' | 'skewBoundMs'>;
 import type { ObjectStore } from '../store/types.js';
-import { isLive, leaseValidUntil } from './decisions.js';
+import { isLive, leaseValidUntil, renewConflictIsFence } from './decisions.js';
 import { decodeNode, encodeNode, nodeKey, type NodeRecord } from './records.js';
 
 export interface NodeSelf {
@@ -88,14 +88,13 @@ export class NodeLease {
   }
 
   /**
-   * A 412 on renew is a fence only if the record says so (fenced, or another epoch). A renewal
-   * that timed out but landed also changes the etag: then the record is still ours and live, and
-   * the next renewal goes out with its etag.
+   * A 412 on renew is a fence only if the record says so (renewConflictIsFence). A renewal that
+   * timed out but landed also changes the etag: then the next renewal goes out with its etag.
    */
   private async afterConflict(): Promise<RenewOutcome> {
     const current = await this.store.get(nodeKey(this.self.nodeId)).catch(() => null);
-    const record = current ? decodeNode(current.body) : undefined;
-    if (current && record && record.state === 'live' && record.epoch === this.epoch) {
+    const record = current ? decodeNode(current.body) : null;
+    if (current && !renewConflictIsFence(record, this.epoch)) {
       this.etag = current.etag;
       return 'failed';
     }

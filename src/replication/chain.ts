@@ -14,7 +14,8 @@ import { closeSync, fsyncSync, mkdirSync, openSync, rmSync, writeFileSync } from
 import { dirname } from 'node:path';
 import type { Clock } from '../core/clock.js';
 import { ActorGivenUp, ErrorCode, isKeepworkError } from '../core/errors.js';
-import { jitter, type Random } from '../core/random.js';
+import type { Random } from '../core/random.js';
+import { isTransientStoreError, retry } from '../core/retry.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { sameBytes } from '../store/etag.js';
 import { listAll } from '../store/keys.js';
@@ -51,17 +52,18 @@ export async function createLink(
   r: RetryDeps,
 ): Promise<{ etag: string }> {
   const key = linkKey(a, seq);
-  let uncertain = false;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await store.put(key, body, { ifNoneMatch: '*' });
-    } catch (e) {
-      if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return settleConflict(store, a, seq, key, body, uncertain);
-      const transient = isKeepworkError(e, ErrorCode.AmbiguousWrite) || isKeepworkError(e, ErrorCode.StoreUnavailable);
-      if (!transient || attempt >= r.attemptsMax) throw e;
-      uncertain ||= isKeepworkError(e, ErrorCode.AmbiguousWrite);
-      await r.clock.sleep(jitter(r.random, r.retryBaseMs * 2 ** (attempt - 1)));
-    }
+  let uncertain = false; // an earlier attempt's outcome is unknown: a 412 may be our own write
+  const policy = {
+    attemptsMax: r.attemptsMax,
+    baseMs: r.retryBaseMs,
+    retryable: isTransientStoreError,
+    failed: (e: unknown) => void (uncertain ||= isKeepworkError(e, ErrorCode.AmbiguousWrite)),
+  };
+  try {
+    return await retry(r, policy, () => store.put(key, body, { ifNoneMatch: '*' }));
+  } catch (e) {
+    if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return settleConflict(store, a, seq, key, body, uncertain);
+    throw e;
   }
 }
 

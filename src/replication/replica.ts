@@ -27,6 +27,7 @@ import { createLink, deleteLinksBelow, fsyncFile, listChain, restoreChain, resto
 import { diffImages, forBucket, forMemory, headerPageSize } from './memory-image.js';
 import { decodeLink, encodeLink, type LinkKind } from './link.js';
 import { committedImage } from './image.js';
+import { checkpointDue, nextLinkKind } from './link-policy.js';
 import { readSidecar, removeSidecar, writeSidecar, type Sidecar } from './sidecar.js';
 import { linkKey } from './state-keys.js';
 import { applyDelta, captureWal, decodeDelta, encodeDelta, type WalCursor } from './wal.js';
@@ -397,17 +398,20 @@ export class ActorReplica {
 
   private async uploadCaptured(captured: ReturnType<typeof captureWal>, first: boolean): Promise<void> {
     const deltaBytes = captured.delta ? encodeDelta(captured.delta) : undefined;
-    const due = this.linksSinceSnapshot + 1 >= this.deps.config.snapshotEveryLinks;
-    const outweighs = deltaBytes !== undefined && this.deltaBytesSinceSnapshot + deltaBytes.byteLength > this.snapshotBytes;
-    if (first || due || outweighs || !deltaBytes) {
-      // Synchronous since the capture above: no commit can slip in between the two reads.
-      const { image, pageSize, cursor } = this.memory
-        ? { image: forBucket(this.memory.captured!), pageSize: this.memory.pageSize, cursor: null }
-        : committedImage(this.dbPath);
-      return this.upload('snapshot', image, pageSize, image.byteLength / pageSize, cursor ?? captured.cursor);
+    const since = {
+      linksSinceSnapshot: this.linksSinceSnapshot,
+      deltaBytesSinceSnapshot: this.deltaBytesSinceSnapshot,
+      snapshotBytes: this.snapshotBytes,
+    };
+    if (deltaBytes && nextLinkKind(first, deltaBytes.byteLength, since, this.deps.config) === 'delta') {
+      const d = captured.delta!;
+      return this.upload('delta', deltaBytes, d.pageSize, d.pageCountAfter, captured.cursor);
     }
-    const d = captured.delta!;
-    return this.upload('delta', deltaBytes, d.pageSize, d.pageCountAfter, captured.cursor);
+    // Synchronous since the capture above: no commit can slip in between the two reads.
+    const { image, pageSize, cursor } = this.memory
+      ? { image: forBucket(this.memory.captured!), pageSize: this.memory.pageSize, cursor: null }
+      : committedImage(this.dbPath);
+    return this.upload('snapshot', image, pageSize, image.byteLength / pageSize, cursor ?? captured.cursor);
   }
 
   private async upload(kind: LinkKind, payload: Uint8Array, pageSize: number, pageCount: number, cursor: WalCursor | null): Promise<void> {
@@ -471,10 +475,7 @@ export class ActorReplica {
   private checkpoint(force: boolean): void {
     const db = this.db;
     if (!db || !db.open || db.inTransaction || this.memory) return;
-    const due =
-      force ||
-      this.linksSinceCheckpoint >= this.deps.config.checkpointEveryLinks ||
-      (this.cursor?.offset ?? 0) >= this.deps.config.checkpointWalBytes;
+    const due = force || checkpointDue(this.linksSinceCheckpoint, this.cursor?.offset ?? 0, this.deps.config);
     if (!due || captureWal(`${this.dbPath}-wal`, this.cursor).delta !== null) return;
     db.pragma('wal_checkpoint(TRUNCATE)');
     this.cursor = null;

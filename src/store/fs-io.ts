@@ -1,10 +1,11 @@
 /**
  * Small file-system helpers shared by the FsStore modules: error codes, the transient-error set,
- * a sleep for retries and lock polling, fsync of a path, and unlink/readdir that treat a missing
+ * a sleep on the injected clock for lock polling, fsync of a path, and unlink/readdir that treat a missing
  * file as an answer rather than an error.
  */
 import { unlinkSync, type Dirent } from 'node:fs';
 import { open, readdir, unlink } from 'node:fs/promises';
+import type { Clock } from '../core/clock.js';
 
 export function codeOf(e: unknown): string | undefined {
   return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : undefined;
@@ -17,8 +18,9 @@ export function isMissing(e: unknown): boolean {
 
 export const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EBUSY', 'EINTR']);
 
-export function sleepMs(ms: number): Promise<void> {
-  return new Promise((resolve) => (ms <= 0 ? setImmediate(resolve) : setTimeout(resolve, ms)));
+/** Sleeps `ms` on the injected clock; 0 (or less) only yields one turn of the event loop (the host lock's quick polls). */
+export function sleepOn(clock: Clock, ms: number): Promise<void> {
+  return ms <= 0 ? new Promise((resolve) => setImmediate(resolve)) : clock.sleep(ms);
 }
 
 export async function fsyncPath(file: string): Promise<void> {

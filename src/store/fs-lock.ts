@@ -12,14 +12,19 @@
  */
 import Database from 'better-sqlite3';
 import { StoreUnavailable } from '../core/errors.js';
-import { codeOf, sleepMs } from './fs-io.js';
+import { SystemClock, type Clock } from '../core/clock.js';
+import { codeOf, sleepOn } from './fs-io.js';
 
 export class HostLock {
   readonly #db: Database.Database;
   readonly #begin: Database.Statement;
   readonly #release: Database.Statement;
 
-  constructor(file: string, initWaitMs: number) {
+  constructor(
+    file: string,
+    initWaitMs: number,
+    readonly clock: Clock = new SystemClock(),
+  ) {
     this.#db = new Database(file, { timeout: initWaitMs });
     const ready = this.#db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'keepwork_lock'").get();
     if (ready === undefined) this.#db.exec('CREATE TABLE IF NOT EXISTS keepwork_lock (unused INTEGER)');
@@ -54,7 +59,7 @@ export class HostLock {
       }
       const delayMs = attempt < 8 ? 0 : Math.min(16, 1 << Math.min(attempt - 8, 4));
       if (performance.now() >= deadline) throw new StoreUnavailable(`host lock still busy after ${waitMsMax} ms (lockWaitMs)`);
-      await sleepMs(delayMs);
+      await sleepOn(this.clock, delayMs);
     }
   }
 

@@ -26,9 +26,11 @@ import * as fs from 'node:fs';
 import { readFile, rmdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SystemClock, type Clock } from '../core/clock.js';
 import { BadConfig, BadRequest, KeepworkError, StoreUnavailable } from '../core/errors.js';
+import { retry } from '../core/retry.js';
 import { etagOf } from './etag.js';
-import { asBytes, codeOf, fsyncPath, isMissing, sleepMs, TRANSIENT, unlinkIfPresent, unlinkQuiet } from './fs-io.js';
+import { asBytes, codeOf, fsyncPath, isMissing, TRANSIENT, unlinkIfPresent, unlinkQuiet } from './fs-io.js';
 import { ListWalk } from './fs-list.js';
 import { HostLock } from './fs-lock.js';
 import { resolveFsOptions, type FsConfig, type FsStoreOptions } from './fs-options.js';
@@ -61,15 +63,18 @@ export class FsStore implements ObjectStore {
   readonly #config: FsConfig;
   readonly #tempDir: string;
   readonly #lock: HostLock;
+  readonly #clock: Clock;
   #closed = false;
 
-  constructor(root: string, options?: FsStoreOptions) {
+  /** `clock`: what retries and the host lock's polls sleep on (the wall clock by default). */
+  constructor(root: string, options?: FsStoreOptions, clock: Clock = new SystemClock()) {
     this.#config = resolveFsOptions(options);
+    this.#clock = clock;
     this.root = parseFsUrl(root);
     this.description = `fs:${this.root}`;
     this.#tempDir = path.join(this.root, TEMP_DIR_NAME);
     fs.mkdirSync(this.#tempDir, { recursive: true });
-    this.#lock = new HostLock(path.join(this.root, LOCK_FILE_NAME), this.#config.lockWaitMs);
+    this.#lock = new HostLock(path.join(this.root, LOCK_FILE_NAME), this.#config.lockWaitMs, clock);
   }
 
   async get(key: string): Promise<StoredObject | null> {
@@ -152,17 +157,13 @@ export class FsStore implements ObjectStore {
 
   /** Runs an I/O step, retrying transient errors; maps unexpected errors to StoreUnavailable. */
   async #guard<T>(op: string, key: string, step: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await step();
-      } catch (e) {
-        if (e instanceof KeepworkError) throw e;
-        if (TRANSIENT.has(codeOf(e) ?? '') && attempt < this.#config.attemptsMax) {
-          await sleepMs(this.#config.retryBaseMs * 2 ** (attempt - 1));
-          continue;
-        }
-        throw new StoreUnavailable(`${this.description}: ${op} ${key} failed (${codeOf(e) ?? String(e)})`, { cause: e });
-      }
+    const { attemptsMax, retryBaseMs } = this.#config;
+    const retryable = (e: unknown) => !(e instanceof KeepworkError) && TRANSIENT.has(codeOf(e) ?? '');
+    try {
+      return await retry({ clock: this.#clock }, { attemptsMax, baseMs: retryBaseMs, jitter: false, retryable }, step);
+    } catch (e) {
+      if (e instanceof KeepworkError) throw e;
+      throw new StoreUnavailable(`${this.description}: ${op} ${key} failed (${codeOf(e) ?? String(e)})`, { cause: e });
     }
   }
 

@@ -42,9 +42,9 @@ export function openStore(url: string, deps: OpenStoreDeps = {}): ObjectStore {
     throw new BadConfig(`bucket URL scheme not supported: ${JSON.stringify(url)}; use file://, s3:// or a path`);
   }
   const config = deps.config ?? resolveOptions();
-  return new FsStore(parseFsUrl(url), {
-    lockWaitMs: config.storeRequestTimeoutMs,
-    attemptsMax: config.storeAttemptsMax,
-    retryBaseMs: config.storeRetryBaseMs,
-  });
+  return new FsStore(
+    parseFsUrl(url),
+    { lockWaitMs: config.storeRequestTimeoutMs, attemptsMax: config.storeAttemptsMax, retryBaseMs: config.storeRetryBaseMs },
+    clock,
+  );
 }

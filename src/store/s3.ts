@@ -45,7 +45,8 @@ import {
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { Clock } from '../core/clock.js';
 import { AmbiguousWrite, BadConfig, BadKey, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
-import { jitter, type Random } from '../core/random.js';
+import type { Random } from '../core/random.js';
+import { retry } from '../core/retry.js';
 import type { Settings } from '../core/config.js';
 
 export type S3Settings = Settings<'storeAttemptsMax' | 'storeRetryBaseMs' | 'storeRequestTimeoutMs' | 'storeSocketsMax'>;
@@ -373,53 +374,41 @@ export class S3Store implements ObjectStore {
     return { etag: etagFrom(res.ETag, `PUT ${key}`) };
   }
 
-  /** Delay before attempt `attempt + 1`: doubling from storeRetryBaseMs, jittered, bounded. */
-  private backoff(attempt: number): Promise<void> {
-    const baseMs = Math.min(this.config.storeRetryBaseMs * 2 ** (attempt - 1), this.config.storeRequestTimeoutMs);
-    return this.clock.sleep(jitter(this.random, baseMs));
+  /**
+   * Runs `fn` until it succeeds or `retryable` says no, at most storeAttemptsMax times; the delay
+   * doubles from storeRetryBaseMs, bounded by the request timeout, jittered (core/retry.ts).
+   */
+  private retrying<T>(retryable: (e: unknown) => boolean, fn: () => Promise<T>, failed?: (e: unknown) => void): Promise<T> {
+    const { storeAttemptsMax, storeRetryBaseMs, storeRequestTimeoutMs } = this.config;
+    const policy = { attemptsMax: storeAttemptsMax, baseMs: storeRetryBaseMs, maxDelayMs: storeRequestTimeoutMs, retryable, failed };
+    return retry({ clock: this.clock, random: this.random }, policy, fn);
   }
 
   /** Runs a request that is safe to repeat; retries unknown outcomes and conflicts. */
   private async attempt<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fn();
-      } catch (e) {
-        const failure = classifyS3Error(e);
-        const retryable = failure === 'unknown' || failure === 'conflict';
-        if (!retryable) throw new StoreUnavailable(`S3 ${this.description} refused ${what}: ${describe(e)}`, { cause: e });
-        if (attempt >= this.config.storeAttemptsMax) {
-          throw new StoreUnavailable(`S3 ${this.description} failed ${what} ${attempt} times; last: ${describe(e)}`, { cause: e });
-        }
-        await this.backoff(attempt);
-      }
+    try {
+      return await this.retrying(isRetryableS3Error, fn);
+    } catch (e) {
+      if (!isRetryableS3Error(e)) throw new StoreUnavailable(`S3 ${this.description} refused ${what}: ${describe(e)}`, { cause: e });
+      const times = this.config.storeAttemptsMax;
+      throw new StoreUnavailable(`S3 ${this.description} failed ${what} ${times} times; last: ${describe(e)}`, { cause: e });
     }
   }
 
   /** A PUT with If-None-Match or If-Match; see the diagram at the top of the file. */
   private async conditionalPut(key: string, body: Uint8Array, input: PutObjectCommandInput): Promise<{ etag: string }> {
-    let unknown = false;
-    let last: unknown;
-    for (let attempt = 1; attempt <= this.config.storeAttemptsMax; attempt++) {
-      if (attempt > 1) await this.backoff(attempt - 1);
-      try {
-        return await this.sendPut(input, key);
-      } catch (e) {
-        last = e;
-        const failure = classifyS3Error(e);
-        if (failure === 'precondition' || failure === 'notFound') {
-          if (!unknown)
-            throw new PreconditionFailed(`precondition failed for PUT ${key} on ${this.description}`, { cause: e, details: { key } });
-          break;
-        }
-        if (failure === 'fatal') {
-          if (!unknown) throw new StoreUnavailable(`S3 ${this.description} refused PUT ${key}: ${describe(e)}`, { cause: e });
-          break;
-        }
-        if (failure === 'unknown') unknown = true;
-      }
+    let unknown = false; // an earlier attempt's outcome is unknown: a 412 may be our own write
+    const failed = (e: unknown) => void (unknown ||= classifyS3Error(e) === 'unknown');
+    try {
+      return await this.retrying(isRetryableS3Error, () => this.sendPut(input, key), failed);
+    } catch (last) {
+      const failure = classifyS3Error(last);
+      if ((failure === 'precondition' || failure === 'notFound') && !unknown)
+        throw new PreconditionFailed(`precondition failed for PUT ${key} on ${this.description}`, { cause: last, details: { key } });
+      if (failure === 'fatal' && !unknown)
+        throw new StoreUnavailable(`S3 ${this.description} refused PUT ${key}: ${describe(last)}`, { cause: last });
+      return this.readBack(key, body, last); // retries spent, or a refusal after an unknown attempt
     }
-    return this.readBack(key, body, last);
   }
 
   /** After an unresolved conditional write: success only if the object now holds our body. */
@@ -450,7 +439,7 @@ export class S3Store implements ObjectStore {
    */
   private async deleteBatch(keys: string[]): Promise<void> {
     let pending = keys;
-    for (let attempt = 1; ; attempt++) {
+    const once = async () => {
       const res = await this.attempt(`DELETE ${pending.length} keys`, () =>
         this.client.send(
           new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: pending.map((Key) => ({ Key })), Quiet: true } }),
@@ -466,15 +455,31 @@ export class S3Store implements ObjectStore {
           .join(', ');
         throw new StoreUnavailable(`S3 ${this.description} refused to delete ${refused.length} keys (${sample})`);
       }
-      if (attempt >= this.config.storeAttemptsMax) {
-        const sample = failed
-          .slice(0, 3)
-          .map((x) => `${x.Key}: ${x.Code}`)
-          .join(', ');
-        throw new StoreUnavailable(`S3 ${this.description} failed to delete ${failed.length} keys after ${attempt} attempts (${sample})`);
-      }
       pending = failed.map((x) => x.Key ?? '').filter((k) => k !== '');
-      await this.backoff(attempt);
+      throw new KeysNotDeleted(failed);
+    };
+    try {
+      await this.retrying((e) => e instanceof KeysNotDeleted, once);
+    } catch (e) {
+      if (!(e instanceof KeysNotDeleted)) throw e;
+      const sample = e.failed
+        .slice(0, 3)
+        .map((x) => `${x.Key}: ${x.Code}`)
+        .join(', ');
+      const attempts = this.config.storeAttemptsMax;
+      throw new StoreUnavailable(`S3 ${this.description} failed to delete ${e.failed.length} keys after ${attempts} attempts (${sample})`);
     }
   }
+}
+
+/** Some keys of a DeleteObjects request were not deleted (internal to deleteBatch's retries). */
+class KeysNotDeleted extends Error {
+  constructor(readonly failed: { Key?: string; Code?: string }[]) {
+    super(`${failed.length} keys not deleted`);
+  }
+}
+
+function isRetryableS3Error(e: unknown): boolean {
+  const failure = classifyS3Error(e);
+  return failure === 'unknown' || failure === 'conflict';
 }

@@ -23,6 +23,7 @@ import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import { dueBound, parseEntryKey, tenantPrefix, type IndexEntry } from '../alarms/keys.js';
 import { planSweep, type SweepNode } from '../alarms/plan-sweep.js';
+import { nextSweepDelayMs, waitsForRoom } from './sweep-cadence.js';
 import type { Settings } from '../core/config.js';
 
 export type SweepSettings = Settings<
@@ -135,16 +136,11 @@ export class Sweeper {
 
   /** A full sweep (adaptive) with no room in the delivery queue: the next one waits for room. */
   waitsForRoom(r: SweepResult): boolean {
-    return this.d.config.sweepAdaptive === 1 && r.full && this.d.backlog() >= this.d.config.deliveriesPerSweep;
+    return waitsForRoom(r, this.d.backlog(), this.d.config);
   }
 
   nextDelayMs(r: SweepResult): number {
-    const { alarmSweepMs, sweepAdaptive, sweepMinGapMs, marginMs, deliveriesPerSweep } = this.d.config;
-    if (!sweepAdaptive) return alarmSweepMs;
-    if (r.full && this.d.backlog() < deliveriesPerSweep) return sweepMinGapMs;
-    if (r.nextDueMs === undefined) return alarmSweepMs;
-    const untilReady = r.nextDueMs + marginMs - this.d.clock.now();
-    return Math.max(sweepMinGapMs, Math.min(alarmSweepMs, untilReady));
+    return nextSweepDelayMs(r, this.d.backlog(), this.d.clock.now(), this.d.config);
   }
 
   /** One sweep of one tenant. */

@@ -15,7 +15,6 @@ import type { ActorAddress } from '../core/address.js';
 import { formatAddress } from '../core/address.js';
 import { actorEntriesPrefix, entryKey, parseEntryKey, parseIndexed, type IndexEntry, type Indexed } from '../alarms/keys.js';
 import { staleEntries, staleRemoval } from '../alarms/stale.js';
-import { unsafe } from '../alarms/unsafe.js';
 import { listAll } from '../store/keys.js';
 import { readAlarm, readMeta } from './actor-db.js';
 import type { Slot } from './actor-slots.js';
@@ -35,7 +34,7 @@ async function entriesAt(deps: PipelineDeps, a: ActorAddress, dueMs: number): Pr
 }
 
 async function remove(deps: PipelineDeps, a: ActorAddress, dueMs: number, named: Indexed | null, generation: number): Promise<number> {
-  const doomed = staleEntries(await entriesAt(deps, a, dueMs), named, generation).map(entryKey);
+  const doomed = staleEntries(await entriesAt(deps, a, dueMs), named, generation, deps.rules).map(entryKey);
   if (doomed.length > 0) await deps.store.deleteMany(doomed);
   deps.log.info({ actor: formatAddress(a), dueMs, removed: doomed.length }, 'stale index entries removed');
   return doomed.length;
@@ -49,7 +48,7 @@ export async function deliverWithoutState(
   deleted: boolean,
   generation: number,
 ): Promise<EventResult> {
-  if (!deleted && !unsafe.clearOnEmptyBucket) {
+  if (!deleted && deps.rules.keepOnEmptyBucket) {
     // Empty bucket: an earlier owner's first snapshot may still land naming this entry (R4).
     return {
       type: 'ok',
@@ -77,7 +76,7 @@ export async function deliverTo(
   const base = { type: 'ok' as const, alarmAt: committed, deleted: false, ran: false };
   // No state here (no alarm, no init recorded) is no exception to the fence: an upload given up
   // earlier may still land and name the entry (the simulator's seed 175).
-  const rule = staleRemoval(slot.replica);
+  const rule = staleRemoval(slot.replica, deps.rules);
   if (rule === 'emptyBucket') return { ...base, retryAtMs: deps.clock.now() + deps.config.retryMaxMs, releaseHold: true };
   if (rule === 'fenceFirst') await slot.replica.fence();
   else await slot.replica.sync(); // R2: what the *replicated* state names — local commits go up first

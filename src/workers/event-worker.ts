@@ -9,6 +9,7 @@ import { SystemRandom } from '../core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../core/config.js';
 import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
+import { SAFE_RULES } from '../alarms/rules.js';
 import { DeleteBatcher } from '../store/delete-batch.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
@@ -50,6 +51,7 @@ const deps: PipelineDeps = {
   log,
   store,
   nonces: new NonceSource(random),
+  rules: SAFE_RULES,
   slots: new ActorSlots(setup.dataDir, slotsSettings(config), {
     store,
     clock,

@@ -18,7 +18,7 @@ export type IndexSettings = Settings<'storeAttemptsMax' | 'storeRetryBaseMs'>;
 import type { ObjectStore } from '../store/types.js';
 import { formatIndexed, parseIndexed, type Indexed, type NonceSource } from '../alarms/keys.js';
 import { deletable, indexPlan, keyOf, listEntry } from '../alarms/owner.js';
-import { unsafe } from '../alarms/unsafe.js';
+import type { ProtocolRules } from '../alarms/rules.js';
 import { readAlarm, readMeta, writeMeta } from './actor-db.js';
 import type { Slot } from './actor-slots.js';
 
@@ -28,6 +28,8 @@ export interface IndexDeps {
   random: Random;
   config: IndexSettings;
   nonces: NonceSource;
+  /** SAFE_RULES everywhere but in the simulator's unsafe variants. */
+  rules: ProtocolRules;
 }
 
 /**
@@ -51,7 +53,7 @@ export async function indexBeforeCommit(
   // R4: before the first upload of a local-only actor its alarm is listed under a fresh key — the
   // entry its file names (if any) is not in this bucket's history — and, by the empty-bucket
   // rule, nothing is removed.
-  const plan = firstUpload ? { list: after, replaces: null } : indexPlan(after, indexed);
+  const plan = firstUpload ? { list: after, replaces: null } : indexPlan(after, indexed, d.rules);
   if (plan.list === null && plan.replaces === null) return null;
   if (!replica.healthy())
     throw replica.giveUpNow(new LeaseLost(`cannot index the alarm of ${formatAddress(address)}: no valid lease or replication given up`));
@@ -62,6 +64,7 @@ export async function indexBeforeCommit(
       clock: d.clock,
       random: d.random,
       nonces: d.nonces,
+      rules: d.rules,
       attemptsMax: d.config.storeAttemptsMax,
       retryBaseMs: d.config.storeRetryBaseMs,
     };
@@ -72,7 +75,7 @@ export async function indexBeforeCommit(
     }
   }
   writeMeta(db, 'alarm_indexed', named ? formatIndexed(named) : null);
-  return plan.replaces && deletable(plan.replaces, replica.generation) ? keyOf(address, plan.replaces) : null;
+  return plan.replaces && deletable(plan.replaces, replica.generation, d.rules) ? keyOf(address, plan.replaces) : null;
 }
 
 /**
@@ -82,7 +85,7 @@ export async function indexBeforeCommit(
 export async function indexOnTake(d: IndexDeps, slot: Slot, address: ActorAddress): Promise<void> {
   const { db, replica } = slot;
   const firstUpload = replica.firstUpload();
-  if (firstUpload && unsafe.uploadBeforeEntry) await uploadBeforeEntry(slot);
+  if (firstUpload && !d.rules.entryBeforeUpload) await uploadBeforeEntry(slot);
   db.exec('BEGIN IMMEDIATE');
   let replaced: string | null;
   try {
@@ -94,10 +97,10 @@ export async function indexOnTake(d: IndexDeps, slot: Slot, address: ActorAddres
   }
   if (replaced) replica.deleteAfterUpload(replaced);
   replica.start();
-  if (firstUpload && unsafe.uploadBeforeEntry) replica.committed();
+  if (firstUpload && !d.rules.entryBeforeUpload) replica.committed();
 }
 
-/** TEST-ONLY (unsafe.uploadBeforeEntry, the order before R4): the first snapshot goes first. */
+/** TEST-ONLY (rules.entryBeforeUpload off, the order before R4): the first snapshot goes first. */
 async function uploadBeforeEntry(slot: Slot): Promise<void> {
   slot.replica.start();
   await slot.replica.sync();

@@ -7,6 +7,7 @@ import { after, describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { entryKey, parseEntryKey, parseIndexed } from '../../src/alarms/keys.js';
 import { deletable, indexPlan } from '../../src/alarms/owner.js';
+import { SAFE_RULES } from '../../src/alarms/rules.js';
 import { listChain, restoreChain } from '../../src/replication/chain.js';
 import { MemoryStore, type StoreRequest } from '../../src/store/memory.js';
 import { defineActor, type ActorContext, type AlarmInfo } from '../../src/workers/define-actor.js';
@@ -72,23 +73,31 @@ const entries = (s: MemoryStore) => s.keys().filter((k) => k.startsWith('alarms/
 
 describe('alarm index, owner side (pure rules)', () => {
   it('an unchanged alarm keeps its entry, whichever owner wrote it', () => {
-    assert.deepEqual(indexPlan(5, { at: 5, tag: { generation: 1, nonce: 'a' } }), { list: null, replaces: null });
+    assert.deepEqual(indexPlan(5, { at: 5, tag: { generation: 1, nonce: 'a' } }, SAFE_RULES), { list: null, replaces: null });
   });
   it('a legacy entry is replaced by a tagged one on the next event (migration)', () => {
-    assert.deepEqual(indexPlan(5, { at: 5, tag: null }), { list: 5, replaces: { at: 5, tag: null } });
+    assert.deepEqual(indexPlan(5, { at: 5, tag: null }, SAFE_RULES), { list: 5, replaces: { at: 5, tag: null } });
   });
   it('a changed alarm lists a new entry and replaces the old; a clear replaces it with none', () => {
-    assert.deepEqual(indexPlan(7, { at: 5, tag: { generation: 1, nonce: 'a' } }), {
+    assert.deepEqual(indexPlan(7, { at: 5, tag: { generation: 1, nonce: 'a' } }, SAFE_RULES), {
       list: 7,
       replaces: { at: 5, tag: { generation: 1, nonce: 'a' } },
     });
-    assert.deepEqual(indexPlan(null, { at: 5, tag: null }), { list: null, replaces: { at: 5, tag: null } });
-    assert.deepEqual(indexPlan(null, null), { list: null, replaces: null });
+    assert.deepEqual(indexPlan(null, { at: 5, tag: null }, SAFE_RULES), { list: null, replaces: { at: 5, tag: null } });
+    assert.deepEqual(indexPlan(null, null, SAFE_RULES), { list: null, replaces: null });
   });
   it('R3: never delete an entry with a generation above one’s own', () => {
-    assert.equal(deletable({ at: 1, tag: { generation: 4, nonce: 'a' } }, 3), false);
-    assert.equal(deletable({ at: 1, tag: { generation: 3, nonce: 'a' } }, 3), true);
-    assert.equal(deletable({ at: 1, tag: null }, 0), true);
+    assert.equal(deletable({ at: 1, tag: { generation: 4, nonce: 'a' } }, 3, SAFE_RULES), false);
+    assert.equal(deletable({ at: 1, tag: { generation: 3, nonce: 'a' } }, 3, SAFE_RULES), true);
+    assert.equal(deletable({ at: 1, tag: null }, 0, SAFE_RULES), true);
+  });
+  it('with a rule off (the simulator only): a legacy entry is kept, and a newer generation deleted', () => {
+    assert.deepEqual(indexPlan(5, { at: 5, tag: null }, { ...SAFE_RULES, taggedKeys: false }), { list: null, replaces: null });
+    assert.equal(deletable({ at: 1, tag: { generation: 4, nonce: 'a' } }, 3, { ...SAFE_RULES, generationCheck: false }), true);
+  });
+  it('the production rules are all on, and frozen', () => {
+    assert.ok(Object.isFrozen(SAFE_RULES));
+    assert.ok(Object.values(SAFE_RULES).every((on) => on === true));
   });
 });
 

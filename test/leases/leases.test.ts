@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { SimClock } from '../../src/core/clock.js';
 import { resolveOptions } from '../../src/core/config.js';
-import { holdDecision, isFenceable, isLive, leaseValidUntil } from '../../src/leases/decisions.js';
+import { holdDecision, isFenceable, isLive, leaseValidUntil, renewConflictIsFence } from '../../src/leases/decisions.js';
 import { NodeDirectory } from '../../src/leases/directory.js';
 import { HoldTable } from '../../src/leases/holds.js';
 import { NodeLease } from '../../src/leases/node-lease.js';
@@ -38,6 +38,14 @@ describe('ownership decisions (pure)', () => {
 
   it('the lease counts from the renew’s send time, minus the skew bound', () => {
     assert.equal(leaseValidUntil(50_000, 10_000, 1_000), 59_000);
+  });
+
+  it('a 412 on renew is a fence unless the record is still ours (our epoch) and live', () => {
+    assert.equal(renewConflictIsFence(rec(), 3), false, 'a renewal that timed out but landed');
+    assert.equal(renewConflictIsFence(rec({ state: 'fenced' }), 3), true);
+    assert.equal(renewConflictIsFence(rec({ state: 'released' }), 3), true);
+    assert.equal(renewConflictIsFence(rec({ epoch: 4 }), 3), true, 'a newer process of this nodeId');
+    assert.equal(renewConflictIsFence(null, 3), true, 'the record is gone (or could not be read)');
   });
 
   const cases: [string, Parameters<typeof holdDecision>, ReturnType<typeof holdDecision>][] = [

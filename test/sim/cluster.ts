@@ -14,6 +14,7 @@ import { parseAddress, type ActorAddress } from '../../src/core/address.js';
 import { silentLogger } from '../../src/core/logger.js';
 import type { SeededRandom } from '../../src/core/random.js';
 import { NonceSource } from '../../src/alarms/keys.js';
+import type { ProtocolRules } from '../../src/alarms/rules.js';
 import { resolveOptions } from '../../src/core/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
@@ -51,6 +52,8 @@ export class Cluster {
     private readonly random: SeededRandom,
     private readonly root: string,
     private readonly definition: (clock: Clock) => ActorDefinition,
+    /** SAFE_RULES, or one unsafe variant's (unsafe-rules.ts): every node and joiner runs under them. */
+    private readonly rules: ProtocolRules,
   ) {}
 
   up(): SimNode[] {
@@ -66,7 +69,14 @@ export class Cluster {
     this.rollBackDead(join(this.root, nodeId));
     const old = this.byId(nodeId);
     const sn = new SimNode(
-      { nodeId, dataDir: join(this.root, nodeId), options: this.p.config, className: SIM_CLASS, definition: this.definition },
+      {
+        nodeId,
+        dataDir: join(this.root, nodeId),
+        options: this.p.config,
+        className: SIM_CLASS,
+        definition: this.definition,
+        rules: this.rules,
+      },
       this.base,
       this.net,
       this.random.fork(),
@@ -123,7 +133,13 @@ export class Cluster {
     const log = silentLogger();
     const replicaDeps = { store, clock, random, config, log, writer: { nodeId, epoch: 0 }, leaseValid: () => true };
     const slots = new ActorSlots(dataDir, slotsSettings(config), replicaDeps);
-    const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), slots, loadClass: async () => this.definition(clock) };
+    const deps: PipelineDeps = {
+      ...replicaDeps,
+      nonces: new NonceSource(random),
+      rules: this.rules,
+      slots,
+      loadClass: async () => this.definition(clock),
+    };
     for (let i = 0; i < actors.length; i++) {
       const r = await runEvent(deps, {
         type: 'request',

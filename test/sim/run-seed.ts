@@ -8,8 +8,8 @@
  *
  * Verdicts and exit codes: ok 0 · safety 1 (the invariant or an early delivery) · liveness 2 (a
  * committed alarm that did not fire within the bound after healing) · error 3 (the harness or
- * the code under test threw where it must not). Variants: the five unsafe flags of
- * src/alarms/unsafe.ts, and two canaries that prove the harness can fail: `canary` — the harness
+ * the code under test threw where it must not). Variants: the five unsafe rule sets of
+ * unsafe-rules.ts (SAFE_RULES with one rule off, handed to every node), and two canaries that prove the harness can fail: `canary` — the harness
  * deletes an entry a committed state names (a safety verdict) — and `livenessCanary` — at healing
  * every node crashes for good, so no alarm can fire (a liveness verdict).
  */
@@ -22,7 +22,6 @@ import type { ActorAddress } from '../../src/core/address.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { keyOf } from '../../src/alarms/owner.js';
 import { parseIndexed } from '../../src/alarms/keys.js';
-import { resetUnsafe, unsafe, type UnsafeFlags } from '../../src/alarms/unsafe.js';
 import { actorDbHooks } from '../../src/workers/actor-db.js';
 import { decodeHold, decodeNode, HOLDS_PREFIX, NODES_PREFIX } from '../../src/leases/records.js';
 import { Cluster, simAddress } from './cluster.js';
@@ -31,8 +30,9 @@ import { IndexInvariant, keysUnder } from './invariant.js';
 import { Network } from './network.js';
 import { drawParams, withLiveness, type SimParams } from './params.js';
 import { gridTime, simActor } from './sim-actor.js';
+import { rulesFor, type UnsafeVariant } from './unsafe-rules.js';
 
-export type Variant = 'none' | keyof UnsafeFlags | 'canary' | 'livenessCanary';
+export type Variant = 'none' | UnsafeVariant | 'canary' | 'livenessCanary';
 export const VARIANTS: readonly Variant[] = [
   'untaggedKeys',
   'noGenerationCheck',
@@ -126,7 +126,7 @@ class Run {
         rescheduled: () => void this.rescheduled++,
       },
     );
-    this.cluster = new Cluster(p, this.clock, this.net, this.random.fork(), root, actorClass);
+    this.cluster = new Cluster(p, this.clock, this.net, this.random.fork(), root, actorClass, rulesFor(variant));
     for (let i = 0; i < p.actors; i++) this.actors.push(simAddress(`a${i}`));
     this.drivers = new Drivers(p, this.clock, this.net, this.cluster, this.actors, this.random.fork());
     this.invariant = new IndexInvariant(this.net.bucket);
@@ -207,8 +207,6 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
   const wall0 = performance.now();
   const p = withLiveness(drawParams(seed));
   const root = scratchRoot();
-  resetUnsafe();
-  if (variant !== 'none' && variant !== 'canary' && variant !== 'livenessCanary') unsafe[variant] = true;
   const run = new Run(p, variant, root);
   actorDbHooks.onOpen = (db) => run.cluster.handles.push(db);
   let verdict: Verdict = 'ok';
@@ -220,7 +218,6 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
     verdict = 'error';
     message = e instanceof Error ? (e.stack ?? e.message) : String(e);
   } finally {
-    resetUnsafe();
     actorDbHooks.onOpen = undefined;
     await new Promise((r) => setImmediate(r)); // let the last promise reactions run before handles close
     run.cluster.shutdown();

@@ -15,6 +15,7 @@ import type { Clock, SimClock } from '../../src/core/clock.js';
 import { createLogger, silentLogger } from '../../src/core/logger.js';
 import type { SeededRandom } from '../../src/core/random.js';
 import { NonceSource } from '../../src/alarms/keys.js';
+import type { ProtocolRules } from '../../src/alarms/rules.js';
 import { resolveOptions, type KeepworkOptions, type ResolvedConfig } from '../../src/core/config.js';
 import { nextIdentity } from '../../src/main/identity.js';
 import { Membership } from '../../src/main/membership.js';
@@ -41,6 +42,8 @@ export interface SimNodeSetup {
   className: string;
   /** The actor class as this node runs it (its handlers may wait on the node's own clock). */
   definition: (clock: Clock) => ActorDefinition;
+  /** The protocol rules its pipeline obeys (SAFE_RULES but in an unsafe variant). */
+  rules: ProtocolRules;
 }
 
 export class SimNode {
@@ -70,7 +73,7 @@ export class SimNode {
   }
 
   async start(): Promise<void> {
-    const { nodeId, dataDir, className, definition } = this.setup;
+    const { nodeId, dataDir, className, definition, rules } = this.setup;
     const actorClass = definition(this.clock);
     const store = this.net.link(nodeId, this.clock);
     const log = process.env.SIM_LOG === nodeId ? createLogger({ level: 'debug' }) : silentLogger();
@@ -100,7 +103,7 @@ export class SimNode {
     };
     const slots = new ActorSlots(dataDir, slotsSettings(this.config), replicaDeps);
     this.slots = slots;
-    const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), slots, loadClass: async () => actorClass };
+    const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), rules, slots, loadClass: async () => actorClass };
     const workers = inlineWorkers(deps);
     sharedMetrics ??= new NodeMetrics();
     const seams = { random: this.random.fork(), scheduler };

@@ -1,7 +1,7 @@
 /**
  * `npm run sim:variants [-- --budget-fast 20 --budget-slow 2000]`
  *
- * Each unsafe variant (src/alarms/unsafe.ts) must be caught by the invariant on some seed: the
+ * Each unsafe variant (unsafe-rules.ts) must be caught by the invariant on some seed: the
  * first three (untaggedKeys, noGenerationCheck, noFence) within the fast budget, the last two
  * (uploadBeforeEntry, clearOnEmptyBucket) within the slow one; the canary (the harness deletes a
  * named entry itself) on the first seed it can. Seeds run from 1 upwards until the first catch;

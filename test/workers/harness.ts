@@ -14,6 +14,7 @@ import { MemoryStore } from '../../src/store/memory.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
 import { NonceSource } from '../../src/alarms/keys.js';
+import { SAFE_RULES } from '../../src/alarms/rules.js';
 import type { ActorDefinition } from '../../src/workers/define-actor.js';
 import type { EventResult } from '../../src/workers/messages.js';
 import { runEvent } from '../../src/workers/pipeline.js';
@@ -51,6 +52,7 @@ export class InlineActors {
       log,
       store: this.store,
       nonces: new NonceSource(random),
+      rules: SAFE_RULES,
       slots: new ActorSlots(this.dataDir, slotsSettings(config), {
         store: this.store,
         clock: this.clock,

@@ -1,0 +1,28 @@
+/**
+ * The rules of ADR 0009 that the protocol code obeys, as one frozen value passed in (the pipeline's
+ * deps, and an argument to each pure decision that reads one) instead of a module-level switch.
+ * Production builds SAFE_RULES, every rule on; only the deterministic simulator (test/sim) builds
+ * values with one rule off, to show that its invariant catches the breakage.
+ *
+ *   taggedKeys          R1: entries are written under a fresh key (generation + nonce); off, under
+ *                       the legacy key, so a later PUT can reuse a key an earlier DELETE still targets
+ *   generationCheck     R3: entries of a higher generation are never deleted
+ *   ownerFence          an owner that uploaded nothing under its hold fences before removing stale entries
+ *   entryBeforeUpload   R4: a local-only actor's entry is listed before its first snapshot goes up
+ *   keepOnEmptyBucket   the empty-bucket rule: nothing is removed while the bucket has nothing for the actor
+ */
+export interface ProtocolRules {
+  readonly taggedKeys: boolean;
+  readonly generationCheck: boolean;
+  readonly ownerFence: boolean;
+  readonly entryBeforeUpload: boolean;
+  readonly keepOnEmptyBucket: boolean;
+}
+
+export const SAFE_RULES: ProtocolRules = Object.freeze({
+  taggedKeys: true,
+  generationCheck: true,
+  ownerFence: true,
+  entryBeforeUpload: true,
+  keepOnEmptyBucket: true,
+});

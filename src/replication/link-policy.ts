@@ -1,0 +1,44 @@
+/**
+ * The replica's two pure decisions (DESIGN.md §4), out of the I/O class (replica.ts):
+ *
+ *   nextLinkKind   snapshot or delta: a snapshot when the chain (re)starts, when there is no delta
+ *                  to send, every snapshotEveryLinks links, or once the deltas since the last
+ *                  snapshot would outweigh it; a delta otherwise
+ *   checkpointDue  fold the WAL into the file every checkpointEveryLinks links, or once the WAL
+ *                  captured so far reaches checkpointWalBytes
+ */
+import type { Settings } from '../core/config.js';
+
+export type LinkPolicySettings = Settings<'snapshotEveryLinks' | 'checkpointEveryLinks' | 'checkpointWalBytes'>;
+
+/** What the replica counts since its last snapshot (kept in the sidecar). */
+export interface SinceSnapshot {
+  linksSinceSnapshot: number;
+  deltaBytesSinceSnapshot: number;
+  snapshotBytes: number;
+}
+
+/**
+ * `first`: the chain (re)starts (no head, or after a tombstone); `deltaBytes`: the size of the
+ * encoded delta captured, null when there is none.
+ */
+export function nextLinkKind(
+  first: boolean,
+  deltaBytes: number | null,
+  since: SinceSnapshot,
+  s: Settings<'snapshotEveryLinks'>,
+): 'snapshot' | 'delta' {
+  if (first || deltaBytes === null) return 'snapshot';
+  const due = since.linksSinceSnapshot + 1 >= s.snapshotEveryLinks;
+  const outweighs = since.deltaBytesSinceSnapshot + deltaBytes > since.snapshotBytes;
+  return due || outweighs ? 'snapshot' : 'delta';
+}
+
+/** `walBytes`: how far into the WAL the capture cursor stands (0 with no cursor). */
+export function checkpointDue(
+  linksSinceCheckpoint: number,
+  walBytes: number,
+  s: Settings<'checkpointEveryLinks' | 'checkpointWalBytes'>,
+): boolean {
+  return linksSinceCheckpoint >= s.checkpointEveryLinks || walBytes >= s.checkpointWalBytes;
+}

@@ -1,0 +1,34 @@
+/**
+ * When the next sweep of a tenant runs (ADR 0009 "Sweep"), as pure functions of the last sweep's
+ * outcome, the delivery backlog and the time; the Sweeper (sweep.ts) arms its timers with them.
+ *
+ *   fixed (sweepAdaptive 0, the ADR)  every alarmSweepMs
+ *   adaptive  at once (sweepMinGapMs) after a full sweep when the delivery queue has room; else at
+ *             the next entry's due time + margin, within [sweepMinGapMs, alarmSweepMs]; with no
+ *             next entry seen, alarmSweepMs. A full sweep with no room waits for room instead.
+ */
+import type { Settings } from '../core/config.js';
+
+export type CadenceSettings = Settings<'alarmSweepMs' | 'sweepAdaptive' | 'sweepMinGapMs' | 'marginMs' | 'deliveriesPerSweep'>;
+
+/** What the cadence reads of a sweep's result. */
+export interface SweepOutcome {
+  /** The sweep stopped at its page limit or its delivery cap: more may be waiting. */
+  full: boolean;
+  /** Due time of the first entry not yet overdue enough, when the listing saw one. */
+  nextDueMs?: number;
+}
+
+/** The delay before the next sweep; `backlog`: deliveries queued or running now. */
+export function nextSweepDelayMs(r: SweepOutcome, backlog: number, nowMs: number, s: CadenceSettings): number {
+  if (!s.sweepAdaptive) return s.alarmSweepMs;
+  if (r.full && backlog < s.deliveriesPerSweep) return s.sweepMinGapMs;
+  if (r.nextDueMs === undefined) return s.alarmSweepMs;
+  const untilReady = r.nextDueMs + s.marginMs - nowMs;
+  return Math.max(s.sweepMinGapMs, Math.min(s.alarmSweepMs, untilReady));
+}
+
+/** A full sweep (adaptive) with no room in the delivery queue: the next one waits for room. */
+export function waitsForRoom(r: SweepOutcome, backlog: number, s: Settings<'sweepAdaptive' | 'deliveriesPerSweep'>): boolean {
+  return s.sweepAdaptive === 1 && r.full && backlog >= s.deliveriesPerSweep;
+}

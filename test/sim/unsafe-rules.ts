@@ -1,0 +1,29 @@
+/**
+ * The simulator's unsafe variants: each is SAFE_RULES (src/alarms/rules.ts) with one rule of
+ * ADR 0009 off, handed to every node's pipeline deps for one run, so the invariant can show it
+ * catches the breakage. Production never builds these.
+ *
+ *   untaggedKeys        R1 off: entries go under the legacy key (no generation, no nonce)
+ *   noGenerationCheck   R3 off: entries of a higher generation may be deleted
+ *   noFence             the owner fence off: an owner that uploaded nothing removes stale entries
+ *   uploadBeforeEntry   R4 order off: a local-only actor's first snapshot goes before its entry
+ *   clearOnEmptyBucket  the empty-bucket rule off: entries are removed while the bucket has nothing
+ */
+import { SAFE_RULES, type ProtocolRules } from '../../src/alarms/rules.js';
+
+export type UnsafeVariant = 'untaggedKeys' | 'noGenerationCheck' | 'noFence' | 'uploadBeforeEntry' | 'clearOnEmptyBucket';
+
+const off = (rule: keyof ProtocolRules): ProtocolRules => Object.freeze({ ...SAFE_RULES, [rule]: false });
+
+export const UNSAFE_RULES: Readonly<Record<UnsafeVariant, ProtocolRules>> = Object.freeze({
+  untaggedKeys: off('taggedKeys'),
+  noGenerationCheck: off('generationCheck'),
+  noFence: off('ownerFence'),
+  uploadBeforeEntry: off('entryBeforeUpload'),
+  clearOnEmptyBucket: off('keepOnEmptyBucket'),
+});
+
+/** The rules a run of `variant` gives its nodes: SAFE_RULES unless it is an unsafe variant. */
+export function rulesFor(variant: string): ProtocolRules {
+  return Object.hasOwn(UNSAFE_RULES, variant) ? UNSAFE_RULES[variant as UnsafeVariant] : SAFE_RULES;
+}

@@ -1,0 +1,45 @@
+/**
+ * The sweep's next delay (streams/sweep-cadence.ts), as pure functions: fixed (the ADR) or adaptive.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { nextSweepDelayMs, waitsForRoom } from '../../src/streams/sweep-cadence.js';
+
+const NOW = 1_800_000_000_000;
+const adaptive = { alarmSweepMs: 10_000, sweepAdaptive: 1, sweepMinGapMs: 100, marginMs: 15_000, deliveriesPerSweep: 256 };
+const fixed = { ...adaptive, sweepAdaptive: 0 };
+
+describe('the sweep cadence', () => {
+  it('fixed (the ADR): every alarmSweepMs, whatever the sweep found', () => {
+    assert.equal(nextSweepDelayMs({ full: true }, 0, NOW, fixed), 10_000);
+    assert.equal(nextSweepDelayMs({ full: false, nextDueMs: NOW - 14_999 }, 0, NOW, fixed), 10_000);
+    assert.equal(waitsForRoom({ full: true }, 1_000, fixed), false);
+  });
+  it('adaptive: a full sweep with capacity free goes again after sweepMinGapMs; without, it waits for room', () => {
+    assert.equal(nextSweepDelayMs({ full: true }, 255, NOW, adaptive), 100);
+    assert.equal(nextSweepDelayMs({ full: true }, 256, NOW, adaptive), 10_000);
+    assert.equal(waitsForRoom({ full: true }, 256, adaptive), true);
+    assert.equal(waitsForRoom({ full: true }, 255, adaptive), false);
+    assert.equal(waitsForRoom({ full: false }, 1_000, adaptive), false);
+  });
+  it('adaptive: at the next entry’s due time + margin, within [sweepMinGapMs, alarmSweepMs]', () => {
+    assert.equal(nextSweepDelayMs({ full: false, nextDueMs: NOW - 12_000 }, 0, NOW, adaptive), 3_000);
+    assert.equal(nextSweepDelayMs({ full: false, nextDueMs: NOW - 15_000 }, 0, NOW, adaptive), 100);
+    assert.equal(nextSweepDelayMs({ full: false, nextDueMs: NOW + 60_000 }, 0, NOW, adaptive), 10_000);
+    assert.equal(nextSweepDelayMs({ full: false }, 0, NOW, adaptive), 10_000, 'no next entry seen');
+  });
+  it('the delay is always within [sweepMinGapMs, alarmSweepMs]', () => {
+    fc.assert(
+      fc.property(
+        fc.boolean(),
+        fc.nat(600),
+        fc.option(fc.integer({ min: -100_000, max: 100_000 }), { nil: undefined }),
+        (full, backlog, d) => {
+          const ms = nextSweepDelayMs({ full, nextDueMs: d === undefined ? undefined : NOW + d }, backlog, NOW, adaptive);
+          assert.ok(ms >= adaptive.sweepMinGapMs && ms <= adaptive.alarmSweepMs);
+        },
+      ),
+    );
+  });
+});
