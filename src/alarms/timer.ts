@@ -5,10 +5,11 @@
  * re-reads the committed alarm and sets the timer again from the outcome.
  *
  * Time comes from the injected Clock; the heap is bounded by `maxEntries` (a set beyond it
- * throws, it never drops an alarm silently). Stale heap entries (replaced or cleared) are
+ * throws `Overloaded`, it never drops an alarm silently). Stale heap entries (replaced or cleared) are
  * skipped lazily when they reach the top.
  */
 import type { Clock, TimerHandle } from '../core/clock.js';
+import { Overloaded } from '../core/errors.js';
 
 /**
  * The timer's backoff horizon (ADR 0009 "Sweep"): an entry the sweep offers for an actor whose
@@ -45,7 +46,7 @@ export class AlarmTimer {
     this.deferredDue.delete(key);
     if (at === null) return this.clear(key);
     if (!this.due.has(key) && this.due.size >= this.maxEntries) {
-      throw new RangeError(`alarm timer holds ${this.maxEntries} alarms already (maxEntries)`);
+      throw new Overloaded(`alarm timer holds ${this.maxEntries} alarms already (timerEntriesMax)`, { details: { key, at } });
     }
     if (this.due.get(key) === at) return;
     this.due.set(key, at);

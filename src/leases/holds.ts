@@ -12,6 +12,7 @@ import type { Clock } from '../core/clock.js';
 import { ErrorCode, StoreUnavailable, isKeepworkError } from '../core/errors.js';
 import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
+import type { Logger } from '../core/logger.js';
 
 export type HoldSettings = Settings<'graceMs'>;
 import type { ObjectStore } from '../store/types.js';
@@ -38,6 +39,7 @@ export class HoldTable {
     private readonly lease: NodeLease,
     private readonly nodes: NodeDirectory,
     private readonly self: { nodeId: string },
+    private readonly log: Logger,
   ) {}
 
   /** The generation this node holds the actor under, if it does. */
@@ -83,10 +85,16 @@ export class HoldTable {
     if (this.released.size > RELEASED_MAX) this.released.delete(this.released.keys().next().value!);
   }
 
-  /** Releases every hold this node has (clean shutdown, after replication finished). */
+  /** Releases every hold this node has (clean shutdown, after replication finished); a failed release is logged. */
   async releaseAll(): Promise<void> {
     const addresses = [...this.mine.keys()];
-    await Promise.all(addresses.map((k) => this.release(parseAddress(k)).catch(() => undefined)));
+    await Promise.all(
+      addresses.map((k) =>
+        this.release(parseAddress(k)).catch((e: unknown) =>
+          this.log.warn({ actor: k, err: e }, 'releasing a hold at stop failed; the hold stays until this node’s lease ends'),
+        ),
+      ),
+    );
   }
 
   /** Forgets every hold without writing (the lease was lost: others will fence and take them). */
