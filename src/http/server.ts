@@ -158,7 +158,8 @@ function parseArgs(body: string): unknown[] {
 }
 
 function reply(res: ServerResponse, log: Logger, e: unknown): void {
-  const code = isKeepworkError(e) ? e.code : ErrorCode.HandlerFailed;
+  // A handler's failure arrives coded (HANDLER_FAILED, from the worker); an uncoded error here is the node's own bug.
+  const code = isKeepworkError(e) ? e.code : ErrorCode.Internal;
   const status = STATUS[code] ?? 500;
   const message = e instanceof Error ? e.message : String(e);
   if (status >= 500) log.warn({ code, err: e }, 'request failed');
