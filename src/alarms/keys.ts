@@ -15,6 +15,7 @@
  * (R1): the nonce comes from the injected Random plus a per-source counter, never reused.
  */
 import { nameFromHex, nameHex, parseAddress, type ActorAddress } from '../core/address.js';
+import { BadRequest, CorruptState } from '../core/errors.js';
 import { randomHex, type Random } from '../core/random.js';
 
 export const DUE_DIGITS = 15;
@@ -43,7 +44,7 @@ const pad = (n: number, digits: number) => String(n).padStart(digits, '0');
 
 export function checkDue(dueMs: number): number {
   if (!Number.isSafeInteger(dueMs) || dueMs < 0 || dueMs > DUE_MAX_MS)
-    throw new RangeError(`alarm time ${dueMs} is outside 0..${DUE_MAX_MS}`);
+    throw new BadRequest(`alarm time ${dueMs} is outside 0..${DUE_MAX_MS} (the index's ${DUE_DIGITS} digits)`);
   return dueMs;
 }
 
@@ -114,12 +115,13 @@ export function formatIndexed(i: Indexed | null): string {
   return i.tag ? `${i.at}/${formatTag(i.tag)}` : String(i.at);
 }
 
-/** Parses `alarm_indexed`; null for none (empty or absent). A value it cannot read throws. */
+/** Parses `alarm_indexed`; null for none (empty or absent). A value it cannot read throws `CorruptState`. */
 export function parseIndexed(value: string | null): Indexed | null {
   if (value === null || value === '') return null;
   const m = /^(\d{1,15})(?:\/(.+))?$/.exec(value);
   const tag = m?.[2] === undefined ? null : parseTag(m[2]);
-  if (!m || tag === undefined) throw new Error(`alarm_indexed holds ${JSON.stringify(value)}, which is not <at>[/<generation>-<nonce>]`);
+  if (!m || tag === undefined)
+    throw new CorruptState(`alarm_indexed holds ${JSON.stringify(value)}, which is not <at>[/<generation>-<nonce>]`);
   return { at: Number(m[1]), tag };
 }
 

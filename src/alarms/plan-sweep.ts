@@ -12,6 +12,7 @@
  * so the sweep neither moves its cursor past own entries it did not offer nor waits while they are
  * due (issue 15). Pure: the rotation comes from the injected Random.
  */
+import { invariant } from '../core/invariant.js';
 import type { Random } from '../core/random.js';
 import { formatAddress } from '../core/address.js';
 import type { IndexEntry } from './keys.js';
@@ -73,14 +74,23 @@ export function planSweep(p: PlanInput): Plan {
   const ownTaken = own.slice(0, p.cap - reserve);
   const rotated = rotate(anyones, p.random);
   const anyonesTaken = rotated.slice(0, p.cap - ownTaken.length);
+  const deliveries = [...ownTaken, ...anyonesTaken];
+  checkPlan(deliveries, p.cap);
   return {
-    deliveries: [...ownTaken, ...anyonesTaken],
+    deliveries,
     own: ownTaken.length,
     anyones: anyonesTaken.length,
     skipped: skipped + (own.length - ownTaken.length) + (anyones.length - anyonesTaken.length),
     ownLeftBehind: own.slice(ownTaken.length),
     anyonesLeftBehind: anyones.length - anyonesTaken.length,
   };
+}
+
+/** A plan has at most its cap of deliveries, and one per actor (invariant: INTERNAL otherwise). */
+export function checkPlan(deliveries: readonly IndexEntry[], cap: number): void {
+  invariant(deliveries.length <= Math.max(0, cap), () => `sweep plan of ${deliveries.length} deliveries is over its cap ${cap}`);
+  const actors = new Set(deliveries.map((e) => formatAddress(e.address)));
+  invariant(actors.size === deliveries.length, () => `sweep plan delivers to ${actors.size} actors in ${deliveries.length} deliveries`);
 }
 
 /**

@@ -9,10 +9,11 @@
  * fires what is due, in due order. Nothing is dropped or re-timed while held.
  *
  * Time comes from the injected Clock; the heap is bounded by `maxEntries` (a set beyond it
- * throws, it never drops an alarm silently). Stale heap entries (replaced or cleared) are
+ * throws `Overloaded`, it never drops an alarm silently). Stale heap entries (replaced or cleared) are
  * skipped lazily when they reach the top.
  */
 import type { Clock, TimerHandle } from '../core/clock.js';
+import { Overloaded } from '../core/errors.js';
 
 /**
  * The timer's backoff horizon (ADR 0009 "Sweep"): an entry the sweep offers for an actor whose
@@ -52,7 +53,7 @@ export class AlarmTimer {
     this.deferredDue.delete(key);
     if (at === null) return this.clear(key);
     if (!this.due.has(key) && this.due.size >= this.maxEntries) {
-      throw new RangeError(`alarm timer holds ${this.maxEntries} alarms already (maxEntries)`);
+      throw new Overloaded(`alarm timer holds ${this.maxEntries} alarms already (timerEntriesMax)`, { details: { key, at } });
     }
     if (this.due.get(key) === at) return;
     this.due.set(key, at);

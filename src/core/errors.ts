@@ -36,8 +36,16 @@ export const ErrorCode = {
   HandlerFailed: 'HANDLER_FAILED',
   /** The node is stopping or stopped. */
   NodeStopped: 'NODE_STOPPED',
-  /** A chain link failed its checks, or the chain has a gap: the actor is not served. */
+  /** A chain link failed its checks (seal, header, delta or page encoding), or the chain has a gap: the actor is not served. */
   CorruptLink: 'CORRUPT_LINK',
+  /** An actor's own state holds what keepwork cannot read (`alarm_indexed`, its WAL cursor, a database file too short): the actor is not served. */
+  CorruptState: 'CORRUPT_STATE',
+  /** A state keepwork's own code must never reach (an `invariant` failed): a bug; the operation stops there. */
+  Internal: 'INTERNAL',
+  /** An HTTP request body over `httpBodyMaxBytes`. */
+  PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
+  /** An HTTP method the route does not take (GET on a method call, POST on the alarm). */
+  MethodNotAllowed: 'METHOD_NOT_ALLOWED',
   /** The actor was deleted (its chain ends in a tombstone). */
   ActorDeleted: 'ACTOR_DELETED',
   /** The node holding the actor is live but could not be reached (or a routing loop); retry. */
@@ -61,10 +69,18 @@ export class KeepworkError extends Error {
     this.details = options.details ?? {};
   }
 
-  /** A structured-clone-safe form for crossing a worker boundary. */
-  toJSON(): { code: ErrorCode; message: string; details: Record<string, unknown> } {
-    return { code: this.code, message: this.message, details: this.details };
+  /** A structured-clone-safe form for crossing a worker boundary (the stack goes along: logs name the handler's file). */
+  toJSON(): ErrorJSON {
+    return { code: this.code, message: this.message, details: this.details, ...(this.stack === undefined ? {} : { stack: this.stack }) };
   }
+}
+
+/** A keepwork error as data: what crosses the worker boundary. `stack` is the thrower's (a handler's own frames). */
+export interface ErrorJSON {
+  code: ErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+  stack?: string;
 }
 
 function errorClass<C extends ErrorCode>(code: C, name: string) {
@@ -94,10 +110,21 @@ export const HandlerTimeout = errorClass(ErrorCode.HandlerTimeout, 'HandlerTimeo
 export const HandlerFailed = errorClass(ErrorCode.HandlerFailed, 'HandlerFailed');
 export const NodeStopped = errorClass(ErrorCode.NodeStopped, 'NodeStopped');
 export const OwnerUnreachable = errorClass(ErrorCode.OwnerUnreachable, 'OwnerUnreachable');
+export const CorruptLink = errorClass(ErrorCode.CorruptLink, 'CorruptLink');
+export const CorruptState = errorClass(ErrorCode.CorruptState, 'CorruptState');
+export const Internal = errorClass(ErrorCode.Internal, 'Internal');
+export const PayloadTooLarge = errorClass(ErrorCode.PayloadTooLarge, 'PayloadTooLarge');
+export const MethodNotAllowed = errorClass(ErrorCode.MethodNotAllowed, 'MethodNotAllowed');
 
-/** Rebuilds a typed error from its structured-clone form (the worker boundary). */
-export function reviveError(data: { code: ErrorCode; message: string; details?: Record<string, unknown> }): KeepworkError {
-  return new KeepworkError(data.code, data.message, { details: data.details ?? {} });
+/**
+ * Rebuilds a typed error from its structured-clone form (the worker boundary). It keeps the stack
+ * it was sent with — where the error was thrown in the worker (a handler's file and line), not
+ * where it was revived — so a log line of the revived error points at the code that failed.
+ */
+export function reviveError(data: ErrorJSON): KeepworkError {
+  const e = new KeepworkError(data.code, data.message, { details: data.details ?? {} });
+  if (data.stack !== undefined) e.stack = data.stack;
+  return e;
 }
 
 /** True when `e` carries keepwork's `code` (a live error, or one that crossed a thread as data). */

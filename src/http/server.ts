@@ -9,14 +9,16 @@
  *   GET  /v1/status                                             → what it shows, as JSON (status-view.ts)
  *
  * Path segments are percent-decoded (a name containing "/" is sent as %2F). Errors are
- * `{error: CODE, message}`: 400 bad input, 404 unknown route/class/method, 405, 413 body too
- * large, 503 overloaded or stopping, 504 handler time limit, 500 a handler failure. Input is
+ * `{error: CODE, message}` with CODE from core/errors.ts' ErrorCode: 400 bad input, 404 unknown
+ * route/class/method, 405, 413 body too large, 503 overloaded, stopping, unreachable or lease lost
+ * (retry), 504 handler time limit, 500 a handler failure, a corrupt chain or state, or a bug
+ * (INTERNAL) — retrying does not help those. Input is
  * validated before any event is submitted, so bad input never writes.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseAddress, type ActorAddress } from '../core/address.js';
-import { BadRequest, ErrorCode, NotFound, isKeepworkError } from '../core/errors.js';
+import { BadRequest, ErrorCode, MethodNotAllowed, NotFound, PayloadTooLarge, isKeepworkError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { HOPS_HEADER } from '../main/forward.js';
 import type { HttpServer, RoutingNode } from '../main/node-api.js';
@@ -32,7 +34,7 @@ export interface HttpSettings {
   log: Logger;
 }
 
-const STATUS: Partial<Record<string, number>> = {
+const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCode.BadRequest]: 400,
   [ErrorCode.NotFound]: 404,
   [ErrorCode.Overloaded]: 503,
@@ -41,20 +43,12 @@ const STATUS: Partial<Record<string, number>> = {
   [ErrorCode.OwnerUnreachable]: 503,
   [ErrorCode.LeaseLost]: 503,
   [ErrorCode.ActorGivenUp]: 503,
-  PAYLOAD_TOO_LARGE: 413,
-  METHOD_NOT_ALLOWED: 405,
+  [ErrorCode.PayloadTooLarge]: 413,
+  [ErrorCode.MethodNotAllowed]: 405,
+  // CORRUPT_LINK, CORRUPT_STATE, INTERNAL, HANDLER_FAILED: 500 (retrying will not help; see the logs)
 };
 
 const METHOD_RE = /^[A-Za-z_$][A-Za-z0-9_$]{0,127}$/;
-
-class HttpError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 export async function startHttp(node: RoutingNode, s: HttpSettings): Promise<HttpServer> {
   const view = new StatusView(node, node.metrics.feed);
@@ -121,7 +115,7 @@ function hopsOf(req: IncomingMessage): number {
 }
 
 function onlyMethod(req: IncomingMessage, method: string): void {
-  if (req.method !== method) throw new HttpError('METHOD_NOT_ALLOWED', `use ${method} here, not ${req.method}`);
+  if (req.method !== method) throw new MethodNotAllowed(`use ${method} here, not ${req.method}`);
 }
 
 function decode(segment: string): string {
@@ -139,12 +133,12 @@ function addressOf(segments: string[]): ActorAddress {
 
 async function readBody(req: IncomingMessage, max: number): Promise<string> {
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > max) throw new HttpError('PAYLOAD_TOO_LARGE', `request body is ${declared} bytes; the limit is ${max} (httpBodyMaxBytes)`);
+  if (declared > max) throw new PayloadTooLarge(`request body is ${declared} bytes; the limit is ${max} (httpBodyMaxBytes)`);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > max) throw new HttpError('PAYLOAD_TOO_LARGE', `request body exceeds ${max} bytes (httpBodyMaxBytes)`);
+    if (size > max) throw new PayloadTooLarge(`request body exceeds ${max} bytes (httpBodyMaxBytes)`);
     chunks.push(chunk as Buffer);
   }
   const text = Buffer.concat(chunks).toString('utf8');
@@ -164,7 +158,8 @@ function parseArgs(body: string): unknown[] {
 }
 
 function reply(res: ServerResponse, log: Logger, e: unknown): void {
-  const code = e instanceof HttpError || isKeepworkError(e) ? (e as { code: string }).code : ErrorCode.HandlerFailed;
+  // A handler's failure arrives coded (HANDLER_FAILED, from the worker); an uncoded error here is the node's own bug.
+  const code = isKeepworkError(e) ? e.code : ErrorCode.Internal;
   const status = STATUS[code] ?? 500;
   const message = e instanceof Error ? e.message : String(e);
   if (status >= 500) log.warn({ code, err: e }, 'request failed');

@@ -5,6 +5,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import type { Settings } from '../core/config.js';
+import type { Logger } from '../core/logger.js';
 
 export type DirectorySettings = Settings<'alarmSweepMs' | 'graceMs'>;
 import { listAll } from '../store/keys.js';
@@ -27,6 +28,7 @@ export class NodeDirectory {
     private readonly store: ObjectStore,
     private readonly clock: Clock,
     private readonly config: DirectorySettings,
+    private readonly log: Logger,
   ) {}
 
   /** Every node record (at most `maxAgeMs`, by default `alarmSweepMs`, old). Unparsable records are skipped. */
@@ -43,7 +45,7 @@ export class NodeDirectory {
     return records.filter((r) => isLive(r, now, this.config.graceMs));
   }
 
-  /** One record, read now. */
+  /** One record, read now (null: none, or unreadable — logged and skipped). */
   async fresh(nodeId: string): Promise<NodeEntry | null> {
     const obj = await this.store.get(nodeKey(nodeId));
     if (!obj) return null;
@@ -51,7 +53,8 @@ export class NodeDirectory {
       const record = decodeNode(obj.body);
       this.observe(record);
       return { record, etag: obj.etag };
-    } catch {
+    } catch (e) {
+      this.log.warn({ nodeId, err: e }, 'unreadable node record skipped');
       return null;
     }
   }

@@ -12,6 +12,8 @@ import type { Clock } from '../core/clock.js';
 import { ErrorCode, StoreUnavailable, isKeepworkError } from '../core/errors.js';
 import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
+import { invariant } from '../core/invariant.js';
+import type { Logger } from '../core/logger.js';
 
 export type HoldSettings = Settings<'graceMs'>;
 import type { ObjectStore } from '../store/types.js';
@@ -38,6 +40,7 @@ export class HoldTable {
     private readonly lease: NodeLease,
     private readonly nodes: NodeDirectory,
     private readonly self: { nodeId: string },
+    private readonly log: Logger,
   ) {}
 
   /** The generation this node holds the actor under, if it does. */
@@ -83,10 +86,16 @@ export class HoldTable {
     if (this.released.size > RELEASED_MAX) this.released.delete(this.released.keys().next().value!);
   }
 
-  /** Releases every hold this node has (clean shutdown, after replication finished). */
+  /** Releases every hold this node has (clean shutdown, after replication finished); a failed release is logged. */
   async releaseAll(): Promise<void> {
     const addresses = [...this.mine.keys()];
-    await Promise.all(addresses.map((k) => this.release(parseAddress(k)).catch(() => undefined)));
+    await Promise.all(
+      addresses.map((k) =>
+        this.release(parseAddress(k)).catch((e: unknown) =>
+          this.log.warn({ actor: k, err: e }, 'releasing a hold at stop failed; the hold stays until this node’s lease ends'),
+        ),
+      ),
+    );
   }
 
   /** Forgets every hold without writing (the lease was lost: others will fence and take them). */
@@ -102,6 +111,7 @@ export class HoldTable {
   private async tryAcquire(a: ActorAddress): Promise<Ownership | undefined> {
     const obj = await this.store.get(holdKey(a));
     const hold = obj ? decodeHold(obj.body) : null;
+    this.checkNotBelowReleased(a, hold?.generation ?? 0, 'the bucket holds');
     // The holder's record matters only for a hold still `held` by a run not known to be over
     // (holdDecision takes the actor for a released hold, or a holder's ended or missing run).
     const judge = hold && hold.nodeId !== this.self.nodeId && hold.state === 'held' && !this.nodes.isOver(hold.nodeId, hold.epoch);
@@ -138,6 +148,7 @@ export class HoldTable {
     generation: number,
     condition: { ifNoneMatch: '*' } | { ifMatch: string },
   ): Promise<Ownership | undefined> {
+    this.checkNotBelowReleased(a, generation - 1, 'writing a hold on top of');
     const record: HoldRecord = { nodeId: this.self.nodeId, epoch: this.lease.epoch, generation, state: 'held' };
     try {
       const { etag } = await this.store.put(holdKey(a), encodeHold(record), condition);
@@ -147,6 +158,18 @@ export class HoldTable {
       if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return undefined;
       throw e;
     }
+  }
+
+  /**
+   * A hold's generation never decreases: no hold read, and none this node writes on top of, is
+   * below a generation this node already released for the actor (holds are never deleted).
+   */
+  private checkNotBelowReleased(a: ActorAddress, generation: number, what: string): void {
+    const released = this.released.get(formatAddress(a)) ?? 0;
+    invariant(
+      generation >= released,
+      () => `${what} generation ${generation} of ${formatAddress(a)}, below ${released} this node released`,
+    );
   }
 
   /** Writes the holder's record `fenced` so it can never renew again; false if it changed meanwhile. */

@@ -13,6 +13,7 @@
 import type { Clock } from '../core/clock.js';
 import { BadConfig, ErrorCode, LeaseLost, isKeepworkError } from '../core/errors.js';
 import type { Settings } from '../core/config.js';
+import type { Logger } from '../core/logger.js';
 
 export type LeaseSettings = Settings<'graceMs' | 'leasePeriodMs' | 'skewBoundMs'>;
 import type { ObjectStore } from '../store/types.js';
@@ -39,6 +40,7 @@ export class NodeLease {
     private readonly clock: Clock,
     private readonly config: LeaseSettings,
     private self: NodeSelf,
+    private readonly log: Logger,
   ) {}
 
   get validUntil(): number {
@@ -92,7 +94,10 @@ export class NodeLease {
    * timed out but landed also changes the etag: then the next renewal goes out with its etag.
    */
   private async afterConflict(): Promise<RenewOutcome> {
-    const current = await this.store.get(nodeKey(this.self.nodeId)).catch(() => null);
+    const current = await this.store.get(nodeKey(this.self.nodeId)).catch((e: unknown) => {
+      this.log.warn({ err: e }, 'reading the lease record after a 412 failed; taking the lease as fenced');
+      return null;
+    });
     const record = current ? decodeNode(current.body) : null;
     if (current && !renewConflictIsFence(record, this.epoch)) {
       this.etag = current.etag;

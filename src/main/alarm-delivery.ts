@@ -12,17 +12,28 @@
  *
  * A deferred alarm keeps its due time, so a later delivery still matches the entry or committed
  * alarm it was for. Once stopped (node stop, or fenced) nothing more is queued.
+ *
+ * A full timer (`timerEntriesMax`) never fails the event that committed the alarm: the event did
+ * commit, so its caller gets its result. The alarm is left out of the timer but stays committed
+ * and listed in the index, so the sweep delivers it once overdue (as for an actor of a dead
+ * node); each such alarm is counted (`keepwork_timer_full_total`) and logged (at most one line a
+ * minute, with the count since the last). A sweep offer the full timer cannot take stays in the
+ * index for a later sweep.
  */
 import PQueue from 'p-queue';
 import type { Clock } from '../core/clock.js';
 import type { Settings } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import { parseAddress, type ActorAddress } from '../core/address.js';
+import { ErrorCode, isKeepworkError } from '../core/errors.js';
 import { AlarmTimer } from '../alarms/timer.js';
 import type { EventResult } from '../workers/messages.js';
 import type { NodeMetrics } from './metrics.js';
 
 export type DeliverySettings = Settings<'deliveriesPerSweep' | 'deliveryConcurrency' | 'timerEntriesMax' | 'leasePeriodMs' | 'retryMaxMs'>;
+
+/** At most one "timer full" log line per this long. */
+const TIMER_FULL_LOG_EVERY_MS = 60_000;
 
 export interface DeliveryDeps {
   clock: Clock;
@@ -41,6 +52,8 @@ export class AlarmDelivery {
   /** Actors with a delivery queued or running. */
   private readonly delivering = new Set<string>();
   private stopped = false;
+  /** Alarms left out of a full timer since the last log line about it, and when that line was written. */
+  private timerFull = { count: 0, loggedAtMs: -Infinity };
 
   constructor(private readonly deps: DeliveryDeps) {
     this.timer = new AlarmTimer(deps.clock, (key, at) => this.queueDelivery(key, at), deps.config.timerEntriesMax);
@@ -69,7 +82,7 @@ export class AlarmDelivery {
 
   /** The committed alarm of an actor this node ran (null: none). */
   set(key: string, at: number | null): void {
-    this.timer.set(key, at);
+    this.intoTimer(key, at, () => this.timer.set(key, at));
   }
 
   clear(key: string): void {
@@ -78,7 +91,7 @@ export class AlarmDelivery {
 
   /** An index entry the sweep found overdue (the timer's backoff horizon applies). */
   offer(key: string, dueMs: number): boolean {
-    return !this.stopped && this.timer.offer(key, dueMs, this.deps.config.retryMaxMs);
+    return !this.stopped && this.intoTimer(key, dueMs, () => this.timer.offer(key, dueMs, this.deps.config.retryMaxMs));
   }
 
   /** Nothing more is queued; what waits is dropped (the alarms stay committed and indexed). */
@@ -121,14 +134,34 @@ export class AlarmDelivery {
       metrics.deliveries.inc({ outcome: r.type === 'error' ? 'failed' : r.ran ? 'ran' : r.removed ? 'stale' : 'kept' });
       metrics.feed.delivered(key, at, r, clock.now());
       if (r.type === 'ok' && r.removed) metrics.staleRemoved.inc(r.removed);
-      if (r.type === 'ok' && r.retryAtMs !== undefined) this.timer.defer(key, at, r.retryAtMs);
+      if (r.type === 'ok' && r.retryAtMs !== undefined) this.intoTimer(key, at, () => this.timer.defer(key, at, r.retryAtMs!));
       if (r.type === 'ok' && r.releaseHold) await this.deps.giveBack(address);
     } catch (e) {
       if (this.stopped) return;
       metrics.feed.failed(key, at, e, clock.now());
       const retryAt = clock.now() + config.leasePeriodMs;
       log.error({ actor: key, err: e, retryAt }, 'alarm delivery failed; trying again after a lease period');
-      this.timer.defer(key, at, retryAt);
+      this.intoTimer(key, at, () => this.timer.defer(key, at, retryAt));
+    }
+  }
+
+  /**
+   * Puts an alarm into the timer; a full timer (Overloaded) leaves it to the sweep — it is
+   * committed and indexed — and counts and logs it instead of failing the caller (false).
+   */
+  private intoTimer(key: string, at: number | null, put: () => boolean | void): boolean {
+    try {
+      return put() !== false;
+    } catch (e) {
+      if (!isKeepworkError(e, ErrorCode.Overloaded)) throw e;
+      const { clock, log, metrics } = this.deps;
+      metrics.timerFull.inc();
+      this.timerFull.count++;
+      if (clock.now() - this.timerFull.loggedAtMs >= TIMER_FULL_LOG_EVERY_MS) {
+        log.warn({ actor: key, at, left: this.timerFull.count, err: e }, 'alarm timer full; alarms left to the sweep');
+        this.timerFull = { count: 0, loggedAtMs: clock.now() };
+      }
+      return false;
     }
   }
 }

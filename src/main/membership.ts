@@ -39,9 +39,9 @@ export class Membership {
     /** The renewal schedule's RxJS scheduler (test seam: the simulator's virtual clock). */
     private readonly scheduler?: SchedulerLike,
   ) {
-    this.lease = new NodeLease(store, clock, config, self);
-    this.nodes = new NodeDirectory(store, clock, config);
-    this.holds = new HoldTable(store, clock, config, this.lease, this.nodes, { nodeId: self.nodeId });
+    this.lease = new NodeLease(store, clock, config, self, log);
+    this.nodes = new NodeDirectory(store, clock, config, log);
+    this.holds = new HoldTable(store, clock, config, this.lease, this.nodes, { nodeId: self.nodeId }, log);
   }
 
   async start(localEpoch: number, onFenced: () => void): Promise<number> {

@@ -75,6 +75,11 @@ export class NodeMetrics {
     help: '1 once this node found its lease fenced (it sweeps and delivers nothing until restarted)',
     registers: [this.registry],
   });
+  readonly timerFull = new Counter({
+    name: 'keepwork_timer_full_total',
+    help: 'Alarms the timer could not hold (timerEntriesMax reached); they stay committed and indexed for the sweep',
+    registers: [this.registry],
+  });
   readonly deliveryBacklog = new Gauge({
     name: 'keepwork_delivery_backlog',
     help: 'Deliveries queued or running',

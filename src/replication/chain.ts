@@ -13,14 +13,14 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Clock } from '../core/clock.js';
-import { ActorGivenUp, ErrorCode, isKeepworkError } from '../core/errors.js';
+import { ActorGivenUp, CorruptLink, ErrorCode, isKeepworkError } from '../core/errors.js';
 import type { Random } from '../core/random.js';
 import { isTransientStoreError, retry } from '../core/retry.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { sameBytes } from '../store/etag.js';
 import { listAll } from '../store/keys.js';
 import type { ObjectStore } from '../store/types.js';
-import { CorruptLink, decodeLink, type Link, type LinkHeader } from './link.js';
+import { decodeLink, type Link, type LinkHeader } from './link.js';
 import { chainPrefix, linkKey, seqOfKey } from './state-keys.js';
 import { imageOf } from './memory-image.js';
 import { applyDelta, decodeDelta } from './wal.js';
@@ -116,7 +116,7 @@ async function fetchFromSnapshot(
     if (i < seqs.length - 1 && seqs[i + 1] !== seq + 1)
       throw new CorruptLink(`chain of ${formatAddress(a)} has a gap before link ${seqs[i + 1]}`);
     const obj = await store.get(linkKey(a, seq));
-    if (!obj) throw new CorruptLink(`link ${seq} of ${formatAddress(a)} vanished while restoring`, { seq });
+    if (!obj) throw new CorruptLink(`link ${seq} of ${formatAddress(a)} vanished while restoring`, { details: { seq } });
     const link = decodeLink(obj.body, seq);
     fetched.push({ seq, etag: obj.etag, link });
     if (i === seqs.length - 1 && link.header.kind === 'tombstone')

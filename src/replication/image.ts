@@ -2,9 +2,11 @@
  * The committed image of an actor's database, read from its files: the main file (the state at
  * the last checkpoint — with autocheckpoint off nothing else writes it) with every committed WAL
  * frame since applied. Unlike `db.serialize()` it is right even while the actor's next event
- * holds a write transaction open, so a snapshot never has to wait for a quiet moment.
+ * holds a write transaction open, so a snapshot never has to wait for a quiet moment. A main
+ * file too short for a header (and no WAL frames) is a `CorruptState`: the actor is not served.
  */
 import { readFileSync } from 'node:fs';
+import { CorruptState } from '../core/errors.js';
 import { captureWal, type WalCursor } from './wal.js';
 
 export interface CommittedImage {
@@ -28,7 +30,7 @@ export function committedImage(dbPath: string): CommittedImage {
 }
 
 function pageSizeOf(main: Buffer): number {
-  if (main.length < 100) throw new Error('database file is too short to hold a header');
+  if (main.length < 100) throw new CorruptState(`database file is ${main.length} bytes, too short to hold a SQLite header (100 bytes)`);
   const raw = main.readUInt16BE(16);
   return raw === 1 ? 65536 : raw;
 }

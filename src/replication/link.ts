@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { deflateSync, inflateSync } from 'node:zlib';
-import { ErrorCode, KeepworkError } from '../core/errors.js';
+import { CorruptLink } from '../core/errors.js';
 
 export type LinkKind = 'snapshot' | 'delta' | 'tombstone';
 
@@ -41,13 +41,6 @@ const HEADER_MAX = 64 * 1024;
 const SEAL = 32;
 const KINDS: readonly LinkKind[] = ['snapshot', 'delta', 'tombstone'];
 
-export class CorruptLink extends KeepworkError {
-  constructor(message: string, details: Record<string, unknown> = {}) {
-    super(ErrorCode.CorruptLink, message, { details });
-    this.name = 'CorruptLink';
-  }
-}
-
 export function encodeLink(fields: Omit<LinkHeader, 'v' | 'size' | 'sha256'>, payload: Uint8Array): Uint8Array {
   const header: LinkHeader = { v: 1, ...fields, size: payload.byteLength, sha256: sha256(payload) };
   const json = Buffer.from(JSON.stringify(header), 'utf8');
@@ -72,15 +65,15 @@ export function decodeLink(body: Uint8Array, expectSeq?: number): Link {
   if (len > HEADER_MAX || 8 + len > buf.length) throw new CorruptLink(`link header length ${len} is out of range`);
   const header = parseHeader(buf.subarray(8, 8 + len));
   if (expectSeq !== undefined && header.seq !== expectSeq)
-    throw new CorruptLink(`link holds seq ${header.seq}, expected ${expectSeq}`, { seq: expectSeq });
+    throw new CorruptLink(`link holds seq ${header.seq}, expected ${expectSeq}`, { details: { seq: expectSeq } });
   let payload: Buffer;
   try {
     payload = inflateSync(buf.subarray(8 + len));
   } catch (e) {
-    throw new CorruptLink(`link ${header.seq}: payload does not decompress: ${(e as Error).message}`, { seq: header.seq });
+    throw new CorruptLink(`link ${header.seq}: payload does not decompress: ${(e as Error).message}`, { details: { seq: header.seq } });
   }
   if (payload.length !== header.size || sha256(payload) !== header.sha256) {
-    throw new CorruptLink(`link ${header.seq}: payload checksum mismatch`, { seq: header.seq });
+    throw new CorruptLink(`link ${header.seq}: payload checksum mismatch`, { details: { seq: header.seq } });
   }
   return { header, payload: new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength) };
 }

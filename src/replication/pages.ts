@@ -12,10 +12,13 @@
  *   offset 20  n × [ pgno | page bytes ], pgno strictly increasing, 1 <= pgno <= size after
  *
  * e.g. one 4096-byte page 1 of a 3-page database: 4b575044 00000001 00001000 00000003 00000001
- * 00000001 <4096 bytes>, 4120 bytes in all. `decodeDelta` rejects anything else with an Error
- * naming what is wrong; the pages it returns are views into the payload, not copies.
+ * 00000001 <4096 bytes>, 4120 bytes in all. `decodeDelta` rejects anything else with a
+ * `CorruptLink` naming what is wrong (so does `applyDelta` for a delta that does not fit the file
+ * it is applied to); the pages it returns are views into the payload, not copies. `encodeDelta`
+ * of a delta that breaks its invariants is a bug here (`INTERNAL`).
  */
 import { closeSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import { CorruptLink, Internal } from '../core/errors.js';
 
 /** The pages changed since the cursor (latest image of each), and the database size after the last commit, in pages. */
 export interface PageDelta {
@@ -37,28 +40,28 @@ export function isValidPageSize(n: number): boolean {
   return Number.isInteger(n) && n >= PAGE_SIZE_MIN && n <= PAGE_SIZE_MAX && (n & (n - 1)) === 0;
 }
 
-/** Throws when the delta breaks its own invariants (page size, order, bounds, page lengths). */
-export function checkDelta(delta: PageDelta, what = 'page delta'): void {
+/** Throws `Fail` (CorruptLink unless told) when the delta breaks its own invariants (page size, order, bounds, page lengths). */
+export function checkDelta(delta: PageDelta, what = 'page delta', Fail: new (message: string) => Error = CorruptLink): void {
   const { pageSize, pageCountAfter, pages } = delta;
   if (!isValidPageSize(pageSize))
-    throw new Error(`${what}: page size ${pageSize} is not a power of two in ${PAGE_SIZE_MIN}..${PAGE_SIZE_MAX}`);
+    throw new Fail(`${what}: page size ${pageSize} is not a power of two in ${PAGE_SIZE_MIN}..${PAGE_SIZE_MAX}`);
   if (!Number.isInteger(pageCountAfter) || pageCountAfter < 1 || pageCountAfter > 0xffffffff) {
-    throw new Error(`${what}: page count after ${pageCountAfter} is not an integer in 1..2^32-1`);
+    throw new Fail(`${what}: page count after ${pageCountAfter} is not an integer in 1..2^32-1`);
   }
   let prev = 0;
   for (const [i, { pgno, data }] of pages.entries()) {
     if (!Number.isInteger(pgno) || pgno <= prev || pgno > pageCountAfter) {
-      throw new Error(
+      throw new Fail(
         `${what}: page ${i} has pgno ${pgno}; pgnos must increase strictly within 1..${pageCountAfter} (the page count after)`,
       );
     }
-    if (data.length !== pageSize) throw new Error(`${what}: page ${pgno} is ${data.length} bytes, not the page size ${pageSize}`);
+    if (data.length !== pageSize) throw new Fail(`${what}: page ${pgno} is ${data.length} bytes, not the page size ${pageSize}`);
     prev = pgno;
   }
 }
 
 export function encodeDelta(delta: PageDelta): Uint8Array {
-  checkDelta(delta);
+  checkDelta(delta, 'page delta', Internal);
   const { pageSize, pageCountAfter, pages } = delta;
   const out = new Uint8Array(HEADER_BYTES + pages.length * (PGNO_BYTES + pageSize));
   const view = new DataView(out.buffer);
@@ -77,20 +80,21 @@ export function encodeDelta(delta: PageDelta): Uint8Array {
 }
 
 export function decodeDelta(bytes: Uint8Array): PageDelta {
-  if (bytes.length < HEADER_BYTES) throw new Error(`delta payload is ${bytes.length} bytes, shorter than its ${HEADER_BYTES}-byte header`);
+  if (bytes.length < HEADER_BYTES)
+    throw new CorruptLink(`delta payload is ${bytes.length} bytes, shorter than its ${HEADER_BYTES}-byte header`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const magic = view.getUint32(0);
-  if (magic !== MAGIC) throw new Error(`delta payload starts with 0x${magic.toString(16).padStart(8, '0')}, not the magic "KWPD"`);
+  if (magic !== MAGIC) throw new CorruptLink(`delta payload starts with 0x${magic.toString(16).padStart(8, '0')}, not the magic "KWPD"`);
   const version = view.getUint32(4);
   if (version !== FORMAT_VERSION)
-    throw new Error(`delta payload has format version ${version}; this build reads version ${FORMAT_VERSION}`);
+    throw new CorruptLink(`delta payload has format version ${version}; this build reads version ${FORMAT_VERSION}`);
   const pageSize = view.getUint32(8);
   if (!isValidPageSize(pageSize))
-    throw new Error(`delta payload: page size ${pageSize} is not a power of two in ${PAGE_SIZE_MIN}..${PAGE_SIZE_MAX}`);
+    throw new CorruptLink(`delta payload: page size ${pageSize} is not a power of two in ${PAGE_SIZE_MIN}..${PAGE_SIZE_MAX}`);
   const count = view.getUint32(16);
   const expected = HEADER_BYTES + count * (PGNO_BYTES + pageSize);
   if (bytes.length !== expected) {
-    throw new Error(`delta payload is ${bytes.length} bytes; ${count} pages of ${pageSize} bytes need exactly ${expected}`);
+    throw new CorruptLink(`delta payload is ${bytes.length} bytes; ${count} pages of ${pageSize} bytes need exactly ${expected}`);
   }
   const pages: PageDelta['pages'] = [];
   for (let pos = HEADER_BYTES; pos < expected; pos += PGNO_BYTES + pageSize) {
@@ -114,7 +118,7 @@ export function applyDelta(dbPath: string, delta: PageDelta): void {
   try {
     const filePageSize = readPageSize(fd);
     if (filePageSize !== null && filePageSize !== delta.pageSize) {
-      throw new Error(`${dbPath} has page size ${filePageSize}; the delta's is ${delta.pageSize}`);
+      throw new CorruptLink(`${dbPath} has page size ${filePageSize}; the delta's is ${delta.pageSize}`);
     }
     for (const { pgno, data } of delta.pages) writeFully(fd, data, (pgno - 1) * delta.pageSize);
     ftruncateSync(fd, delta.pageCountAfter * delta.pageSize);
@@ -128,7 +132,7 @@ function readPageSize(fd: number): number | null {
   if (fstatSync(fd).size === 0) return null;
   const b = new Uint8Array(18);
   if (readSync(fd, b, 0, b.length, 0) !== b.length || !SQLITE_MAGIC.every((c, i) => b[i] === c)) {
-    throw new Error('the file a delta is applied to is not a SQLite database (no "SQLite format 3" header)');
+    throw new CorruptLink('the file a delta is applied to is not a SQLite database (no "SQLite format 3" header)');
   }
   const n = (b[16]! << 8) | b[17]!;
   return n === 1 ? PAGE_SIZE_MAX : n;

@@ -8,11 +8,11 @@
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { BadRequest } from '../core/errors.js';
+import { BadRequest, CorruptLink } from '../core/errors.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import type { ObjectStore } from '../store/types.js';
 import { createLink, listChain, restoreChain, type RetryDeps } from './chain.js';
-import { CorruptLink, decodeLink, encodeLink } from './link.js';
+import { decodeLink, encodeLink } from './link.js';
 import { linkKey } from './state-keys.js';
 
 export type PointInTime = { seq: number } | { atMs: number };

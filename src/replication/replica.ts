@@ -18,6 +18,7 @@ import Database from 'better-sqlite3';
 import { closeSync, existsSync, fstatSync, openSync, readSync, renameSync, rmSync } from 'node:fs';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { ActorGivenUp, LeaseLost, isKeepworkError } from '../core/errors.js';
+import { invariantFailure } from '../core/invariant.js';
 import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
@@ -428,6 +429,10 @@ export class ActorReplica {
     } catch (e) {
       throw this.giveUp(e, seq);
     }
+    // Uploads run one at a time: nothing may have moved the head while this link was in flight.
+    const headNow = this.head?.seq ?? 0;
+    if (seq !== headNow + 1)
+      throw this.giveUp(invariantFailure(`link ${seq} of ${this.name()} landed on head ${headNow}, not ${seq - 1}`), seq);
     this.head = { seq, etag };
     this.uploadedUnderHold = true;
     if (this.memory?.captured) this.memory.uploaded = this.memory.captured;

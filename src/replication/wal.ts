@@ -18,8 +18,11 @@
  *    restarts are gone from the WAL, and the next capture cannot know it missed them;
  *  - a WAL whose salts differ from the cursor's was restarted: capture starts over at its first
  *    frame. Re-capturing frames already applied is harmless (a delta is the latest page images).
+ * A cursor that is not on a frame boundary of its own WAL generation (a damaged sidecar) is a
+ * `CorruptState`; anything invalid in the WAL itself just ends the capture, as it ends SQLite's recovery.
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { CorruptState } from '../core/errors.js';
 import { isValidPageSize, type PageDelta } from './pages.js';
 
 export { applyDelta, decodeDelta, encodeDelta, type PageDelta } from './pages.js';
@@ -68,7 +71,7 @@ export function captureWal(walPath: string, cursor: WalCursor | null): { delta: 
     const sameGeneration =
       cursor !== null && cursor.salt1 === header.salt1 && cursor.salt2 === header.salt2 && cursor.pageSize === header.pageSize;
     if (sameGeneration && (cursor.offset < WAL_HEADER_BYTES || (cursor.offset - WAL_HEADER_BYTES) % frameBytes !== 0)) {
-      throw new Error(
+      throw new CorruptState(
         `WAL cursor offset ${cursor.offset} is not on a frame boundary of ${walPath} (frames of ${frameBytes} bytes after a ${WAL_HEADER_BYTES}-byte header)`,
       );
     }

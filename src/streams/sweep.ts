@@ -89,8 +89,14 @@ export class Sweeper {
   start(): void {
     const everyMs = this.d.config.alarmSweepMs;
     this.discovery = timer(0, everyMs, this.d.scheduler)
-      .pipe(switchMap(() => from(this.d.tenants().catch(() => [] as string[]))))
+      .pipe(switchMap(() => from(this.d.tenants().catch((e: unknown) => this.tenantsFailed(e)))))
       .subscribe((tenants) => tenants.forEach((t) => this.startTenant(t)));
+  }
+
+  /** Tenant discovery failed (the index listing): no new tenants this time; the next one tries again. */
+  private tenantsFailed(e: unknown): string[] {
+    this.d.log.warn({ err: e }, 'listing the index’s tenants failed; trying again at the next sweep');
+    return [];
   }
 
   stop(): void {

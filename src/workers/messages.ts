@@ -3,7 +3,7 @@
  * tagged by `type`. Everything here is structured-clone safe.
  */
 import type { ActorAddress } from '../core/address.js';
-import type { ErrorCode } from '../core/errors.js';
+import type { ErrorJSON } from '../core/errors.js';
 
 /** Main → worker. `generation`: the hold this node owns the actor under (0 before holds existed). */
 export type ActorEvent =
@@ -21,11 +21,8 @@ export type ActorEvent =
   /** Closes every open database of the worker (clean shutdown). */
   | { type: 'closeAll' };
 
-export interface ErrorData {
-  code: ErrorCode;
-  message: string;
-  details?: Record<string, unknown>;
-}
+/** An error as data (core/errors.ts): code, message, details, and the thrower's stack (a handler's own frames). */
+export type ErrorData = ErrorJSON;
 
 /** Worker → main. `alarmAt` is the committed alarm after the event (for the node's timer). */
 export type EventResult =

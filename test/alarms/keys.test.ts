@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { parseAddress } from '../../src/core/address.js';
+import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
 import { SeededRandom } from '../../src/core/random.js';
 import {
   DUE_MAX_MS,
@@ -82,7 +83,26 @@ describe('alarm index keys', () => {
     assert.equal(parseIndexed(null), null);
     assert.equal(formatIndexed({ at: 5, tag: { generation: 2, nonce: 'c' } }), '5/00000000000000000002-c');
     assert.equal(formatIndexed(null), '');
-    assert.throws(() => parseIndexed('soon'));
+    assert.throws(
+      () => parseIndexed('soon'),
+      (e: unknown) => isKeepworkError(e, ErrorCode.CorruptState) && /alarm_indexed holds "soon"/.test(e.message),
+    );
+    assert.throws(
+      () => parseIndexed('5/not-a-tag'),
+      (e: unknown) => isKeepworkError(e, ErrorCode.CorruptState),
+    );
+  });
+
+  it('an alarm time past the index’s 15 digits is BAD_REQUEST (the caller’s input), not a handler failure', () => {
+    const a = parseAddress({ tenant: 't', className: 'C', name: 'n' });
+    assert.throws(
+      () => entryKey({ address: a, dueMs: DUE_MAX_MS + 1, tag: null }),
+      (e: unknown) => isKeepworkError(e, ErrorCode.BadRequest),
+    );
+    assert.throws(
+      () => dueBound('t', -1),
+      (e: unknown) => isKeepworkError(e, ErrorCode.BadRequest),
+    );
   });
 
   it('R1: a nonce source never repeats', () => {

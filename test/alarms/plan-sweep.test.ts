@@ -4,7 +4,8 @@ import fc from 'fast-check';
 import { formatAddress, parseAddress } from '../../src/core/address.js';
 import { SeededRandom } from '../../src/core/random.js';
 import type { IndexEntry } from '../../src/alarms/keys.js';
-import { planSweep, type SweepNode } from '../../src/alarms/plan-sweep.js';
+import { checkPlan, planSweep, type SweepNode } from '../../src/alarms/plan-sweep.js';
+import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
 import { shardOwner } from '../../src/alarms/shard.js';
 
 const node = (nodeId: string, classes = ['C'], tenants: string[] | null = null): SweepNode => ({ nodeId, classes, tenants });
@@ -181,5 +182,16 @@ describe('planSweep', () => {
     const b = pick(2);
     assert.equal(a.length, 8);
     assert.notDeepEqual(a, b);
+  });
+});
+
+describe('the plan’s invariant (INTERNAL on a planted wrong plan)', () => {
+  const internal = (e: unknown) => isKeepworkError(e, ErrorCode.Internal);
+  it('a plan over its cap stops there', () => {
+    assert.throws(() => checkPlan([entry('a', MARGIN), entry('b', MARGIN), entry('c', MARGIN)], 2), internal);
+    checkPlan([entry('a', MARGIN), entry('b', MARGIN)], 2);
+  });
+  it('two deliveries to one actor stop there', () => {
+    assert.throws(() => checkPlan([entry('a', MARGIN), entry('a', 2 * MARGIN)], 5), internal);
   });
 });

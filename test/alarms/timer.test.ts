@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SimClock } from '../../src/core/clock.js';
+import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
 import { AlarmTimer, sweepOffer } from '../../src/alarms/timer.js';
 
 describe('AlarmTimer', () => {
@@ -25,7 +26,10 @@ describe('AlarmTimer', () => {
     const t = new AlarmTimer(new SimClock(0), () => {}, 2);
     t.set('a', 1);
     t.set('b', 2);
-    assert.throws(() => t.set('c', 3), RangeError);
+    assert.throws(
+      () => t.set('c', 3),
+      (e: unknown) => isKeepworkError(e, ErrorCode.Overloaded),
+    );
     t.set('a', 5); // replacing is fine
   });
 

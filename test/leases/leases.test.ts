@@ -75,9 +75,17 @@ function cluster() {
   const clock = new SimClock(1_000_000);
   const store = new MemoryStore({ clock });
   const node = async (nodeId: string, localEpoch = 0) => {
-    const lease = new NodeLease(store, clock, config, { nodeId, addr: `http://${nodeId}`, tenants: null, classes: ['C'] });
+    const lease = new NodeLease(store, clock, config, { nodeId, addr: `http://${nodeId}`, tenants: null, classes: ['C'] }, silentLogger());
     await lease.start(localEpoch);
-    const holds = new HoldTable(store, clock, config, lease, new NodeDirectory(store, clock, config), { nodeId });
+    const holds = new HoldTable(
+      store,
+      clock,
+      config,
+      lease,
+      new NodeDirectory(store, clock, config, silentLogger()),
+      { nodeId },
+      silentLogger(),
+    );
     return { lease, holds };
   };
   return { clock, store, node };
@@ -149,11 +157,25 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
     const n1 = await c.node('n1');
     const actors = ['a', 'b', 'c', 'd'].map((n) => parseAddress(`t/C/${n}`));
     for (const a of actors) await n1.holds.acquire(a);
-    const lease2 = new NodeLease(c.store, c.clock, config, { nodeId: 'n2', addr: 'http://n2', tenants: null, classes: ['C'] });
+    const lease2 = new NodeLease(
+      c.store,
+      c.clock,
+      config,
+      { nodeId: 'n2', addr: 'http://n2', tenants: null, classes: ['C'] },
+      silentLogger(),
+    );
     await lease2.start(0);
     const counts = new RequestCounts();
     const seen = countedStore(c.store, counts);
-    const holds2 = new HoldTable(seen, c.clock, config, lease2, new NodeDirectory(seen, c.clock, config), { nodeId: 'n2' });
+    const holds2 = new HoldTable(
+      seen,
+      c.clock,
+      config,
+      lease2,
+      new NodeDirectory(seen, c.clock, config, silentLogger()),
+      { nodeId: 'n2' },
+      silentLogger(),
+    );
     for (let t = 0; t < 5; t++) {
       await c.clock.advance(3_000);
       assert.equal(await lease2.renew(), 'renewed');
@@ -174,11 +196,25 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
     const n1 = await c.node('n1');
     await n1.holds.acquire(A);
     await n1.holds.release(A);
-    const lease2 = new NodeLease(c.store, c.clock, config, { nodeId: 'n2', addr: 'http://n2', tenants: null, classes: ['C'] });
+    const lease2 = new NodeLease(
+      c.store,
+      c.clock,
+      config,
+      { nodeId: 'n2', addr: 'http://n2', tenants: null, classes: ['C'] },
+      silentLogger(),
+    );
     await lease2.start(0);
     const counts = new RequestCounts();
     const seen = countedStore(c.store, counts);
-    const holds2 = new HoldTable(seen, c.clock, config, lease2, new NodeDirectory(seen, c.clock, config), { nodeId: 'n2' });
+    const holds2 = new HoldTable(
+      seen,
+      c.clock,
+      config,
+      lease2,
+      new NodeDirectory(seen, c.clock, config, silentLogger()),
+      { nodeId: 'n2' },
+      silentLogger(),
+    );
     assert.deepEqual(await holds2.acquire(A), { kind: 'mine', generation: 2 });
     assert.deepEqual(Object.fromEntries([...counts.entries()].map((e) => [`${e.op} ${e.area}`, e.count])), {
       'get holds': 1,
@@ -228,7 +264,7 @@ describe('a renewal that timed out but landed', () => {
   it('is not taken for a fence: the record is still ours and live, so the next renewal uses its etag', async () => {
     const clock = new SimClock(1_000_000);
     const store = new MemoryStore({ clock });
-    const lease = new NodeLease(store, clock, config, { nodeId: 'n1', addr: '', tenants: null, classes: ['C'] });
+    const lease = new NodeLease(store, clock, config, { nodeId: 'n1', addr: '', tenants: null, classes: ['C'] }, silentLogger());
     await lease.start(1);
     let first = true;
     store.setFaults((r) => {
@@ -251,7 +287,7 @@ describe('a renewal that timed out but landed', () => {
   it('a 412 against a record written fenced is a fence', async () => {
     const clock = new SimClock(1_000_000);
     const store = new MemoryStore({ clock });
-    const lease = new NodeLease(store, clock, config, { nodeId: 'n1', addr: '', tenants: null, classes: ['C'] });
+    const lease = new NodeLease(store, clock, config, { nodeId: 'n1', addr: '', tenants: null, classes: ['C'] }, silentLogger());
     await lease.start(1);
     const obj = (await store.get(nodeKey('n1')))!;
     await store.put(nodeKey('n1'), encodeNode({ ...decodeNode(obj.body), state: 'fenced' }), { ifMatch: obj.etag });

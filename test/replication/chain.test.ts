@@ -5,7 +5,8 @@ import { parseAddress } from '../../src/core/address.js';
 import { SimClock } from '../../src/core/clock.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { ChainConflict, createLink } from '../../src/replication/chain.js';
-import { CorruptLink, decodeLink, encodeLink } from '../../src/replication/link.js';
+import { CorruptLink } from '../../src/core/errors.js';
+import { decodeLink, encodeLink } from '../../src/replication/link.js';
 import { chainPrefix, linkKey, parseLinkKey, seqOfKey } from '../../src/replication/state-keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
 

@@ -4,6 +4,7 @@
  * own invariant where it applies. Each failed before its fix.
  */
 import assert from 'node:assert/strict';
+import { silentLogger } from '../../src/core/logger.js';
 import { existsSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
@@ -50,9 +51,17 @@ describe('what the simulator found', () => {
       faults: (r) => (slowHoldPuts && r.op === 'put' && r.key.startsWith('holds/') ? { delayMs: 100 } : undefined),
     });
     const config = resolveOptions({});
-    const lease = new NodeLease(store, clock, config, { nodeId: 'n1', addr: '', tenants: null, classes: ['Rem'] });
+    const lease = new NodeLease(store, clock, config, { nodeId: 'n1', addr: '', tenants: null, classes: ['Rem'] }, silentLogger());
     await lease.start(0);
-    const holds = new HoldTable(store, clock, config, lease, new NodeDirectory(store, clock, config), { nodeId: 'n1' });
+    const holds = new HoldTable(
+      store,
+      clock,
+      config,
+      lease,
+      new NodeDirectory(store, clock, config, silentLogger()),
+      { nodeId: 'n1' },
+      silentLogger(),
+    );
     assert.deepEqual(await holds.acquire(address), { kind: 'mine', generation: 1 });
     slowHoldPuts = true;
     const releasing = holds.release(address); // its PUT lands in 100 ms

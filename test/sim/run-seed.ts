@@ -8,8 +8,10 @@
  *
  * Verdicts and exit codes: ok 0 · safety 1 (the invariant or an early delivery) · liveness 2 (a
  * committed alarm that did not fire within the bound after healing) · error 3 (the harness or
- * the code under test threw where it must not). Variants: the five unsafe rule sets of
- * unsafe-rules.ts (SAFE_RULES with one rule off, handed to every node), and two canaries that prove the harness can fail: `canary` — the harness
+ * the code under test threw where it must not, or an `invariant` of src/core/invariant.ts failed:
+ * the run ends at the next check, reporting the virtual time of the failure). Variants: the five
+ * unsafe rule sets of unsafe-rules.ts (SAFE_RULES with one rule off, handed to every node), and two
+ * canaries that prove the harness can fail: `canary` — the harness
  * deletes an entry a committed state names (a safety verdict) — and `livenessCanary` — at healing
  * every node crashes for good, so no alarm can fire (a liveness verdict).
  */
@@ -20,6 +22,7 @@ import { join } from 'node:path';
 import { SimClock } from '../../src/core/clock.js';
 import type { ActorAddress } from '../../src/core/address.js';
 import { SeededRandom } from '../../src/core/random.js';
+import { invariantHooks } from '../../src/core/invariant.js';
 import { keyOf } from '../../src/alarms/owner.js';
 import { parseIndexed } from '../../src/alarms/keys.js';
 import { actorDbHooks } from '../../src/workers/actor-db.js';
@@ -105,6 +108,8 @@ class Run {
   private readonly records = new Map<string, { etag: string; value: unknown }>();
   alarmsFired = 0;
   rescheduled = 0;
+  /** The first failed invariant of the code under test (src/core/invariant.ts), and when. */
+  internal: { message: string; atMs: number } | undefined;
 
   constructor(
     readonly p: SimParams,
@@ -209,6 +214,7 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
   const root = scratchRoot();
   const run = new Run(p, variant, root);
   actorDbHooks.onOpen = (db) => run.cluster.handles.push(db);
+  invariantHooks.onFailure = (e) => (run.internal ??= { message: e.stack ?? e.message, atMs: run.clock.now() - START_MS });
   let verdict: Verdict = 'ok';
   let message: string | undefined;
   let atMs: number | undefined;
@@ -219,6 +225,7 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
     message = e instanceof Error ? (e.stack ?? e.message) : String(e);
   } finally {
     actorDbHooks.onOpen = undefined;
+    invariantHooks.onFailure = undefined;
     await new Promise((r) => setImmediate(r)); // let the last promise reactions run before handles close
     run.cluster.shutdown();
     rmSync(root, { recursive: true, force: true });
@@ -261,6 +268,8 @@ async function simulate(run: Run): Promise<{ verdict: Verdict; message?: string;
       if (run.variant === 'livenessCanary') run.drivers.stopEverything();
       else run.drivers.stopChaos();
     }
+    if (run.internal)
+      return { verdict: 'error', message: `invariant failed in the code under test: ${run.internal.message}`, atMs: run.internal.atMs };
     run.observeHolds();
     const v = run.invariant.check(run.actors);
     if (v) return { verdict: 'safety', message: `invariant: ${v.actor}: ${v.message}`, atMs: t - START_MS };

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { formatAddress, parseAddress, type ActorAddress } from '../../src/core/address.js';
 import { SimClock } from '../../src/core/clock.js';
+import { ErrorCode, StoreUnavailable } from '../../src/core/errors.js';
 import { silentLogger } from '../../src/core/logger.js';
+import { capturedLogger } from '../helpers/log-lines.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { dueBound, entryKey } from '../../src/alarms/keys.js';
 import { compareKeys } from '../../src/store/keys.js';
@@ -218,5 +220,24 @@ describe('the sweep', () => {
       fixed.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true, nextDueMs: NOW }),
       fixed.config.alarmSweepMs,
     );
+  });
+});
+
+describe('tenant discovery', () => {
+  it('a failed listing of the index’s tenants is logged, and the next sweep tries again', async () => {
+    const { log, lines } = capturedLogger();
+    let calls = 0;
+    const tenants = async () => {
+      calls++;
+      if (calls === 1) throw new StoreUnavailable('listing alarms/ failed');
+      return [] as string[];
+    };
+    const s = setup({ alarmSweepMs: 1_000 }, ['C'], [], { log, tenants });
+    s.sweeper.start();
+    await s.clock.advance(1_000);
+    s.sweeper.stop();
+    assert.ok(calls >= 2, 'discovery ran again');
+    const line = lines.find((l) => l.msg.startsWith('listing the index’s tenants failed'));
+    assert.equal(line?.err?.code, ErrorCode.StoreUnavailable);
   });
 });

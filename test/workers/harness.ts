@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { SimClock } from '../../src/core/clock.js';
 import { parseAddress } from '../../src/core/address.js';
 import { NotFound } from '../../src/core/errors.js';
-import { silentLogger } from '../../src/core/logger.js';
+import { silentLogger, type Logger } from '../../src/core/logger.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../../src/core/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -36,6 +36,8 @@ export class InlineActors {
     readonly store: ObjectStore = new MemoryStore(),
     readonly dataDir: string = mkdtempSync(join(tmpdir(), 'kw-pipeline-')),
     readonly clock: SimClock = new SimClock(1_800_000_000_000),
+    /** Where the pipeline logs (silent unless a test captures it). */
+    readonly log: Logger = silentLogger(),
   ) {
     this.deps = this.makeDeps(options);
   }
@@ -43,7 +45,7 @@ export class InlineActors {
   private makeDeps(options: KeepworkOptions): PipelineDeps {
     const config = resolveOptions(options);
     const random = new SeededRandom(nextSeed++);
-    const log = silentLogger();
+    const log = this.log;
     const writer = { nodeId: 'inline', epoch: this.epoch };
     return {
       clock: this.clock,
