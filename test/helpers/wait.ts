@@ -7,6 +7,8 @@
  *   const rows = await waitFor('both nodes', 30_000, async () => (rows.length === 2 ? rows : undefined));
  *
  * The probe is done when it returns anything but undefined, null or false; that value is returned.
+ * A probe that throws is tried again (its error is named if time runs out), unless `retryOn`
+ * says the error is not one to wait out: then it fails at once.
  */
 import { SystemClock, type Clock } from '../../src/core/clock.js';
 
@@ -15,6 +17,8 @@ export interface WaitOptions {
   everyMs?: number;
   /** The clock to read the deadline from and sleep on (default: the wall clock). */
   clock?: Clock;
+  /** Which errors thrown by the probe mean "not yet" (default: all). */
+  retryOn?: (e: unknown) => boolean;
 }
 
 const wallClock = new SystemClock();
@@ -34,6 +38,7 @@ export async function waitFor<T>(
       const v = await probe();
       if (v !== undefined && v !== null && v !== false) return v;
     } catch (e) {
+      if (o.retryOn && !o.retryOn(e)) throw e;
       last = e;
     }
     if (clock.now() >= deadline)

@@ -30,8 +30,10 @@ import { decodeNode, nodeKey } from '../../src/leases/records.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { tempDirs } from '../helpers/temp.js';
+import { waitFor } from '../helpers/wait.js';
 
 const CRASH_NODE = fileURLToPath(new URL('../fixtures/crash-node.ts', import.meta.url));
+const DIE_WITH_PARENT = fileURLToPath(new URL('../helpers/die-with-parent.ts', import.meta.url));
 const LEDGER = new URL('../fixtures/classes/ledger.ts', import.meta.url).href;
 const ACTORS = ['a0', 'a1'];
 const addressOf = (name: string) => parseAddress(`crash/Ledger/${name}`);
@@ -64,7 +66,19 @@ interface Killed {
 function runAndKill(bucketDir: string, dataDir: string, acks: number, extraMs: number): Promise<Killed> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', CRASH_NODE, bucketDir, dataDir, String(ACTORS.length), '2', '1000000', JSON.stringify(LEASE)],
+    [
+      '--import',
+      'tsx',
+      '--import',
+      DIE_WITH_PARENT,
+      CRASH_NODE,
+      bucketDir,
+      dataDir,
+      String(ACTORS.length),
+      '2',
+      '1000000',
+      JSON.stringify(LEASE),
+    ],
     {
       stdio: ['pipe', 'pipe', 'pipe'],
     },
@@ -178,27 +192,24 @@ function checkExisted(state: LedgerState, lastAck: number, what: string): void {
   );
 }
 
-/** Sleeps until the killed node's lease (from its record in the bucket) is over, grace included. */
+/** Waits until the killed node's lease (from its record in the bucket) is over, grace included. */
 async function waitOutLease(store: ObjectStore, nodeId: string): Promise<void> {
   const obj = await store.get(nodeKey(nodeId));
   assert.ok(obj, `the killed node ${nodeId} has a lease record`);
-  const waitMs = decodeNode(obj.body).expiresAtMs + LEASE.graceMs + 50 - Date.now();
+  const overAt = decodeNode(obj.body).expiresAtMs + LEASE.graceMs + 50;
+  const waitMs = overAt - Date.now();
   assert.ok(waitMs <= LEASE.leasePeriodMs + LEASE.graceMs + 1000, `the lease ends within a lease period (+ grace), not in ${waitMs} ms`);
-  if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+  await waitFor(`the lease of ${nodeId} to end`, Math.max(0, waitMs) + 5_000, () => Date.now() >= overAt, 10);
 }
 
 /** The second node's first call on an actor: retried while the killed node still holds it. */
 async function takeOver(node: KeepworkNode, name: string): Promise<void> {
-  const deadline = Date.now() + TAKEOVER_WAIT_MS;
-  for (;;) {
-    try {
-      await node.actor(`crash/Ledger/${name}`).call('counter');
-      return;
-    } catch (e) {
-      if ((e as { code?: string }).code !== 'OWNER_UNREACHABLE' || Date.now() > deadline) throw e;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  await waitFor(
+    `${node.nodeId} to take crash/Ledger/${name} over`,
+    TAKEOVER_WAIT_MS,
+    async () => (await node.actor(`crash/Ledger/${name}`).call('counter'), true),
+    { everyMs: 100, retryOn: (e) => (e as { code?: string }).code === 'OWNER_UNREACHABLE' },
+  );
 }
 
 async function served(node: KeepworkNode, name: string): Promise<LedgerState> {
