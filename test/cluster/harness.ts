@@ -13,7 +13,7 @@
  * `<root>/logs/<nodeId>.log`. `killLeftovers()` (each test file runs it in `after()`, and the
  * process runs it on exit, also when node:test stops the file with SIGTERM after a timeout) kills
  * every child this module ever started that is still running; each child also kills itself once
- * this process is gone (test/helpers/die-with-parent.ts), should it die by SIGKILL.
+ * this process is gone (test/helpers/die-with-parent.mjs), should it die by SIGKILL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -28,7 +28,7 @@ import { KEEP_TMP, makeTempDir, removeTempDir } from '../helpers/temp.js';
 export { waitFor } from '../helpers/wait.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = ['--import', 'tsx', '--import', join(REPO, 'test/helpers/die-with-parent.ts'), join(REPO, 'src/cli/cli.ts')];
+const CLI = ['--import', 'tsx', '--import', join(REPO, 'test/helpers/die-with-parent.mjs'), join(REPO, 'src/cli/cli.ts')];
 export const PROBE_MODULE = join(REPO, 'test/fixtures/classes/probe.ts');
 
 /**

@@ -31,7 +31,7 @@ class Racer {
   constructor(args: string[]) {
     this.child = spawn(
       process.execPath,
-      ['--import', 'tsx', '--import', './test/helpers/die-with-parent.ts', 'test/fixtures/fs-racer.ts', ...args],
+      ['--import', 'tsx', '--import', './test/helpers/die-with-parent.mjs', 'test/fixtures/fs-racer.ts', ...args],
       {
         stdio: ['pipe', 'pipe', 'pipe'],
       },
