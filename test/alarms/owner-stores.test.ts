@@ -16,7 +16,7 @@ import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
 import { InlineActors, okResult } from '../workers/harness.js';
-import { RecordingStore } from './recording-store.js';
+import { RecordingStore } from '../helpers/recording-store.js';
 import Database from 'better-sqlite3';
 import { waitFor } from '../helpers/wait.js';
 

@@ -26,7 +26,7 @@ import { startNode } from '../../src/index.js';
 import { listAll } from '../../src/store/keys.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
-import { RecordingStore } from '../alarms/recording-store.js';
+import { RecordingStore } from '../helpers/recording-store.js';
 import { tempDirs } from '../helpers/temp.js';
 import { waitFor } from '../helpers/wait.js';
 
