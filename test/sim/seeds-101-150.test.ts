@@ -1,4 +1,0 @@
-/** Seeds 101..150 of the deterministic simulation (seed-range.ts). */
-import { seedRangeTests } from './seed-range.js';
-
-seedRangeTests(3);

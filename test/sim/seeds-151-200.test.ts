@@ -1,4 +1,0 @@
-/** Seeds 151..200 of the deterministic simulation (seed-range.ts). */
-import { seedRangeTests } from './seed-range.js';
-
-seedRangeTests(4);
