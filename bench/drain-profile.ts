@@ -10,10 +10,10 @@
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K]
  *   (a CPU profile per thread lands in /tmp/prof; summarise with bench/profile-summary.ts)
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { silentLogger } from '../src/core/logger.js';
+import { createLogger, silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
 import { FsStore } from '../src/store/fs.js';
@@ -22,7 +22,7 @@ import { REPO } from '../test/cluster/harness.js';
 
 const K = Number(process.argv[2] ?? 500);
 const CLASSES = { Alarmed: join(REPO, 'test/fixtures/cluster/alarmed.ts') };
-const LEASE = { leasePeriodMs: 1_000, graceMs: 200, skewBoundMs: 100 };
+const LEASE = { leasePeriodMs: 3_000, graceMs: 500, skewBoundMs: 300 }; // short, yet renewals survive a loaded machine
 
 async function pool<T>(items: readonly T[], inFlight: number, op: (x: T) => Promise<unknown>): Promise<void> {
   let next = 0;
@@ -31,6 +31,23 @@ async function pool<T>(items: readonly T[], inFlight: number, op: (x: T) => Prom
       while (next < items.length) await op(items[next++]!);
     }),
   );
+}
+
+/** CPU ms (user + system) of each thread of this process so far, by thread id, with its name. */
+function threadCpu(): Map<string, { name: string; ms: number }> {
+  const tick = 10; // ms per clock tick (USER_HZ 100)
+  const out = new Map<string, { name: string; ms: number }>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(tid, { name, ms: (Number(fields[11]) + Number(fields[12])) * tick });
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
 }
 
 async function indexSize(store: FsStore): Promise<number> {
@@ -43,9 +60,10 @@ const root = mkdtempSync(join(tmpdir(), 'kw-drainprof-'));
 const bucket = join(root, 'bucket');
 const store = new FsStore(bucket);
 try {
-  const common = { bucket, classes: CLASSES, logger: silentLogger(), workerThreads: 2, idleTimeoutMs: 600_000, ...LEASE };
+  const logger = process.env.KW_LOG ? createLogger({ level: process.env.KW_LOG }) : silentLogger();
+  const common = { bucket, classes: CLASSES, logger, workerThreads: 2, idleTimeoutMs: 600_000, ...LEASE };
   const a = await startNode({ ...common, dataDir: join(root, 'a'), nodeId: 'a' });
-  const at = Date.now() + 2_000 + K * 20;
+  const at = Date.now() + 3_000 + K * 40; // a loaded machine arms at ~30 ms per call
   const names = Array.from({ length: K }, (_, i) => `t/Alarmed/x${i}`);
   await pool(names, 32, (n) => a.actor(n).callDurable('arm', at));
   if (Date.now() > at - 500) throw new Error('arming took too long; the alarms came due on a');
@@ -53,15 +71,28 @@ try {
   console.log(`armed ${K} alarms on node a, a stopped; index holds ${await indexSize(store)}`);
   const b = (await startNode({ ...common, dataDir: join(root, 'b'), nodeId: 'b' })) as RoutingNode;
   const t0 = Date.now();
+  const cpu0 = process.cpuUsage();
+  const threads0 = threadCpu();
   const ranSoFar = async () => Number(/^keepwork_alarm_deliveries_total\{outcome="ran"\} (\d+)/m.exec(await b.metricsText())?.[1] ?? 0);
   while ((await ranSoFar()) < K) await new Promise((r) => setTimeout(r, 100));
   const t1 = Date.now();
+  const cpu = process.cpuUsage(cpu0);
+  const threads = threadCpu();
   const since = Math.max(t0, at + LEASE.leasePeriodMs + LEASE.graceMs);
   const text = await b.metricsText();
   const ran = Number(/^keepwork_alarm_deliveries_total\{outcome="ran"\} (\d+)/m.exec(text)?.[1] ?? 0);
   if (ran !== K) console.log(`!! ${ran} alarms ran, ${K} expected`);
   const rows = [...text.matchAll(/^keepwork_store_requests_total\{op="(\w+)",area="(\w+)",thread="(\w+)"\} (\d+)/gm)];
   console.log(`all ran ${t1 - since} ms after the margin: ${Math.round((K / (t1 - since)) * 1000)} deliveries/s`);
+  console.log(
+    `CPU of node b's process (all threads) from its start: ${((cpu.user + cpu.system) / 1000 / K).toFixed(2)} ms per alarm ` +
+      `(user ${(cpu.user / 1000 / K).toFixed(2)}, system ${(cpu.system / 1000 / K).toFixed(2)}); peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MB`,
+  );
+  const perThread = [...threads]
+    .map(([tid, t]) => ({ tid, ms: t.ms - (threads0.get(tid)?.ms ?? 0) }))
+    .filter((t) => t.ms > 0)
+    .sort((x, y) => y.ms - x.ms);
+  console.log(`  CPU per alarm by thread (tid: ms; ${process.pid} is the main thread): ${perThread.map((t) => `${t.tid}: ${(t.ms / K).toFixed(2)}`).join(', ')}`);
   for (const [, op, area, thread, n] of rows)
     console.log(`  ${thread!.padEnd(6)} ${op!.padEnd(11)} ${area!.padEnd(7)} ${(Number(n) / K).toFixed(2)} per delivery`);
   console.log(

@@ -3,6 +3,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
 export const quick = process.argv.includes('--quick');
 
@@ -50,7 +51,7 @@ export function table(rows: Record<string, unknown>[]): string {
 export function writeResult(name: string, data: Record<string, unknown>): string {
   const dir = fileURLToPath(new URL('./results', import.meta.url));
   mkdirSync(dir, { recursive: true });
-  const path = `${dir}${name}.json`;
+  const path = join(dir, `${name}.json`);
   const envelope = { bench: name, at: new Date().toISOString(), quick, node: process.version };
   writeFileSync(path, JSON.stringify({ ...envelope, ...data }, null, 2) + '\n');
   return path;

@@ -10,15 +10,16 @@
  *   For each size: one warm-up sweep, then SWEEPS sweeps; median and p90 duration, and store
  *   requests per sweep (a counting wrapper around the store).
  *
- *   npm run bench -- sweep [--quick] [--store memory,fs,s3]
+ *   npm run bench -- sweep [--quick] [--store memory,fs,s3] [--fs-sizes 10000,100000,1000000] [--latency-ms 20]
  *     quick: memory 10k / 100k / 1M, fs 10k / 30k;  full: memory 10k / 100k / 1M, fs 10k / 100k,
  *     and s3 1k / 10k / 30k when KEEPWORK_TEST_S3_URL is set. Building the index dominates the run time.
+ *     --latency-ms wraps every store in a LatencyStore (src/store/latency.ts) for the measured sweeps.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAddress } from '../src/core/address.js';
-import { SimClock } from '../src/core/clock.js';
+import { SimClock, SystemClock } from '../src/core/clock.js';
 import { silentLogger } from '../src/core/logger.js';
 import { SeededRandom } from '../src/core/random.js';
 import { entryKey } from '../src/alarms/keys.js';
@@ -26,6 +27,7 @@ import { resolveOptions } from '../src/core/config.js';
 import { countedStore, RequestCounts } from '../src/store/request-counts.js';
 import { FsStore } from '../src/store/fs.js';
 import { listAll } from '../src/store/keys.js';
+import { LatencyStore } from '../src/store/latency.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { openStore } from '../src/store/open.js';
 import type { ObjectStore } from '../src/store/types.js';
@@ -40,11 +42,16 @@ const TENANT = 't';
 const SIZES: Record<string, number[]> = quick
   ? { memory: [10_000, 100_000, 1_000_000], fs: [10_000, 30_000] }
   : { memory: [10_000, 100_000, 1_000_000], fs: [10_000, 100_000], s3: [1_000, 10_000, 30_000] };
+const flag = (name: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : undefined;
+};
 /** `--store memory,fs,s3`: which stores to run (default: all; s3 only with KEEPWORK_TEST_S3_URL). */
-const STORES = (() => {
-  const i = process.argv.indexOf('--store');
-  return i > 0 ? process.argv[i + 1]!.split(',') : ['memory', 'fs', 's3'];
-})();
+const STORES = flag('store')?.split(',') ?? ['memory', 'fs', 's3'];
+/** `--fs-sizes 10000,100000,1000000`: index sizes on the fs store (1M: about 4M inodes, several minutes to build). */
+if (flag('fs-sizes')) SIZES.fs = flag('fs-sizes')!.split(',').map(Number);
+/** `--latency-ms N`: every request of the measured sweeps waits N ms first (an S3-like bucket). */
+const LATENCY_MS = flag('latency-ms') === undefined ? undefined : Number(flag('latency-ms'));
 
 /** Entry i: the first OVERDUE due a minute ago, the rest one second apart from an hour ahead. */
 function keyOf(i: number): string {
@@ -88,7 +95,8 @@ function sweeper(store: ObjectStore, clock: SimClock) {
 
 async function measureSweeps(kind: string, inner: ObjectStore, size: number) {
   let counts = new RequestCounts();
-  const store = countedStore(inner, { add: (op, key) => counts.add(op, key) });
+  const slow = LATENCY_MS === undefined ? inner : new LatencyStore(inner, new SystemClock(), LATENCY_MS);
+  const store = countedStore(slow, { add: (op, key) => counts.add(op, key) });
   const s = sweeper(store, new SimClock(NOW));
   const first = await s.sweepTenant(TENANT); // warm-up (and checks what a sweep sees)
   if (first.read !== OVERDUE || first.offered !== OVERDUE)
@@ -103,7 +111,7 @@ async function measureSweeps(kind: string, inner: ObjectStore, size: number) {
   ms.sort((a, b) => a - b);
   const perSweep = [...counts.entries()].map(({ op, count }) => `${op} ${round(count / SWEEPS, 2)}`).join(', ');
   return {
-    store: kind,
+    store: LATENCY_MS === undefined ? kind : `${kind} +${LATENCY_MS} ms`,
     entries: size,
     overdue: OVERDUE,
     'sweep p50 ms': round(percentile(ms, 50), 2),

@@ -10,7 +10,7 @@
 #
 #   ceph-mon (v1 127.0.0.1:$KEEPWORK_RGW_MON_PORT, auth none)
 #     └─ ceph-osd (memstore: objects live in RAM and vanish on stop)
-#          └─ radosgw (beast on 127.0.0.1:$KEEPWORK_RGW_PORT) ─ user with fixed keys, bucket keepwork-test
+#          └─ radosgw (beast on ${KEEPWORK_RGW_HOST:-127.0.0.1}:$KEEPWORK_RGW_PORT) ─ user with fixed keys, bucket keepwork-test
 #
 # `up` is idempotent: when our radosgw is alive and answers, it does nothing. Otherwise it stops
 # our own stale daemons (pid files whose process command line names our ceph.conf; nothing else
@@ -20,6 +20,9 @@ set -euo pipefail
 
 BASE=${KEEPWORK_RGW_DIR:-/tmp/keepwork-rgw}
 PORT=${KEEPWORK_RGW_PORT:-7480}
+# The address radosgw listens on (the monitor and the OSD stay on loopback); another than
+# 127.0.0.1 when it runs in a network namespace of its own (test/cluster/partition.test.ts).
+HOST=${KEEPWORK_RGW_HOST:-127.0.0.1}
 MON_PORT=${KEEPWORK_RGW_MON_PORT:-6789}
 BUCKET=keepwork-test
 REGION=us-east-1
@@ -64,7 +67,7 @@ our_pid() {
 }
 
 port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-http_answers() { curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$PORT/"; }
+http_answers() { curl -s -o /dev/null --max-time 2 "http://$HOST:$PORT/"; }
 
 # wait_for <what> <seconds> <pidfile> <command...>: poll the command; fail fast if the daemon died.
 wait_for() {
@@ -153,7 +156,7 @@ osd_class_update_on_start = false
 [client.rgw.a]
 rgw_data = $BASE/rgw.a
 # without tcp_nodelay small responses stall ~40 ms on Nagle + delayed ACK
-rgw_frontends = beast endpoint=127.0.0.1:$PORT tcp_nodelay=1
+rgw_frontends = beast endpoint=$HOST:$PORT tcp_nodelay=1
 rgw_dns_name = localhost
 EOF
 }
@@ -210,8 +213,8 @@ start_osd() {
 
 start_rgw() {
   radosgw -c "$CONF" -n client.rgw.a 2>>"$BASE/log/rgw-start.err" || die "radosgw did not start"
-  wait_for "radosgw on 127.0.0.1:$PORT" 60 "$BASE/run/client.rgw.a.pid" http_answers
-  say "radosgw answering on 127.0.0.1:$PORT (pid $(cat "$BASE/run/client.rgw.a.pid"))"
+  wait_for "radosgw on $HOST:$PORT" 60 "$BASE/run/client.rgw.a.pid" http_answers
+  say "radosgw answering on $HOST:$PORT (pid $(cat "$BASE/run/client.rgw.a.pid"))"
   timeout 60 radosgw-admin -c "$CONF" user create --uid=keepwork-test --display-name=keepwork-test \
     --access-key="$ACCESS_KEY" --secret="$SECRET_KEY" >"$BASE/user.json" 2>>"$BASE/log/rgw-start.err" \
     || die "radosgw-admin user create failed"
@@ -221,7 +224,7 @@ start_rgw() {
 create_bucket() {
   (cd "$ROOT" && eval "$(print_env)" && node --input-type=module -e "
     import { S3Client, CreateBucketCommand } from '@aws-sdk/client-s3';
-    const s3 = new S3Client({ endpoint: 'http://127.0.0.1:$PORT', region: '$REGION', forcePathStyle: true });
+    const s3 = new S3Client({ endpoint: 'http://$HOST:$PORT', region: '$REGION', forcePathStyle: true });
     for (let i = 1; ; i++) {
       try { await s3.send(new CreateBucketCommand({ Bucket: '$BUCKET' })); break; }
       catch (e) {
@@ -252,21 +255,21 @@ start_once() {
 
 cmd_up() {
   if our_pid "$BASE/run/client.rgw.a.pid" >/dev/null && [ -e "$BASE/ready" ] && http_answers; then
-    say "already running on 127.0.0.1:$PORT ($BASE)"
+    say "already running on $HOST:$PORT ($BASE)"
     return 0
   fi
   install_packages
   command -v node >/dev/null || die "node is not on PATH (the bucket is created with the project's S3 client)"
   [ -d "$ROOT/node_modules/@aws-sdk/client-s3" ] || die "$ROOT/node_modules/@aws-sdk/client-s3 is missing: run npm ci first"
   [ -d "$BASE/run" ] && stop_daemons
-  if http_answers; then die "something else already answers on 127.0.0.1:$PORT; set KEEPWORK_RGW_PORT"; fi
+  if http_answers; then die "something else already answers on $HOST:$PORT; set KEEPWORK_RGW_PORT"; fi
   if port_taken "$MON_PORT"; then die "127.0.0.1:$MON_PORT (monitor) is taken by another process; set KEEPWORK_RGW_MON_PORT"; fi
   # A start fails rarely (1 in ~80 here) for reasons that do not repeat: try twice, loudly.
   local attempt
   for attempt in 1 2; do
     # A separate bash, so that errexit holds inside it (it would not in an `if` subshell).
     if bash "${BASH_SOURCE[0]}" _start </dev/null; then
-      say "up: s3://$BUCKET at http://127.0.0.1:$PORT (stop with: bash scripts/s3-test-server.sh down)"
+      say "up: s3://$BUCKET at http://$HOST:$PORT (stop with: bash scripts/s3-test-server.sh down)"
       return 0
     fi
     say "start attempt $attempt failed (logs above)"
@@ -283,7 +286,7 @@ cmd_down() {
 
 print_env() {
   cat <<EOF
-export KEEPWORK_TEST_S3_URL='s3://$BUCKET?endpoint=http://127.0.0.1:$PORT&region=$REGION'
+export KEEPWORK_TEST_S3_URL='s3://$BUCKET?endpoint=http://$HOST:$PORT&region=$REGION'
 export AWS_ACCESS_KEY_ID='$ACCESS_KEY'
 export AWS_SECRET_ACCESS_KEY='$SECRET_KEY'
 export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true

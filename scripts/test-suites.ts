@@ -35,6 +35,8 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/store/keys.test.ts', 'unit'],
   ['test/store/memory.test.ts', 'unit'],
   ['test/store/request-counts.test.ts', 'unit'],
+  ['test/store/delete-batch.test.ts', 'unit'],
+  ['test/store/latency.test.ts', 'unit'],
   ['test/ops/actor-cache.test.ts', 'unit'],
   ['test/ops/index-findings.test.ts', 'unit'],
   ['test/main/membership.test.ts', 'unit'],

@@ -8,7 +8,9 @@
  * Own entries go first; anyone's keep a reserve (an eighth of the cap), taken from a random
  * rotation so surviving nodes do not all deliver the same ones, and take what own entries leave.
  * Entries already in flight or retrying do not count. At most `cap` deliveries, one per actor
- * (its earliest entry). Pure: the rotation comes from the injected Random.
+ * (its earliest entry). What the cap left behind is reported (`ownLeftBehind`, `anyonesLeftBehind`)
+ * so the sweep neither moves its cursor past own entries it did not offer nor waits while they are
+ * due (issue 15). Pure: the rotation comes from the injected Random.
  */
 import type { Random } from '../core/random.js';
 import { formatAddress } from '../core/address.js';
@@ -40,6 +42,10 @@ export interface Plan {
   own: number;
   anyones: number;
   skipped: number;
+  /** Own entries this node could deliver that the cap left out, earliest first. */
+  ownLeftBehind: IndexEntry[];
+  /** Anyone's entries this node could deliver that the cap left out. */
+  anyonesLeftBehind: number;
 }
 
 export function planSweep(p: PlanInput): Plan {
@@ -72,6 +78,8 @@ export function planSweep(p: PlanInput): Plan {
     own: ownTaken.length,
     anyones: anyonesTaken.length,
     skipped: skipped + (own.length - ownTaken.length) + (anyones.length - anyonesTaken.length),
+    ownLeftBehind: own.slice(ownTaken.length),
+    anyonesLeftBehind: anyones.length - anyonesTaken.length,
   };
 }
 

@@ -75,6 +75,10 @@ export const DEFAULTS = Object.freeze({
   sweepMinGapMs: 200,
   /** Deliveries the node runs at once (the bounded queue behind the timer). */
   deliveryConcurrency: 32,
+  /** 1: an actor with no local file is taken into memory to run an alarm (restored from the
+   *  bucket, its change uploaded from memory, nothing written to the local disk); 0: restored
+   *  into a local file, as for calls. */
+  alarmsInMemory: 1,
 });
 
 export type ResolvedConfig = {
@@ -124,6 +128,7 @@ const RULES: Record<keyof typeof DEFAULTS, Rule> = {
   sweepAdaptive: { min: 0, max: 1 },
   sweepMinGapMs: { min: 1 },
   deliveryConcurrency: { min: 1, max: 10_000 },
+  alarmsInMemory: { min: 0, max: 1 },
 };
 
 export function resolveOptions(options: KeepworkOptions = {}): ResolvedConfig {

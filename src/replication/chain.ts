@@ -21,6 +21,7 @@ import { listAll } from '../store/keys.js';
 import type { ObjectStore } from '../store/types.js';
 import { CorruptLink, decodeLink, type Link, type LinkHeader } from './link.js';
 import { chainPrefix, linkKey, seqOfKey } from './state-keys.js';
+import { imageOf } from './memory-image.js';
 import { applyDelta, decodeDelta } from './wal.js';
 
 export interface RetryDeps {
@@ -93,20 +94,21 @@ export type RestoreResult =
   | { state: 'deleted'; head: ChainHead }
   | { state: 'restored'; head: ChainHead; base: ChainHead; links: number; bytes: number };
 
+type Fetched = { seq: number; etag: string; link: Link };
+
 /**
- * Restores the chain up to its head (or `uptoSeq`) into `outPath` (overwritten). `seqs` is the
- * listing, when the caller has it already.
+ * The links a restore needs, newest first: from the head (or `uptoSeq`) down to the newest
+ * snapshot; or the head alone when it is a tombstone (`deleted`); or nothing for an empty chain.
  */
-export async function restoreChain(
+async function fetchFromSnapshot(
   store: ObjectStore,
   a: ActorAddress,
-  outPath: string,
-  options: { seqs?: number[]; uptoSeq?: number; onProgress?: (done: number, total: number) => void } = {},
-): Promise<RestoreResult> {
+  options: { seqs?: number[]; uptoSeq?: number },
+): Promise<{ state: 'empty' } | { state: 'deleted'; head: ChainHead } | { state: 'links'; fetched: Fetched[] }> {
   const all = options.seqs ?? (await listChain(store, a));
   const seqs = options.uptoSeq === undefined ? all : all.filter((s) => s <= options.uptoSeq!);
   if (seqs.length === 0) return { state: 'empty' };
-  const fetched: { seq: number; etag: string; link: Link }[] = [];
+  const fetched: Fetched[] = [];
   for (let i = seqs.length - 1; i >= 0; i--) {
     const seq = seqs[i]!;
     if (i < seqs.length - 1 && seqs[i + 1] !== seq + 1)
@@ -122,11 +124,45 @@ export async function restoreChain(
   const base = fetched[fetched.length - 1]!;
   if (base.link.header.kind !== 'snapshot')
     throw new CorruptLink(`chain of ${formatAddress(a)} has no snapshot at or below link ${base.seq}`);
-  const top = fetched[0]!;
-  writeLinks(outPath, fetched.reverse(), options.onProgress);
+  return { state: 'links', fetched: fetched.reverse() };
+}
+
+const headOf = (f: Fetched): ChainHead => ({ seq: f.seq, etag: f.etag, header: f.link.header });
+
+function restored(fetched: Fetched[]): Extract<RestoreResult, { state: 'restored' }> {
   const bytes = fetched.reduce((n, f) => n + f.link.payload.byteLength, 0);
-  const headOf = (f: (typeof fetched)[number]): ChainHead => ({ seq: f.seq, etag: f.etag, header: f.link.header });
-  return { state: 'restored', head: headOf(top), base: headOf(base), links: fetched.length, bytes };
+  return { state: 'restored', head: headOf(fetched[fetched.length - 1]!), base: headOf(fetched[0]!), links: fetched.length, bytes };
+}
+
+/**
+ * Restores the chain up to its head (or `uptoSeq`) into `outPath` (overwritten). `seqs` is the
+ * listing, when the caller has it already.
+ */
+export async function restoreChain(
+  store: ObjectStore,
+  a: ActorAddress,
+  outPath: string,
+  options: { seqs?: number[]; uptoSeq?: number; onProgress?: (done: number, total: number) => void } = {},
+): Promise<RestoreResult> {
+  const r = await fetchFromSnapshot(store, a, options);
+  if (r.state !== 'links') return r;
+  writeLinks(outPath, r.fetched, options.onProgress);
+  return restored(r.fetched);
+}
+
+/** Restores the chain's head into memory: the database image as the bucket keeps it (WAL mode). */
+export async function restoreImage(
+  store: ObjectStore,
+  a: ActorAddress,
+  options: { seqs?: number[] } = {},
+): Promise<RestoreResult | (Extract<RestoreResult, { state: 'restored' }> & { image: Buffer })> {
+  const r = await fetchFromSnapshot(store, a, options);
+  if (r.state !== 'links') return r;
+  const image = imageOf(
+    r.fetched[0]!.link.payload,
+    r.fetched.slice(1).map((f) => decodeDelta(f.link.payload)),
+  );
+  return { ...restored(r.fetched), image };
 }
 
 /** Deletes every link below `belowSeq` (retention), in batches. */
@@ -136,7 +172,7 @@ export async function deleteLinksBelow(store: ObjectStore, a: ActorAddress, belo
   return doomed.length;
 }
 
-function writeLinks(outPath: string, links: { link: Link }[], onProgress?: (done: number, total: number) => void): void {
+function writeLinks(outPath: string, links: Fetched[], onProgress?: (done: number, total: number) => void): void {
   mkdirSync(dirname(outPath), { recursive: true });
   rmSync(outPath, { force: true });
   writeFileSync(outPath, links[0]!.link.payload);

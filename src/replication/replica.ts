@@ -23,7 +23,8 @@ import type { Random } from '../core/random.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
 import type { ObjectStore } from '../store/types.js';
-import { createLink, deleteLinksBelow, fsyncFile, listChain, restoreChain, type RetryDeps } from './chain.js';
+import { createLink, deleteLinksBelow, fsyncFile, listChain, restoreChain, restoreImage, type RetryDeps } from './chain.js';
+import { diffImages, forBucket, forMemory, headerPageSize } from './memory-image.js';
 import { decodeLink, encodeLink, type LinkKind } from './link.js';
 import { committedImage } from './image.js';
 import { readSidecar, removeSidecar, writeSidecar, type Sidecar } from './sidecar.js';
@@ -49,6 +50,8 @@ export interface ReplicaDeps {
   writer: { nodeId: string; epoch: number };
   /** LeaseView: true while this node's lease is valid (the hold's generation is the replica's). */
   leaseValid(): boolean;
+  /** Where replaced index entries go once their link is up (batched across actors); absent: one deleteMany per upload. */
+  deletes?: { add(keys: readonly string[]): void; flush(): Promise<void> };
 }
 
 /**
@@ -61,6 +64,15 @@ export interface ReplicaDb {
   readonly inTransaction: boolean;
   pragma(source: string): unknown;
   prepare(source: string): { run(...params: unknown[]): unknown };
+  /** The whole database image (used for a database kept in memory). */
+  serialize(): Buffer;
+}
+
+/** An actor kept in memory: the image the bucket's head equals, and the one captured for the next link. */
+interface InMemory {
+  pageSize: number;
+  uploaded: Buffer;
+  captured: Buffer | null;
 }
 
 export type TakeResult = 'ready' | 'absent' | 'deleted';
@@ -88,6 +100,8 @@ export class ActorReplica {
   /** Index entries to DELETE once the next link is in the bucket (the state no longer names them). */
   private pendingDeletes: string[] = [];
   private db: ReplicaDb | undefined;
+  /** Set when the actor lives in memory (takeInMemory): no local file, WAL or sidecar. */
+  private memory: InMemory | null = null;
   private queue: Promise<void> = Promise.resolve();
   private timer: TimerHandle | undefined;
 
@@ -121,9 +135,41 @@ export class ActorReplica {
     return this.restoreFully(seqs);
   }
 
+  /**
+   * Takes the actor into memory instead of a local file (an actor restored only to run an alarm):
+   * the head's image, ready for `new Database(image)`; nothing is written to the local disk, and
+   * every commit is uploaded from `db.serialize()` (the pages that differ from the head's image).
+   */
+  async takeInMemory(): Promise<{ state: TakeResult; image?: Buffer }> {
+    const seqs = await listChain(this.deps.store, this.address);
+    if (seqs.length === 0) {
+      this.foundNothing = true;
+      return { state: 'absent' };
+    }
+    const result = await restoreImage(this.deps.store, this.address, { seqs });
+    if (result.state === 'empty') return { state: 'absent' };
+    this.head = { seq: result.head.seq, etag: result.head.etag };
+    if (result.state === 'deleted') {
+      this.deleted = true;
+      return { state: 'deleted' };
+    }
+    if (!('image' in result)) throw new Error('restoreImage returned no image');
+    const image = forMemory(result.image);
+    this.memory = { pageSize: headerPageSize(image), uploaded: image, captured: null };
+    this.linksSinceSnapshot = result.links - 1;
+    this.snapshotBytes = result.base.header.size;
+    this.snapshots = [{ seq: result.base.seq, atMs: result.base.header.atMs }];
+    return { state: 'ready', image };
+  }
+
+  /** True when the actor lives in memory (see takeInMemory). */
+  get inMemory(): boolean {
+    return this.memory !== null;
+  }
+
   attach(db: ReplicaDb): void {
     this.db = db;
-    db.pragma('wal_autocheckpoint = 0');
+    if (!this.memory) db.pragma('wal_autocheckpoint = 0');
   }
 
   /** True while the bucket has nothing for this actor (its first upload is still to come). */
@@ -213,7 +259,7 @@ export class ActorReplica {
     this.closed = true;
     this.timer?.cancel();
     this.timer = undefined;
-    if (this.deleted) return;
+    if (this.deleted || this.memory) return;
     if (this.givenUp || captureWal(`${this.dbPath}-wal`, this.cursor).delta !== null) removeSidecar(this.dbPath);
   }
 
@@ -322,7 +368,7 @@ export class ActorReplica {
     if (this.givenUp) throw this.givenUp;
     const db = this.db;
     if (!db || !db.open) return;
-    const captured = captureWal(`${this.dbPath}-wal`, this.cursor);
+    const captured = this.memory ? this.captureMemory(db, this.memory) : captureWal(`${this.dbPath}-wal`, this.cursor);
     const first = this.head === null || this.deleted; // a chain (re)starts with a snapshot
     if (!captured.delta && !first) return; // no frames: no change
     const deletes = this.pendingDeletes.splice(0); // registered after commits this capture holds
@@ -330,8 +376,15 @@ export class ActorReplica {
     void this.deleteEntries(deletes); // not awaited: a durable reply waits for its link, not for cleanup
   }
 
+  /** The pages the in-memory database changed since the head's image. */
+  private captureMemory(db: ReplicaDb, m: InMemory): ReturnType<typeof captureWal> {
+    m.captured = db.serialize();
+    return { delta: diffImages(m.uploaded, m.captured, m.pageSize), cursor: null };
+  }
+
   private async deleteEntries(keys: string[]): Promise<void> {
     if (keys.length === 0) return;
+    if (this.deps.deletes) return this.deps.deletes.add(keys);
     try {
       await this.deps.store.deleteMany(keys);
     } catch (e) {
@@ -348,7 +401,9 @@ export class ActorReplica {
     const outweighs = deltaBytes !== undefined && this.deltaBytesSinceSnapshot + deltaBytes.byteLength > this.snapshotBytes;
     if (first || due || outweighs || !deltaBytes) {
       // Synchronous since the capture above: no commit can slip in between the two reads.
-      const { image, pageSize, cursor } = committedImage(this.dbPath);
+      const { image, pageSize, cursor } = this.memory
+        ? { image: forBucket(this.memory.captured!), pageSize: this.memory.pageSize, cursor: null }
+        : committedImage(this.dbPath);
       return this.upload('snapshot', image, pageSize, image.byteLength / pageSize, cursor ?? captured.cursor);
     }
     const d = captured.delta!;
@@ -371,6 +426,7 @@ export class ActorReplica {
     }
     this.head = { seq, etag };
     this.uploadedUnderHold = true;
+    if (this.memory?.captured) this.memory.uploaded = this.memory.captured;
     this.cursor = cursor ?? this.cursor;
     this.deleted = kind === 'tombstone';
     this.countLink(kind, payload.byteLength);
@@ -414,7 +470,7 @@ export class ActorReplica {
   /** Folds the WAL into the database when due (or `force`d), only if nothing is left to capture. */
   private checkpoint(force: boolean): void {
     const db = this.db;
-    if (!db || !db.open || db.inTransaction) return;
+    if (!db || !db.open || db.inTransaction || this.memory) return;
     const due =
       force ||
       this.linksSinceCheckpoint >= this.deps.config.checkpointEveryLinks ||
@@ -427,7 +483,7 @@ export class ActorReplica {
   }
 
   private saveSidecar(): void {
-    if (!this.head || this.closed) return; // after close an upload may still land: the sidecar stays gone
+    if (!this.head || this.closed || this.memory) return; // after close an upload may still land: the sidecar stays gone
     writeSidecar(this.dbPath, {
       seq: this.head.seq,
       etag: this.head.etag,

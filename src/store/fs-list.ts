@@ -6,6 +6,12 @@
  * stops at `limit` keys (the store asks for maxKeys + 1 to know whether a page is the last).
  * Names it did not write (bad encoding, `~` internal names) are ignored; a folder that vanished
  * mid-walk (a racing delete) reads as empty.
+ *
+ * Cost (issue 15): a folder is read whole (readdir has no order), but of its names only the
+ * wanted ones become entries, and only the `limit` smallest of those are ordered and given a
+ * path (a bounded heap, O(names · log limit)), since each folder or object yields at least one
+ * key. Sorting and materialising every name of a 100k-entry due-time folder for a 129-key page
+ * was most of a sweep's cost on this store. The readdir itself stays: O(names in the folder).
  */
 import type { Dirent } from 'node:fs';
 import * as path from 'node:path';
@@ -20,7 +26,9 @@ interface Entry {
   /** The full key, with a trailing `/` for a folder. */
   key: string;
   folder: boolean;
-  path: string;
+  /** The name in `dir` (its path is made only for entries walked). */
+  name: string;
+  dir: string;
 }
 
 /**
@@ -39,18 +47,24 @@ export class ListWalk {
   ) {}
 
   async walk(dir: string, base: string, dirents: Promise<Dirent[]> = readDirents(dir)): Promise<void> {
-    const entries = await this.#entries(await dirents, dir, base);
-    entries.sort((a, b) => compareKeys(a.key, b.key));
-    const ahead = new Map<number, Promise<Dirent[]>>();
-    for (let i = 0; i < entries.length && this.keys.length < this.limit; i++) {
-      const entry = entries[i]!;
-      if (!entry.folder) {
-        this.keys.push(entry.key);
-        continue;
+    let rest = await this.#entries(await dirents, dir, base);
+    while (rest.length > 0 && this.keys.length < this.limit) {
+      const want = this.limit - this.keys.length; // each entry yields at least one key, unless it vanished
+      const batch = rest.length <= 2 * want ? rest.sort(byKey) : smallest(rest, want);
+      const ahead = new Map<number, Promise<Dirent[]>>();
+      for (let i = 0; i < batch.length && this.keys.length < this.limit; i++) {
+        const entry = batch[i]!;
+        if (!entry.folder) {
+          this.keys.push(entry.key);
+          continue;
+        }
+        this.#readAhead(batch, i, ahead);
+        await this.walk(path.join(entry.dir, entry.name), entry.key, ahead.get(i));
+        ahead.delete(i);
       }
-      this.#readAhead(entries, i, ahead);
-      await this.walk(entry.path, entry.key, ahead.get(i));
-      ahead.delete(i);
+      if (batch === rest) return;
+      const last = batch[batch.length - 1]!.key; // folders that turned out empty: the next smallest
+      rest = rest.filter((e) => compareKeys(e.key, last) > 0);
     }
   }
 
@@ -58,7 +72,7 @@ export class ListWalk {
   #readAhead(entries: Entry[], from: number, ahead: Map<number, Promise<Dirent[]>>): void {
     for (let j = from; j < entries.length && j <= from + LIST_READ_AHEAD; j++) {
       if (!entries[j]!.folder || ahead.has(j)) continue;
-      const read = readDirents(entries[j]!.path);
+      const read = readDirents(path.join(entries[j]!.dir, entries[j]!.name));
       read.catch(() => undefined); // surfaced when awaited; ignored if the page fills first
       ahead.set(j, read);
     }
@@ -69,28 +83,30 @@ export class ListWalk {
     for (const dirent of dirents) {
       const name = dirent.name;
       if (name.startsWith(INTERNAL_MARK)) continue;
-      const full = path.join(dir, name);
-      if (dirent.isFile() && name.endsWith(OBJECT_MARK)) this.#addObject(out, base, name.slice(0, -1), full);
-      else if (dirent.isDirectory() && name.endsWith(CONTINUED_MARK)) await this.#addContinued(out, base, name.slice(0, -1), full);
-      else if (dirent.isDirectory()) this.#addFolder(out, base, name, full);
+      if (name.endsWith(OBJECT_MARK)) {
+        if (dirent.isFile()) this.#addObject(out, base, name, dir);
+      } else if (!dirent.isDirectory()) continue;
+      else if (name.endsWith(CONTINUED_MARK)) await this.#addContinued(out, base, name, dir);
+      else this.#addFolder(out, base, name, dir);
     }
     return out;
   }
 
-  #addObject(out: Entry[], base: string, name: string, full: string): void {
-    const text = decodeSegment(name);
+  #addObject(out: Entry[], base: string, name: string, dir: string): void {
+    const text = decodeSegment(name.slice(0, -1));
     if (text === null) return;
     const key = base + text;
-    if (key.startsWith(this.prefix) && compareKeys(key, this.after) > 0) out.push({ key, folder: false, path: full });
+    if (key.startsWith(this.prefix) && compareKeys(key, this.after) > 0) out.push({ key, folder: false, name, dir });
   }
 
-  #addFolder(out: Entry[], base: string, name: string, full: string): void {
+  #addFolder(out: Entry[], base: string, name: string, dir: string): void {
     const text = decodeSegment(name);
-    if (text !== null && this.#mayHold(base + text + '/')) out.push({ key: base + text + '/', folder: true, path: full });
+    if (text !== null && this.#mayHold(base + text + '/')) out.push({ key: base + text + '/', folder: true, name, dir });
   }
 
-  async #addContinued(out: Entry[], base: string, name: string, full: string): Promise<void> {
-    const text = decodeSegment(name);
+  async #addContinued(out: Entry[], base: string, name: string, dir: string): Promise<void> {
+    const text = decodeSegment(name.slice(0, -1));
+    const full = path.join(dir, name);
     if (text !== null && this.#mayHold(base + text)) out.push(...(await this.#entries(await readDirents(full), full, base + text)));
   }
 
@@ -100,4 +116,36 @@ export class ListWalk {
     const allBelow = compareKeys(start, this.after) < 0 && !this.after.startsWith(start);
     return matches && !allBelow;
   }
+}
+
+const byKey = (a: Entry, b: Entry) => compareKeys(a.key, b.key);
+
+/** The `k` smallest entries by key, in order: a bounded max-heap over one pass. */
+function smallest(entries: Entry[], k: number): Entry[] {
+  const heap: Entry[] = [];
+  const up = (i: number) => {
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (byKey(heap[i]!, heap[parent]!) <= 0) return;
+      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
+      i = parent;
+    }
+  };
+  const down = (i: number) => {
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let top = i;
+      if (l < heap.length && byKey(heap[l]!, heap[top]!) > 0) top = l;
+      if (r < heap.length && byKey(heap[r]!, heap[top]!) > 0) top = r;
+      if (top === i) return;
+      [heap[i], heap[top]] = [heap[top]!, heap[i]!];
+      i = top;
+    }
+  };
+  for (const e of entries) {
+    if (heap.length < k) (heap.push(e), up(heap.length - 1));
+    else if (byKey(e, heap[0]!) < 0) ((heap[0] = e), down(0));
+  }
+  return heap.sort(byKey);
 }

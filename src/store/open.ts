@@ -4,12 +4,14 @@
  *   file:///abs/path · file://./rel/path · ./plain/path   → FsStore (the embedded default)
  *   s3://bucket/prefix?endpoint=http://host:port&region=r → S3Store
  *   memory:                                               → MemoryStore (tests; one per call)
+ *   latency+<any of these>[?ms=20]                        → LatencyStore around it (benchmarks)
  */
 import { SystemClock, type Clock } from '../core/clock.js';
 import { BadConfig } from '../core/errors.js';
 import { SystemRandom, type Random } from '../core/random.js';
 import { resolveOptions } from '../core/config.js';
 import { FsStore, parseFsUrl } from './fs.js';
+import { LATENCY_SCHEME, LatencyStore, parseLatencyUrl } from './latency.js';
 import { MemoryStore } from './memory.js';
 import { S3Store, parseS3Url, type S3Settings } from './s3.js';
 import type { ObjectStore } from './types.js';
@@ -28,6 +30,10 @@ export interface OpenStoreDeps {
 export function openStore(url: string, deps: OpenStoreDeps = {}): ObjectStore {
   if (typeof url !== 'string' || url.trim() === '') throw new BadConfig('bucket must be a URL or a path, got an empty value');
   const clock = deps.clock ?? new SystemClock();
+  if (url.startsWith(LATENCY_SCHEME)) {
+    const { inner, ms } = parseLatencyUrl(url);
+    return new LatencyStore(openStore(inner, { ...deps, clock }), clock, ms);
+  }
   if (url === 'memory:') return new MemoryStore({ clock });
   if (url.startsWith('s3://')) {
     return new S3Store({ ...parseS3Url(url), config: deps.config ?? resolveOptions(), random: deps.random ?? new SystemRandom(), clock });

@@ -174,6 +174,9 @@ function parseRegion(value: string): string {
  */
 export type S3Failure = 'precondition' | 'notFound' | 'conflict' | 'unknown' | 'fatal';
 
+/** Per-key codes of a DeleteObjects answer worth retrying (the rest are refusals). */
+const TRANSIENT_DELETE_CODES = new Set(['InternalError', 'ServiceUnavailable', 'SlowDown', 'RequestTimeout', 'OperationAborted', '']);
+
 export function classifyS3Error(e: unknown): S3Failure {
   const err = e as { name?: string; $metadata?: { httpStatusCode?: number } } | null;
   const status = err?.$metadata?.httpStatusCode;
@@ -440,7 +443,11 @@ export class S3Store implements ObjectStore {
     );
   }
 
-  /** One DeleteObjects request, retrying the keys it reports as failed (a missing key is fine). */
+  /**
+   * One DeleteObjects request, retrying the keys it reports as failed (a missing key is fine).
+   * Per-key errors map as a request's would: a transient code (InternalError, SlowDown, …) is
+   * retried within storeAttemptsMax; any other (AccessDenied, …) fails at once with StoreUnavailable.
+   */
   private async deleteBatch(keys: string[]): Promise<void> {
     let pending = keys;
     for (let attempt = 1; ; attempt++) {
@@ -451,6 +458,14 @@ export class S3Store implements ObjectStore {
       );
       const failed = (res.Errors ?? []).filter((x) => x.Code !== 'NoSuchKey');
       if (failed.length === 0) return;
+      const refused = failed.filter((x) => !TRANSIENT_DELETE_CODES.has(x.Code ?? ''));
+      if (refused.length > 0) {
+        const sample = refused
+          .slice(0, 3)
+          .map((x) => `${x.Key}: ${x.Code}`)
+          .join(', ');
+        throw new StoreUnavailable(`S3 ${this.description} refused to delete ${refused.length} keys (${sample})`);
+      }
       if (attempt >= this.config.storeAttemptsMax) {
         const sample = failed
           .slice(0, 3)

@@ -8,8 +8,13 @@
  *   offer ≤ deliveriesPerSweep ─▶ next delay: alarmSweepMs (the ADR), or adaptive — at once
  *   after a full sweep when capacity is free, else at the next entry's due time + margin.
  *
- * The cursor resumes after the last entry read, so entries nobody can act on never hold the rest
+ * The cursor resumes after the entries read, so entries nobody can act on never hold the rest
  * back; once the overdue part is read through, the next sweep starts from the beginning again.
+ * It never moves past an own entry the delivery cap left out: it stops just before the first one,
+ * and a sweep that left deliverable entries behind counts as full (sweeps again soon). Moving past
+ * all 2,048 read while offering 256 left the rest behind the cursor, and a sweep that then reached
+ * the end waited alarmSweepMs while they were due (issue 15). When the first entry read is itself
+ * left out (no own entry fits the cap), the cursor moves past everything read, so it always advances.
  */
 import { defer, expand, from, race, timer, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import { switchMap } from 'rxjs/operators';
@@ -65,7 +70,7 @@ export interface SweepResult {
   /** Of those, entries of another node's shard (anyone's: overdue three margins). */
   offeredAnyones?: number;
   planned: number;
-  /** The sweep stopped at its page limit or its delivery cap: more may be waiting. */
+  /** The sweep stopped at its page limit, or its delivery cap left entries it could deliver behind: more are waiting. */
   full: boolean;
   /** Due time of the first entry not yet overdue enough, when the listing saw one. */
   nextDueMs?: number;
@@ -146,9 +151,8 @@ export class Sweeper {
   async sweepTenant(tenant: string): Promise<SweepResult> {
     const { config } = this.d;
     const now = this.d.clock.now();
-    const { entries, lastKey, reachedEnd, nextDueMs } = await this.read(tenant, dueBound(tenant, now - config.marginMs));
-    if (reachedEnd) this.cursors.delete(tenant);
-    else if (lastKey !== undefined) this.cursors.set(tenant, lastKey);
+    const startCursor = this.cursors.get(tenant);
+    const { entries, before, lastKey, reachedEnd, nextDueMs } = await this.read(tenant, dueBound(tenant, now - config.marginMs));
     const live = await this.d.live(config.sweepAdaptive ? Math.min(1_000, config.alarmSweepMs) : config.alarmSweepMs);
     const plan = planSweep({
       entries,
@@ -162,6 +166,11 @@ export class Sweeper {
       anyonesReserve: config.anyonesDeliveriesPerSweep,
       random: this.d.random,
     });
+    const firstLeft = plan.ownLeftBehind[0];
+    const resumeAfter = firstLeft === undefined ? undefined : before.get(firstLeft);
+    if (firstLeft !== undefined && resumeAfter !== startCursor && resumeAfter !== undefined) this.cursors.set(tenant, resumeAfter);
+    else if (reachedEnd) this.cursors.delete(tenant);
+    else if (lastKey !== undefined) this.cursors.set(tenant, lastKey);
     let offered = 0;
     let offeredAnyones = 0;
     for (const [i, e] of plan.deliveries.entries()) {
@@ -169,7 +178,7 @@ export class Sweeper {
       offered++;
       if (i >= plan.own) offeredAnyones++; // own entries come first in the plan
     }
-    const full = !reachedEnd || plan.deliveries.length >= config.deliveriesPerSweep;
+    const full = !reachedEnd || plan.ownLeftBehind.length > 0 || plan.anyonesLeftBehind > 0;
     const oldestDueMs = entries.length ? Math.min(...entries.map((e) => e.dueMs)) : undefined;
     return { read: entries.length, offered, offeredAnyones, planned: plan.deliveries.length, full, nextDueMs, oldestDueMs };
   }
@@ -183,7 +192,10 @@ export class Sweeper {
    */
   private async read(tenant: string, bound: string) {
     const entries: IndexEntry[] = [];
+    /** For each entry, the key read just before it (a cursor that reads it again; undefined: the start). */
+    const before = new Map<IndexEntry, string | undefined>();
     let startAfter = this.cursors.get(tenant);
+    let previous = startAfter;
     let lastKey: string | undefined;
     let nextDueMs: number | undefined;
     let reachedEnd = false;
@@ -193,11 +205,12 @@ export class Sweeper {
       for (const key of page.keys) {
         if (compareKeys(key, bound) >= 0) {
           nextDueMs = parseEntryKey(key)?.dueMs;
-          return { entries, lastKey, reachedEnd: true, nextDueMs };
+          return { entries, before, lastKey, reachedEnd: true, nextDueMs };
         }
         lastKey = key;
         const e = parseEntryKey(key);
-        if (e) entries.push(e);
+        if (e) (entries.push(e), before.set(e, previous));
+        previous = key;
       }
       if (page.continuation === undefined || page.keys.length === 0) {
         reachedEnd = true;
@@ -205,6 +218,6 @@ export class Sweeper {
       }
       startAfter = lastKey;
     }
-    return { entries, lastKey, reachedEnd, nextDueMs };
+    return { entries, before, lastKey, reachedEnd, nextDueMs };
   }
 }

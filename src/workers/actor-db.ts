@@ -53,6 +53,19 @@ export function openActorDb(path: string, address: ActorAddress, create: boolean
   return db;
 }
 
+/**
+ * Opens an actor's database in memory from its image (memory-image.ts `forMemory`): nothing on
+ * the local disk; the replica uploads its changes from `db.serialize()`.
+ */
+export function openMemoryActorDb(image: Buffer, address: ActorAddress): Db {
+  const db = new Database(image);
+  actorDbHooks.onOpen?.(db);
+  db.pragma('foreign_keys = ON');
+  db.exec(SCHEMA);
+  if (readMeta(db, 'address') === null) writeMeta(db, 'address', formatAddress(address));
+  return db;
+}
+
 /** Removes the database and its WAL files (the handle must be closed). */
 export function removeActorDb(path: string): void {
   for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });

@@ -9,9 +9,11 @@
  * use at once.
  */
 import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { Settings } from '../core/config.js';
 import { ActorReplica, type ReplicaDeps } from '../replication/replica.js';
 import { removeSidecar } from '../replication/sidecar.js';
-import { actorDbPath, openActorDb, removeActorDb, type Db } from './actor-db.js';
+import { existsSync } from 'node:fs';
+import { actorDbPath, openActorDb, openMemoryActorDb, removeActorDb, type Db } from './actor-db.js';
 
 export interface Slot {
   readonly db: Db;
@@ -19,17 +21,47 @@ export interface Slot {
   users: number;
   /** Just taken: the owner has not yet checked its index entry (R4, migration). */
   fresh: boolean;
+  /** Kept in memory for one event (an alarm of an actor with no local file): closed once released. */
+  readonly memory: boolean;
+}
+
+export interface SlotsSettings {
+  /** Open actors kept per worker (LRU). */
+  max: number;
+  /** Actors with no local file are taken into memory for events that do not create them. */
+  inMemory: boolean;
+}
+
+/** Actors remembered as fenced under their hold (see `uploadedUnder`). */
+const UPLOADED_UNDER_MAX = 4096;
+
+/** The slots' settings from the node's resolved config. */
+export function slotsSettings(config: Settings<'dbCacheMax' | 'alarmsInMemory'>): SlotsSettings {
+  return { max: config.dbCacheMax, inMemory: config.alarmsInMemory === 1 };
 }
 
 export class ActorSlots {
   private readonly open = new Map<string, Slot>();
   private readonly closing = new Map<string, Promise<void>>();
 
+  private readonly max: number;
+  private readonly inMemory: boolean;
+  /**
+   * Actors whose chain ends with a link this worker uploaded under the hold generation named,
+   * remembered past close (an actor in memory is closed after every event) so the owner fence
+   * goes up once per hold, not once per take. Bounded: a forgotten actor is fenced again, which
+   * is safe and costs one upload.
+   */
+  private readonly uploadedUnder = new Map<string, number>();
+
   constructor(
     private readonly dataDir: string,
-    private readonly max: number,
+    settings: SlotsSettings,
     private readonly replicaDeps: ReplicaDeps,
-  ) {}
+  ) {
+    this.max = settings.max;
+    this.inMemory = settings.inMemory;
+  }
 
   /**
    * The actor, taken and opened as needed; null when it does not exist (or was deleted) and
@@ -59,6 +91,7 @@ export class ActorSlots {
   release(slot: Slot): void {
     slot.users = Math.max(0, slot.users - 1);
     if (slot.replica.givenUp) this.drop(slot.replica.address);
+    else if (slot.memory && slot.users === 0) void this.close(slot.replica.address);
     this.evict();
   }
 
@@ -72,6 +105,7 @@ export class ActorSlots {
       .release()
       .catch(() => undefined) // a failed flush gave the actor up; the chain stays the truth
       .finally(() => {
+        this.remember(key, slot.replica);
         slot.replica.beforeClose();
         slot.db.close();
         this.closing.delete(key);
@@ -101,6 +135,7 @@ export class ActorSlots {
   async closeAll(): Promise<void> {
     await Promise.all([...this.open.values()].map((s) => this.close(s.replica.address)));
     await Promise.all([...this.closing.values()]);
+    await this.replicaDeps.deletes?.flush();
   }
 
   get size(): number {
@@ -115,12 +150,28 @@ export class ActorSlots {
   private async take(address: ActorAddress, create: boolean, generation: number, onTake?: (state: string) => void): Promise<Slot | null> {
     const path = actorDbPath(this.dataDir, address);
     const replica = new ActorReplica(this.replicaDeps, address, path, generation);
+    if (this.uploadedUnder.get(formatAddress(address)) === generation) replica.uploadedUnderHold = true;
+    if (!create && this.inMemory && !existsSync(path)) {
+      const { state, image } = await replica.takeInMemory();
+      onTake?.(state);
+      if (state !== 'ready' || !image) return null;
+      const db = openMemoryActorDb(image, address);
+      replica.attach(db);
+      return { db, replica, users: 0, fresh: true, memory: true };
+    }
     const state = await replica.take();
     onTake?.(state);
     if (state !== 'ready' && !create) return null;
     const db = openActorDb(path, address, true)!;
     replica.attach(db);
-    return { db, replica, users: 0, fresh: true };
+    return { db, replica, users: 0, fresh: true, memory: false };
+  }
+
+  private remember(key: string, replica: ActorReplica): void {
+    this.uploadedUnder.delete(key);
+    if (!replica.uploadedUnderHold || replica.givenUp) return;
+    this.uploadedUnder.set(key, replica.generation);
+    if (this.uploadedUnder.size > UPLOADED_UNDER_MAX) this.uploadedUnder.delete(this.uploadedUnder.keys().next().value!);
   }
 
   private evict(): void {

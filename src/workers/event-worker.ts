@@ -9,9 +9,10 @@ import { SystemRandom } from '../core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../core/config.js';
 import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
+import { DeleteBatcher } from '../store/delete-batch.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
-import { ActorSlots } from './actor-slots.js';
+import { ActorSlots, slotsSettings } from './actor-slots.js';
 import type { ActorEvent, EventResult } from './messages.js';
 import { runEvent } from './pipeline.js';
 import type { PipelineDeps } from './deps.js';
@@ -49,7 +50,16 @@ const deps: PipelineDeps = {
   log,
   store,
   nonces: new NonceSource(random),
-  slots: new ActorSlots(setup.dataDir, config.dbCacheMax, { store, clock, random, config, log, writer, leaseValid }),
+  slots: new ActorSlots(setup.dataDir, slotsSettings(config), {
+    store,
+    clock,
+    random,
+    config,
+    log,
+    writer,
+    leaseValid,
+    deletes: new DeleteBatcher(store, clock, log),
+  }),
   loadClass: classLoader(setup.classes),
 };
 

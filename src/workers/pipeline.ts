@@ -113,7 +113,11 @@ async function withDb(
       await indexOnTake(deps, slot, address);
       slot.fresh = false;
     }
-    return await use(slot);
+    const result = await use(slot);
+    // An actor in memory is closed once released: what the event committed goes up now, and a
+    // delivery counts as done only once its outcome is in the bucket.
+    if (slot.memory && !slot.replica.givenUp) await slot.replica.sync();
+    return result;
   } catch (e) {
     return failure(e, null);
   } finally {

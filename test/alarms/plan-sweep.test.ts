@@ -95,6 +95,9 @@ describe('planSweep', () => {
         ).size;
         assert.ok(plan.anyones >= Math.min(reserve, anyonesAvailable, g.cap), `reserve kept: ${plan.anyones} of ${anyonesAvailable}`);
         assert.equal(plan.own, Math.min(ownKeys.size, g.cap - Math.min(reserve, anyonesAvailable)));
+        const left = plan.ownLeftBehind.map((e) => formatAddress(e.address));
+        assert.deepEqual(new Set([...first, ...left]), ownKeys, 'every own actor is delivered or reported left behind');
+        assert.equal(plan.anyones + plan.anyonesLeftBehind, anyonesAvailable);
       }),
       { numRuns: 300 },
     );

@@ -17,6 +17,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
@@ -201,6 +202,10 @@ export interface StartOptions {
   set?: Record<string, number>;
   /** Another data dir than `<root>/<nodeId>` (e.g. to share one). */
   dataDir?: string;
+  /** The HTTP listen address (default: the CLI's 127.0.0.1). */
+  host?: string;
+  /** A command the node runs under, e.g. `['ip', 'netns', 'exec', 'ns1']` (it must exec node in place). */
+  launcher?: readonly string[];
 }
 
 export interface ProcessOutcome {
@@ -221,9 +226,9 @@ export class Cluster {
     readonly bucket: string,
   ) {}
 
-  /** A fresh temp folder; the bucket is `<root>/bucket` unless `bucket` names another (S3). */
-  static create(name: string, bucket?: string): Cluster {
-    const root = makeTempDir(`kw-cluster-${name}-`);
+  /** A fresh temp folder (in `parent`); the bucket is `<root>/bucket` unless `bucket` names another (S3). */
+  static create(name: string, bucket?: string, parent = tmpdir()): Cluster {
+    const root = makeTempDir(`kw-cluster-${name}-`, parent);
     mkdirSync(join(root, 'logs'));
     return new Cluster(name, root, bucket ?? `file://${join(root, 'bucket')}`);
   }
@@ -245,6 +250,7 @@ export class Cluster {
       this.bucket,
       '--port',
       '0',
+      ...(o.host ? ['--host', o.host] : []),
       '--class',
       `Probe=${PROBE_MODULE}`,
       '--node-id',
@@ -256,7 +262,7 @@ export class Cluster {
   /** Starts a node and resolves once it serves HTTP. */
   async start(nodeId: string, o: StartOptions = {}): Promise<ClusterNode> {
     const logPath = join(this.root, 'logs', `${nodeId}.log`);
-    const child = this.spawn(this.startArgs(nodeId, o), logPath);
+    const child = this.spawn(this.startArgs(nodeId, o), logPath, o.launcher);
     const node = new ClusterNode(nodeId, o.dataDir ?? join(this.root, nodeId), logPath, child);
     this.nodes.push(node);
     const serving = await new Promise<RegExpExecArray>((resolve, reject) => {
@@ -322,8 +328,9 @@ export class Cluster {
     removeTempDir(this.root);
   }
 
-  private spawn(args: string[], logPath: string): ChildProcess {
-    const child = spawn(process.execPath, args, {
+  private spawn(args: string[], logPath: string, launcher: readonly string[] = []): ChildProcess {
+    const [file, ...pre] = [...launcher, process.execPath];
+    const child = spawn(file!, [...pre, ...args], {
       cwd: REPO,
       env: { ...process.env, KEEPWORK_LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -16,7 +16,7 @@ import type { SeededRandom } from '../../src/core/random.js';
 import { NonceSource } from '../../src/alarms/keys.js';
 import { resolveOptions } from '../../src/core/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { ActorSlots } from '../../src/workers/actor-slots.js';
+import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
 import type { Db } from '../../src/workers/actor-db.js';
 import type { ActorDefinition } from '../../src/workers/define-actor.js';
 import { runEvent } from '../../src/workers/pipeline.js';
@@ -122,7 +122,7 @@ export class Cluster {
     const store = new MemoryStore({ clock });
     const log = silentLogger();
     const replicaDeps = { store, clock, random, config, log, writer: { nodeId, epoch: 0 }, leaseValid: () => true };
-    const slots = new ActorSlots(dataDir, config.dbCacheMax, replicaDeps);
+    const slots = new ActorSlots(dataDir, slotsSettings(config), replicaDeps);
     const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), slots, loadClass: async () => this.definition(clock) };
     for (let i = 0; i < actors.length; i++) {
       const r = await runEvent(deps, {

@@ -22,7 +22,8 @@ import { NodeMetrics } from '../../src/main/metrics.js';
 import { Node } from '../../src/main/node.js';
 import type { WorkerGroup } from '../../src/main/worker-group.js';
 import { ClockScheduler } from '../../src/streams/clock-scheduler.js';
-import { ActorSlots } from '../../src/workers/actor-slots.js';
+import { DeleteBatcher } from '../../src/store/delete-batch.js';
+import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
 import type { Db } from '../../src/workers/actor-db.js';
 import type { ActorDefinition } from '../../src/workers/define-actor.js';
 import type { ActorEvent } from '../../src/workers/messages.js';
@@ -95,8 +96,9 @@ export class SimNode {
       log,
       writer: { nodeId, epoch },
       leaseValid: () => membership.lease.isValid(),
+      deletes: new DeleteBatcher(store, this.clock, log),
     };
-    const slots = new ActorSlots(dataDir, this.config.dbCacheMax, replicaDeps);
+    const slots = new ActorSlots(dataDir, slotsSettings(this.config), replicaDeps);
     this.slots = slots;
     const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), slots, loadClass: async () => actorClass };
     const workers = inlineWorkers(deps);

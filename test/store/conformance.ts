@@ -123,6 +123,16 @@ const CASES: Record<string, Case> = {
     await s.deleteMany([]);
     assert.deepEqual(await allKeys(s, 'm/'), ['m/2']);
   },
+  'deleteMany takes more than 1,000 keys (several requests on S3), duplicates, and keys in many folders': async (s) => {
+    const keys = Array.from({ length: 1_050 }, (_, i) => `dm/${i % 7}/${String(i).padStart(4, '0')}`);
+    for (let i = 0; i < keys.length; i += 50) await Promise.all(keys.slice(i, i + 50).map((k) => s.put(k, new Uint8Array(0))));
+    await s.put('dm/keep', text('keep'));
+    await s.put('dm/0', text('object and folder'));
+    await s.deleteMany([...keys, keys[0]!, keys[1_049]!]);
+    assert.deepEqual(await allKeys(s, 'dm/'), ['dm/0', 'dm/keep']);
+    await s.deleteMany(['dm/0', 'dm/0']);
+    assert.deepEqual(await allKeys(s, 'dm/'), ['dm/keep']);
+  },
   'a key can be an object and the prefix of other objects': async (s) => {
     await s.put('p', text('parent'));
     await s.put('p/child', text('child'));

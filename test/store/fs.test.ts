@@ -193,6 +193,24 @@ describe('fs store: on-disk mapping', () => {
   });
 });
 
+describe('fs store: a listing orders only what it returns (issue 15)', () => {
+  it('a page from a large folder is the smallest keys after startAfter, across empty folders left by racing deletes', async () => {
+    await withStore(async (store, root) => {
+      const keys = Array.from({ length: 120 }, (_, i) => `d/${String((i * 7919) % 1000).padStart(3, '0')}/x`);
+      await Promise.all(keys.map((k) => store.put(k, text(k))));
+      for (let i = 0; i < 300; i += 3) mkdirSync(join(root, 'd', String(i).padStart(3, '0')), { recursive: true }); // empty (or already there)
+      const sorted = [...keys].sort();
+      assert.deepEqual(await allKeys(store, 'd/'), sorted);
+      for (const start of ['d/', 'd/0', 'd/100/x', 'd/5', 'd/999/x']) {
+        for (const maxKeys of [1, 3, 50]) {
+          const expected = sorted.filter((k) => k > start).slice(0, maxKeys);
+          assert.deepEqual((await store.list({ prefix: 'd/', startAfter: start, maxKeys })).keys, expected, `${start} ${maxKeys}`);
+        }
+      }
+    });
+  });
+});
+
 describe('fs store: temp files and foreign files', () => {
   it('never lists temp files, the lock file or files it did not write', async () => {
     await withStore(async (store, root) => {

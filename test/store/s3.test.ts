@@ -388,9 +388,20 @@ describe('S3Store against a scripted fake server', () => {
     fake.reply = () => ({
       status: 200,
       headers: { 'content-type': 'application/xml' },
-      body: '<?xml version="1.0" encoding="UTF-8"?><DeleteResult><Error><Key>root/x</Key><Code>AccessDenied</Code></Error></DeleteResult>',
+      body: '<?xml version="1.0" encoding="UTF-8"?><DeleteResult><Error><Key>root/x</Key><Code>SlowDown</Code></Error></DeleteResult>',
     });
     await assert.rejects(store.deleteMany(['x']), { code: ErrorCode.StoreUnavailable });
     assert.equal(fake.seen.length, config.storeAttemptsMax);
+  });
+
+  it('deleteMany fails at once with StoreUnavailable when a key is refused (AccessDenied is not retried)', async () => {
+    fake.seen.length = 0;
+    fake.reply = () => ({
+      status: 200,
+      headers: { 'content-type': 'application/xml' },
+      body: '<?xml version="1.0" encoding="UTF-8"?><DeleteResult><Error><Key>root/x</Key><Code>AccessDenied</Code></Error></DeleteResult>',
+    });
+    await assert.rejects(store.deleteMany(['x', 'y']), { code: ErrorCode.StoreUnavailable, message: /refused.*root\/x: AccessDenied/ });
+    assert.equal(fake.seen.length, 1);
   });
 });

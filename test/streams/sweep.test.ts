@@ -90,6 +90,58 @@ describe('the sweep', () => {
     assert.equal(new Set(s.offered.map((o) => o.address.name)).size, 8, 'in-flight entries do not count against the cap');
   });
 
+  it('no stall: entries read but left behind by the delivery cap are offered by the next sweeps, not after alarmSweepMs (issue 15)', async () => {
+    // 2,100 of this node's entries overdue at once: a page of 2,048 read, 256 offered per sweep.
+    // The cursor used to move past all 2,048 read; the next sweep read the last 52, reached the end
+    // with fewer than 256 planned, counted as not full and waited alarmSweepMs with 1,792 due behind it.
+    let sweeps = 0;
+    const offered: string[] = [];
+    const busy = new Set<string>();
+    const offer = (a: ActorAddress) => (busy.add(formatAddress(a)), offered.push(a.name), true); // in flight once offered
+    const s = setup({}, ['C'], [], { observe: () => void sweeps++, offer, busy });
+    assert.deepEqual([s.config.sweepPageEntries, s.config.deliveriesPerSweep, s.config.alarmSweepMs], [2048, 256, 10_000]);
+    const total = 2_100;
+    for (let i = 0; i < total; i++) await s.add(`e${String(i).padStart(5, '0')}`, 20_000 + total - i);
+    s.sweeper.start();
+    const slowestRate = Math.ceil(total / s.config.deliveriesPerSweep) * (s.config.sweepMinGapMs + 1);
+    await s.clock.advance(slowestRate);
+    assert.equal(new Set(offered).size, total, `all offered within ${slowestRate} ms (${sweeps} sweeps)`);
+    assert.equal(offered.length, total, 'each once');
+    s.sweeper.stop();
+  });
+
+  it('a sweep that stops at the first entry not yet due with own entries left behind counts as full, and the next resumes at them', async () => {
+    const s = setup({ deliveriesPerSweep: 4, anyonesDeliveriesPerSweep: 0 });
+    for (let i = 0; i < 6; i++) await s.add(`a${i}`, 20_000 - i);
+    await s.add('later', -60_000);
+    const r1 = await s.sweeper.sweepTenant('t');
+    assert.deepEqual([r1.read, r1.offered, r1.full], [6, 4, true], 'left a4, a5 behind: full, though it reached the bound');
+    const r2 = await s.sweeper.sweepTenant('t');
+    assert.deepEqual([r2.read, r2.offered, r2.full], [2, 2, false], 'resumed at a4 (a0..a3 not read again)');
+    assert.deepEqual(
+      s.offered.map((o) => o.address.name),
+      ['a0', 'a1', 'a2', 'a3', 'a4', 'a5'],
+    );
+  });
+
+  it('the cursor still advances when the cap leaves the first entry read behind (every delivery kept for anyone’s)', async () => {
+    const s = setup({ deliveriesPerSweep: 2, anyonesDeliveriesPerSweep: 2 }, ['C'], ['n2']);
+    const names = Array.from({ length: 40 }, (_, i) => `e${String(i).padStart(2, '0')}`);
+    for (const n of names) await s.add(n, 4 * s.config.marginMs + 100 - Number(n.slice(1)));
+    const starts: (string | undefined)[] = [];
+    const list = s.store.list.bind(s.store);
+    let first = true;
+    s.store.list = (o) => (first && starts.push(o?.startAfter), (first = false), list(o));
+    for (let i = 0; i < 6; i++) {
+      first = true;
+      const r = await s.sweeper.sweepTenant('t');
+      assert.equal(r.full, true, 'entries it could deliver are left: sweep again soon');
+    }
+    for (let i = 1; i < starts.length; i++) {
+      assert.ok(starts[i] === undefined || starts[i] !== starts[i - 1], `the cursor moved or wrapped: ${starts.join(' | ')}`);
+    }
+  });
+
   it('lists a small page first and doubles it: few overdue entries cost one short LIST, a backlog a few more', async () => {
     const s = setup({ sweepPageEntries: 2048, deliveriesPerSweep: 4096 });
     const asked: number[] = [];

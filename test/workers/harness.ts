@@ -12,7 +12,7 @@ import { SeededRandom } from '../../src/core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../../src/core/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { ObjectStore } from '../../src/store/types.js';
-import { ActorSlots } from '../../src/workers/actor-slots.js';
+import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
 import { NonceSource } from '../../src/alarms/keys.js';
 import type { ActorDefinition } from '../../src/workers/define-actor.js';
 import type { EventResult } from '../../src/workers/messages.js';
@@ -51,7 +51,7 @@ export class InlineActors {
       log,
       store: this.store,
       nonces: new NonceSource(random),
-      slots: new ActorSlots(this.dataDir, config.dbCacheMax, {
+      slots: new ActorSlots(this.dataDir, slotsSettings(config), {
         store: this.store,
         clock: this.clock,
         random,

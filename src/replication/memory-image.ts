@@ -1,0 +1,78 @@
+/**
+ * Database images in memory, for actors that never touch the local disk (an actor restored only
+ * to run one alarm): build the image from the chain's links, tell which pages a transaction
+ * changed, and keep the header right in both directions.
+ *
+ *   links ─▶ imageOf(snapshot, deltas) ─▶ forMemory() ─▶ new Database(image) (SQLite's memdb)
+ *   db.serialize() ─▶ diffImages(uploaded, now) ─▶ PageDelta ─▶ forBucket() on page 1 ─▶ link
+ *
+ * Bytes 18 and 19 of a database header are its file-format write/read versions: 2 means WAL.
+ * Every image in the bucket is a WAL-mode database (that is how nodes keep actors on disk), but
+ * SQLite refuses to open a WAL-mode image in memory (SQLITE_CANTOPEN), so an image is switched to
+ * rollback mode (1) on its way into memory and back to WAL mode on its way out: the chain never
+ * sees the difference. Pure functions; the caller owns the buffers.
+ */
+import { checkDelta, isValidPageSize, type PageDelta } from './pages.js';
+
+const WRITE_VERSION_AT = 18;
+const READ_VERSION_AT = 19;
+const ROLLBACK = 1;
+const WAL = 2;
+
+/** The page size a database header names (offset 16, big-endian; 1 means 65536). */
+export function headerPageSize(image: Uint8Array): number {
+  if (image.length < 100) throw new Error(`a database image of ${image.length} bytes is too short to hold a header`);
+  const raw = (image[16]! << 8) | image[17]!;
+  const size = raw === 1 ? 65536 : raw;
+  if (!isValidPageSize(size) || image.length % size !== 0)
+    throw new Error(`a database image of ${image.length} bytes does not hold whole pages of ${size} bytes`);
+  return size;
+}
+
+function withVersions(image: Uint8Array, version: number): Buffer {
+  const out = Buffer.from(image);
+  out[WRITE_VERSION_AT] = version;
+  out[READ_VERSION_AT] = version;
+  return out;
+}
+
+/** A copy of a bucket image that SQLite opens in memory (rollback mode). */
+export function forMemory(image: Uint8Array): Buffer {
+  return withVersions(image, ROLLBACK);
+}
+
+/** A copy of an in-memory image as the bucket keeps it (WAL mode). */
+export function forBucket(image: Uint8Array): Buffer {
+  return withVersions(image, WAL);
+}
+
+/** The snapshot `base` with every delta applied in order (a new buffer). */
+export function imageOf(base: Uint8Array, deltas: readonly PageDelta[]): Buffer {
+  let image = Buffer.from(base);
+  for (const delta of deltas) {
+    checkDelta(delta);
+    const next = Buffer.alloc(delta.pageCountAfter * delta.pageSize);
+    image.copy(next, 0, 0, Math.min(image.length, next.length));
+    for (const { pgno, data } of delta.pages) next.set(data, (pgno - 1) * delta.pageSize);
+    image = next;
+  }
+  return image;
+}
+
+/**
+ * The pages of `now` that differ from `before` (pages past `before`'s end count as changed), as
+ * the bucket keeps them (page 1 in WAL mode); null when nothing changed. Both images are in
+ * memory form and share the page size.
+ */
+export function diffImages(before: Uint8Array, now: Uint8Array, pageSize: number): PageDelta | null {
+  const count = now.length / pageSize;
+  const pages: PageDelta['pages'] = [];
+  for (let pgno = 1; pgno <= count; pgno++) {
+    const from = (pgno - 1) * pageSize;
+    const page = now.subarray(from, from + pageSize);
+    if (from + pageSize <= before.length && Buffer.compare(page, before.subarray(from, from + pageSize)) === 0) continue;
+    pages.push({ pgno, data: pgno === 1 ? forBucket(page) : page });
+  }
+  if (pages.length === 0 && before.length === now.length) return null;
+  return { pageSize, pageCountAfter: count, pages };
+}
