@@ -85,8 +85,12 @@ rmSync(scratch, { recursive: true, force: true });
 const name = (s: SummaryLine) =>
   [s.file ? relative(process.cwd(), s.file) : '', ...s.path.filter((p) => p !== s.file)].filter(Boolean).join(' › ');
 console.log(`\n==== summary: ${times.join(', ')}; ${((Date.now() - started) / 1000).toFixed(1)} s in all`);
+// Tests a --test-name-pattern left out are not news.
+const unpicked = (s: SummaryLine) => s.kind === 'skipped' && s.reason === 'test name does not match pattern';
+const filtered = summary.filter(unpicked).length;
+if (filtered) console.log(`not picked by the name pattern: ${filtered}`);
 for (const kind of ['skipped', 'todo', 'failed'] as const) {
-  const of = summary.filter((s) => s.kind === kind);
+  const of = summary.filter((s) => s.kind === kind && !unpicked(s));
   console.log(`${kind}: ${of.length}`);
   for (const s of of) console.log(`  ${name(s)}${s.reason ? ` — ${s.reason}` : ''}`);
 }
