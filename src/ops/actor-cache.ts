@@ -1,6 +1,7 @@
 /**
  * A bounded LRU of actors' committed state (committed-state.ts), so a walk over the index reads
- * each actor's chain about once without keeping every actor in memory.
+ * each actor's chain about once without keeping every actor in memory. A Map keeps insertion
+ * order: a hit or a put moves the entry to the end, and the first entry is the least recently used.
  */
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import type { ObjectStore } from '../store/types.js';
@@ -16,17 +17,25 @@ export class CommittedCache {
     private readonly max = 4096,
   ) {}
 
+  /** Number of actors held (never more than `max`). */
+  get size(): number {
+    return this.map.size;
+  }
+
   put(actor: CommittedActor): void {
     const key = formatAddress(actor.address);
     this.map.delete(key);
     this.map.set(key, actor);
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
+    while (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
   }
 
   async get(a: ActorAddress, seqs?: number[]): Promise<CommittedActor> {
-    const hit = this.map.get(formatAddress(a));
-    if (hit) return hit;
-    return this.read(a, seqs);
+    const key = formatAddress(a);
+    const hit = this.map.get(key);
+    if (!hit) return this.read(a, seqs);
+    this.map.delete(key); // most recently used now
+    this.map.set(key, hit);
+    return hit;
   }
 
   /** Reads the head again (bypassing the cache) and remembers it. */

@@ -16,8 +16,9 @@ import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
 import { InlineActors, okResult } from '../workers/harness.js';
-import { RecordingStore } from './recording-store.js';
+import { RecordingStore } from '../helpers/recording-store.js';
 import Database from 'better-sqlite3';
+import { waitFor } from '../helpers/wait.js';
 
 const Rem = defineActor({
   init: (ctx: ActorContext) => ctx.sql.exec('CREATE TABLE t (v INTEGER)'),
@@ -91,7 +92,7 @@ for (const target of targets) {
       const writes = rec.log.filter((x) => x.op === 'put' || x.op === 'delete').map((x) => `${x.op} ${x.key.split('/')[0]}`);
       assert.deepEqual(writes, ['put alarms', 'put state', 'delete alarms']);
       // The DELETE is sent after the upload and not awaited by the durable reply: let it land.
-      for (let i = 0; i < 100 && (await entries(store)).length > 1; i++) await new Promise((r) => setTimeout(r, 20));
+      await waitFor('the DELETE of the replaced entry to land', 10_000, async () => (await entries(store)).length <= 1, 20);
       const left = (await entries(store)).map((k) => parseEntryKey(k)!);
       assert.deepEqual(
         left.map((x) => [x.dueMs, x.tag?.generation]),

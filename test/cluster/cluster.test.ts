@@ -31,7 +31,7 @@ import { decodeHold, decodeNode, holdKey, nodeKey, type HoldRecord, type NodeRec
 import type { ObjectStore } from '../../src/store/types.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { checkBucket, describeChain, LinkLedger } from './chains.js';
-import { call, FAST, killLeftovers, mustCall, sleep, waitFor, withCluster, type CallResult } from './harness.js';
+import { call, FAST, killLeftovers, mustCall, waitFor, withCluster, type CallResult } from './harness.js';
 import { describeCall, killUnderDurableLoad, valueAfterTakeover } from './takeover.js';
 
 after(() => {
@@ -285,7 +285,7 @@ describe('cluster of real node processes (folder bucket)', () => {
       const X = 'stop/Probe/x';
       const V0 = 6;
       for (let k = 1; k <= V0; k++) assert.equal(await mustCall((k % 2 ? a : b)!.url, X, 'slowIncrement', [], { durable: true }), k);
-      await sleep(300); // nothing of a's left in flight
+      // Every call was durable: each answered after its link was in the bucket, so a has nothing of X left to upload.
       const before = await ledger.observe(c.store());
       const headBefore = before.get(X)!.links.at(-1)!.seq;
       const holdBefore = (await holdOf(c.store(), X))!;
@@ -382,15 +382,15 @@ describe('cluster of real node processes (folder bucket)', () => {
           `status says ${n.nodeId} renewed its lease ${row.leaseAgeMs} ms ago; it renews every ${Math.round(FAST.leasePeriodMs! / 3)} ms (leasePeriodMs ${FAST.leasePeriodMs})`,
         );
       }
+      const expiresAtMs = (await nodeRecord(c.store(), 'a'))!.expiresAtMs;
       await a!.killAndWait('SIGKILL');
-      const deadFor = FAST.leasePeriodMs! + FAST.graceMs! + 1_000;
-      await sleep(deadFor);
-      // The other nodes would fence a now (its lease + grace is over): status must not call it live.
+      // Once a's lease + grace is over the other nodes would fence it: status must not call it live then.
+      await waitFor('the lease + grace of the killed a to run out', 30_000, () => Date.now() > expiresAtMs + FAST.graceMs!);
       rows = new Map((await c.status()).map((s) => [s.nodeId, s]));
       assert.equal(
         rows.get('a')?.status,
         'expired',
-        `a was killed ${deadFor} ms ago (lease ${FAST.leasePeriodMs} ms, grace ${FAST.graceMs} ms)`,
+        `a's lease ran out at ${expiresAtMs}, ${Date.now() - expiresAtMs} ms ago (grace ${FAST.graceMs} ms)`,
       );
       assert.equal(rows.get('b')?.status, 'live');
       await checkBucket(c.store(), ledger, join(c.root, 'restore'));
@@ -411,8 +411,12 @@ describe('cluster of real node processes (folder bucket)', () => {
         assert.notEqual(r.code, 0, `${o.logName}: must exit non-zero; stderr: ${r.stderr}`);
         assert.match(r.stderr, /node dup is already running/, `${o.logName}: the message names the node`);
       }
-      // The live node was not disturbed: after a whole lease period its renewals still work.
-      await sleep(FAST.leasePeriodMs!);
+      // The live node was not disturbed: its renewals still work for a whole lease period after.
+      const expiresAtMs = (await nodeRecord(c.store(), 'dup'))!.expiresAtMs;
+      await waitFor('dup to renew its lease for another lease period', 30_000, async () => {
+        const r = await nodeRecord(c.store(), 'dup');
+        return r !== null && r.expiresAtMs >= expiresAtMs + FAST.leasePeriodMs!;
+      });
       assert.equal(await mustCall(a!.url, X, 'slowIncrement', [], { durable: true }), 2);
       const record = (await nodeRecord(c.store(), 'dup'))!;
       assert.deepEqual({ state: record.state, epoch: record.epoch, addr: record.addr }, { state: 'live', epoch: a!.epoch, addr: a!.url });

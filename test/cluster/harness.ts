@@ -7,14 +7,16 @@
  *        ├─ node.kill('SIGKILL' | 'SIGTERM' | 'SIGSTOP' | 'SIGCONT'), node.exited
  *        ├─ call(url, address, method, args, {durable}) ─▶ { ok, status, result | error }
  *        ├─ status() ─▶ `keepwork status --json` of the bucket
- *        └─ dispose() ─▶ SIGCONT + SIGKILL whatever still runs, temp folder removed (kept on failure)
+ *        └─ dispose() ─▶ SIGCONT + SIGKILL whatever still runs, temp folder removed (KEEPWORK_KEEP_TMP=1 keeps it)
  *
  * Every line a node writes (pino JSON on stdout, the CLI's lines on stderr) goes to
  * `<root>/logs/<nodeId>.log`. `killLeftovers()` (each test file runs it in `after()`, and the
- * process runs it on exit) kills every child this module ever started that is still running.
+ * process runs it on exit, also when node:test stops the file with SIGTERM after a timeout) kills
+ * every child this module ever started that is still running; each child also kills itself once
+ * this process is gone (test/helpers/die-with-parent.mjs), should it die by SIGKILL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,9 +24,12 @@ import type { TestContext } from 'node:test';
 import type { NodeStatus } from '../../src/cli/status-command.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
+import { onExit } from '../helpers/exit.js';
+import { KEEP_TMP, makeTempDir, removeTempDir } from '../helpers/temp.js';
+export { waitFor } from '../helpers/wait.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = ['--import', 'tsx', join(REPO, 'src/cli/cli.ts')];
+const CLI = ['--import', 'tsx', '--import', join(REPO, 'test/helpers/die-with-parent.mjs'), join(REPO, 'src/cli/cli.ts')];
 export const PROBE_MODULE = join(REPO, 'test/fixtures/classes/probe.ts');
 
 /**
@@ -59,31 +64,7 @@ export function killLeftovers(): number {
   }
   return n;
 }
-process.once('exit', () => void killLeftovers());
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Polls `probe` until it returns something other than undefined; fails after `boundMs`. */
-export async function waitFor<T>(
-  what: string,
-  boundMs: number,
-  probe: () => Promise<T | undefined> | T | undefined,
-  everyMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + boundMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() >= deadline)
-      throw new Error(`timed out after ${boundMs} ms waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
-    await sleep(everyMs);
-  }
-}
+onExit(() => void killLeftovers());
 
 // ---------------------------------------------------------------------------------------------
 // HTTP calls
@@ -247,7 +228,7 @@ export class Cluster {
 
   /** A fresh temp folder (in `parent`); the bucket is `<root>/bucket` unless `bucket` names another (S3). */
   static create(name: string, bucket?: string, parent = tmpdir()): Cluster {
-    const root = mkdtempSync(join(parent, `kw-cluster-${name}-`));
+    const root = makeTempDir(`kw-cluster-${name}-`, parent);
     mkdirSync(join(root, 'logs'));
     return new Cluster(name, root, bucket ?? `file://${join(root, 'bucket')}`);
   }
@@ -327,7 +308,7 @@ export class Cluster {
     return JSON.parse(r.stdout) as NodeStatus[];
   }
 
-  /** Kills what still runs; removes the folder unless the test failed (then says where it is). */
+  /** Kills what still runs; on failure puts the log tails in the test's diagnostics; removes the folder (KEEPWORK_KEEP_TMP=1 keeps it). */
   async dispose(t: TestContext, failed: boolean): Promise<void> {
     for (const n of this.nodes) {
       if (n.running) {
@@ -342,10 +323,9 @@ export class Cluster {
         t.diagnostic(`--- ${n.nodeId} (pid ${n.pid}) log tail, whole log in ${n.logPath} ---`);
         for (const line of n.logTail(15).split('\n')) t.diagnostic(line.length > 600 ? line.slice(0, 600) + '…' : line);
       }
-      t.diagnostic(`cluster folder kept for inspection: ${this.root}`);
-    } else {
-      rmSync(this.root, { recursive: true, force: true });
+      t.diagnostic(KEEP_TMP ? `cluster folder kept for inspection: ${this.root}` : 'set KEEPWORK_KEEP_TMP=1 to keep the cluster folder');
     }
+    removeTempDir(this.root);
   }
 
   private spawn(args: string[], logPath: string, launcher: readonly string[] = []): ChildProcess {

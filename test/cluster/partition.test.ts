@@ -37,7 +37,8 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { decodeHold, decodeNode, holdKey, nodeKey, type NodeRecord } from '../../src/leases/records.js';
 import { checkBucket, LinkLedger, readChains } from './chains.js';
-import { Cluster, REPO, call, killLeftovers, mustCall, sleep, waitFor, type ClusterNode } from './harness.js';
+import { elapse } from '../helpers/wait.js';
+import { Cluster, REPO, call, killLeftovers, mustCall, waitFor, type ClusterNode } from './harness.js';
 import { Lab, labUnavailable } from './netns.js';
 
 const UNAVAILABLE = labUnavailable();
@@ -66,7 +67,7 @@ const ACTORS = Array.from({ length: 6 }, (_, i) => `t/Probe/a${i}`);
 const CALL_TIMEOUT_MS = 6_000;
 
 /** Holding a fault for a while is the scenario itself, not a wait for something to happen. */
-const holdFault = (ms: number) => sleep(ms);
+const holdFault = (ms: number) => elapse(ms);
 
 class Load {
   readonly acked = new Map<string, number[]>(ACTORS.map((a) => [a, []]));
@@ -91,7 +92,7 @@ class Load {
         } else {
           this.failed.set(name, this.failed.get(name)! + 1);
           this.lastFailure.set(name, `${r.status} ${r.error}`);
-          await sleep(100); // pacing: a node that refuses at once must not spin the CPU
+          await elapse(100); // pacing: a node that refuses at once must not spin the CPU
         }
       }
     });

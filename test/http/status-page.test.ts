@@ -15,6 +15,7 @@ import { silentLogger } from '../../src/core/logger.js';
 import { startNode } from '../../src/index.js';
 import type { KeepworkNode } from '../../src/main/node-api.js';
 import { tempDirs } from '../helpers/temp.js';
+import { waitFor } from '../helpers/wait.js';
 
 const REMINDER = new URL('../../examples/reminder.ts', import.meta.url).href;
 
@@ -31,21 +32,12 @@ if (!executablePath) {
   console.error(`\n!!! ${message} — SKIPPING !!!\n`);
 }
 
-/** Polls `check` in the page until it returns a truthy value (the page refreshes every second). */
-async function waitFor<T>(page: Page, what: string, check: () => Promise<T | null | undefined>, limitMs = 30_000): Promise<T> {
-  const until = Date.now() + limitMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v) return v;
-      last = v;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > until)
-      throw new Error(`the page never showed ${what} (last: ${String(last)}); body: ${(await page.textContent('body'))?.slice(0, 2000)}`);
-    await page.waitForTimeout(250);
+/** Polls `check` in the page until it shows `what` (the page fills itself by polling every second); a failure quotes the page. */
+async function shows<T>(page: Page, what: string, check: () => Promise<T | null | undefined | false>, limitMs = 30_000): Promise<T> {
+  try {
+    return await waitFor(`the page to show ${what}`, limitMs, check, 250);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}; body: ${(await page.textContent('body'))?.slice(0, 2000)}`);
   }
 }
 
@@ -78,38 +70,47 @@ describe('status page', { skip: !executablePath && 'no Chromium (see the message
     await page.goto(a.url + '/');
 
     assert.equal(await page.title(), 'keepwork status');
-    assert.match((await page.textContent('#self-node')) ?? '', /^page-a \(epoch \d+\)$/);
+    // The page's first poll fills it in.
+    const self = await shows(page, 'this node', async () => {
+      const text = (await page.textContent('#self-node')) ?? '';
+      return text !== '…' && text; // "…" until the first poll answers
+    });
+    assert.match(self, /^page-a \(epoch \d+\)$/);
 
-    const rows = await waitFor(page, 'both nodes, live', async () => {
+    const rows = await shows(page, 'both nodes, live', async () => {
       const live = await page.$$eval('#nodes tbody tr[data-status="live"]', (trs) => trs.map((tr) => tr.getAttribute('data-node-id')));
       return live.length === 2 ? live : undefined;
     });
     assert.deepEqual(rows, ['page-a', 'page-b']);
 
-    const holds = await waitFor(page, 'the hold of page-a', async () => {
+    const holds = await shows(page, 'the hold of page-a', async () => {
       const text = await page.textContent('#nodes tbody tr[data-node-id="page-a"] td.holds');
       return text === '1' ? text : undefined;
     });
     assert.equal(holds, '1');
     assert.equal(await page.textContent('#nodes tbody tr[data-node-id="page-b"] td.holds'), '0');
 
-    const failed = await waitFor(page, 'a failed delivery', () =>
+    const failed = await shows(page, 'a failed delivery', () =>
       page.$('#deliveries tbody tr[data-outcome="failed"][data-actor="demo/Reminder/page-r1"]'),
     );
     assert.match((await failed.textContent()) ?? '', /failing on purpose/);
-    const ran = await waitFor(page, 'a delivery that ran', () =>
+    const ran = await shows(page, 'a delivery that ran', () =>
       page.$('#deliveries tbody tr[data-outcome="ran"][data-actor="demo/Reminder/page-r1"]'),
     );
     assert.ok(ran);
     assert.equal((await r.call<unknown[]>('history')).length, 1);
 
-    const points = await waitFor(page, 'a chart with points', async () => {
+    const points = await shows(page, 'a chart with points', async () => {
       const n = Number(await page.getAttribute('#chart', 'data-points'));
       return n >= 2 ? n : undefined;
     });
     const line = (await page.getAttribute('#backlog-line', 'points')) ?? '';
     assert.ok(line.trim().split(/\s+/).length >= 2 && points >= 2, `backlog line: ${JSON.stringify(line)}`);
-    assert.match((await page.textContent('#this-node')) ?? '', /1 ran, \d+ stale, \d+ kept, 1 failed/);
+    const counts = await shows(page, 'the deliveries counted', async () => {
+      const text = (await page.textContent('#this-node')) ?? '';
+      return /1 ran/.test(text) ? text : undefined;
+    });
+    assert.match(counts, /1 ran, \d+ stale, \d+ kept, 1 failed/);
   });
 
   it('serves the JSON behind it, and refuses other methods without changing anything', async () => {

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { SimClock } from '../../src/core/clock.js';
 import { resolveOptions } from '../../src/core/config.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { holdDecision, isFenceable, isLive, leaseValidUntil, renewConflictIsFence } from '../../src/leases/decisions.js';
 import { NodeDirectory } from '../../src/leases/directory.js';
 import { HoldTable } from '../../src/leases/holds.js';
@@ -10,8 +11,6 @@ import { NodeLease } from '../../src/leases/node-lease.js';
 import { decodeHold, decodeNode, encodeNode, holdKey, nodeKey, type NodeRecord } from '../../src/leases/records.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { countedStore, RequestCounts } from '../../src/store/request-counts.js';
-import { Membership } from '../../src/main/membership.js';
-import { silentLogger } from '../../src/core/logger.js';
 
 const config = resolveOptions({ leasePeriodMs: 10_000, graceMs: 5_000, skewBoundMs: 1_000 });
 const rec = (over: Partial<NodeRecord> = {}): NodeRecord => ({
@@ -238,25 +237,6 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
     await n1.holds.acquire(A);
     await n1.lease.release();
     assert.deepEqual(await n2.holds.acquire(A), { kind: 'mine', generation: 2 });
-  });
-});
-
-describe('lease renewal schedule', () => {
-  it('renewals never overlap: a bucket slower than the renewal interval does not read as a fence', async () => {
-    const clock = new SimClock(1_000_000);
-    const store = new MemoryStore({ clock });
-    const m = new Membership(store, clock, config, silentLogger(), { nodeId: 'slow', addr: '', tenants: null, classes: ['C'] });
-    await m.lease.start(1);
-    await clock.advance(3_000); // the renewals write a body other than the start's
-    store.setFaults((r) => (r.op === 'put' && r.key === 'nodes/slow' ? { delayMs: 1_200 } : undefined));
-    let fenced = false;
-    const first = m.renew(() => (fenced = true));
-    const second = m.renew(() => (fenced = true)); // the next tick while the first is still in flight
-    await clock.advance(3_000);
-    await Promise.all([first, second]);
-    assert.equal(fenced, false);
-    assert.equal(m.lease.fenced, false);
-    assert.ok(m.lease.isValid());
   });
 });
 

@@ -13,6 +13,7 @@ import { listAll } from '../../src/store/keys.js';
 import { parseEntryKey } from '../../src/alarms/keys.js';
 import { decodeHold, decodeNode, encodeNode, holdKey, nodeKey } from '../../src/leases/records.js';
 import { tempDirs } from '../helpers/temp.js';
+import { elapse, waitFor } from '../helpers/wait.js';
 
 const PROBE = new URL('../fixtures/classes/probe.ts', import.meta.url).href;
 const tempDir = tempDirs('kw-node-');
@@ -20,15 +21,6 @@ const tempDir = tempDirs('kw-node-');
 function start(dataDir: string, extra: Partial<StartNodeOptions> = {}): Promise<KeepworkNode> {
   return startNode({ dataDir, bucket: 'memory:', classes: { Probe: PROBE }, workerThreads: 2, logger: silentLogger(), ...extra });
 }
-
-const waitFor = async (what: string, check: () => Promise<boolean>, ms = 10_000) => {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.fail(`timed out waiting for ${what}`);
-};
 
 describe('node (real Piscina workers)', () => {
   it('serialises the events of one actor: concurrent read-modify-writes lose nothing', async () => {
@@ -69,7 +61,7 @@ describe('node (real Piscina workers)', () => {
       const at = Date.now() + 300;
       await a.call('setAlarm', at);
       assert.equal(await a.getAlarm(), at);
-      await waitFor('the alarm', async () => ((await a.call('fired')) as unknown[]).length === 1);
+      await waitFor('the alarm', 10_000, async () => ((await a.call('fired')) as unknown[]).length === 1);
       const [row] = (await a.call('fired')) as { at: number; scheduled: number; retries: number }[];
       assert.equal(row!.scheduled, at);
       assert.equal(row!.retries, 0);
@@ -92,7 +84,7 @@ describe('node (real Piscina workers)', () => {
       assert.equal(second.epoch, first.epoch + 1);
       assert.equal(second.pendingAlarms(), 1);
       const fired = async () => ((await second.actor('t/Probe/sleeper').call('fired')) as unknown[]).length === 1;
-      await waitFor('the alarm after restart', fired);
+      await waitFor('the alarm after restart', 10_000, fired);
     } finally {
       await second.stop();
     }
@@ -106,7 +98,7 @@ describe('node (real Piscina workers)', () => {
       await a.call('slowIncrement', 0);
       const wal = actorDbPath(dataDir, parseAddress('t/Probe/idle')) + '-wal';
       assert.ok(existsSync(wal), 'open while active');
-      await waitFor('idle close', async () => !existsSync(wal));
+      await waitFor('idle close', 10_000, async () => !existsSync(wal));
       assert.equal(await a.call('slowIncrement', 0), 2);
     } finally {
       await node.stop();
@@ -136,9 +128,10 @@ describe('node (real Piscina workers)', () => {
       await node.actor('t/Probe/gc').call('slowIncrement', 0);
       const store = new FsStore(bucket);
       const links = async () => (await listChain(store, parseAddress('t/Probe/gc'))).length;
-      await waitFor('the first link, without another call or a stop', async () => (await links()) >= 1, 3_000);
+      // A timer parked with its idle worker would never upload it; the bound leaves room for a loaded machine.
+      await waitFor('the first link, without another call or a stop', 15_000, async () => (await links()) >= 1);
       await node.actor('t/Probe/gc').call('slowIncrement', 0);
-      await waitFor('the second link', async () => (await links()) >= 2, 3_000);
+      await waitFor('the second link', 15_000, async () => (await links()) >= 2);
       await store.close();
     } finally {
       await node.stop();
@@ -160,8 +153,8 @@ describe('node (real Piscina workers)', () => {
     const b = (await start(join(dir, 'b'), { bucket })) as RoutingNode;
     try {
       assert.equal(b.offerEntry(entry.address, entry.dueMs), true);
-      await waitFor('the alarm on b', async () => ((await b.actor('t/Probe/orphan').call('fired')) as unknown[]).length === 1);
-      await waitFor('the entry removed', async () => {
+      await waitFor('the alarm on b', 10_000, async () => ((await b.actor('t/Probe/orphan').call('fired')) as unknown[]).length === 1);
+      await waitFor('the entry removed', 10_000, async () => {
         const left: string[] = [];
         for await (const k of listAll(store, { prefix: 'alarms/' })) left.push(k);
         return left.length === 0;
@@ -196,20 +189,20 @@ describe('node (real Piscina workers)', () => {
     const sweeps = async () => Number(/^keepwork_sweep_duration_seconds_count\{[^}]*\} (\d+)/m.exec(await node.metricsText())?.[1] ?? 0);
     try {
       await node.actor('t/Probe/f').callDurable('setAlarm', Date.now() + 60_000);
-      await waitFor('a few sweeps', async () => (await sweeps()) >= 3);
+      await waitFor('a few sweeps', 10_000, async () => (await sweeps()) >= 3);
       assert.equal(node.pendingAlarms(), 1, 'the alarm is in the timer before the fence');
       const key = nodeKey('fence-me');
-      await waitFor('the fence written (between two renewals)', async () => {
+      await waitFor('the fence written (between two renewals)', 10_000, async () => {
         const current = (await store.get(key))!;
         return store.put(key, encodeNode({ ...decodeNode(current.body), state: 'fenced' }), { ifMatch: current.etag }).then(
           () => true,
           () => false, // a renewal landed in between: read again
         );
       });
-      await waitFor('the fence to be found', async () => /^keepwork_node_fenced 1$/m.test(await node.metricsText()));
+      await waitFor('the fence to be found', 10_000, async () => /^keepwork_node_fenced 1$/m.test(await node.metricsText()));
       const after = await sweeps();
       assert.equal(node.offerEntry(parseAddress('t/Probe/other'), Date.now() - 5_000), false, 'a fenced node takes no offer');
-      await new Promise((r) => setTimeout(r, 500)); // ten sweep periods
+      await elapse(500); // ten sweep periods in which no sweep may start
       assert.ok((await sweeps()) <= after + 1, `sweeps went on after the fence: ${after} then ${await sweeps()}`);
       await assert.rejects(
         node.actor('t/Probe/f').call('value'),
@@ -226,7 +219,10 @@ describe('node (real Piscina workers)', () => {
     try {
       const a = node.actor('t/Probe/idle');
       const long = a.call('slowIncrement', 1_000); // outlives idleTimeoutMs: the reaper queues close + release behind it
-      await new Promise((r) => setTimeout(r, 700));
+      // The reaper forgets an actor's last use as it queues the close (white box: no log or metric shows it).
+      const lastUsed = (node as unknown as { lastUsed: Map<string, unknown> }).lastUsed;
+      await waitFor('the long call to start', 10_000, () => lastUsed.has('t/Probe/idle'));
+      await waitFor('the idle reaper to queue close + release', 10_000, () => !lastUsed.has('t/Probe/idle'));
       const value = a.call('value'); // acquired under the hold about to be released; queued behind the release
       assert.deepEqual(await Promise.all([long, value]), [1, 1]);
       const hold = decodeHold((await node.store.get(holdKey(parseAddress('t/Probe/idle'))))!.body);

@@ -10,10 +10,10 @@ import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { ErrorCode } from '../../src/core/errors.js';
 import { HostLock } from '../../src/store/fs-lock.js';
+import { elapse } from '../helpers/wait.js';
 
 const root = mkdtempSync(join(tmpdir(), 'kw-fslock-'));
 after(() => rmSync(root, { recursive: true, force: true }));
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Another client (as another process would) holding the lock until released. */
 function holdElsewhere(file: string): () => void {
@@ -32,7 +32,7 @@ describe('fs store host lock', () => {
     const release = holdElsewhere(file);
     const order: number[] = [];
     const runs = [0, 1, 2].map((i) => lock.run(() => order.push(i), 5_000));
-    await sleep(150); // the waiters are in their longest backoff now
+    await elapse(150); // the waiters are in their longest backoff now (no seam shows it)
     release();
     runs.push(lock.run(() => order.push(3), 5_000)); // tries at once: the lock is free
     await Promise.all(runs);

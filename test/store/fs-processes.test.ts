@@ -5,12 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { FsStore } from '../../src/store/fs.js';
+import { makeTempDir, removeTempDir } from '../helpers/temp.js';
+import { elapse } from '../helpers/wait.js';
 
 const RACERS = 4;
 const COUNTER_KEY = 'race/counter';
@@ -30,7 +29,13 @@ class Racer {
   #listeners: (() => void)[] = [];
 
   constructor(args: string[]) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/fs-racer.ts', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--import', './test/helpers/die-with-parent.mjs', 'test/fixtures/fs-racer.ts', ...args],
+      {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     createInterface({ input: this.child.stdout! }).on('line', (line) => {
       if (line === '+') this.increments++;
       else this.lines.push(line);
@@ -88,14 +93,14 @@ describe('fs store between processes', { timeout: 120_000 }, () => {
   let root: string;
   let store: FsStore;
   before(() => {
-    root = mkdtempSync(join(tmpdir(), 'kw-fs-proc-'));
+    root = makeTempDir('kw-fs-proc-');
     store = new FsStore(root);
   });
   after(async () => {
     for (const r of spawned) if (r.exitCode === undefined) r.child.kill('SIGKILL');
     await Promise.all(spawned.map((r) => r.exited));
     await store.close();
-    rmSync(root, { recursive: true, force: true, maxRetries: 3 });
+    removeTempDir(root);
   });
 
   it(`${RACERS} processes race If-None-Match creates: exactly one winner per key, holding its body`, async () => {
@@ -138,7 +143,7 @@ describe('fs store between processes', { timeout: 120_000 }, () => {
     const holder = new Racer(['hold', root]);
     await holder.until(() => holder.lines.includes('holding'), 'the lock holder');
     const frozen = survivors.map((r) => r.increments);
-    await new Promise((r) => setTimeout(r, 300));
+    await elapse(300); // a window in which the holder's lock must stop them
     const during = survivors.map((r) => r.increments);
     // At most the increment already past the lock when the holder took it may land.
     assert.ok(

@@ -24,6 +24,7 @@ import {
   parseFsUrl,
 } from '../../src/store/fs.js';
 import { runConformance } from './conformance.js';
+import { elapse } from '../helpers/wait.js';
 
 const text = (s: string) => new TextEncoder().encode(s);
 const str = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -322,7 +323,7 @@ describe('fs store: options, URLs, lifecycle', () => {
         await assert.rejects(impatient.put('k', text('x')), { code: ErrorCode.StoreUnavailable, message: /lockWaitMs/ });
         await impatient.put('c', text('creates need no lock'), { ifNoneMatch: '*' });
         const waiting = store.put('k', text('y'));
-        await new Promise((r) => setTimeout(r, 30));
+        await elapse(30); // a window in which the write must not land
         assert.equal(await store.get('k'), null, 'still waiting');
         holder.prepare('COMMIT').run();
         await waiting;

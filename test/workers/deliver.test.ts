@@ -1,14 +1,13 @@
 /**
- * Delivery of index entries and stale cleanup (ADR 0009 "Sweep", second half, and R2/R3, the
- * owner fence, the empty-bucket rule), through the real pipeline on a memory bucket.
+ * Delivery of index entries and stale cleanup (deliver.ts; ADR 0009 "Sweep", second half, and
+ * R2/R3, the owner fence, the empty-bucket rule), through the real pipeline on a memory bucket.
+ * The pure rules are in test/alarms/stale.test.ts.
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { entryKey, parseEntryKey } from '../../src/alarms/keys.js';
-import { staleEntries, staleRemoval } from '../../src/alarms/stale.js';
-import { SAFE_RULES } from '../../src/alarms/rules.js';
 import { listChain } from '../../src/replication/chain.js';
 import { decodeLink } from '../../src/replication/link.js';
 import { linkKey } from '../../src/replication/state-keys.js';
@@ -16,7 +15,7 @@ import { SimClock } from '../../src/core/clock.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from '../workers/harness.js';
+import { InlineActors, okResult } from './harness.js';
 
 const fired: string[] = [];
 const Rem = defineActor({
@@ -45,32 +44,6 @@ const entries = (s: MemoryStore) =>
     .filter((k) => k.startsWith('alarms/'))
     .map((k) => parseEntryKey(k)!);
 const tagged = (dueMs: number, generation: number, nonce = 'ee') => entryKey({ address, dueMs, tag: { generation, nonce } });
-
-describe('stale entries (pure)', () => {
-  const e = (dueMs: number, gen: number | null, nonce = 'a') => ({ address, dueMs, tag: gen === null ? null : { generation: gen, nonce } });
-  it('R2: every entry of the actor at that time except the one the state names; R3: none of a higher generation', () => {
-    const listed = [e(5, 1, 'a'), e(5, 2, 'b'), e(5, 7, 'c'), e(5, null)];
-    assert.deepEqual(staleEntries(listed, { at: 5, tag: { generation: 2, nonce: 'b' } }, 3, SAFE_RULES), [e(5, 1, 'a'), e(5, null)]);
-    assert.deepEqual(staleEntries(listed, { at: 5, tag: null }, 9, SAFE_RULES), [e(5, 1, 'a'), e(5, 2, 'b'), e(5, 7, 'c')]);
-    assert.deepEqual(staleEntries(listed, null, 0, SAFE_RULES), [e(5, null)]);
-  });
-  it('the owner fence first, unless the owner uploaded already; an empty bucket removes nothing', () => {
-    assert.equal(staleRemoval({ foundNothing: false, uploadedUnderHold: false }, SAFE_RULES), 'fenceFirst');
-    assert.equal(staleRemoval({ foundNothing: false, uploadedUnderHold: true }, SAFE_RULES), 'allowed');
-    assert.equal(staleRemoval({ foundNothing: true, uploadedUnderHold: false }, SAFE_RULES), 'emptyBucket');
-    assert.equal(staleRemoval({ foundNothing: true, uploadedUnderHold: true }, SAFE_RULES), 'allowed');
-  });
-  it('with a rule off (the simulator only): R3, the fence and the empty-bucket rule each stop holding', () => {
-    const listed = [e(5, 1, 'a'), e(5, 7, 'c')];
-    assert.deepEqual(staleEntries(listed, null, 3, { ...SAFE_RULES, generationCheck: false }), listed);
-    const noFence = { ...SAFE_RULES, ownerFence: false };
-    assert.equal(staleRemoval({ foundNothing: false, uploadedUnderHold: false }, noFence), 'allowed');
-    assert.equal(staleRemoval({ foundNothing: true, uploadedUnderHold: false }, noFence), 'emptyBucket');
-    const clearOnEmpty = { ...SAFE_RULES, keepOnEmptyBucket: false };
-    assert.equal(staleRemoval({ foundNothing: true, uploadedUnderHold: false }, clearOnEmpty), 'allowed');
-    assert.equal(staleRemoval({ foundNothing: false, uploadedUnderHold: false }, clearOnEmpty), 'fenceFirst');
-  });
-});
 
 describe('delivering index entries', () => {
   it('the sweep delivering an orphaned alarm: a node that never ran the actor restores it and runs its alarm', async () => {

@@ -1,0 +1,4 @@
+/** Seeds 76..100 of the deterministic simulation (seed-range.ts). */
+import { seedRangeTests } from './seed-range.js';
+
+seedRangeTests(4);
