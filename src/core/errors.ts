@@ -42,6 +42,8 @@ export const ErrorCode = {
   ActorDeleted: 'ACTOR_DELETED',
   /** The node holding the actor is live but could not be reached (or a routing loop); retry. */
   OwnerUnreachable: 'OWNER_UNREACHABLE',
+  /** An idempotency key was used again with another method or other arguments; nothing ran. */
+  IdempotencyMismatch: 'IDEMPOTENCY_MISMATCH',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -94,6 +96,7 @@ export const HandlerTimeout = errorClass(ErrorCode.HandlerTimeout, 'HandlerTimeo
 export const HandlerFailed = errorClass(ErrorCode.HandlerFailed, 'HandlerFailed');
 export const NodeStopped = errorClass(ErrorCode.NodeStopped, 'NodeStopped');
 export const OwnerUnreachable = errorClass(ErrorCode.OwnerUnreachable, 'OwnerUnreachable');
+export const IdempotencyMismatch = errorClass(ErrorCode.IdempotencyMismatch, 'IdempotencyMismatch');
 
 /** Rebuilds a typed error from its structured-clone form (the worker boundary). */
 export function reviveError(data: { code: ErrorCode; message: string; details?: Record<string, unknown> }): KeepworkError {
