@@ -90,11 +90,12 @@ async function repeatOf(
   const alarmAt = readAlarm(slot.db);
   try {
     if (!e.durable) throw new BadRequest('an idempotency key needs a durable call (callDurable, or ?durable=1)');
+    // Given up, the local copy may hold a record the bucket never got: no answer from it.
+    if (slot.replica.givenUp) throw slot.replica.givenUp;
     const call = idemCall(checkIdempotencyKey(key), e.method, e.args);
     const seen = lookupCall(slot.db, call, deps.clock.now(), deps.config);
     if (!seen) return { call };
-    if (slot.replica.givenUp) throw slot.replica.givenUp;
-    await slot.replica.sync();
+    await slot.replica.sync(); // what is recorded is in the bucket before it answers
     const done: EventResult =
       seen.type === 'result'
         ? { type: 'ok', result: seen.result, alarmAt, deleted: false, ran: false }
