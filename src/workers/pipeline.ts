@@ -52,35 +52,48 @@ async function runRequest(deps: PipelineDeps, e: Extract<ActorEvent, { type: 're
   if (def instanceof Error) return failure(def, null);
   if (!hasMethod(def, e.method))
     return failure(new NotFound(`class ${e.address.className} has no method ${JSON.stringify(e.method)}`), null);
-  return withDb(deps, e.address, true, e.generation ?? 0, async (slot) => {
-    const once = e.idempotencyKey === undefined ? undefined : await repeatOf(deps, slot, e, e.idempotencyKey);
-    if (once && 'done' in once) return once.done;
-    let raised: unknown;
-    const r = await inEvent(
-      deps,
-      slot,
-      e.address,
-      'request',
-      e.durable,
-      async (run) => {
-        try {
-          await initOnce(deps, slot.db, def, run);
-          return await def.methods[e.method]!(run.ctx, ...e.args);
-        } catch (err) {
-          raised = err;
-          throw err;
-        }
-      },
-      once && ((result) => recordResult(slot.db, once.call, result, deps.clock.now(), deps.config)),
-    );
-    return once && r.type === 'error' && raised !== undefined ? recordCallError(deps, slot, e.address, once.call, r, raised) : r;
-  });
+  const key = e.idempotencyKey;
+  if (key !== undefined) return withDb(deps, e.address, true, e.generation ?? 0, (slot) => runOnce(deps, slot, e, def, key));
+  return withDb(deps, e.address, true, e.generation ?? 0, (slot) =>
+    inEvent(deps, slot, e.address, 'request', e.durable, async (run) => {
+      await initOnce(deps, slot.db, def, run);
+      return def.methods[e.method]!(run.ctx, ...e.args);
+    }),
+  );
 }
 
-/**
- * A call with an idempotency key (idempotency.ts): a repeat is answered from the record — once
- * what is recorded is in the bucket — without running the handler; a new key is recorded by the event.
- */
+/** A call with an idempotency key: answered from the record, or run and recorded (idempotency.ts). */
+async function runOnce(
+  deps: PipelineDeps,
+  slot: Slot,
+  e: Extract<ActorEvent, { type: 'request' }>,
+  def: ActorDefinition,
+  key: string,
+): Promise<EventResult> {
+  const once = await repeatOf(deps, slot, e, key);
+  if ('done' in once) return once.done;
+  let raised: unknown;
+  const r = await inEvent(
+    deps,
+    slot,
+    e.address,
+    'request',
+    e.durable,
+    async (run) => {
+      try {
+        await initOnce(deps, slot.db, def, run);
+        return await def.methods[e.method]!(run.ctx, ...e.args);
+      } catch (err) {
+        raised = err;
+        throw err;
+      }
+    },
+    (result) => recordResult(slot.db, once.call, result, deps.clock.now(), deps.config),
+  );
+  return r.type === 'error' && raised !== undefined ? recordCallError(deps, slot, e.address, once.call, r, raised) : r;
+}
+
+/** A repeat is answered from the record — once what is recorded is in the bucket — without running the handler. */
 async function repeatOf(
   deps: PipelineDeps,
   slot: Slot,
