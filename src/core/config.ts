@@ -79,6 +79,10 @@ export const DEFAULTS = Object.freeze({
    *  bucket, its change uploaded from memory, nothing written to the local disk); 0: restored
    *  into a local file, as for calls. */
   alarmsInMemory: 1,
+  /** Idempotency keys of durable calls an actor remembers, at most (the oldest are pruned first). */
+  idempotencyKeysMax: 1_000,
+  /** An idempotency key is remembered this long after its call (then the key may run again). */
+  idempotencyRetentionMs: 86_400_000,
 });
 
 export type ResolvedConfig = {
@@ -129,6 +133,8 @@ const RULES: Record<keyof typeof DEFAULTS, Rule> = {
   sweepMinGapMs: { min: 1 },
   deliveryConcurrency: { min: 1, max: 10_000 },
   alarmsInMemory: { min: 0, max: 1 },
+  idempotencyKeysMax: { min: 1, max: 1_000_000 },
+  idempotencyRetentionMs: { min: 1 },
 };
 
 export function resolveOptions(options: KeepworkOptions = {}): ResolvedConfig {

@@ -50,6 +50,8 @@ export const ErrorCode = {
   ActorDeleted: 'ACTOR_DELETED',
   /** The node holding the actor is live but could not be reached (or a routing loop); retry. */
   OwnerUnreachable: 'OWNER_UNREACHABLE',
+  /** An idempotency key was used again with another method or other arguments; nothing ran. */
+  IdempotencyMismatch: 'IDEMPOTENCY_MISMATCH',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -115,6 +117,7 @@ export const CorruptState = errorClass(ErrorCode.CorruptState, 'CorruptState');
 export const Internal = errorClass(ErrorCode.Internal, 'Internal');
 export const PayloadTooLarge = errorClass(ErrorCode.PayloadTooLarge, 'PayloadTooLarge');
 export const MethodNotAllowed = errorClass(ErrorCode.MethodNotAllowed, 'MethodNotAllowed');
+export const IdempotencyMismatch = errorClass(ErrorCode.IdempotencyMismatch, 'IdempotencyMismatch');
 
 /**
  * Rebuilds a typed error from its structured-clone form (the worker boundary). It keeps the stack

@@ -2,7 +2,8 @@
  * The HTTP API (DESIGN.md §8), on node:http:
  *
  *   POST /v1/actors/:tenant/:class/:name/:method[?durable=1]   body: JSON array of arguments
- *        → 200 {"result": …}
+ *        → 200 {"result": …}        [Idempotency-Key: k] with durable=1: a repeat returns the
+ *                                    recorded outcome without running; other arguments → 409
  *   GET  /v1/actors/:tenant/:class/:name/alarm                 → 200 {"alarm": ms | null}
  *   GET  /healthz                                               → 200 {"ok": true, nodeId, epoch}
  *   GET  /                                                      → the status page (status-page.ts)
@@ -10,7 +11,7 @@
  *
  * Path segments are percent-decoded (a name containing "/" is sent as %2F). Errors are
  * `{error: CODE, message}` with CODE from core/errors.ts' ErrorCode: 400 bad input, 404 unknown
- * route/class/method, 405, 413 body too large, 503 overloaded, stopping, unreachable or lease lost
+ * route/class/method, 405, 409 an idempotency key reused with other arguments, 413 body too large, 503 overloaded, stopping, unreachable or lease lost
  * (retry), 504 handler time limit, 500 a handler failure, a corrupt chain or state, or a bug
  * (INTERNAL) — retrying does not help those. Input is
  * validated before any event is submitted, so bad input never writes.
@@ -20,7 +21,8 @@ import type { AddressInfo } from 'node:net';
 import { parseAddress, type ActorAddress } from '../core/address.js';
 import { BadRequest, ErrorCode, MethodNotAllowed, NotFound, PayloadTooLarge, isKeepworkError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import { HOPS_HEADER } from '../main/forward.js';
+import { HOPS_HEADER, IDEMPOTENCY_HEADER } from '../main/forward.js';
+import { checkIdempotencyKey } from '../workers/idempotency.js';
 import type { HttpServer, RoutingNode } from '../main/node-api.js';
 
 export type { HttpServer };
@@ -37,6 +39,7 @@ export interface HttpSettings {
 const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCode.BadRequest]: 400,
   [ErrorCode.NotFound]: 404,
+  [ErrorCode.IdempotencyMismatch]: 409,
   [ErrorCode.Overloaded]: 503,
   [ErrorCode.NodeStopped]: 503,
   [ErrorCode.HandlerTimeout]: 504,
@@ -95,7 +98,8 @@ async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, 
   const args = parseArgs(await readBody(req, s.bodyMaxBytes));
   const durable = url.searchParams.get('durable');
   if (durable !== null && durable !== '0' && durable !== '1') throw new BadRequest('durable must be 0 or 1');
-  const result = await node.request(address, last, args, durable === '1', hops);
+  const key = idempotencyKeyOf(req, durable === '1');
+  const result = await node.request(address, last, args, durable === '1', hops, key);
   send(res, 200, { result: result === undefined ? null : result });
 }
 
@@ -112,6 +116,14 @@ function hopsOf(req: IncomingMessage): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0 || n > 100) throw new BadRequest(`${HOPS_HEADER} must be a small non-negative integer`);
   return n;
+}
+
+function idempotencyKeyOf(req: IncomingMessage, durable: boolean): string | undefined {
+  const raw = req.headers[IDEMPOTENCY_HEADER];
+  if (raw === undefined) return undefined;
+  if (Array.isArray(raw)) throw new BadRequest(`send one ${IDEMPOTENCY_HEADER} header, not ${raw.length}`);
+  if (!durable) throw new BadRequest(`${IDEMPOTENCY_HEADER} needs a durable call: add ?durable=1`);
+  return checkIdempotencyKey(raw);
 }
 
 function onlyMethod(req: IncomingMessage, method: string): void {

@@ -3,12 +3,16 @@
  * count travels in `x-keepwork-hops`; past `forwardHopsMax` a call is refused rather than loop.
  * The holder's typed errors come back as typed errors; a holder that cannot be reached in
  * `forwardTimeoutMs` is OWNER_UNREACHABLE (HTTP 503 with Retry-After): it is live by its lease,
- * so this node must not take the actor over — it may be serving it right now.
+ * so this node must not take the actor over — it may be serving it right now. A durable call's
+ * idempotency key travels in `Idempotency-Key`, so a client's retry after OWNER_UNREACHABLE is
+ * answered from the holder's record instead of running again.
  */
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { KeepworkError, OwnerUnreachable, isKeepworkError, type ErrorCode } from '../core/errors.js';
 
 export const HOPS_HEADER = 'x-keepwork-hops';
+/** A durable call's idempotency key (README "Idempotent durable calls"); forwarded as it came. */
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
 
 export interface ForwardSettings {
   timeoutMs: number;
@@ -29,6 +33,7 @@ export async function forwardCall(
   durable: boolean,
   hops: number,
   s: ForwardSettings,
+  idempotencyKey?: string,
 ): Promise<unknown> {
   const body = (await send(
     addr,
@@ -38,6 +43,7 @@ export async function forwardCall(
     hops,
     s,
     a,
+    idempotencyKey === undefined ? {} : { [IDEMPOTENCY_HEADER]: idempotencyKey },
   )) as { result: unknown };
   return body.result;
 }
@@ -55,6 +61,7 @@ async function send(
   hops: number,
   s: ForwardSettings,
   a: ActorAddress,
+  headers: Record<string, string> = {},
 ): Promise<unknown> {
   if (!addr) throw new OwnerUnreachable(`${formatAddress(a)} is held by a node without an HTTP address; retry later`);
   if (hops >= s.hopsMax)
@@ -64,7 +71,7 @@ async function send(
     res = await fetch(addr + path, {
       method,
       body,
-      headers: { [HOPS_HEADER]: String(hops + 1), 'content-type': 'application/json' },
+      headers: { ...headers, [HOPS_HEADER]: String(hops + 1), 'content-type': 'application/json' },
       signal: AbortSignal.timeout(s.timeoutMs),
     });
   } catch (e) {

@@ -30,7 +30,21 @@ export interface ActorHandle {
   readonly address: ActorAddress;
   call<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
   callDurable<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
+  /**
+   * The same actor, its durable calls carrying an idempotency key (README "Idempotent durable
+   * calls"): `actor.withIdempotencyKey('order-17').callDurable('pay', 30)`. The first call with the
+   * key runs and its outcome is recorded with the actor's state; a repeat returns that outcome
+   * without running the handler; a repeat with another method or other arguments is refused
+   * (IDEMPOTENCY_MISMATCH). The key (1–200 visible ASCII characters) is checked at once (BAD_REQUEST).
+   */
+  withIdempotencyKey(key: string): IdempotentActorHandle;
   getAlarm(): Promise<number | null>;
+}
+
+export interface IdempotentActorHandle {
+  readonly address: ActorAddress;
+  readonly idempotencyKey: string;
+  callDurable<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
 }
 
 export interface KeepworkNode {
@@ -55,7 +69,15 @@ export interface RoutingNode extends KeepworkNode {
   readonly metrics: NodeMetrics;
   /** An index entry the sweep found overdue: delivered through the timer (its backoff horizon applies). */
   offerEntry(address: ActorAddress, dueMs: number): boolean;
-  request(address: ActorAddress, method: string, args: unknown[], durable: boolean, hops: number): Promise<unknown>;
+  /** `idempotencyKey`: only with `durable` (README "Idempotent durable calls"). */
+  request(
+    address: ActorAddress,
+    method: string,
+    args: unknown[],
+    durable: boolean,
+    hops: number,
+    idempotencyKey?: string,
+  ): Promise<unknown>;
   readAlarm(address: ActorAddress, hops: number): Promise<number | null>;
 }
 

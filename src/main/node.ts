@@ -10,13 +10,14 @@
 import { interval, type Subscription } from 'rxjs';
 import type { Clock } from '../core/clock.js';
 import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
-import { LeaseLost, NodeStopped, NotFound, reviveError } from '../core/errors.js';
+import { BadRequest, LeaseLost, NodeStopped, NotFound, reviveError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
 import { Sweeper, type SweepResult } from '../streams/sweep.js';
 import type { ActorEvent, EventResult } from '../workers/messages.js';
 import { scanAlarms } from '../workers/scan.js';
+import { checkIdempotencyKey } from '../workers/idempotency.js';
 import { ActorLanes } from './actor-lanes.js';
 import { indexTenants } from '../alarms/index-listing.js';
 import type { ResolvedConfig } from '../core/config.js';
@@ -124,6 +125,14 @@ export class Node implements RoutingNode {
       address,
       call: (method, ...args) => this.request(address, method, args, false, 0) as never,
       callDurable: (method, ...args) => this.request(address, method, args, true, 0) as never,
+      withIdempotencyKey: (key) => {
+        const idempotencyKey = checkIdempotencyKey(key);
+        return {
+          address,
+          idempotencyKey,
+          callDurable: (method, ...args) => this.request(address, method, args, true, 0, idempotencyKey) as never,
+        };
+      },
       getAlarm: () => this.readAlarm(address, 0),
     };
   }
@@ -195,13 +204,23 @@ export class Node implements RoutingNode {
     await this.membership.renew(() => this.fenced());
   }
 
-  async request(address: ActorAddress, method: string, args: unknown[], durable: boolean, hops: number): Promise<unknown> {
+  async request(
+    address: ActorAddress,
+    method: string,
+    args: unknown[],
+    durable: boolean,
+    hops: number,
+    idempotencyKey?: string,
+  ): Promise<unknown> {
     this.checkServed(address);
+    const once = idempotencyKey === undefined ? {} : { idempotencyKey: checkIdempotencyKey(idempotencyKey) };
+    if (idempotencyKey !== undefined && !durable)
+      throw new BadRequest('an idempotency key needs a durable call (callDurable, or ?durable=1)');
     return this.withHold(
       address,
-      (own) => forwardCall(own.addr, address, method, args, durable, hops, this.forwarding),
+      (own) => forwardCall(own.addr, address, method, args, durable, hops, this.forwarding, idempotencyKey),
       async (generation) => {
-        const r = await this.submit(address, { type: 'request', address, method, args, durable, generation });
+        const r = await this.submit(address, { type: 'request', address, method, args, durable, generation, ...once });
         if (r.type === 'error') throw reviveError(r.error);
         return r.result;
       },

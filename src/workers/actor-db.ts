@@ -7,6 +7,8 @@
  *   _keep_alarm(id = 0, at)        zero or one row: the committed alarm in ms
  *   _keep_meta(key, value)         address, initialized, deleted, alarm_failures, alarm_indexed,
  *                                  owner_fence (the last two used by the alarm index)
+ *   _keep_idem(key, args_hash,     the idempotency keys of durable calls and their outcomes
+ *      result, error, at)          (idempotency.ts); created in the first event that records one
  */
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
@@ -21,6 +23,12 @@ export type MetaKey = 'address' | 'initialized' | 'deleted' | 'alarm_failures' |
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS _keep_alarm (id INTEGER PRIMARY KEY CHECK (id = 0), at INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS _keep_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`;
+
+/** Created by the first event that records an idempotency key, in its transaction (idempotency.ts). */
+export const IDEM_SCHEMA = `
+  CREATE TABLE IF NOT EXISTS _keep_idem (key TEXT PRIMARY KEY, args_hash TEXT NOT NULL, result TEXT, error TEXT, at INTEGER NOT NULL);
+  CREATE INDEX IF NOT EXISTS _keep_idem_at ON _keep_idem (at);
 `;
 
 const NAME_HEX_MAX = 200;

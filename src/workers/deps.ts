@@ -10,9 +10,10 @@ import type { Random } from '../core/random.js';
 import type { RetrySettings } from '../alarms/retry.js';
 import type { ActorSlots } from './actor-slots.js';
 import type { ActorDefinition } from './define-actor.js';
+import type { IdempotencySettings } from './idempotency.js';
 import type { IndexDeps } from './index-owner.js';
 
-export type PipelineSettings = IndexDeps['config'] & RetrySettings & Settings<'handlerTimeoutMs' | 'retryMaxMs'>;
+export type PipelineSettings = IndexDeps['config'] & RetrySettings & IdempotencySettings & Settings<'handlerTimeoutMs' | 'retryMaxMs'>;
 
 export interface PipelineDeps extends IndexDeps {
   clock: Clock;

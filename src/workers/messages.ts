@@ -7,7 +7,16 @@ import type { ErrorJSON } from '../core/errors.js';
 
 /** Main → worker. `generation`: the hold this node owns the actor under (0 before holds existed). */
 export type ActorEvent =
-  | { type: 'request'; address: ActorAddress; method: string; args: unknown[]; durable: boolean; generation?: number }
+  /** `idempotencyKey` (durable only, checked): a repeat returns the recorded outcome (idempotency.ts). */
+  | {
+      type: 'request';
+      address: ActorAddress;
+      method: string;
+      args: unknown[];
+      durable: boolean;
+      generation?: number;
+      idempotencyKey?: string;
+    }
   /** Runs the alarm if the committed one is due. `recordFailure`: a previous attempt was killed
    *  (time limit); commit it as a failed run without running the handler again. */
   | { type: 'alarm'; address: ActorAddress; recordFailure?: boolean; generation?: number }

@@ -5,12 +5,14 @@
  *
  *   request: class + method exist? ─▶ open/create db ─▶ BEGIN ─▶ init once ─▶ handler ─▶ alarm
  *            outcome ─▶ COMMIT (or ROLLBACK on throw / time limit) ─▶ { result, alarmAt }
+ *            with an idempotency key: a repeat answers from `_keep_idem` before BEGIN; a new key is
+ *            recorded before COMMIT (idempotency.ts)
  *   alarm:   db exists? ─▶ BEGIN ─▶ committed alarm due? ─▶ handler(info) ─▶ committed retry
  *            outcome (alarms/retry.ts) ─▶ COMMIT
  *
  * One event at a time per actor is the caller's promise (the main thread serialises them).
  */
-import { HandlerFailed, HandlerTimeout, NotFound, isKeepworkError, type ErrorCode } from '../core/errors.js';
+import { BadRequest, HandlerFailed, HandlerTimeout, NotFound, isKeepworkError, type ErrorCode } from '../core/errors.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { alarmOutcome, type AlarmState, type EventKind } from '../alarms/retry.js';
 import { readAlarm, readFailures, readMeta, writeAlarm, writeMeta, type Db } from './actor-db.js';
@@ -21,6 +23,7 @@ import type { ActorEvent, ErrorData, EventResult } from './messages.js';
 import { indexBeforeCommit, indexOnTake } from './index-owner.js';
 import type { PipelineDeps } from './deps.js';
 import { deliverTo, deliverWithoutState } from './deliver.js';
+import { checkIdempotencyKey, idemCall, lookupCall, recordable, recordError, recordResult, type IdemCall } from './idempotency.js';
 
 export async function runEvent(deps: PipelineDeps, event: ActorEvent): Promise<EventResult> {
   switch (event.type) {
@@ -49,12 +52,95 @@ async function runRequest(deps: PipelineDeps, e: Extract<ActorEvent, { type: 're
   if (def instanceof Error) return failure(def, null);
   if (!hasMethod(def, e.method))
     return failure(new NotFound(`class ${e.address.className} has no method ${JSON.stringify(e.method)}`), null);
+  const key = e.idempotencyKey;
+  if (key !== undefined) return withDb(deps, e.address, true, e.generation ?? 0, (slot) => runOnce(deps, slot, e, def, key));
   return withDb(deps, e.address, true, e.generation ?? 0, (slot) =>
     inEvent(deps, slot, e.address, 'request', e.durable, async (run) => {
       await initOnce(deps, slot.db, def, run);
       return def.methods[e.method]!(run.ctx, ...e.args);
     }),
   );
+}
+
+/** A call with an idempotency key: answered from the record, or run and recorded (idempotency.ts). */
+async function runOnce(
+  deps: PipelineDeps,
+  slot: Slot,
+  e: Extract<ActorEvent, { type: 'request' }>,
+  def: ActorDefinition,
+  key: string,
+): Promise<EventResult> {
+  const once = await repeatOf(deps, slot, e, key);
+  if ('done' in once) return once.done;
+  let raised: unknown;
+  const r = await inEvent(
+    deps,
+    slot,
+    e.address,
+    'request',
+    e.durable,
+    async (run) => {
+      try {
+        await initOnce(deps, slot.db, def, run);
+        return await def.methods[e.method]!(run.ctx, ...e.args);
+      } catch (err) {
+        raised = err;
+        throw err;
+      }
+    },
+    (result) => recordResult(slot.db, once.call, result, deps.clock.now(), deps.config),
+  );
+  return r.type === 'error' && raised !== undefined ? recordCallError(deps, slot, e.address, once.call, r, raised) : r;
+}
+
+/** A repeat is answered from the record — once what is recorded is in the bucket — without running the handler. */
+async function repeatOf(
+  deps: PipelineDeps,
+  slot: Slot,
+  e: Extract<ActorEvent, { type: 'request' }>,
+  key: string,
+): Promise<{ done: EventResult } | { call: IdemCall }> {
+  const alarmAt = readAlarm(slot.db);
+  try {
+    if (!e.durable) throw new BadRequest('an idempotency key needs a durable call (callDurable, or ?durable=1)');
+    // Given up, the local copy may hold a record the bucket never got: no answer from it.
+    if (slot.replica.givenUp) throw slot.replica.givenUp;
+    const call = idemCall(checkIdempotencyKey(key), e.method, e.args);
+    const seen = lookupCall(slot.db, call, deps.clock.now(), deps.config);
+    if (!seen) return { call };
+    await slot.replica.sync(); // what is recorded is in the bucket before it answers
+    const done: EventResult =
+      seen.type === 'result'
+        ? { type: 'ok', result: seen.result, alarmAt, deleted: false, ran: false }
+        : { type: 'error', error: seen.error, alarmAt };
+    return { done };
+  } catch (err) {
+    return { done: failure(err, alarmAt) };
+  }
+}
+
+/** The handler raised an error a retry would raise again: recorded and uploaded in a transaction of its own. */
+async function recordCallError(
+  deps: PipelineDeps,
+  slot: Slot,
+  address: ActorAddress,
+  call: IdemCall,
+  r: Extract<EventResult, { type: 'error' }>,
+  raised: unknown,
+): Promise<EventResult> {
+  const own = errorData(raised);
+  if (!recordable(r.error) || own.code !== r.error.code || own.message !== r.error.message || slot.replica.givenUp) return r;
+  const { db } = slot;
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    recordError(db, call, r.error, deps.clock.now(), deps.config);
+    await commitWithAlarm(deps, slot, address, { at: readAlarm(db), failures: readFailures(db) });
+    await slot.replica.sync();
+  } catch (err) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    deps.log.warn({ actor: formatAddress(address), err }, 'recording the error of a call with an idempotency key failed');
+  }
+  return r;
 }
 
 async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure: boolean, generation: number): Promise<EventResult> {
@@ -132,7 +218,8 @@ async function initOnce(deps: PipelineDeps, db: Db, def: ActorDefinition, run: G
 }
 
 /**
- * One transaction around `body`: the handler's SQL and the alarm outcome commit together. On a
+ * One transaction around `body`: the handler's SQL, the alarm outcome and what `beforeCommit`
+ * writes (an idempotency record) commit together. On a
  * failure the SQL rolls back; for an alarm event the committed-retry outcome is then written in a
  * transaction of its own. After the commit the replica uploads it: at once for a durable call
  * (which replies only once its link is in the bucket), within replicationDelayMs otherwise.
@@ -144,6 +231,7 @@ async function inEvent(
   kind: EventKind,
   durable: boolean,
   body: (run: GuestRun) => Promise<unknown>,
+  beforeCommit?: (result: unknown) => void,
 ): Promise<EventResult> {
   const { db, replica } = slot;
   if (replica.givenUp) return failure(replica.givenUp, null);
@@ -158,6 +246,7 @@ async function inEvent(
     result = await withTimeLimit(deps, body(run), address);
     run.end();
     after = run.deleted ? { at: null, failures: 0 } : soFar();
+    beforeCommit?.(result);
     await commitWithAlarm(deps, slot, address, after);
   } catch (err) {
     run.end();

@@ -82,20 +82,21 @@ export function actorUrl(base: string, address: string): string {
   return `${base}/v1/actors/${address.split('/').map(encodeURIComponent).join('/')}`;
 }
 
+export interface CallOptions {
+  durable?: boolean;
+  timeoutMs?: number;
+  /** Sent as `Idempotency-Key` (with `durable`). */
+  idempotencyKey?: string;
+}
+
 /** POST one method call; never throws (a failure comes back as `ok: false`). */
-export async function call(
-  base: string,
-  address: string,
-  method: string,
-  args: unknown[] = [],
-  o: { durable?: boolean; timeoutMs?: number } = {},
-): Promise<CallResult> {
+export async function call(base: string, address: string, method: string, args: unknown[] = [], o: CallOptions = {}): Promise<CallResult> {
   const url = `${actorUrl(base, address)}/${method}${o.durable ? '?durable=1' : ''}`;
   try {
     const res = await fetch(url, {
       method: 'POST',
       body: JSON.stringify(args),
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...(o.idempotencyKey === undefined ? {} : { 'idempotency-key': o.idempotencyKey }) },
       signal: AbortSignal.timeout(o.timeoutMs ?? 10_000),
     });
     const body = (await res.json().catch(() => ({}))) as { result?: unknown; error?: string; message?: string };
@@ -111,7 +112,7 @@ export async function mustCall<T = unknown>(
   address: string,
   method: string,
   args: unknown[] = [],
-  o: { durable?: boolean; timeoutMs?: number } = {},
+  o: CallOptions = {},
 ): Promise<T> {
   const r = await call(base, address, method, args, o);
   if (!r.ok)

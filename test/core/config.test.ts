@@ -18,6 +18,8 @@ describe('config', () => {
     assert.equal(c.retryMaxMs, 300_000);
     assert.equal(c.idleTimeoutMs, 60_000);
     assert.equal(c.replicationDelayMs, 20);
+    assert.equal(c.idempotencyKeysMax, 1_000);
+    assert.equal(c.idempotencyRetentionMs, 86_400_000);
     assert.ok(Object.isFrozen(c));
   });
 
@@ -37,6 +39,9 @@ describe('config', () => {
     ['a page too large', { sweepPageEntries: 1e9 }, /^sweepPageEntries must be at most/],
     ['anyone’s above the cap', { deliveriesPerSweep: 4, anyonesDeliveriesPerSweep: 5 }, /anyonesDeliveriesPerSweep/],
     ['skew at the lease', { leasePeriodMs: 1000, skewBoundMs: 1000 }, /skewBoundMs/],
+    ['no idempotency keys kept', { idempotencyKeysMax: 0 }, /^idempotencyKeysMax must be at least 1, got 0$/],
+    ['too many idempotency keys', { idempotencyKeysMax: 2_000_000 }, /^idempotencyKeysMax must be at most 1000000/],
+    ['a zero idempotency retention', { idempotencyRetentionMs: 0 }, /^idempotencyRetentionMs must be at least 1, got 0$/],
   ];
   for (const [what, options, message] of bad) {
     it(`refuses ${what} with a message naming the option`, () => {

@@ -44,6 +44,8 @@ describe('HTTP API', () => {
   });
 
   const post = (path: string, body?: string) => fetch(base + path, { method: 'POST', body });
+  const postKey = (key: string, path: string, body?: string) =>
+    fetch(base + path, { method: 'POST', body, headers: { 'idempotency-key': key } });
   const json = async (r: Response) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> });
 
   it('calls a method with a JSON array of arguments', async () => {
@@ -79,6 +81,14 @@ describe('HTTP API', () => {
     ['a bad method name', () => post('/v1/actors/t1/Probe/b/no-such', '[]'), 400, 'BAD_REQUEST'],
     ['broken percent-encoding', () => post('/v1/actors/t1/Probe/%E0%A4%A/echo', '[]'), 400, 'BAD_REQUEST'],
     ['durable=2', () => post('/v1/actors/t1/Probe/b/echo?durable=2', '[]'), 400, 'BAD_REQUEST'],
+    ['an Idempotency-Key without durable=1', () => postKey('k1', '/v1/actors/t1/Probe/b/slowIncrement', '[]'), 400, 'BAD_REQUEST'],
+    ['an Idempotency-Key with a space', () => postKey('k 1', '/v1/actors/t1/Probe/b/slowIncrement?durable=1', '[]'), 400, 'BAD_REQUEST'],
+    [
+      'an Idempotency-Key over 200 characters',
+      () => postKey('k'.repeat(201), '/v1/actors/t1/Probe/b/slowIncrement?durable=1', '[]'),
+      400,
+      'BAD_REQUEST',
+    ],
     ['an unknown class', () => post('/v1/actors/t1/Nope/b/echo', '[]'), 404, 'NOT_FOUND'],
     ['an unknown method', () => post('/v1/actors/t1/Probe/b/nothing', '[]'), 404, 'NOT_FOUND'],
     ['an unknown route', () => fetch(`${base}/v2/whatever`), 404, 'NOT_FOUND'],
@@ -100,6 +110,32 @@ describe('HTTP API', () => {
       assert.deepEqual(actorFiles(dataDir), before);
     });
   }
+
+  it('Idempotency-Key: a repeat returns the first result without running; other arguments → 409 IDEMPOTENCY_MISMATCH', async () => {
+    const path = '/v1/actors/t1/Probe/idem/slowIncrement?durable=1';
+    assert.deepEqual(await json(await postKey('order-17', path, '[1]')), { status: 200, body: { result: 1 } });
+    assert.deepEqual(await json(await postKey('order-17', path, '[1]')), { status: 200, body: { result: 1 } });
+    const other = await json(await postKey('order-17', path, '[2]'));
+    assert.equal(other.status, 409);
+    assert.equal(other.body.error, 'IDEMPOTENCY_MISMATCH');
+    assert.deepEqual(await json(await postKey('order-18', path, '[1]')), { status: 200, body: { result: 2 } });
+    assert.equal(await node.actor('t1/Probe/idem').call('value'), 2, 'applied once per key');
+  });
+
+  it('the library: withIdempotencyKey(key).callDurable shares the record with HTTP; a bad key is refused at once', async () => {
+    const a = node.actor('t1/Probe/idem-lib');
+    const once = a.withIdempotencyKey('pay-1');
+    assert.equal(once.idempotencyKey, 'pay-1');
+    assert.equal(await once.callDurable('slowIncrement', 1), 1);
+    assert.equal(await a.withIdempotencyKey('pay-1').callDurable('slowIncrement', 1), 1);
+    assert.deepEqual(await json(await postKey('pay-1', '/v1/actors/t1/Probe/idem-lib/slowIncrement?durable=1', '[1]')), {
+      status: 200,
+      body: { result: 1 },
+    });
+    await assert.rejects(a.withIdempotencyKey('pay-1').callDurable('slowIncrement', 5), { code: 'IDEMPOTENCY_MISMATCH' });
+    assert.throws(() => a.withIdempotencyKey('pay 1'), { code: 'BAD_REQUEST' });
+    assert.equal(await a.call('value'), 1);
+  });
 
   it('fuzz: arbitrary addresses, methods and bodies never get a 5xx, and only a 200 writes', async () => {
     const segment = fc.oneof(

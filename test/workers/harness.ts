@@ -106,6 +106,19 @@ export class InlineActors {
     });
   }
 
+  /** A durable call with an idempotency key (src/workers/idempotency.ts). */
+  callOnce(key: string, address: string, method: string, ...args: unknown[]): Promise<EventResult> {
+    return runEvent(this.deps, {
+      type: 'request',
+      address: parseAddress(address),
+      method,
+      args,
+      durable: true,
+      generation: this.generation,
+      idempotencyKey: key,
+    });
+  }
+
   /** Closes every actor (flushed) and opens fresh handles: what a clean node restart does. */
   async restart(options: KeepworkOptions = {}): Promise<void> {
     await this.deps.slots.closeAll();
