@@ -288,7 +288,9 @@ function tableOf(results: SystemResult[]): string {
     row(`${cell(KEYS)} keys, calls/s (p99 ms)`, (r) => (r.manyKeys ? `${cell(r.manyKeys.perSec)} (${cell(r.manyKeys.p99Ms)})` : '')),
     row(`arming ${cell(TIMERS)} timers on new keys, /s`, (r) => (r.timers ? cell(r.timers.armedPerSec) : '')),
     row(`${cell(TIMERS)} due at once: fired/s`, (r) =>
-      r.timers ? `${cell(r.timers.firedPerSec)} (${r.timers.fired}/${r.timers.timers} fired)` : '',
+      r.timers
+        ? `${cell(r.timers.firedPerSec)} (${r.timers.fired}/${r.timers.timers} fired${r.timers.armedLate ? `, ${r.timers.armedLate} armed after due` : ''})`
+        : '',
     ),
     row(`lateness p50 / p99, ms`, (r) => (r.timers ? `${cell(r.timers.latenessP50Ms)} / ${cell(r.timers.latenessP99Ms)}` : '')),
     row(`kill -9: serves again after, ms`, (r) => r.kill.map(servesCell).join(', ') || '—'),
