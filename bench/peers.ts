@@ -1,0 +1,343 @@
+/**
+ * bench/peers: keepwork against Restate and Cloudflare's workerd on this machine, one system at a
+ * time, with the same load client (an undici Pool, 64 calls in flight over HTTP/1.1 keep-alive).
+ * Each system runs the same Counter (add(n) on durable state, returns the total) and Reminder
+ * (set(atMs); records when it fired): keepwork twice, with plain calls and with durable calls.
+ *
+ *   hot key          add(1) on one key for D seconds: calls/s, p50/p99
+ *   first touch      the first call to 1,000 new keys (64 in flight): total time
+ *   1,000 keys       add(1) round-robin over those keys for D seconds: calls/s
+ *   timers           N reminders on new keys, all due at the same instant (after arming):
+ *                    arming rate, firing rate (fired / (last firing − due)), lateness p50/p99
+ *   kill -9          64 lanes of add(1) on 64 keys, kill -9 of the process holding the state, start
+ *                    it again: time from the kill until a call succeeds, acknowledged writes lost
+ *
+ * The peers (~370 MB of native binaries) and the load client live in their own package,
+ * bench/peers/ (package.json + package-lock.json), installed here on first use with
+ * `npm ci --prefix bench/peers`; the project's npm ci and npm test never touch them.
+ *
+ *   npm run bench -- peers [--quick] [--only keepwork-plain,keepwork-durable,restate,workerd]
+ *
+ * --quick: D = 4 s and 500 timers (full: D = 15 s, 2,000 timers, 3 kill -9 trials). Writes
+ * bench/results/peers.json (peers-quick.json with --quick).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { quick, round, table, writeResult } from './lib.js';
+import { cell, lostWrites, summarizeFiring, summarizeLoad, type FiringSummary, type LoadSummary } from './support/peers/stats.js';
+import {
+  KeepworkSystem,
+  PEER_BINARIES,
+  PEERS_DIR,
+  RestateSystem,
+  sleep,
+  WorkerdSystem,
+  type ClassName,
+  type System,
+} from './support/peers/systems.js';
+
+const IN_FLIGHT = 64;
+const LOAD_MS = quick ? 4_000 : 15_000;
+const KEYS = 1_000;
+const TIMERS = quick ? 500 : 2_000;
+/** Time to arm every timer before they are all due: generous for the slowest arming seen (~55/s). */
+const TIMER_LEAD_MS = Math.max(10_000, TIMERS * 30);
+const KILL_TRIALS = quick ? 1 : 3;
+const KILL_LOAD_MS = 2_000;
+
+/** The part of undici's Pool the bench uses (undici is in bench/peers/, not a project dependency). */
+interface PoolLike {
+  request(opts: { path: string; method: string; headers: Record<string, string>; body: string }): Promise<{
+    statusCode: number;
+    body: { text(): Promise<string> };
+  }>;
+  close(): Promise<void>;
+}
+type PoolCtor = new (origin: string, opts: Record<string, unknown>) => PoolLike;
+
+function ensurePeers(): PoolCtor {
+  if (!existsSync(join(PEERS_DIR, 'node_modules/undici')) || !PEER_BINARIES.every((b) => existsSync(b))) {
+    console.log('installing the peers (bench/peers: Restate, workerd, undici; ~370 MB) with npm ci --prefix bench/peers ...');
+    const r = spawnSync('npm', ['ci', '--prefix', PEERS_DIR, '--ignore-scripts', '--no-audit', '--no-fund'], { stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('npm ci --prefix bench/peers failed');
+  }
+  const require = createRequire(join(PEERS_DIR, 'package.json'));
+  return (require('undici') as { Pool: PoolCtor }).Pool;
+}
+
+class Client {
+  private readonly pool: PoolLike;
+  constructor(
+    Pool: PoolCtor,
+    origin: string,
+    private readonly sys: System,
+  ) {
+    this.pool = new Pool(origin, { connections: IN_FLIGHT, pipelining: 1, headersTimeout: 60_000, bodyTimeout: 60_000 });
+  }
+
+  async call(cls: ClassName, key: string, method: string, args: unknown[], write = true): Promise<unknown> {
+    const { path, body } = this.sys.request(cls, key, method, args, write);
+    const res = await this.pool.request({ path, method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`${this.sys.label} ${path}: HTTP ${res.statusCode} ${text.slice(0, 200)}`);
+    return this.sys.result(text ? JSON.parse(text) : null);
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+/** `inFlight` lanes calling `op(i)` until `ms` have passed. */
+async function loadFor(ms: number, op: (i: number) => Promise<unknown>): Promise<LoadSummary> {
+  const latencies: number[] = [];
+  let errors = 0;
+  let next = 0;
+  const t0 = performance.now();
+  const until = t0 + ms;
+  const lane = async () => {
+    while (performance.now() < until) {
+      const s = performance.now();
+      try {
+        await op(next++);
+        latencies.push(performance.now() - s);
+      } catch {
+        errors++;
+        await sleep(10);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+  return summarizeLoad(latencies, errors, (performance.now() - t0) / 1000);
+}
+
+/** `op(i)` for i < total, `inFlight` at once, each retried up to 3 times; the time it took. */
+async function loadAll(total: number, op: (i: number) => Promise<unknown>): Promise<{ ms: number; errors: number }> {
+  let next = 0;
+  let errors = 0;
+  const t0 = performance.now();
+  const lane = async () => {
+    while (next < total) {
+      const i = next++;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await op(i);
+          break;
+        } catch (err) {
+          errors++;
+          if (attempt === 2) throw err;
+          await sleep(100);
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, lane));
+  return { ms: Math.round(performance.now() - t0), errors };
+}
+
+interface TimerResult extends FiringSummary {
+  armMs: number;
+  armedPerSec: number;
+  /** Timers armed after their due time (arming took longer than the lead). */
+  armedLate: number;
+}
+
+async function timers(client: Client, tag: string): Promise<TimerResult> {
+  const key = (i: number) => `${tag}-t${i}`;
+  const dueMs = Date.now() + TIMER_LEAD_MS;
+  let armedLate = 0;
+  const armed = await loadAll(TIMERS, async (i) => {
+    await client.call('Reminder', key(i), 'set', [dueMs]);
+    if (Date.now() > dueMs) armedLate++;
+  });
+  await sleep(Math.max(0, dueMs - Date.now()));
+  // Poll the ones not known to have fired: a sample of 64 per second until a sample is all fired,
+  // then every remaining one. Firing times come from the systems themselves, not from the polling.
+  const firedAt: (number | null)[] = new Array(TIMERS).fill(null);
+  const until = dueMs + 180_000;
+  let full = false;
+  while (Date.now() < until) {
+    const pending = firedAt.flatMap((t, i) => (t === null ? [i] : []));
+    if (pending.length === 0) break;
+    const batch: number[] = full ? pending : pending.slice(0, IN_FLIGHT);
+    let fired = 0;
+    await loadAll(batch.length, async (j) => {
+      const i = batch[j]!;
+      const r = (await client.call('Reminder', key(i), 'fired', [0], false)) as { at: number | null } | null;
+      if (r && typeof r.at === 'number') {
+        firedAt[i] = r.at;
+        fired++;
+      }
+    }).catch(() => undefined);
+    full = fired === batch.length;
+    if (!full) await sleep(1_000);
+  }
+  return { armMs: armed.ms, armedPerSec: Math.round(TIMERS / (armed.ms / 1000)), armedLate, ...summarizeFiring(dueMs, firedAt) };
+}
+
+interface KillResult {
+  servesAgainMs: number;
+  /** Process starts refused before one served (keepwork: its own lease from before the kill was live). */
+  refusedStarts: number;
+  acked: number;
+  lost: number;
+  unreadable: number;
+}
+
+async function killTrial(sys: System, client: Client, tag: string): Promise<KillResult> {
+  const key = (i: number) => `${tag}-r${i}`;
+  await loadAll(IN_FLIGHT, (i) => client.call('Counter', key(i), 'add', [0]));
+  const maxAcked = new Array<number>(IN_FLIGHT).fill(0);
+  let stop = false;
+  const lanes = Array.from({ length: IN_FLIGHT }, async (_, i) => {
+    while (!stop) {
+      try {
+        const total = (await client.call('Counter', key(i), 'add', [1])) as number;
+        maxAcked[i] = Math.max(maxAcked[i]!, total);
+      } catch {
+        return;
+      }
+    }
+  });
+  await sleep(KILL_LOAD_MS);
+  const refusedBefore = sys.refusedStarts ?? 0;
+  const killedAt = performance.now();
+  sys.kill9();
+  stop = true;
+  await Promise.all(lanes);
+  await sys.restart();
+  let servesAgainMs = NaN;
+  const until = killedAt + 180_000;
+  while (performance.now() < until) {
+    try {
+      await client.call('Counter', key(0), 'add', [0], false);
+      servesAgainMs = Math.round(performance.now() - killedAt);
+      break;
+    } catch {
+      await sleep(20);
+    }
+  }
+  const readBack: (number | null)[] = new Array(IN_FLIGHT).fill(null);
+  await loadAll(IN_FLIGHT, async (i) => (readBack[i] = (await client.call('Counter', key(i), 'add', [0], false)) as number)).catch(
+    () => undefined,
+  );
+  const refusedStarts = (sys.refusedStarts ?? 0) - refusedBefore;
+  return { servesAgainMs, refusedStarts, acked: maxAcked.reduce((a, b) => a + b, 0), ...lostWrites(maxAcked, readBack) };
+}
+
+interface SystemResult {
+  label: string;
+  about: string;
+  startMs: number;
+  hotKey: LoadSummary;
+  firstTouch: { keys: number; ms: number; errors: number };
+  manyKeys: LoadSummary;
+  timers: TimerResult;
+  kill: KillResult[];
+  error?: string;
+}
+
+async function runSystem(Pool: PoolCtor, sys: System): Promise<SystemResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'kw-bench-peers-'));
+  const out: Partial<SystemResult> = { label: sys.label, about: sys.about, kill: [] };
+  let client: Client | undefined;
+  const step = (what: string) => console.log(`  ${sys.label}: ${what} (load ${loadavg()[0]!.toFixed(1)})`);
+  try {
+    const t0 = performance.now();
+    const origin = await sys.start(dir);
+    out.startMs = Math.round(performance.now() - t0);
+    client = new Client(Pool, origin, sys);
+    const c = client;
+    step('hot key');
+    await c.call('Counter', 'hot', 'add', [0]);
+    out.hotKey = await loadFor(LOAD_MS, () => c.call('Counter', 'hot', 'add', [1]));
+    step(`first touch of ${KEYS} keys`);
+    const first = await loadAll(KEYS, (i) => c.call('Counter', `k${i}`, 'add', [1]));
+    out.firstTouch = { keys: KEYS, ...first };
+    step(`${KEYS} keys`);
+    out.manyKeys = await loadFor(LOAD_MS, (i) => c.call('Counter', `k${i % KEYS}`, 'add', [1]));
+    step(`${TIMERS} timers (due ${TIMER_LEAD_MS / 1000} s after arming starts)`);
+    out.timers = await timers(c, 'a');
+    for (let trial = 0; trial < KILL_TRIALS; trial++) {
+      step(`kill -9 trial ${trial + 1}/${KILL_TRIALS}`);
+      out.kill!.push(await killTrial(sys, c, `kill${trial}`));
+    }
+  } catch (err) {
+    out.error = (err as Error).message;
+    console.log(`  ${sys.label}: FAILED: ${out.error} (logs in ${dir})`);
+  } finally {
+    await client?.close().catch(() => undefined);
+    await sys.stop().catch(() => undefined);
+    if (!out.error) rmSync(dir, { recursive: true, force: true });
+  }
+  return out as SystemResult;
+}
+
+const servesCell = (k: KillResult) => `${cell(k.servesAgainMs)}${k.refusedStarts ? ` (${k.refusedStarts} starts refused)` : ''}`;
+const lostCell = (k: KillResult) => `${k.lost} of ${cell(k.acked)}${k.unreadable ? ` (${k.unreadable} keys unreadable)` : ''}`;
+
+function tableOf(results: SystemResult[]): string {
+  const row = (work: string, f: (r: SystemResult) => string) =>
+    Object.fromEntries([['work', work], ...results.map((r) => [r.label, r.error && !f(r) ? 'failed' : f(r)])]);
+  return table([
+    row(`one hot key, calls/s (p99 ms)`, (r) => (r.hotKey ? `${cell(r.hotKey.perSec)} (${cell(r.hotKey.p99Ms)})` : '')),
+    row(`first call to ${cell(KEYS)} new keys, s`, (r) => (r.firstTouch ? cell(round(r.firstTouch.ms / 1000, 2)) : '')),
+    row(`${cell(KEYS)} keys, calls/s (p99 ms)`, (r) => (r.manyKeys ? `${cell(r.manyKeys.perSec)} (${cell(r.manyKeys.p99Ms)})` : '')),
+    row(`arming ${cell(TIMERS)} timers on new keys, /s`, (r) => (r.timers ? cell(r.timers.armedPerSec) : '')),
+    row(`${cell(TIMERS)} due at once: fired/s`, (r) =>
+      r.timers
+        ? `${cell(r.timers.firedPerSec)} (${r.timers.fired}/${r.timers.timers} fired${r.timers.armedLate ? `, ${r.timers.armedLate} armed after due` : ''})`
+        : '',
+    ),
+    row(`lateness p50 / p99, ms`, (r) => (r.timers ? `${cell(r.timers.latenessP50Ms)} / ${cell(r.timers.latenessP99Ms)}` : '')),
+    row(`kill -9: serves again after, ms`, (r) => r.kill.map(servesCell).join(', ') || '—'),
+    row(`kill -9: acknowledged writes lost`, (r) => r.kill.map(lostCell).join(', ') || '—'),
+  ]);
+}
+
+const SYSTEMS: Record<string, () => System> = {
+  'keepwork-plain': () => new KeepworkSystem(false),
+  'keepwork-durable': () => new KeepworkSystem(true),
+  restate: () => new RestateSystem(),
+  workerd: () => new WorkerdSystem(),
+};
+
+async function main() {
+  const onlyArg = process.argv.indexOf('--only');
+  const names = onlyArg > 0 ? process.argv[onlyArg + 1]!.split(',') : Object.keys(SYSTEMS);
+  for (const n of names) if (!SYSTEMS[n]) throw new Error(`--only: unknown system ${n} (${Object.keys(SYSTEMS).join(', ')})`);
+  const Pool = ensurePeers();
+  const t0 = performance.now();
+  const loadBefore = loadavg().map((l) => round(l, 2));
+  console.log(
+    `bench/peers${quick ? ' --quick' : ''}: ${IN_FLIGHT} in flight, load ${LOAD_MS / 1000} s per rate, ${cell(KEYS)} keys, ` +
+      `${cell(TIMERS)} timers${quick ? ' (--quick: 500 timers instead of 2,000, 4 s loads, 1 kill -9 trial)' : ''}; ` +
+      `load average ${loadBefore.join(' ')} on ${cpus().length} cores`,
+  );
+  const results: SystemResult[] = [];
+  for (const n of names) results.push(await runSystem(Pool, SYSTEMS[n]!()));
+  const loadAfter = loadavg().map((l) => round(l, 2));
+  const seconds = round((performance.now() - t0) / 1000, 1);
+  console.log();
+  console.log(tableOf(results));
+  console.log();
+  for (const r of results) console.log(`${r.label}: ${r.about}${r.error ? ` — FAILED: ${r.error}` : ''}`);
+  console.log(`load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')}; ${seconds} s in all`);
+  const path = writeResult(quick ? 'peers-quick' : 'peers', {
+    inFlight: IN_FLIGHT,
+    loadMs: LOAD_MS,
+    keys: KEYS,
+    timers: TIMERS,
+    timerLeadMs: TIMER_LEAD_MS,
+    killTrials: KILL_TRIALS,
+    loadAverage: { before: loadBefore, after: loadAfter },
+    seconds,
+    results,
+  });
+  console.log(`wrote ${path}`);
+}
+
+await main();

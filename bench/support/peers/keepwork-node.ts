@@ -1,0 +1,24 @@
+/**
+ * One keepwork node for bench/peers, as its own process (so the bench can kill -9 it): forked with
+ * an IPC channel and `DATA_DIR PORT` arguments, it starts a node through the public API with a
+ * folder bucket in DATA_DIR/bucket and the bench's Counter and Reminder, then sends { url }.
+ * Logs (warn and up) go to stdout, which the bench sends to a file.
+ */
+import { join } from 'node:path';
+import { createLogger, startNode } from '../../../src/index.js';
+
+const [dataDir, port] = process.argv.slice(2);
+const node = await startNode({
+  dataDir: join(dataDir!, 'node'),
+  bucket: join(dataDir!, 'bucket'),
+  nodeId: 'bench',
+  port: Number(port),
+  host: '127.0.0.1',
+  classes: {
+    Counter: new URL('./counter.ts', import.meta.url).href,
+    Reminder: new URL('./reminder.ts', import.meta.url).href,
+  },
+  logger: createLogger({ level: 'warn' }),
+});
+process.send!({ url: node.url });
+process.on('SIGTERM', () => void node.stop().then(() => process.exit(0)));
