@@ -7,7 +7,7 @@
  *   Prints: deliveries/s, bucket requests per delivery by operation (main thread and workers,
  *   counted by wrapping the store), and the time from b's start to the last alarm fired.
  *
- *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K]
+ *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K] [tunable=value ...]
  *   (a CPU profile per thread lands in /tmp/prof; summarise with bench/profile-summary.ts)
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -21,6 +21,13 @@ import { listAll } from '../src/store/keys.js';
 import { REPO } from '../test/cluster/harness.js';
 
 const K = Number(process.argv[2] ?? 500);
+/** Tunables for both nodes, as name=value after K (e.g. alarmsInMemory=0). */
+const TUNABLES = Object.fromEntries(
+  process.argv
+    .slice(3)
+    .map((a) => a.split('='))
+    .map(([k, v]) => [k!, Number(v)]),
+);
 const CLASSES = { Alarmed: join(REPO, 'test/fixtures/cluster/alarmed.ts') };
 const LEASE = { leasePeriodMs: 3_000, graceMs: 500, skewBoundMs: 300 }; // short, yet renewals survive a loaded machine
 
@@ -61,7 +68,7 @@ const bucket = join(root, 'bucket');
 const store = new FsStore(bucket);
 try {
   const logger = process.env.KW_LOG ? createLogger({ level: process.env.KW_LOG }) : silentLogger();
-  const common = { bucket, classes: CLASSES, logger, workerThreads: 2, idleTimeoutMs: 600_000, ...LEASE };
+  const common = { ...TUNABLES, bucket, classes: CLASSES, logger, workerThreads: 2, idleTimeoutMs: 600_000, ...LEASE };
   const a = await startNode({ ...common, dataDir: join(root, 'a'), nodeId: 'a' });
   const at = Date.now() + 3_000 + K * 40; // a loaded machine arms at ~30 ms per call
   const names = Array.from({ length: K }, (_, i) => `t/Alarmed/x${i}`);
