@@ -24,8 +24,8 @@ export class Membership {
   readonly lease: NodeLease;
   readonly nodes: NodeDirectory;
   readonly holds: HoldTable;
-  /** Shared with the workers: the lease's "valid until", in ms. */
-  readonly shared = new SharedArrayBuffer(8);
+  /** Shared with the workers: the lease's "valid until", in ms, then the epoch it is valid for. */
+  readonly shared = new SharedArrayBuffer(16);
   private readonly view = new BigInt64Array(this.shared);
   private renewals: Subscription | undefined;
   private renewing: Promise<void> | undefined;
@@ -45,11 +45,34 @@ export class Membership {
   }
 
   async start(localEpoch: number, onFenced: () => void): Promise<number> {
-    const epoch = await this.lease.start(localEpoch);
+    const epoch = await this.lease.start(localEpoch, (previous) =>
+      this.log.warn(
+        { previousEpoch: previous.epoch, expiresAtMs: previous.expiresAtMs },
+        'the previous run on this data dir died with its lease live: fenced it now instead of waiting for it to run out',
+      ),
+    );
     this.publish();
+    this.renewEvery(onFenced);
+    return epoch;
+  }
+
+  /**
+   * After a fence: a new epoch (the lease written live again, holds start from nothing). The
+   * caller has made sure nothing of the fenced epoch still runs; the workers see the new epoch
+   * before the lease turns valid for them.
+   */
+  async rejoin(onFenced: () => void): Promise<number> {
+    this.renewals?.unsubscribe();
+    this.holds.forgetAll();
+    const epoch = await this.lease.start(this.lease.epoch);
+    this.publish();
+    this.renewEvery(onFenced);
+    return epoch;
+  }
+
+  private renewEvery(onFenced: () => void): void {
     const everyMs = Math.max(1, Math.floor(this.config.leasePeriodMs / 3));
     this.renewals = interval(everyMs, this.scheduler).subscribe(() => void this.renew(onFenced));
-    return epoch;
   }
 
   /**
@@ -82,6 +105,7 @@ export class Membership {
   }
 
   private publish(): void {
+    Atomics.store(this.view, 1, BigInt(this.lease.epoch)); // first: a worker that sees the lease valid sees its epoch
     Atomics.store(this.view, 0, BigInt(Math.floor(this.lease.validUntil)));
   }
 }

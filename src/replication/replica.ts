@@ -47,7 +47,8 @@ export interface ReplicaDeps {
   random: Random;
   config: ReplicaSettings;
   log: Logger;
-  writer: { nodeId: string; epoch: number };
+  /** This node; `epoch` is the one its lease is for now (it changes when a fenced node rejoins). */
+  writer: { readonly nodeId: string; readonly epoch: number };
   /** LeaseView: true while this node's lease is valid (the hold's generation is the replica's). */
   leaseValid(): boolean;
 }
@@ -105,13 +106,23 @@ export class ActorReplica {
   private queue: Promise<void> = Promise.resolve();
   private timer: TimerHandle | undefined;
 
+  /** The node's epoch when the replica was made: its hold is of that epoch, so it writes only while the lease is too. */
+  private readonly epoch: number;
+
   constructor(
     private readonly deps: ReplicaDeps,
     readonly address: ActorAddress,
     readonly dbPath: string,
     /** The hold generation this replica writes under (written into every link). */
     readonly generation: number,
-  ) {}
+  ) {
+    this.epoch = deps.writer.epoch;
+  }
+
+  /** LeaseView: the lease is valid and still of this replica's epoch (a rejoined node's old replicas never write). */
+  private leaseValid(): boolean {
+    return this.deps.leaseValid() && this.deps.writer.epoch === this.epoch;
+  }
 
   async take(): Promise<TakeResult> {
     const seqs = await listChain(this.deps.store, this.address);
@@ -232,7 +243,7 @@ export class ActorReplica {
     const db = this.db;
     if (!db || db.inTransaction) throw new ActorGivenUp(`cannot fence ${this.name()} now`);
     db.prepare("INSERT INTO _keep_meta (key, value) VALUES ('owner_fence', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(
-      `${this.deps.writer.nodeId}/${this.deps.writer.epoch}/${this.generation}/${this.head?.seq ?? 0}`, // on top of this head: never the value it holds
+      `${this.deps.writer.nodeId}/${this.epoch}/${this.generation}/${this.head?.seq ?? 0}`, // on top of this head: never the value it holds
     );
     await this.sync();
     if (!this.uploadedUnderHold) throw this.giveUpNow(new ActorGivenUp(`the owner fence of ${this.name()} uploaded nothing`));
@@ -245,7 +256,7 @@ export class ActorReplica {
 
   /** True when this node may write for the actor now (LeaseView, and replication healthy). */
   healthy(): boolean {
-    return !this.givenUp && !this.closed && this.deps.leaseValid();
+    return !this.givenUp && !this.closed && this.leaseValid();
   }
 
   /** A commit happened: schedule a group-commit upload. */
@@ -462,8 +473,9 @@ export class ActorReplica {
   private async upload(kind: LinkKind, payload: Uint8Array, pageSize: number, pageCount: number, cursor: WalCursor | null): Promise<void> {
     if (this.givenUp) throw this.givenUp;
     const seq = (this.head?.seq ?? 0) + 1;
-    if (!this.deps.leaseValid()) throw this.giveUp(new LeaseLost(`no valid lease to upload link ${seq} of ${this.name()}`), seq);
-    const { nodeId, epoch } = this.deps.writer;
+    if (!this.leaseValid()) throw this.giveUp(new LeaseLost(`no valid lease to upload link ${seq} of ${this.name()}`), seq);
+    const { nodeId } = this.deps.writer;
+    const epoch = this.epoch;
     const generation = this.generation;
     const atMs = this.deps.clock.now();
     const body = encodeLink({ seq, kind, generation, nodeId, epoch, atMs, pageSize, pageCount }, payload);
