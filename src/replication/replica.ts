@@ -222,7 +222,18 @@ export class ActorReplica {
    * may local commits a previous run of this node never uploaded (take found the head unmoved).
    */
   start(): void {
+    if (this.head === null && !this.deleted) this.saveFirstSidecar();
     if ((this.head === null && !this.deleted) || this.unuploaded > 0) this.committed();
+  }
+
+  /**
+   * Before the first upload: a sidecar at link 0 (nothing uploaded, the whole WAL to capture),
+   * under this hold's generation — so that a kill after link 1 landed but before its sidecar was
+   * written finds link 1 to be its own upload from this file (ownLinkAfter), not a stranger's.
+   */
+  private saveFirstSidecar(): void {
+    if (this.memory || this.closed) return;
+    writeSidecar(this.dbPath, { seq: 0, etag: '', generation: this.generation, cursor: null });
   }
 
   /**
@@ -313,7 +324,7 @@ export class ActorReplica {
   private takeEmptyBucket(local: boolean, side: Sidecar | undefined): TakeResult {
     this.foundNothing = true;
     if (!local) return 'absent';
-    if (side)
+    if (side && side.seq > 0)
       this.deps.log.warn(
         { actor: this.name(), sidecarSeq: side.seq },
         'the bucket has no chain for a local actor with a sidecar; uploading it as link 1',
@@ -330,6 +341,9 @@ export class ActorReplica {
     this.deltaBytesSinceSnapshot = side.deltaBytesSinceSnapshot ?? 0;
     this.snapshotBytes = side.snapshotBytes ?? 0;
     this.snapshots = side.snapshots ?? [];
+    // Under this hold's generation from now on: should the next upload land and this run die
+    // before its sidecar is written, the next take knows that link for its own (ownLinkAfter).
+    if (side.generation !== this.generation) this.saveSidecar();
     return 'ready';
   }
 
@@ -338,6 +352,9 @@ export class ActorReplica {
     this.adopt(side, unuploaded);
     this.head = head;
     this.linksSinceSnapshot = this.deps.config.snapshotEveryLinks; // the delta past the cursor overlaps the head: a snapshot
+    // The file up to the cursor is the sidecar's link, the head a prefix of what follows: a delta
+    // from the cursor applied to the head gives the file too, so the sidecar may name the head.
+    this.saveSidecar();
     this.deps.log.warn(
       { actor: this.name(), sidecarSeq: side.seq, head: head.seq, commits: unuploaded },
       'local copy is ahead of its own last upload (the sidecar was not written); uploading it as the next link',
