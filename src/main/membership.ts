@@ -8,6 +8,7 @@
  */
 import { interval, type SchedulerLike, type Subscription } from 'rxjs';
 import type { Clock } from '../core/clock.js';
+import { ErrorCode, isKeepworkError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { NodeDirectory } from '../leases/directory.js';
 import { HoldTable } from '../leases/holds.js';
@@ -57,17 +58,30 @@ export class Membership {
   }
 
   /**
-   * After a fence: a new epoch (the lease written live again, holds start from nothing). The
-   * caller has made sure nothing of the fenced epoch still runs; the workers see the new epoch
-   * before the lease turns valid for them.
+   * After a fence: a new epoch (the lease written live again, holds start from nothing), tried
+   * every lease/3 while the bucket is out of reach. The caller has made sure nothing of the
+   * fenced epoch still runs; the workers see the new epoch before the lease turns valid for them.
+   * undefined: stopped meanwhile, or another run of this nodeId (another data dir) is live.
    */
-  async rejoin(onFenced: () => void): Promise<number> {
+  async rejoin(onFenced: () => void, stopping: () => boolean): Promise<number | undefined> {
     this.renewals?.unsubscribe();
     this.holds.forgetAll();
-    const epoch = await this.lease.start(this.lease.epoch);
-    this.publish();
-    this.renewEvery(onFenced);
-    return epoch;
+    for (let attempt = 1; !stopping(); attempt++) {
+      try {
+        const epoch = await this.lease.start(this.lease.epoch);
+        this.publish();
+        this.renewEvery(onFenced);
+        return epoch;
+      } catch (e) {
+        if (isKeepworkError(e, ErrorCode.BadConfig)) {
+          this.log.error({ err: e }, 'cannot rejoin: another run of this nodeId is live; this one stays fenced (stop it)');
+          return undefined;
+        }
+        this.log.warn({ err: e, attempt }, 'rejoining under a new epoch failed; trying again');
+        await new Promise<void>((r) => this.clock.setTimer(Math.max(100, Math.floor(this.config.leasePeriodMs / 3)), r));
+      }
+    }
+    return undefined;
   }
 
   private renewEvery(onFenced: () => void): void {

@@ -10,7 +10,7 @@
 import { interval, type Subscription } from 'rxjs';
 import type { Clock } from '../core/clock.js';
 import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
-import { ErrorCode, LeaseLost, NodeStopped, NotFound, isKeepworkError, reviveError } from '../core/errors.js';
+import { LeaseLost, NodeStopped, NotFound, reviveError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
@@ -303,20 +303,12 @@ export class Node implements RoutingNode {
     await this.workers
       .broadcast({ type: 'dropAll' })
       .catch((e: unknown) => this.log.warn({ err: e }, 'dropping actors after the fence failed'));
-    for (let attempt = 1; !this.stopping; attempt++) {
-      try {
-        this.epoch = await this.membership.rejoin(() => this.fenced());
-        break;
-      } catch (e) {
-        if (isKeepworkError(e, ErrorCode.BadConfig)) {
-          // Another run of this nodeId (on another data dir) is live: it is the node now.
-          this.log.error({ err: e }, 'cannot rejoin: another run of this nodeId is live; this one stays fenced (stop it)');
-          return;
-        }
-        this.log.warn({ err: e, attempt }, 'rejoining under a new epoch failed; trying again');
-        await new Promise<void>((r) => this.clock.setTimer(Math.max(100, Math.floor(this.config.leasePeriodMs / 3)), r));
-      }
-    }
+    const epoch = await this.membership.rejoin(
+      () => this.fenced(),
+      () => this.stopping,
+    );
+    if (epoch === undefined || this.stopping) return;
+    this.epoch = epoch;
     if (this.stopping) return;
     this.delivery = this.newDelivery();
     if (this.dataDir !== undefined) this.refillTimer(this.dataDir);
