@@ -1,8 +1,10 @@
 /**
  * This node's lease in the bucket (`nodes/<nodeId>`, DESIGN.md §5).
  *
- *   start()   refuse if a live record of this nodeId exists (another process runs it); else write
- *             it with epoch = max(local, bucket) + 1, state live
+ *   start()   a live record of this nodeId: refuse (another process runs it) — unless it names
+ *             this data dir (`dataDirId`): the caller holds the data dir's lock, so that run is
+ *             dead, and its record is fenced at once (If-Match) instead of waited out; then write
+ *             the record with epoch = max(local, bucket + 1), state live
  *   renew()   If-Match on the last etag; on success the lease is valid until the renew's send
  *             time + leasePeriod − skew; a 412 means we were fenced: `fenced` turns true for good
  *   release() state released (clean shutdown)
@@ -25,7 +27,15 @@ export interface NodeSelf {
   addr: string;
   tenants: string[] | null;
   classes: string[];
+  /**
+   * The data dir's name (identity.ts). Set only by a caller that holds the data dir's exclusive
+   * lock for its whole life (data-dir-lock.ts): a live record naming it is then a dead run's.
+   */
+  dataDirId?: string;
 }
+
+/** Rounds of start() that may lose a race on the record (a dead run's last renewal landing late). */
+const START_ROUNDS_MAX = 3;
 
 export type RenewOutcome = 'renewed' | 'fenced' | 'failed';
 
@@ -56,24 +66,42 @@ export class NodeLease {
     this.self = { ...this.self, addr };
   }
 
-  async start(localEpoch: number): Promise<number> {
+  /**
+   * Writes this run's live record (also again after a fence: a rejoin under a new epoch).
+   * `onFencedPrevious` hears of a dead run of this data dir fenced here.
+   */
+  async start(localEpoch: number, onFencedPrevious?: (previous: NodeRecord) => void): Promise<number> {
     const key = nodeKey(this.self.nodeId);
-    const existing = await this.store.get(key);
-    const previous = existing ? decodeNode(existing.body) : undefined;
-    if (previous && isLive(previous, this.clock.now(), this.config.graceMs)) {
-      throw new BadConfig(
-        `node ${this.self.nodeId} is already running (epoch ${previous.epoch} at ${previous.addr}, lease live until ${new Date(previous.expiresAtMs + this.config.graceMs).toISOString()}); use another nodeId or stop it first`,
-      );
+    for (let round = 1; ; round++) {
+      let existing = await this.store.get(key);
+      const previous = existing ? decodeNode(existing.body) : undefined;
+      try {
+        if (previous && isLive(previous, this.clock.now(), this.config.graceMs)) {
+          if (this.self.dataDirId === undefined || previous.dataDirId !== this.self.dataDirId) {
+            throw new BadConfig(
+              `node ${this.self.nodeId} is already running (epoch ${previous.epoch} at ${previous.addr}, lease live until ${new Date(previous.expiresAtMs + this.config.graceMs).toISOString()}); use another nodeId or stop it first`,
+            );
+          }
+          // Our data dir's previous run, dead (we hold the data dir's lock): fenced now, so that
+          // it can never renew, and its holds are ours to take under a new generation.
+          const fenced: NodeRecord = { ...previous, state: 'fenced' };
+          existing = { ...existing!, etag: (await this.store.put(key, encodeNode(fenced), { ifMatch: existing!.etag })).etag };
+          onFencedPrevious?.(previous);
+        }
+        this.epoch = Math.max(localEpoch, (previous?.epoch ?? 0) + 1, this.epoch + 1);
+        const sentAt = this.clock.now();
+        const { etag } = await this.store.put(
+          key,
+          encodeNode(this.record(sentAt, 'live')),
+          existing ? { ifMatch: existing.etag } : { ifNoneMatch: '*' },
+        );
+        this.fenced = false;
+        this.accept(etag, sentAt);
+        return this.epoch;
+      } catch (e) {
+        if (!isKeepworkError(e, ErrorCode.PreconditionFailed) || round >= START_ROUNDS_MAX) throw e;
+      }
     }
-    this.epoch = Math.max(localEpoch, (previous?.epoch ?? 0) + 1);
-    const sentAt = this.clock.now();
-    const { etag } = await this.store.put(
-      key,
-      encodeNode(this.record(sentAt, 'live')),
-      existing ? { ifMatch: existing.etag } : { ifNoneMatch: '*' },
-    );
-    this.accept(etag, sentAt);
-    return this.epoch;
   }
 
   async renew(): Promise<RenewOutcome> {

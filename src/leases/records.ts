@@ -21,6 +21,8 @@ export interface NodeRecord {
   classes: string[];
   expiresAtMs: number;
   state: NodeState;
+  /** The node's data dir (its random name, node.json): a restart on it may fence this record at once. */
+  dataDirId?: string;
   /** The lease settings the node runs with (so tools can judge its record without guessing). */
   leasePeriodMs?: number;
   graceMs?: number;

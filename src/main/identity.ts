@@ -1,6 +1,9 @@
 /**
- * The node's identity, kept in its data dir (`node.json`): a stable `nodeId` and an `epoch`
- * that grows by one at every start (DESIGN.md §1). Written atomically (temp + rename).
+ * The node's identity, kept in its data dir (`node.json`): a stable `nodeId`, an `epoch` that
+ * grows by one at every start (DESIGN.md §1), and `dataDirId`, a random name of the data dir
+ * made once, which the node's lease record carries: a node that holds the data dir's lock
+ * (data-dir-lock.ts) and finds a live lease of its own data dir knows that run is dead. Written
+ * atomically (temp + rename).
  */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +13,7 @@ import { randomHex, type Random } from '../core/random.js';
 export interface NodeIdentity {
   nodeId: string;
   epoch: number;
+  dataDirId: string;
 }
 
 const NODE_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
@@ -23,13 +27,17 @@ export function nextIdentity(dataDir: string, random: Random, requested?: string
   if (previous && requested !== undefined && previous.nodeId !== requested) {
     throw new BadConfig(`data dir ${dataDir} belongs to node ${previous.nodeId}, not ${requested}; use another dataDir or drop nodeId`);
   }
-  const identity = { nodeId: requested ?? previous?.nodeId ?? `n-${randomHex(random, 6)}`, epoch: (previous?.epoch ?? 0) + 1 };
+  const identity: NodeIdentity = {
+    nodeId: requested ?? previous?.nodeId ?? `n-${randomHex(random, 6)}`,
+    epoch: (previous?.epoch ?? 0) + 1,
+    dataDirId: previous?.dataDirId ?? randomHex(random, 8),
+  };
   writeFileSync(path + '.tmp', JSON.stringify(identity) + '\n');
   renameSync(path + '.tmp', path);
   return identity;
 }
 
-function read(path: string): NodeIdentity | undefined {
+function read(path: string): (Omit<NodeIdentity, 'dataDirId'> & { dataDirId?: string }) | undefined {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -38,5 +46,5 @@ function read(path: string): NodeIdentity | undefined {
   }
   const data = JSON.parse(text) as Partial<NodeIdentity>;
   if (typeof data.nodeId !== 'string' || !Number.isSafeInteger(data.epoch)) throw new BadConfig(`${path} is not a node identity file`);
-  return data as NodeIdentity;
+  return { nodeId: data.nodeId, epoch: data.epoch!, dataDirId: typeof data.dataDirId === 'string' ? data.dataDirId : undefined };
 }

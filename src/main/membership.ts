@@ -8,6 +8,7 @@
  */
 import { interval, type SchedulerLike, type Subscription } from 'rxjs';
 import type { Clock } from '../core/clock.js';
+import { ErrorCode, isKeepworkError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { NodeDirectory } from '../leases/directory.js';
 import { HoldTable } from '../leases/holds.js';
@@ -24,8 +25,8 @@ export class Membership {
   readonly lease: NodeLease;
   readonly nodes: NodeDirectory;
   readonly holds: HoldTable;
-  /** Shared with the workers: the lease's "valid until", in ms. */
-  readonly shared = new SharedArrayBuffer(8);
+  /** Shared with the workers: the lease's "valid until", in ms, then the epoch it is valid for. */
+  readonly shared = new SharedArrayBuffer(16);
   private readonly view = new BigInt64Array(this.shared);
   private renewals: Subscription | undefined;
   private renewing: Promise<void> | undefined;
@@ -45,11 +46,47 @@ export class Membership {
   }
 
   async start(localEpoch: number, onFenced: () => void): Promise<number> {
-    const epoch = await this.lease.start(localEpoch);
+    const epoch = await this.lease.start(localEpoch, (previous) =>
+      this.log.warn(
+        { previousEpoch: previous.epoch, expiresAtMs: previous.expiresAtMs },
+        'the previous run on this data dir died with its lease live: fenced it now instead of waiting for it to run out',
+      ),
+    );
     this.publish();
+    this.renewEvery(onFenced);
+    return epoch;
+  }
+
+  /**
+   * After a fence: a new epoch (the lease written live again, holds start from nothing), tried
+   * every lease/3 while the bucket is out of reach. The caller has made sure nothing of the
+   * fenced epoch still runs; the workers see the new epoch before the lease turns valid for them.
+   * undefined: stopped meanwhile, or another run of this nodeId (another data dir) is live.
+   */
+  async rejoin(onFenced: () => void, stopping: () => boolean): Promise<number | undefined> {
+    this.renewals?.unsubscribe();
+    this.holds.forgetAll();
+    for (let attempt = 1; !stopping(); attempt++) {
+      try {
+        const epoch = await this.lease.start(this.lease.epoch);
+        this.publish();
+        this.renewEvery(onFenced);
+        return epoch;
+      } catch (e) {
+        if (isKeepworkError(e, ErrorCode.BadConfig)) {
+          this.log.error({ err: e }, 'cannot rejoin: another run of this nodeId is live; this one stays fenced (stop it)');
+          return undefined;
+        }
+        this.log.warn({ err: e, attempt }, 'rejoining under a new epoch failed; trying again');
+        await new Promise<void>((r) => this.clock.setTimer(Math.max(100, Math.floor(this.config.leasePeriodMs / 3)), r));
+      }
+    }
+    return undefined;
+  }
+
+  private renewEvery(onFenced: () => void): void {
     const everyMs = Math.max(1, Math.floor(this.config.leasePeriodMs / 3));
     this.renewals = interval(everyMs, this.scheduler).subscribe(() => void this.renew(onFenced));
-    return epoch;
   }
 
   /**
@@ -82,6 +119,7 @@ export class Membership {
   }
 
   private publish(): void {
+    Atomics.store(this.view, 1, BigInt(this.lease.epoch)); // first: a worker that sees the lease valid sees its epoch
     Atomics.store(this.view, 0, BigInt(Math.floor(this.lease.validUntil)));
   }
 }

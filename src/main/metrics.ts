@@ -72,7 +72,12 @@ export class NodeMetrics {
   readonly heldActors = new Gauge({ name: 'keepwork_held_actors', help: 'Actors this node holds', registers: [this.registry] });
   readonly fenced = new Gauge({
     name: 'keepwork_node_fenced',
-    help: '1 once this node found its lease fenced (it sweeps and delivers nothing until restarted)',
+    help: '1 from the moment this node found its lease fenced until it has rejoined under a new epoch',
+    registers: [this.registry],
+  });
+  readonly rejoins = new Counter({
+    name: 'keepwork_node_rejoins_total',
+    help: 'Times this node rejoined under a new epoch after its lease was fenced',
     registers: [this.registry],
   });
   readonly timerFull = new Counter({

@@ -100,4 +100,6 @@ export type FrontDoor = (
 export interface NodeSeams {
   random?: Random;
   scheduler?: SchedulerLike;
+  /** Hears every rejoin after a fence (the simulator counts them). */
+  onRejoin?: (epoch: number) => void;
 }

@@ -47,11 +47,14 @@ export interface NodeParts {
   tenants: string[] | undefined;
   metrics: NodeMetrics;
   seams?: NodeSeams;
+  /** The data dir's lock (data-dir-lock.ts), given back at the end of a clean stop. */
+  dirLock?: { release(): void };
 }
 
 export class Node implements RoutingNode {
   readonly nodeId: string;
-  readonly epoch: number;
+  /** This run's epoch; a fenced node rejoins under a new one. */
+  epoch: number;
   readonly config: ResolvedConfig;
   readonly store: ObjectStore;
   readonly metrics: NodeMetrics;
@@ -62,14 +65,19 @@ export class Node implements RoutingNode {
   private readonly classes: Record<string, string>;
   private readonly tenants: string[] | undefined;
   private readonly lanes: ActorLanes;
-  private readonly delivery: AlarmDelivery;
+  private delivery: AlarmDelivery;
   private readonly lastUsed = new Map<string, { address: ActorAddress; at: number }>();
   private readonly reaper: Subscription;
   private readonly forwarding: ForwardSettings;
   private http: HttpServer | undefined;
   private stopping = false;
-  /** Fenced: another node took this node's actors; it sweeps and delivers nothing more. */
+  /** Fenced: another node took this node's actors; it sweeps, delivers and serves nothing until it has rejoined. */
   private isFenced = false;
+  private rejoining: Promise<void> | undefined;
+  /** Where the timer is refilled from (at start, and after a rejoin). */
+  private dataDir: string | undefined;
+  private readonly dirLock: { release(): void } | undefined;
+  private readonly onRejoin: ((epoch: number) => void) | undefined;
   private readonly sweeper: Sweeper;
 
   constructor(parts: NodeParts) {
@@ -84,15 +92,10 @@ export class Node implements RoutingNode {
     this.classes = parts.classes;
     this.tenants = parts.tenants;
     this.metrics = parts.metrics;
+    this.dirLock = parts.dirLock;
+    this.onRejoin = seams.onRejoin;
     this.lanes = new ActorLanes(config.actorQueueMax);
-    this.delivery = new AlarmDelivery({
-      clock,
-      config,
-      log,
-      metrics: parts.metrics,
-      deliver: (address, dueMs) => this.deliver(address, dueMs),
-      giveBack: (address) => this.giveBack(address),
-    });
+    this.delivery = this.newDelivery();
     this.sweeper = new Sweeper({
       store,
       clock,
@@ -151,6 +154,7 @@ export class Node implements RoutingNode {
   }
 
   refillTimer(dataDir: string): void {
+    this.dataDir = dataDir;
     let n = 0;
     for (const { address, at } of scanAlarms(dataDir, (path, e) =>
       this.log.error({ path, err: e }, 'cannot read actor database at start'),
@@ -171,6 +175,17 @@ export class Node implements RoutingNode {
     this.metrics.heldActors.set(this.membership.holds.heldCount());
     this.metrics.deliveryBacklog.set(this.delivery.backlog());
     return this.metrics.registry.metrics();
+  }
+
+  private newDelivery(): AlarmDelivery {
+    return new AlarmDelivery({
+      clock: this.clock,
+      config: this.config,
+      log: this.log,
+      metrics: this.metrics,
+      deliver: (address, dueMs) => this.deliver(address, dueMs),
+      giveBack: (address) => this.giveBack(address),
+    });
   }
 
   private observeSweep(tenant: string, r: SweepResult, ms: number): void {
@@ -264,6 +279,7 @@ export class Node implements RoutingNode {
     this.reaper.unsubscribe();
     this.sweeper.stop();
     this.delivery.stop();
+    await this.rejoining;
     await this.delivery.drained();
     await this.http?.close();
     await this.lanes.drained();
@@ -272,28 +288,60 @@ export class Node implements RoutingNode {
     await this.membership.stop();
     await this.workers.destroy();
     await this.store.close();
+    this.dirLock?.release();
     this.log.info('node stopped');
   }
 
   /**
    * The lease was fenced: every actor stops at once (nothing more can be uploaded anyway), and so
-   * do the sweep and the timer — another node owns this node's alarms now, and every delivery
-   * here would fail with LEASE_LOST and be retried forever. The node still answers calls
-   * (LEASE_LOST, or a forward to the new holder) until it is restarted under a new epoch.
+   * do the sweep and the timer — another node owns this node's alarms now. Calls are answered
+   * LEASE_LOST meanwhile. Then the node rejoins by itself under a new epoch (`rejoin`).
    */
   fenced(): void {
-    if (this.isFenced) return;
+    if (this.isFenced || this.stopping) return;
     this.isFenced = true;
     this.metrics.fenced.set(1);
     this.sweeper.stop();
     this.delivery.stop();
     this.lastUsed.clear();
-    this.log.warn('sweeping and alarm delivery stopped: this node was fenced (restart it to rejoin under a new epoch)');
-    void this.workers.broadcast({ type: 'dropAll' }).catch(() => undefined);
+    this.log.warn('sweeping and alarm delivery stopped: this node was fenced; it rejoins under a new epoch');
+    this.rejoining = this.rejoin().finally(() => (this.rejoining = undefined));
+  }
+
+  /**
+   * A fenced node's way back: once nothing of the fenced epoch runs any more (its deliveries and
+   * events ended, every worker's actors dropped), it writes its lease live under a new epoch
+   * (retrying while the bucket is out of reach), holds nothing, refills its timer from its data
+   * dir and sweeps again. Its actors' old replicas never write again (their epoch is over); the
+   * actors are taken anew, generation + 1, at their next event.
+   */
+  private async rejoin(): Promise<void> {
+    const fencedEpoch = this.epoch;
+    await this.delivery.drained();
+    await this.lanes.drained();
+    await this.workers
+      .broadcast({ type: 'dropAll' })
+      .catch((e: unknown) => this.log.warn({ err: e }, 'dropping actors after the fence failed'));
+    const epoch = await this.membership.rejoin(
+      () => this.fenced(),
+      () => this.stopping,
+    );
+    if (epoch === undefined || this.stopping) return;
+    this.epoch = epoch;
+    if (this.stopping) return;
+    this.delivery = this.newDelivery();
+    if (this.dataDir !== undefined) this.refillTimer(this.dataDir);
+    this.isFenced = false;
+    this.metrics.fenced.set(0);
+    this.metrics.rejoins.inc();
+    this.sweeper.start();
+    this.log.warn({ fencedEpoch, epoch: this.epoch }, 'rejoined the cluster under a new epoch after a fence');
+    this.onRejoin?.(this.epoch);
   }
 
   private own(address: ActorAddress) {
     if (this.stopping) throw new NodeStopped(`node ${this.nodeId} is stopping`);
+    if (this.isFenced) throw new LeaseLost(`node ${this.nodeId} was fenced and is rejoining under a new epoch; retry`);
     return this.membership.holds.acquire(address);
   }
 

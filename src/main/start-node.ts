@@ -20,20 +20,32 @@ import { Node } from './node.js';
 import type { FrontDoor, KeepworkNode, StartNodeOptions } from './node-api.js';
 import { BadConfig } from '../core/errors.js';
 import { WorkerGroup } from './worker-group.js';
+import { DataDirLock } from './data-dir-lock.js';
 
 /**
  * Starts a node; `frontDoor` serves its HTTP API when `options.port` is given (the package's
  * `startNode`, src/http/start.ts, passes src/http's server).
  */
 export async function startNodeWith(options: StartNodeOptions, frontDoor?: FrontDoor): Promise<KeepworkNode> {
-  const { classes, bucket, dataDir: dir, tenants, nodeId, port, host, logger, ...tunables } = options;
-  const config = resolveOptions(tunables);
-  if (port !== undefined && !frontDoor)
+  if (options.port !== undefined && !frontDoor)
     throw new BadConfig('port is set but this node was started without an HTTP server (use startNode from keepwork)');
+  const dataDir = resolve(options.dataDir ?? './data');
+  mkdirSync(dataDir, { recursive: true });
+  const dirLock = DataDirLock.acquire(dataDir); // held until stop, or until the process dies
+  try {
+    return await startLocked(options, dataDir, dirLock, frontDoor);
+  } catch (e) {
+    dirLock.release();
+    throw e;
+  }
+}
+
+/** The rest of the start, holding the data dir's lock (released by `Node.stop`). */
+async function startLocked(options: StartNodeOptions, dataDir: string, dirLock: DataDirLock, frontDoor?: FrontDoor): Promise<KeepworkNode> {
+  const { classes, bucket, dataDir: _dir, tenants, nodeId, port, host, logger, ...tunables } = options;
+  const config = resolveOptions(tunables);
   const classUrls = resolveClasses(classes);
   const served = tenants?.map(validateTenant);
-  const dataDir = resolve(dir ?? './data');
-  mkdirSync(dataDir, { recursive: true });
   const clock: Clock = new SystemClock();
   const identity = nextIdentity(dataDir, new SystemRandom(), nodeId);
   const bucketUrl = bucket ?? DEFAULT_BUCKET_URL;
@@ -45,6 +57,7 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
     addr: '',
     tenants: served ?? null,
     classes: Object.keys(classUrls),
+    dataDirId: identity.dataDirId, // we hold the data dir's lock
   });
   let node: Node | undefined;
   const epoch = await membership.start(identity.epoch, () => node?.fenced());
@@ -71,6 +84,7 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
     classes: classUrls,
     tenants: served,
     metrics,
+    dirLock,
   });
   try {
     node.refillTimer(dataDir);

@@ -49,7 +49,8 @@ export interface ReplicaDeps {
   random: Random;
   config: ReplicaSettings;
   log: Logger;
-  writer: { nodeId: string; epoch: number };
+  /** This node; `epoch` is the one its lease is for now (it changes when a fenced node rejoins). */
+  writer: { readonly nodeId: string; readonly epoch: number };
   /** LeaseView: true while this node's lease is valid (the hold's generation is the replica's). */
   leaseValid(): boolean;
   /** Where replaced index entries go once their link is up (batched across actors); absent: one deleteMany per upload. */
@@ -95,6 +96,8 @@ export class ActorReplica {
   private snapshotBytes = 0;
   private snapshots: { seq: number; atMs: number }[] = [];
   private closed = false;
+  /** Commits in the local file past the sidecar's cursor that take() adopted (uploaded from start()). */
+  unuploaded = 0;
   /** This replica's take found nothing in the bucket for the actor (a local-only or new actor). */
   foundNothing = false;
   /** A link was uploaded by this replica, i.e. under its hold (the history ends with our own). */
@@ -107,13 +110,23 @@ export class ActorReplica {
   private queue: Promise<void> = Promise.resolve();
   private timer: TimerHandle | undefined;
 
+  /** The node's epoch when the replica was made: its hold is of that epoch, so it writes only while the lease is too. */
+  private readonly epoch: number;
+
   constructor(
     private readonly deps: ReplicaDeps,
     readonly address: ActorAddress,
     readonly dbPath: string,
     /** The hold generation this replica writes under (written into every link). */
     readonly generation: number,
-  ) {}
+  ) {
+    this.epoch = deps.writer.epoch;
+  }
+
+  /** LeaseView: the lease is valid and still of this replica's epoch (a rejoined node's old replicas never write). */
+  private leaseValid(): boolean {
+    return this.deps.leaseValid() && this.deps.writer.epoch === this.epoch;
+  }
 
   async take(): Promise<TakeResult> {
     const seqs = await listChain(this.deps.store, this.address);
@@ -127,14 +140,43 @@ export class ActorReplica {
       // restores from the links at once: one request less per takeover).
       const head = await this.deps.store.head(linkKey(this.address, headSeq));
       if (!head) throw new ActorGivenUp(`head link ${headSeq} of ${this.name()} vanished during take`);
-      if (side.etag === head.etag) return this.adopt(side);
+      // The head is still the one the file was last in line with: commits past the sidecar's
+      // cursor (a kill before their upload) go up as the next link, from start().
+      if (side.etag === head.etag) return this.adopt(side, this.unuploadedCommits(side));
     }
-    if (trusted && side.seq < headSeq && !this.localChanged(side)) {
+    const unuploaded = trusted ? this.unuploadedCommits(side) : 0;
+    if (trusted && unuploaded > 0 && side.seq + 1 === headSeq) {
+      const own = await this.ownLinkAfter(side, headSeq);
+      if (own) return this.adoptPast(side, own, unuploaded);
+    }
+    if (trusted && side.seq < headSeq && unuploaded === 0) {
       const caught = await this.catchUp(side, seqs);
       if (caught) return caught;
     }
-    if (local) this.setAside();
+    if (local) this.setAside(trusted ? unuploaded : undefined, headSeq);
     return this.restoreFully(seqs);
+  }
+
+  /** Local commits the sidecar's cursor has not reached (never uploaded, as far as the sidecar knows). */
+  private unuploadedCommits(side: Sidecar): number {
+    const captured = captureWal(`${this.dbPath}-wal`, side.cursor);
+    return captured.delta === null ? 0 : (captured.commits ?? 1);
+  }
+
+  /**
+   * The head is one link past the sidecar and was written by this node under the sidecar's hold
+   * generation: the previous run of this node uploaded it from this very file and died before
+   * its sidecar said so. One generation is one holder's, and that holder writes from one local
+   * file in order, so the link holds a prefix of the commits past the cursor: the file holds all
+   * of the head and more. (Another owner since would have ended the history with a link of its
+   * own — the owner fence — so the head would not be ours.)
+   */
+  private async ownLinkAfter(side: Sidecar, headSeq: number): Promise<Head | undefined> {
+    const obj = await this.deps.store.get(linkKey(this.address, headSeq));
+    if (!obj) return undefined;
+    const { header } = decodeLink(obj.body, headSeq);
+    const ours = header.nodeId === this.deps.writer.nodeId && header.generation === side.generation && header.kind !== 'tombstone';
+    return ours ? { seq: headSeq, etag: obj.etag } : undefined;
   }
 
   /**
@@ -179,9 +221,23 @@ export class ActorReplica {
     return this.head === null && !this.deleted;
   }
 
-  /** After the owner indexed the committed alarm: a local-only actor's first upload may go. */
+  /**
+   * After the owner indexed the committed alarm: a local-only actor's first upload may go, and so
+   * may local commits a previous run of this node never uploaded (take found the head unmoved).
+   */
   start(): void {
-    if (this.head === null && !this.deleted) this.committed();
+    if (this.head === null && !this.deleted) this.saveFirstSidecar();
+    if ((this.head === null && !this.deleted) || this.unuploaded > 0) this.committed();
+  }
+
+  /**
+   * Before the first upload: a sidecar at link 0 (nothing uploaded, the whole WAL to capture),
+   * under this hold's generation — so that a kill after link 1 landed but before its sidecar was
+   * written finds link 1 to be its own upload from this file (ownLinkAfter), not a stranger's.
+   */
+  private saveFirstSidecar(): void {
+    if (this.memory || this.closed) return;
+    writeSidecar(this.dbPath, { seq: 0, etag: '', generation: this.generation, cursor: null });
   }
 
   /**
@@ -202,7 +258,7 @@ export class ActorReplica {
     const db = this.db;
     if (!db || db.inTransaction) throw new ActorGivenUp(`cannot fence ${this.name()} now`);
     db.prepare("INSERT INTO _keep_meta (key, value) VALUES ('owner_fence', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(
-      `${this.deps.writer.nodeId}/${this.deps.writer.epoch}/${this.generation}/${this.head?.seq ?? 0}`, // on top of this head: never the value it holds
+      `${this.deps.writer.nodeId}/${this.epoch}/${this.generation}/${this.head?.seq ?? 0}`, // on top of this head: never the value it holds
     );
     await this.sync();
     if (!this.uploadedUnderHold) throw this.giveUpNow(new ActorGivenUp(`the owner fence of ${this.name()} uploaded nothing`));
@@ -215,7 +271,7 @@ export class ActorReplica {
 
   /** True when this node may write for the actor now (LeaseView, and replication healthy). */
   healthy(): boolean {
-    return !this.givenUp && !this.closed && this.deps.leaseValid();
+    return !this.givenUp && !this.closed && this.leaseValid();
   }
 
   /** A commit happened: schedule a group-commit upload. */
@@ -272,7 +328,7 @@ export class ActorReplica {
   private takeEmptyBucket(local: boolean, side: Sidecar | undefined): TakeResult {
     this.foundNothing = true;
     if (!local) return 'absent';
-    if (side)
+    if (side && side.seq > 0)
       this.deps.log.warn(
         { actor: this.name(), sidecarSeq: side.seq },
         'the bucket has no chain for a local actor with a sidecar; uploading it as link 1',
@@ -281,13 +337,32 @@ export class ActorReplica {
     return 'ready';
   }
 
-  private adopt(side: Sidecar): TakeResult {
+  private adopt(side: Sidecar, unuploaded: number): TakeResult {
     this.head = { seq: side.seq, etag: side.etag };
+    this.unuploaded = unuploaded;
     this.cursor = side.cursor;
     this.linksSinceSnapshot = side.linksSinceSnapshot ?? this.deps.config.snapshotEveryLinks;
     this.deltaBytesSinceSnapshot = side.deltaBytesSinceSnapshot ?? 0;
     this.snapshotBytes = side.snapshotBytes ?? 0;
     this.snapshots = side.snapshots ?? [];
+    // Under this hold's generation from now on: should the next upload land and this run die
+    // before its sidecar is written, the next take knows that link for its own (ownLinkAfter).
+    if (side.generation !== this.generation) this.saveSidecar();
+    return 'ready';
+  }
+
+  /** The head is this node's own upload from this file past the sidecar (ownLinkAfter): the next link is a snapshot of the file. */
+  private adoptPast(side: Sidecar, head: Head, unuploaded: number): TakeResult {
+    this.adopt(side, unuploaded);
+    this.head = head;
+    this.linksSinceSnapshot = this.deps.config.snapshotEveryLinks; // the delta past the cursor overlaps the head: a snapshot
+    // The file up to the cursor is the sidecar's link, the head a prefix of what follows: a delta
+    // from the cursor applied to the head gives the file too, so the sidecar may name the head.
+    this.saveSidecar();
+    this.deps.log.warn(
+      { actor: this.name(), sidecarSeq: side.seq, head: head.seq, commits: unuploaded },
+      'local copy is ahead of its own last upload (the sidecar was not written); uploading it as the next link',
+    );
     return 'ready';
   }
 
@@ -301,11 +376,6 @@ export class ActorReplica {
     if (!c) return true;
     const header = readWalHeader(`${this.dbPath}-wal`);
     return header !== undefined && header.size >= c.offset && header.salt1 === c.salt1 && header.salt2 === c.salt2;
-  }
-
-  /** True when the local WAL holds commits past what the sidecar says was uploaded. */
-  private localChanged(side: Sidecar): boolean {
-    return captureWal(`${this.dbPath}-wal`, side.cursor).delta !== null;
   }
 
   /** Applies the links after the sidecar's seq onto the local file; undefined if it cannot. */
@@ -336,13 +406,23 @@ export class ActorReplica {
     return 'ready';
   }
 
-  private setAside(): void {
+  /**
+   * `dropped`: the local commits the bucket never got (undefined: unknown, the sidecar is missing
+   * or its WAL was folded); they stay in the `.replaced` file.
+   */
+  private setAside(dropped: number | undefined, headSeq: number): void {
     const aside = `${this.dbPath}.replaced`;
     for (const suffix of ['', '-wal', '-shm']) {
       if (existsSync(this.dbPath + suffix)) renameSync(this.dbPath + suffix, aside + suffix);
     }
     removeSidecar(this.dbPath);
-    this.deps.log.warn({ actor: this.name(), aside }, 'local copy differs from the bucket; set aside and restoring the bucket’s state');
+    const fields = { actor: this.name(), aside, head: headSeq, droppedCommits: dropped ?? 'unknown' };
+    if (dropped === 0) this.deps.log.info(fields, 'local copy is behind the bucket; set aside and restoring the bucket’s state');
+    else
+      this.deps.log.warn(
+        fields,
+        `the bucket's head moved on past the local copy; set aside with ${dropped ?? 'an unknown number of'} commits the bucket never got, restoring the bucket’s state`,
+      );
   }
 
   private async restoreFully(seqs: number[]): Promise<TakeResult> {
@@ -418,8 +498,9 @@ export class ActorReplica {
   private async upload(kind: LinkKind, payload: Uint8Array, pageSize: number, pageCount: number, cursor: WalCursor | null): Promise<void> {
     if (this.givenUp) throw this.givenUp;
     const seq = (this.head?.seq ?? 0) + 1;
-    if (!this.deps.leaseValid()) throw this.giveUp(new LeaseLost(`no valid lease to upload link ${seq} of ${this.name()}`), seq);
-    const { nodeId, epoch } = this.deps.writer;
+    if (!this.leaseValid()) throw this.giveUp(new LeaseLost(`no valid lease to upload link ${seq} of ${this.name()}`), seq);
+    const { nodeId } = this.deps.writer;
+    const epoch = this.epoch;
     const generation = this.generation;
     const atMs = this.deps.clock.now();
     const body = encodeLink({ seq, kind, generation, nodeId, epoch, atMs, pageSize, pageCount }, payload);

@@ -60,7 +60,10 @@ const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  * WAL is no change (the cursor is returned as given). Reads only the header, the previous
  * frame's checksum and the new bytes.
  */
-export function captureWal(walPath: string, cursor: WalCursor | null): { delta: PageDelta | null; cursor: WalCursor | null } {
+export function captureWal(
+  walPath: string,
+  cursor: WalCursor | null,
+): { delta: PageDelta | null; cursor: WalCursor | null; commits?: number } {
   const fd = openIfExists(walPath);
   if (fd === null) return { delta: null, cursor };
   try {
@@ -81,7 +84,7 @@ export function captureWal(walPath: string, cursor: WalCursor | null): { delta: 
     const seed = start === WAL_HEADER_BYTES ? header.checksum : readChecksum(readAt(fd, start - frameBytes + 16, 8), 0);
     const scan = scanFrames(fd, header, start, size, seed);
     if (scan.end === start) return { delta: null, cursor: generation };
-    return { delta: scan.delta, cursor: { ...generation, offset: scan.end } };
+    return { delta: scan.delta, cursor: { ...generation, offset: scan.end }, commits: scan.commits };
   } finally {
     closeSync(fd);
   }
@@ -104,7 +107,13 @@ function parseWalHeader(b: Uint8Array): WalHeader | null {
  * Walks the valid frames from `start`, keeping the latest image of each page as of each commit.
  * `end` is the offset just past the last commit frame (`start` when there is none).
  */
-function scanFrames(fd: number, header: WalHeader, start: number, size: number, seed: Checksum): { end: number; delta: PageDelta | null } {
+function scanFrames(
+  fd: number,
+  header: WalHeader,
+  start: number,
+  size: number,
+  seed: Checksum,
+): { end: number; delta: PageDelta | null; commits: number } {
   const { pageSize } = header;
   const frameBytes = FRAME_HEADER_BYTES + pageSize;
   const chunkFrames = Math.max(1, Math.floor(READ_CHUNK_BYTES_MAX / frameBytes));
@@ -113,26 +122,29 @@ function scanFrames(fd: number, header: WalHeader, start: number, size: number, 
   let checksum = seed;
   let end = start;
   let pos = start;
+  let commits = 0;
   while (pos + frameBytes <= size) {
     const chunk = readAt(fd, pos, Math.min(chunkFrames, Math.floor((size - pos) / frameBytes)) * frameBytes);
     const view = new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength);
     for (let f = 0; f + frameBytes <= chunk.length; f += frameBytes, pos += frameBytes) {
       const pgno = view.getUint32(f);
-      if (pgno === 0 || view.getUint32(f + 8) !== header.salt1 || view.getUint32(f + 12) !== header.salt2) return pages.result(end);
+      if (pgno === 0 || view.getUint32(f + 8) !== header.salt1 || view.getUint32(f + 12) !== header.salt2)
+        return { ...pages.result(end), commits };
       checksum = walChecksum(chunk, f, f + 8, header.bigEndianChecksums, checksum);
       checksum = walChecksum(chunk, f + FRAME_HEADER_BYTES, f + frameBytes, header.bigEndianChecksums, checksum);
-      if (!sameChecksum(checksum, readChecksum(chunk, f + 16))) return pages.result(end);
+      if (!sameChecksum(checksum, readChecksum(chunk, f + 16))) return { ...pages.result(end), commits };
       pending.set(pgno, chunk.slice(f + FRAME_HEADER_BYTES, f + frameBytes));
       const sizeAfterCommit = view.getUint32(f + 4);
       if (sizeAfterCommit !== 0) {
         pages.commit(pending, sizeAfterCommit);
         pending = new Map();
         end = pos + frameBytes;
+        commits++;
       }
     }
     if (chunk.length < frameBytes) break; // the file shrank under us
   }
-  return pages.result(end);
+  return { ...pages.result(end), commits };
 }
 
 /**

@@ -28,7 +28,7 @@ export interface WorkerSetup {
   epoch: number;
   /** The bucket URL; each worker opens its own client. */
   bucket: string;
-  /** One int64 the main thread keeps at "lease valid until" (ms): the LeaseView's lease half. */
+  /** Two int64 the main thread keeps: "lease valid until" (ms), the LeaseView's lease half, and the epoch it is for. */
   leaseValidUntil: SharedArrayBuffer;
   /** The node's worker request counts (shared by every worker). */
   requestCounts: SharedArrayBuffer;
@@ -41,8 +41,14 @@ const clock = new SystemClock();
 const random = new SystemRandom();
 const log = createLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } });
 const store = countedStore(openStore(setup.bucket, { config, clock, random }), new RequestCounts(setup.requestCounts));
-const writer = { nodeId: setup.nodeId, epoch: setup.epoch };
 const validUntil = new BigInt64Array(setup.leaseValidUntil);
+/** The epoch follows the node's lease (a fenced node rejoins under a new one). */
+const writer = {
+  nodeId: setup.nodeId,
+  get epoch(): number {
+    return Number(Atomics.load(validUntil, 1)) || setup.epoch;
+  },
+};
 const leaseValid = () => clock.now() < Number(Atomics.load(validUntil, 0));
 const deps: PipelineDeps = {
   clock,

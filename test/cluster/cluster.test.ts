@@ -13,7 +13,8 @@
  *              the holds and the record are `released`
  *   SIGSTOP    a node paused past its lease + grace and resumed after a takeover commits nothing
  *              more: no call against its stale copy succeeds, its renewal finds it fenced, it
- *              writes no link after the takeover, and its local database stays as it was
+ *              rejoins under a new epoch by itself, it writes no link after the takeover, and its
+ *              local database stays as it was
  *   status     `keepwork status` ages and judges leases as the cluster's own settings do
  *   node id    a second process with a live node's id refuses to start, naming the node
  *
@@ -31,7 +32,7 @@ import { decodeHold, decodeNode, holdKey, nodeKey, type HoldRecord, type NodeRec
 import type { ObjectStore } from '../../src/store/types.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { checkBucket, describeChain, LinkLedger } from './chains.js';
-import { call, FAST, killLeftovers, mustCall, waitFor, withCluster, type CallResult } from './harness.js';
+import { call, FAST, killLeftovers, mustCall, waitFor, withCluster } from './harness.js';
 import { describeCall, killUnderDurableLoad, valueAfterTakeover } from './takeover.js';
 
 after(() => {
@@ -338,9 +339,13 @@ describe('cluster of real node processes (folder bucket)', () => {
         const r = await call(a!.url, X, 'slowIncrement', [], { durable: k === 0, timeoutMs: 8_000 });
         if (r.ok) assert.equal(r.result, ++expected, `a fenced node answered from a stale state: ${describeCall(r)}`);
       }
+      // Then it rejoins by itself under a new epoch: its record live again, b still X's holder.
+      await waitFor('a to rejoin', 10_000, () => (a!.logged('rejoined the cluster under a new epoch').length > 0 ? true : undefined));
       const record = (await nodeRecord(c.store(), 'a'))!;
-      assert.deepEqual({ state: record.state, epoch: record.epoch }, { state: 'fenced', epoch: a!.epoch }, "a's record stays fenced");
+      assert.equal(record.state, 'live', "a's record after its rejoin");
+      assert.ok(record.epoch > a!.epoch, `a rejoined under a new epoch (${record.epoch} after ${a!.epoch})`);
       assert.equal(await mustCall(b!.url, X, 'value'), expected, 'b holds every acknowledged increment and nothing else');
+      assert.equal((await holdOf(c.store(), X))!.nodeId, 'b', 'the rejoined a took nothing from b');
 
       // a never wrote a link of X after the takeover.
       const chains = await checkBucket(c.store(), ledger, join(c.root, 'restore'));
@@ -353,10 +358,10 @@ describe('cluster of real node processes (folder bucket)', () => {
         );
       }
 
-      // A stop of the fenced node leaves its record fenced, and its local copy as it was at SIGSTOP.
+      // A stop of the rejoined node releases its new epoch, and leaves its local copy as it was at SIGSTOP.
       const exit = await a!.killAndWait('SIGTERM');
-      assert.deepEqual(exit, { code: 0, signal: null }, 'the fenced node still stops cleanly');
-      assert.equal((await nodeRecord(c.store(), 'a'))?.state, 'fenced', "stopping must not turn a's fenced record into released");
+      assert.deepEqual(exit, { code: 0, signal: null }, 'the rejoined node stops cleanly');
+      assert.equal((await nodeRecord(c.store(), 'a'))?.state, 'released', "a's record after its clean stop");
       const scratch = mkdtempSync(join(c.root, 'scratch-'));
       try {
         assert.equal(localValue(a!.dataDir, X, scratch), V0, "a's local database committed nothing after SIGSTOP");
@@ -409,7 +414,8 @@ describe('cluster of real node processes (folder bucket)', () => {
         const r = await c.startExpectingExit('dup', o);
         assert.doesNotMatch(r.stderr, /serving http/, `${o.logName}: a second node dup started serving`);
         assert.notEqual(r.code, 0, `${o.logName}: must exit non-zero; stderr: ${r.stderr}`);
-        assert.match(r.stderr, /node dup is already running/, `${o.logName}: the message names the node`);
+        const says = o.dataDir ? /node dup is already running/ : /data dir .* is in use by another keepwork node \(pid \d+/;
+        assert.match(r.stderr, says, `${o.logName}: the message names the node, or the process on its data dir`);
       }
       // The live node was not disturbed: its renewals still work for a whole lease period after.
       const expiresAtMs = (await nodeRecord(c.store(), 'dup'))!.expiresAtMs;

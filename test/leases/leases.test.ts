@@ -103,6 +103,25 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
     assert.equal(again.lease.epoch, 4, 'after the lease ran out it may start, above the bucket’s epoch');
   });
 
+  it('a restart on the same data dir fences its dead predecessor’s live lease at once; another data dir is refused', async () => {
+    const store = new MemoryStore();
+    const clock = new SimClock(1_000_000);
+    const lease = (dataDirId?: string) =>
+      new NodeLease(store, clock, config, { nodeId: 'n1', addr: '', tenants: null, classes: [], dataDirId }, silentLogger());
+    const dead = lease('dir-a');
+    await dead.start(1);
+    await assert.rejects(lease('dir-b').start(2), /node n1 is already running/, 'another data dir: the lease is another run’s');
+    await assert.rejects(lease().start(2), /node n1 is already running/, 'no data dir named: nothing is proven');
+    const fencedSeen: number[] = [];
+    const restarted = lease('dir-a');
+    assert.equal(await restarted.start(2, (p) => fencedSeen.push(p.epoch)), 2, 'the data dir’s lock holder starts at once');
+    assert.deepEqual(fencedSeen, [1]);
+    assert.ok(restarted.isValid());
+    assert.equal(await dead.renew(), 'fenced', 'the dead run can never renew again');
+    const record = decodeNode((await store.get(nodeKey('n1')))!.body);
+    assert.deepEqual([record.state, record.epoch, record.dataDirId], ['live', 2, 'dir-a']);
+  });
+
   it('renewing extends validity from the send time; a failed renew leaves it to run out', async () => {
     const c = cluster();
     const { lease } = await c.node('n1');

@@ -13,7 +13,7 @@ import { listAll } from '../../src/store/keys.js';
 import { parseEntryKey } from '../../src/alarms/keys.js';
 import { decodeHold, decodeNode, encodeNode, holdKey, nodeKey } from '../../src/leases/records.js';
 import { tempDirs } from '../helpers/temp.js';
-import { elapse, waitFor } from '../helpers/wait.js';
+import { waitFor } from '../helpers/wait.js';
 
 const PROBE = new URL('../fixtures/classes/probe.ts', import.meta.url).href;
 const tempDir = tempDirs('kw-node-');
@@ -173,7 +173,7 @@ describe('node (real Piscina workers)', () => {
     }
   });
 
-  it('a fenced node stops sweeping and delivering: its timer and the sweep take nothing more', async () => {
+  it('a fenced node rejoins by itself under a new epoch: holds dropped, timer refilled from its data, sweep restarted, counted', async () => {
     const dir = tempDir();
     const bucket = join(dir, 'bucket');
     const node = (await start(join(dir, 'a'), {
@@ -186,11 +186,14 @@ describe('node (real Piscina workers)', () => {
       sweepAdaptive: 0,
     })) as RoutingNode;
     const store = new FsStore(bucket);
-    const sweeps = async () => Number(/^keepwork_sweep_duration_seconds_count\{[^}]*\} (\d+)/m.exec(await node.metricsText())?.[1] ?? 0);
+    const metric = async (name: string) =>
+      Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)`, 'm').exec(await node.metricsText())?.[1] ?? 0);
+    const actor = node.actor('t/Probe/f');
     try {
-      await node.actor('t/Probe/f').callDurable('setAlarm', Date.now() + 60_000);
-      await waitFor('a few sweeps', 10_000, async () => (await sweeps()) >= 3);
-      assert.equal(node.pendingAlarms(), 1, 'the alarm is in the timer before the fence');
+      const alarmAt = Date.now() + 60_000;
+      await actor.callDurable('setAlarm', alarmAt);
+      const fencedEpoch = node.epoch;
+      const generation = decodeHold((await store.get(holdKey(actor.address)))!.body).generation;
       const key = nodeKey('fence-me');
       await waitFor('the fence written (between two renewals)', 10_000, async () => {
         const current = (await store.get(key))!;
@@ -199,15 +202,19 @@ describe('node (real Piscina workers)', () => {
           () => false, // a renewal landed in between: read again
         );
       });
-      await waitFor('the fence to be found', 10_000, async () => /^keepwork_node_fenced 1$/m.test(await node.metricsText()));
-      const after = await sweeps();
-      assert.equal(node.offerEntry(parseAddress('t/Probe/other'), Date.now() - 5_000), false, 'a fenced node takes no offer');
-      await elapse(500); // ten sweep periods in which no sweep may start
-      assert.ok((await sweeps()) <= after + 1, `sweeps went on after the fence: ${after} then ${await sweeps()}`);
-      await assert.rejects(
-        node.actor('t/Probe/f').call('value'),
-        (e: { code?: string }) => e.code === 'LEASE_LOST' || e.code === 'OWNER_UNREACHABLE',
-      );
+      await waitFor('the node to rejoin', 15_000, async () => (await metric('keepwork_node_rejoins_total')) === 1);
+      assert.ok(node.epoch > fencedEpoch, `a new epoch: ${node.epoch} after ${fencedEpoch}`);
+      assert.equal(await metric('keepwork_node_fenced'), 0);
+      const record = decodeNode((await store.get(key))!.body);
+      assert.deepEqual([record.state, record.epoch], ['live', node.epoch], 'its lease is live again, under the new epoch');
+      assert.equal(node.heldActors(), 0, 'it holds nothing after the fence');
+      assert.equal(node.pendingAlarms(), 1, 'the timer is refilled from its data dir');
+      const sweeps = await metric('keepwork_sweep_duration_seconds_count');
+      await waitFor('the sweep to run again', 10_000, async () => (await metric('keepwork_sweep_duration_seconds_count')) > sweeps + 2);
+      assert.equal(await actor.getAlarm(), alarmAt, 'it serves the actor again');
+      const hold = decodeHold((await store.get(holdKey(actor.address)))!.body);
+      assert.deepEqual([hold.nodeId, hold.epoch], ['fence-me', node.epoch], 'under a hold of the new epoch');
+      assert.ok(hold.generation > generation, 'and a new generation');
     } finally {
       await node.stop();
       await store.close();

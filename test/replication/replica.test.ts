@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { listChain } from '../../src/replication/chain.js';
@@ -235,5 +235,57 @@ describe('replication: delete, corruption', () => {
     await store.delete(linkKey(address, 2));
     const r = await env(store).call(A, 'all');
     assert.equal(r.type === 'error' && r.error.code, 'CORRUPT_LINK');
+  });
+});
+
+describe('replication: restart on its own data after a kill', () => {
+  const slow = { replicationDelayMs: 1e9, checkpointEveryLinks: 1000, checkpointWalBytes: 1 << 30 }; // nothing uploads by itself
+  const chainState = async (store: MemoryStore) => okResult(await env(store).call(A, 'all'));
+
+  it('local commits past the sidecar, the head unmoved: adopted and uploaded as the next link, nothing set aside', async () => {
+    const store = new MemoryStore();
+    const a = env(store, slow);
+    okResult(await a.callDurable(A, 'add', 'one'));
+    okResult(await a.call(A, 'add', 'two')); // acknowledged, never uploaded
+    a.crash({ replicationDelayMs: 20 });
+    a.generation = 1; // the restarted node takes the hold under a new generation
+    assert.deepEqual(okResult(await a.call(A, 'all')), ['one', 'two'], 'the local commits are served');
+    await a.clock.advance(25); // no new commit: the take itself uploads them
+    assert.deepEqual(await kinds(store), ['snapshot', 'delta']);
+    assert.deepEqual(await chainState(store), ['one', 'two'], 'the bucket has them');
+    assert.equal(existsSync(actorDbPath(a.dataDir, address) + '.replaced'), false);
+  });
+
+  it('the head is its own upload past the sidecar (killed before the sidecar was written): the file goes up as a snapshot', async () => {
+    const store = new MemoryStore();
+    const a = env(store, slow);
+    const path = actorDbPath(a.dataDir, address);
+    okResult(await a.callDurable(A, 'add', 'one'));
+    const sidecarAtOne = readFileSync(path + '.chain');
+    okResult(await a.callDurable(A, 'add', 'two')); // link 2 is in the bucket…
+    writeFileSync(path + '.chain', sidecarAtOne); // …but the sidecar still names link 1
+    okResult(await a.call(A, 'add', 'three')); // acknowledged, never uploaded
+    a.crash({ replicationDelayMs: 20 });
+    a.generation = 1;
+    assert.deepEqual(okResult(await a.call(A, 'all')), ['one', 'two', 'three']);
+    await a.clock.advance(25);
+    assert.deepEqual(await kinds(store), ['snapshot', 'delta', 'snapshot']);
+    assert.deepEqual(await chainState(store), ['one', 'two', 'three']);
+    assert.equal(existsSync(path + '.replaced'), false);
+  });
+
+  it('the head past the sidecar is another writer’s: the file is set aside with its commits, the bucket restored', async () => {
+    const store = new MemoryStore();
+    const a = env(store, slow);
+    const path = actorDbPath(a.dataDir, address);
+    okResult(await a.callDurable(A, 'add', 'one'));
+    okResult(await a.call(A, 'add', 'local')); // never uploaded
+    a.crash({ replicationDelayMs: 20 });
+    const b = env(store);
+    b.generation = 1;
+    okResult(await b.callDurable(A, 'add', 'from-b')); // another owner moved the head on
+    a.generation = 2;
+    assert.deepEqual(okResult(await a.call(A, 'all')), ['one', 'from-b']);
+    assert.ok(existsSync(path + '.replaced'), 'its own copy is kept aside');
   });
 });

@@ -5,7 +5,9 @@
  * with alarms the shared bucket has never seen (ADR R4).
  *
  * Node ids: n1… for the founding nodes, j1… for joiners. A crashed or stopped node is restarted
- * (a new epoch on the same data dir) once its old lease can no longer be live.
+ * (a new epoch on the same data dir), after a while or at once (its old lease then still live: the
+ * restart fences it, as a real node holding its data dir's lock does). A fenced node is not
+ * restarted: it rejoins by itself (Node.rejoin).
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -56,6 +58,13 @@ export class Cluster {
     private readonly rules: ProtocolRules,
   ) {}
 
+  /** Rejoins after a fence, over every node run so far. */
+  rejoins(): number {
+    return this.rejoinsOfReplaced + this.nodes.reduce((n, x) => n + x.rejoins, 0);
+  }
+
+  private rejoinsOfReplaced = 0;
+
   up(): SimNode[] {
     return this.nodes.filter((n) => n.up && !n.clock.isPaused);
   }
@@ -64,7 +73,7 @@ export class Cluster {
     return this.nodes.find((n) => n.nodeId === id);
   }
 
-  /** Starts (or restarts) `nodeId` on its data dir; a refused start (old lease still live) is retried. */
+  /** Starts (or restarts) `nodeId` on its data dir; a refused start (the bucket out of reach) is retried. */
   start(nodeId: string): void {
     this.rollBackDead(join(this.root, nodeId));
     const old = this.byId(nodeId);
@@ -81,6 +90,7 @@ export class Cluster {
       this.net,
       this.random.fork(),
     );
+    if (old) this.rejoinsOfReplaced += old.rejoins;
     if (old) this.nodes.splice(this.nodes.indexOf(old), 1, sn);
     else this.nodes.push(sn);
     this.stats.starts++;

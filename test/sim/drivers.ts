@@ -8,7 +8,8 @@
  *   chaos     every ~faultGapMs one of: crash a node · clean stop (releases) · cut a node off
  *             (fail or hang; its lease renewing or not) · pause a node · join the next joiner
  *             (its first upload perhaps the target of the aimed fault) · restart what is down
- *             (crashed, stopped or fenced nodes, once their old lease cannot be live)
+ *             (crashed or stopped nodes, after a margin or two; a crashed one sometimes at once,
+ *             its lease still live) — a fenced node rejoins by itself
  */
 import type { SimClock } from '../../src/core/clock.js';
 import { formatAddress, type ActorAddress } from '../../src/core/address.js';
@@ -28,6 +29,7 @@ export interface WorkloadStats {
 
 export class Drivers {
   readonly work: WorkloadStats = { calls: 0, callsOk: 0, alarmsSet: 0 };
+  quickRestarts = 0;
   private running = true;
   private readonly downSince = new Map<string, number>();
   private readonly lastSet = new Map<string, number>();
@@ -156,7 +158,12 @@ export class Drivers {
     }
     if (up.length === 0) return;
     const n = up[this.random.int(up.length)]!;
-    if (x < 0.35 && up.length > 1) return this.cluster.crash(n);
+    if (x < 0.35 && up.length > 1) {
+      this.cluster.crash(n);
+      // kill -9 and restart on the same data dir at once: its lease is live, the restart fences it
+      if (this.random.float() < 0.3) this.clock.setTimer(1 + this.random.int(300), () => this.quickRestart(n.nodeId));
+      return;
+    }
     if (x < 0.45 && up.length > 1) return this.cluster.stop(n);
     if (x < 0.8) {
       const mode = this.random.float() < 0.5 ? 'fail' : 'hang';
@@ -167,12 +174,18 @@ export class Drivers {
     this.cluster.pause(n, Math.floor(margin * (0.1 + 1.5 * this.random.float())));
   }
 
-  /** Restarts crashed, stopped and fenced nodes that have been down for a margin (all, if `now`). */
+  private quickRestart(nodeId: string): void {
+    if (!this.running || !this.cluster.byId(nodeId)?.clock.isDead) return;
+    this.quickRestarts++;
+    this.downSince.delete(nodeId);
+    this.cluster.start(nodeId);
+  }
+
+  /** Restarts crashed and stopped nodes that have been down for a margin (all, if `now`); a fenced node rejoins by itself. */
   private restartDown(all: boolean): void {
     const margin = this.marginMs();
     for (const n of [...this.cluster.nodes]) {
-      const lease = n.node ? n.membership?.lease : undefined;
-      const down = n.clock.isDead || lease?.fenced === true;
+      const down = n.clock.isDead;
       if (!down) {
         this.downSince.delete(n.nodeId);
         continue;
@@ -180,7 +193,6 @@ export class Drivers {
       const since = this.downSince.get(n.nodeId) ?? this.clock.now();
       this.downSince.set(n.nodeId, since);
       if (!all && this.clock.now() - since < margin + this.random.int(2 * margin)) continue;
-      if (!n.clock.isDead) this.cluster.crash(n); // fenced: the process is restarted
       this.downSince.delete(n.nodeId);
       this.cluster.start(n.nodeId);
     }

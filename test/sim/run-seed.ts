@@ -67,6 +67,10 @@ export interface RunStats {
   aimed: number;
   firstUploadsDelayed: number;
   fencedNodes: number;
+  /** Fenced nodes that rejoined by themselves under a new epoch. */
+  rejoins: number;
+  /** Crashed nodes restarted on their data dir at once (their lease still live: fenced by the restart). */
+  quickRestarts: number;
   requests: number;
   timedOut: number;
   virtualMs: number;
@@ -248,6 +252,8 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
     aimed: run.net.stats.aimed,
     firstUploadsDelayed: run.net.stats.firstUploadsDelayed,
     fencedNodes: run.fencedNodes,
+    rejoins: run.cluster.rejoins(),
+    quickRestarts: run.drivers.quickRestarts,
     requests: run.net.stats.requests,
     timedOut: run.net.stats.timedOut,
     virtualMs: run.clock.now() - START_MS,

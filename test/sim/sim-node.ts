@@ -5,7 +5,9 @@
  * Random, a Clock-driven RxJS scheduler — with the event pipeline (`runEvent`) run inline in
  * place of the Piscina workers, exactly as test/workers/harness.ts does.
  *
- *   start()  identity (epoch + 1) ─▶ lease ─▶ Node ─▶ timer refilled from the data dir ─▶ sweeping
+ *   start()  identity (epoch + 1) ─▶ lease (a live one of its dead predecessor here: fenced at
+ *            once) ─▶ Node ─▶ timer refilled from the data dir ─▶ sweeping; once fenced, the Node
+ *            rejoins by itself under a new epoch (the real path)
  *   crash()  the process is gone: timers cancelled, replies never heard, open transactions rolled
  *            back (SQLite's own recovery); database handles stay open (closing one would fold
  *            its WAL into the file, which a crash does not do)
@@ -52,6 +54,8 @@ export class SimNode {
   node: Node | undefined;
   membership: Membership | undefined;
   epoch = 0;
+  /** Times this node rejoined by itself after a fence (Node.rejoin). */
+  rejoins = 0;
   private slots: ActorSlots | undefined;
 
   constructor(
@@ -84,7 +88,8 @@ export class SimNode {
       this.clock,
       this.config,
       log,
-      { nodeId, addr: '', tenants: null, classes: [className] },
+      // The data dir's lock is implied: a SimNode starts on a data dir only when its previous one there is dead.
+      { nodeId, addr: '', tenants: null, classes: [className], dataDirId: identity.dataDirId },
       scheduler,
     );
     this.membership = membership;
@@ -97,7 +102,12 @@ export class SimNode {
       random,
       config: this.config,
       log,
-      writer: { nodeId, epoch },
+      writer: {
+        nodeId,
+        get epoch() {
+          return membership.lease.epoch; // follows a rejoin, as a worker's does
+        },
+      },
       leaseValid: () => membership.lease.isValid(),
       deletes: new DeleteBatcher(store, this.clock, log),
     };
@@ -106,7 +116,7 @@ export class SimNode {
     const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), rules, slots, loadClass: async () => actorClass };
     const workers = inlineWorkers(deps);
     sharedMetrics ??= new NodeMetrics();
-    const seams = { random: this.random.fork(), scheduler };
+    const seams = { random: this.random.fork(), scheduler, onRejoin: (e: number) => ((this.epoch = e), this.rejoins++) };
     this.node = new Node({
       config: this.config,
       clock: this.clock,

@@ -15,6 +15,8 @@ const SUMMED = [
   'aimed',
   'firstUploadsDelayed',
   'fencedNodes',
+  'rejoins',
+  'quickRestarts',
   'wallMs',
 ] as const;
 type Summed = (typeof SUMMED)[number];
@@ -37,6 +39,6 @@ export function formatTotals(t: Totals): string {
   return (
     `TOTAL seeds=${t.seeds} failed=${t.failed.length}${t.failed.length ? ` [${t.failed.join(',')}]` : ''} takeovers=${t.takeovers} alarms=${t.alarmsSet}` +
     ` fired=${t.alarmsFired} invariantChecks=${t.invariantTicks} (actor checks ${t.actorChecks}) knownExceptions=${t.knownExceptions}` +
-    ` crashes=${t.crashes} fencedNodes=${t.fencedNodes} cuts=${t.cuts} joins=${t.joins} aimedFaults=${t.aimed} (joiners' first uploads delayed ${t.firstUploadsDelayed}) wall=${(t.wallMs / 1000).toFixed(1)}s`
+    ` crashes=${t.crashes} fencedNodes=${t.fencedNodes} rejoins=${t.rejoins} quickRestarts=${t.quickRestarts} cuts=${t.cuts} joins=${t.joins} aimedFaults=${t.aimed} (joiners' first uploads delayed ${t.firstUploadsDelayed}) wall=${(t.wallMs / 1000).toFixed(1)}s`
   );
 }

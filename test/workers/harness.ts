@@ -126,7 +126,21 @@ export class InlineActors {
     this.deps = this.makeDeps(options);
   }
 
+  /**
+   * A kill -9 and a restart on the same data dir: fresh handles, a new epoch, and the old ones
+   * left open as a dead process leaves them (closing one would fold its WAL into the file, which
+   * a kill does not do). Their replicas must have no upload pending (a long replicationDelayMs).
+   */
+  crash(options: KeepworkOptions = {}): void {
+    this.crashed.push(this.deps.slots);
+    this.epoch++;
+    this.deps = this.makeDeps(options);
+  }
+
+  private readonly crashed: ActorSlots[] = [];
+
   async cleanup(): Promise<void> {
+    for (const slots of this.crashed) slots.dropAll();
     await this.deps.slots.closeAll();
     rmSync(this.dataDir, { recursive: true, force: true });
   }
