@@ -5,12 +5,11 @@
  *                                                              └─ mine ─▶ ActorLanes (one event at a
  *        time per actor) ─▶ WorkerGroup (actor pinned to a worker) ─▶ pipeline ─▶ SQLite + chain
  *   results ─▶ AlarmTimer ─▶ due ─▶ alarm event (same path; an actor held elsewhere: dropped)
- *   RxJS schedules: lease renewal (membership.ts), idle reaping (flush, close, release the hold).
+ *   RxJS schedules: lease renewal (membership.ts), idle reaping (idle-actors.ts: flush, close, release the hold).
  */
-import { interval, type Subscription } from 'rxjs';
 import type { Clock } from '../core/clock.js';
 import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
-import { BadRequest, LeaseLost, NodeStopped, NotFound, reviveError } from '../core/errors.js';
+import { BadRequest, LeaseLost, NodeStopped, reviveError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
@@ -25,6 +24,8 @@ import { forwardCall, forwardGetAlarm, type ForwardSettings } from './forward.js
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import { AlarmDelivery } from './alarm-delivery.js';
+import { IdleActors } from './idle-actors.js';
+import { checkServed, serves, type Served } from './served.js';
 import type { ActorHandle, FrontDoor, HttpServer, NodeSeams, RoutingNode } from './node-api.js';
 import type { WorkerGroup } from './worker-group.js';
 
@@ -62,12 +63,11 @@ export class Node implements RoutingNode {
   private readonly log: Logger;
   private readonly workers: WorkerGroup;
   private readonly membership: Membership;
-  private readonly classes: Record<string, string>;
-  private readonly tenants: string[] | undefined;
+  /** The classes and tenants this node serves (served.ts). */
+  private readonly served: Served;
   private readonly lanes: ActorLanes;
   private delivery: AlarmDelivery;
-  private readonly lastUsed = new Map<string, { address: ActorAddress; at: number }>();
-  private readonly reaper: Subscription;
+  private readonly idle: IdleActors;
   private readonly forwarding: ForwardSettings;
   private http: HttpServer | undefined;
   private stopping = false;
@@ -89,8 +89,7 @@ export class Node implements RoutingNode {
     this.store = store;
     this.workers = parts.workers;
     this.membership = parts.membership;
-    this.classes = parts.classes;
-    this.tenants = parts.tenants;
+    this.served = { classes: parts.classes, tenants: parts.tenants };
     this.metrics = parts.metrics;
     this.dirLock = parts.dirLock;
     this.onRejoin = seams.onRejoin;
@@ -103,19 +102,20 @@ export class Node implements RoutingNode {
       scheduler: seams.scheduler,
       config,
       log: log.child({ component: 'sweep' }),
-      self: () => ({ nodeId: this.nodeId, tenants: this.tenants ?? null, classes: Object.keys(this.classes) }),
+      self: () => ({ nodeId: this.nodeId, tenants: this.served.tenants ?? null, classes: Object.keys(this.served.classes) }),
       live: async (maxAgeMs) =>
         (await this.membership.nodes.live(maxAgeMs)).map((r) => ({ nodeId: r.nodeId, tenants: r.tenants, classes: r.classes })),
       busy: { has: (actor) => this.busy(actor) },
       offer: (address, dueMs) => this.offerEntry(address, dueMs),
       backlog: () => this.delivery.backlog(),
       room: () => this.delivery.room(),
-      tenants: async () => this.tenants ?? (await indexTenants(store)),
+      tenants: async () => this.served.tenants ?? (await indexTenants(store)),
       observe: (tenant, r, ms) => this.observeSweep(tenant, r, ms),
     });
     this.forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax };
-    const reapEveryMs = Math.max(100, Math.min(config.idleTimeoutMs / 4, 10_000));
-    this.reaper = interval(reapEveryMs, seams.scheduler).subscribe(() => void this.reapIdle());
+    const { lanes, workers, membership } = this;
+    const idle = { clock, config, log, lanes, workers, holds: membership.holds, scheduler: seams.scheduler, stopping: () => this.stopping };
+    this.idle = new IdleActors(idle);
   }
 
   get url(): string | undefined {
@@ -123,7 +123,7 @@ export class Node implements RoutingNode {
   }
 
   actor(input: string | { tenant: string; className: string; name: string }): ActorHandle {
-    const address = this.checkServed(parseAddress(input));
+    const address = checkServed(this.served, parseAddress(input));
     return {
       address,
       call: (method, ...args) => this.request(address, method, args, false, 0) as never,
@@ -145,7 +145,7 @@ export class Node implements RoutingNode {
   }
 
   offerEntry(address: ActorAddress, dueMs: number): boolean {
-    if (this.stopping || this.isFenced || !this.serves(address)) return false;
+    if (this.stopping || this.isFenced || !serves(this.served, address)) return false;
     return this.delivery.offer(formatAddress(address), dueMs);
   }
 
@@ -159,7 +159,7 @@ export class Node implements RoutingNode {
     for (const { address, at } of scanAlarms(dataDir, (path, e) =>
       this.log.error({ path, err: e }, 'cannot read actor database at start'),
     )) {
-      if (!this.serves(address)) continue;
+      if (!serves(this.served, address)) continue;
       this.delivery.set(formatAddress(address), at);
       n++;
     }
@@ -184,7 +184,7 @@ export class Node implements RoutingNode {
       log: this.log,
       metrics: this.metrics,
       deliver: (address, dueMs) => this.deliver(address, dueMs),
-      giveBack: (address) => this.giveBack(address),
+      giveBack: (address) => this.idle.giveBack(address),
     });
   }
 
@@ -208,8 +208,7 @@ export class Node implements RoutingNode {
    */
   private busy(actor: string): boolean {
     if (this.delivery.has(actor) || this.lanes.has(actor)) return true;
-    const used = this.lastUsed.get(actor);
-    return used !== undefined && used.at > this.clock.now() - this.config.marginMs;
+    return this.idle.usedWithin(actor, this.config.marginMs);
   }
 
   /** Serves HTTP through `frontDoor` (src/http's server), then renews the lease with the address in it. */
@@ -227,7 +226,7 @@ export class Node implements RoutingNode {
     hops: number,
     idempotencyKey?: string,
   ): Promise<unknown> {
-    this.checkServed(address);
+    checkServed(this.served, address);
     const once = idempotencyKey === undefined ? {} : { idempotencyKey: checkIdempotencyKey(idempotencyKey) };
     if (idempotencyKey !== undefined && !durable)
       throw new BadRequest('an idempotency key needs a durable call (callDurable, or ?durable=1)');
@@ -243,7 +242,7 @@ export class Node implements RoutingNode {
   }
 
   async readAlarm(address: ActorAddress, hops: number): Promise<number | null> {
-    this.checkServed(address);
+    checkServed(this.served, address);
     return this.withHold(
       address,
       (own) => forwardGetAlarm(own.addr, address, hops, this.forwarding),
@@ -276,7 +275,7 @@ export class Node implements RoutingNode {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    this.reaper.unsubscribe();
+    this.idle.stop();
     this.sweeper.stop();
     this.delivery.stop();
     await this.rejoining;
@@ -303,7 +302,7 @@ export class Node implements RoutingNode {
     this.metrics.fenced.set(1);
     this.sweeper.stop();
     this.delivery.stop();
-    this.lastUsed.clear();
+    this.idle.forgetAll();
     this.log.warn('sweeping and alarm delivery stopped: this node was fenced; it rejoins under a new epoch');
     this.rejoining = this.rejoin().finally(() => (this.rejoining = undefined));
   }
@@ -354,7 +353,7 @@ export class Node implements RoutingNode {
       // the lane: it must not run under a generation this node no longer holds.
       if ('generation' in event && this.membership.holds.held(address) !== event.generation)
         throw new HoldChanged(`the hold of ${key} changed while the event waited; retry`);
-      this.lastUsed.set(key, { address, at: this.clock.now() });
+      this.idle.used(key, address);
       const r = await this.runWithHardLimit(event);
       if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.delivery.set(key, r.alarmAt);
       if (r.type === 'ok' && r.deleted) this.delivery.clear(key);
@@ -390,51 +389,5 @@ export class Node implements RoutingNode {
         return this.submit(address, { type: 'deliver', address, dueMs, generation });
       },
     );
-  }
-
-  /** Closes the actor and releases its hold at once (the empty-bucket rule). */
-  private async giveBack(address: ActorAddress): Promise<void> {
-    const key = formatAddress(address);
-    this.lastUsed.delete(key);
-    await this.lanes.run(key, async () => {
-      await this.workers.run({ type: 'close', address });
-      await this.releaseHold(address); // in the lane: no event slips in between close and release
-    });
-  }
-
-  private async reapIdle(): Promise<void> {
-    const cutoff = this.clock.now() - this.config.idleTimeoutMs;
-    for (const [key, { address, at }] of this.lastUsed) {
-      if (at > cutoff || this.stopping) continue;
-      this.lastUsed.delete(key);
-      try {
-        await this.lanes.run(key, async () => {
-          await this.workers.run({ type: 'close', address });
-          await this.releaseHold(address); // in the lane: no event slips in between close and release
-        });
-      } catch (e) {
-        this.log.warn({ actor: key, err: e }, 'closing an idle actor failed');
-      }
-    }
-  }
-
-  private async releaseHold(address: ActorAddress): Promise<void> {
-    await this.membership.holds
-      .release(address)
-      .catch((e: unknown) => this.log.warn({ actor: formatAddress(address), err: e }, 'releasing a hold failed'));
-  }
-
-  private serves(address: ActorAddress): boolean {
-    return (
-      Object.prototype.hasOwnProperty.call(this.classes, address.className) && (!this.tenants || this.tenants.includes(address.tenant))
-    );
-  }
-
-  private checkServed(address: ActorAddress): ActorAddress {
-    if (!Object.prototype.hasOwnProperty.call(this.classes, address.className))
-      throw new NotFound(`this node serves no actor class ${JSON.stringify(address.className)}`);
-    if (this.tenants && !this.tenants.includes(address.tenant))
-      throw new NotFound(`this node does not serve tenant ${JSON.stringify(address.tenant)}`);
-    return address;
   }
 }

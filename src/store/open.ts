@@ -13,7 +13,8 @@ import { resolveOptions } from '../core/config.js';
 import { FsStore, parseFsUrl } from './fs.js';
 import { LATENCY_SCHEME, LatencyStore, parseLatencyUrl } from './latency.js';
 import { MemoryStore } from './memory.js';
-import { S3Store, parseS3Url, type S3Settings } from './s3.js';
+import { S3Store, type S3Settings } from './s3.js';
+import { parseS3Url } from './s3-url.js';
 import type { ObjectStore } from './types.js';
 
 export const DEFAULT_BUCKET_URL = 'file://./data/bucket';

@@ -1,6 +1,7 @@
 /**
  * `S3Store`: the `ObjectStore` on an S3 bucket (AWS, Ceph RGW, other S3-compatible servers),
- * addressed as `s3://bucket/optional/prefix?endpoint=http://host:port&region=us-east-1`.
+ * addressed as `s3://bucket/optional/prefix?endpoint=http://host:port&region=us-east-1` (parsed by
+ * s3-url.ts); failed requests are classified by s3-errors.ts.
  *
  * Contract (src/store/types.ts): keys are validated before any I/O and live under the URL's
  * prefix (stripped again in listings); listings come back in S3's UTF-8 byte order, paged with
@@ -44,13 +45,14 @@ import {
 } from '@aws-sdk/client-s3';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { Clock } from '../core/clock.js';
-import { AmbiguousWrite, BadConfig, BadKey, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
+import { AmbiguousWrite, BadKey, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
 import type { Random } from '../core/random.js';
 import { retry } from '../core/retry.js';
 import type { Settings } from '../core/config.js';
 
 export type S3Settings = Settings<'storeAttemptsMax' | 'storeRetryBaseMs' | 'storeRequestTimeoutMs' | 'storeSocketsMax'>;
 import { sameBytes, unquoteEtag } from './etag.js';
+import { TRANSIENT_DELETE_CODES, classifyS3Error, describe, isRetryableS3Error } from './s3-errors.js';
 import { KEY_MAX_BYTES, resolveList, validateKey, validatePrefix } from './keys.js';
 import {
   LIST_MAX_KEYS,
@@ -61,15 +63,6 @@ import {
   type PutCondition,
   type StoredObject,
 } from './types.js';
-
-export interface S3Location {
-  bucket: string;
-  /** '' or a key prefix ending in '/'. */
-  prefix: string;
-  endpoint?: string;
-  region: string;
-  forcePathStyle: boolean;
-}
 
 export interface S3StoreOptions {
   bucket: string;
@@ -83,118 +76,7 @@ export interface S3StoreOptions {
   clock: Clock;
 }
 
-const DEFAULT_REGION = 'us-east-1';
 const DELETE_BATCH_KEYS = 1000;
-const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
-
-// ---------------------------------------------------------------------------------------------
-// URL
-
-/**
- * Parses `s3://bucket[/prefix][?endpoint=http(s)://host[:port]][&region=name]`. The prefix gets a
- * trailing '/'; a given endpoint implies path-style addressing. Region: the URL's, else
- * `AWS_REGION` / `AWS_DEFAULT_REGION`, else us-east-1. Throws `BadConfig` naming the problem.
- */
-export function parseS3Url(url: string, env: NodeJS.ProcessEnv = process.env): S3Location {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new BadConfig(`not a valid URL: ${JSON.stringify(url)}; expected s3://bucket/prefix?endpoint=...&region=...`);
-  }
-  if (u.protocol !== 's3:') throw new BadConfig(`S3 URL must start with s3://, got ${JSON.stringify(url)}`);
-  if (u.username || u.password || u.port || u.hash)
-    throw new BadConfig(`S3 URL must not carry credentials, a port or a #fragment: ${JSON.stringify(url)}`);
-  const bucket = u.hostname;
-  if (!BUCKET_NAME.test(bucket) || bucket.includes('..'))
-    throw new BadConfig(`invalid S3 bucket name ${JSON.stringify(bucket)} in ${JSON.stringify(url)}`);
-  const location: S3Location = { bucket, prefix: parsePrefix(rawPath(url), url), region: DEFAULT_REGION, forcePathStyle: false };
-  for (const [name, value] of u.searchParams) {
-    if (name === 'endpoint') location.endpoint = parseEndpoint(value);
-    else if (name === 'region') location.region = parseRegion(value);
-    else throw new BadConfig(`unknown S3 URL parameter ${JSON.stringify(name)}; known: endpoint, region`);
-  }
-  if (!u.searchParams.has('region')) location.region = env.AWS_REGION || env.AWS_DEFAULT_REGION || DEFAULT_REGION;
-  location.forcePathStyle = location.endpoint !== undefined;
-  return location;
-}
-
-/** The path as written: `URL` would resolve `a/../b` to `/b` and silently change the prefix. */
-function rawPath(url: string): string {
-  const rest = url.slice(url.indexOf('//') + 2).split(/[?#]/, 1)[0]!;
-  const slash = rest.indexOf('/');
-  return slash < 0 ? '' : rest.slice(slash);
-}
-
-function parsePrefix(pathname: string, url: string): string {
-  let path: string;
-  try {
-    path = decodeURIComponent(pathname);
-  } catch {
-    throw new BadConfig(`S3 URL has a malformed %-escape in its path: ${JSON.stringify(url)}`);
-  }
-  path = path.replace(/^\/+/, '').replace(/\/+$/, '');
-  if (path === '') return '';
-  try {
-    validateKey(path);
-  } catch (e) {
-    throw new BadConfig(`invalid prefix in S3 URL ${JSON.stringify(url)}: ${(e as Error).message}`, { cause: e });
-  }
-  return path + '/';
-}
-
-function parseEndpoint(value: string): string {
-  let e: URL;
-  try {
-    e = new URL(value);
-  } catch {
-    throw new BadConfig(`S3 endpoint must be an http(s) URL, got ${JSON.stringify(value)}`);
-  }
-  if (e.protocol !== 'http:' && e.protocol !== 'https:')
-    throw new BadConfig(`S3 endpoint must be an http(s) URL, got ${JSON.stringify(value)}`);
-  if ((e.pathname !== '/' && e.pathname !== '') || e.search || e.hash || e.username) {
-    throw new BadConfig(`S3 endpoint must be scheme://host[:port] only, got ${JSON.stringify(value)}`);
-  }
-  return e.origin;
-}
-
-function parseRegion(value: string): string {
-  if (!/^[a-z0-9-]{1,64}$/.test(value)) throw new BadConfig(`invalid S3 region ${JSON.stringify(value)}`);
-  return value;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Error classification (pure)
-
-/**
- * - precondition: 412, or 404 on a write (AWS's If-Match on a missing key)
- * - notFound:     404 on a read
- * - conflict:     409 (AWS ConditionalRequestConflict, OperationAborted): not applied, retry
- * - unknown:      5xx, 429, timeouts, network errors: may or may not have been applied, retry
- * - fatal:        any other answer (403, 400, NoSuchBucket, ...): not applied, do not retry
- */
-export type S3Failure = 'precondition' | 'notFound' | 'conflict' | 'unknown' | 'fatal';
-
-/** Per-key codes of a DeleteObjects answer worth retrying (the rest are refusals). */
-const TRANSIENT_DELETE_CODES = new Set(['InternalError', 'ServiceUnavailable', 'SlowDown', 'RequestTimeout', 'OperationAborted', '']);
-
-export function classifyS3Error(e: unknown): S3Failure {
-  const err = e as { name?: string; $metadata?: { httpStatusCode?: number } } | null;
-  const status = err?.$metadata?.httpStatusCode;
-  const name = err?.name ?? '';
-  if (name === 'NoSuchBucket') return 'fatal';
-  if (status === 412 || name === 'PreconditionFailed') return 'precondition';
-  if (status === 404 || name === 'NoSuchKey' || name === 'NotFound') return 'notFound';
-  if (status === 409) return 'conflict';
-  if (status === undefined || status >= 500 || status === 429 || status === 408) return 'unknown';
-  return 'fatal';
-}
-
-function describe(e: unknown): string {
-  const err = e as { name?: string; code?: string; message?: string; $metadata?: { httpStatusCode?: number } } | null;
-  const status = err?.$metadata?.httpStatusCode;
-  return [err?.name, err?.code, status === undefined ? 'no HTTP status' : `HTTP ${status}`, err?.message].filter(Boolean).join(' ');
-}
 
 // ---------------------------------------------------------------------------------------------
 // Client
@@ -477,9 +359,4 @@ class KeysNotDeleted extends Error {
   constructor(readonly failed: { Key?: string; Code?: string }[]) {
     super(`${failed.length} keys not deleted`);
   }
-}
-
-function isRetryableS3Error(e: unknown): boolean {
-  const failure = classifyS3Error(e);
-  return failure === 'unknown' || failure === 'conflict';
 }

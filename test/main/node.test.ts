@@ -227,7 +227,7 @@ describe('node (real Piscina workers)', () => {
       const a = node.actor('t/Probe/idle');
       const long = a.call('slowIncrement', 1_000); // outlives idleTimeoutMs: the reaper queues close + release behind it
       // The reaper forgets an actor's last use as it queues the close (white box: no log or metric shows it).
-      const lastUsed = (node as unknown as { lastUsed: Map<string, unknown> }).lastUsed;
+      const lastUsed = (node as unknown as { idle: { lastUsed: Map<string, unknown> } }).idle.lastUsed;
       await waitFor('the long call to start', 10_000, () => lastUsed.has('t/Probe/idle'));
       await waitFor('the idle reaper to queue close + release', 10_000, () => !lastUsed.has('t/Probe/idle'));
       const value = a.call('value'); // acquired under the hold about to be released; queued behind the release

@@ -41,8 +41,8 @@ describe('an upload’s seq is the head + 1', () => {
     okResult(await e.callDurable('t/Notes/a', 'add', 'one')); // link 1
     const slot = (await e.deps.slots.acquire(A, false, e.generation))!;
     e.deps.slots.release(slot);
-    const replica = slot.replica as unknown as { head: { seq: number; etag: string } | null; givenUp: Error | undefined };
-    store.onLinkPut = () => (replica.head = { seq: 5, etag: 'planted' }); // the wrong state
+    const replica = slot.replica as unknown as { pos: { head: { seq: number; etag: string } | null }; givenUp: Error | undefined };
+    store.onLinkPut = () => (replica.pos.head = { seq: 5, etag: 'planted' }); // the wrong state
     const heard: string[] = [];
     invariantHooks.onFailure = (err) => heard.push(err.message);
 

@@ -1,0 +1,89 @@
+/**
+ * `IdleActors`: when this node last ran an event for each actor, and the reaper that closes the
+ * actors idle past idleTimeoutMs (flush, close the database, release the hold) — plus `giveBack`,
+ * the same at once for one actor (the empty-bucket rule). Close and release run in the actor's
+ * lane, so no event slips in between. The reaper is an RxJS interval on the injected scheduler,
+ * every idleTimeoutMs/4 (at least 100 ms, at most 10 s); `stop()` ends it.
+ */
+import { interval, type SchedulerLike, type Subscription } from 'rxjs';
+import type { Clock } from '../core/clock.js';
+import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { Settings } from '../core/config.js';
+import type { Logger } from '../core/logger.js';
+import type { HoldTable } from '../leases/holds.js';
+import type { ActorLanes } from './actor-lanes.js';
+import type { WorkerGroup } from './worker-group.js';
+
+export interface IdleActorsDeps {
+  clock: Clock;
+  config: Settings<'idleTimeoutMs'>;
+  log: Logger;
+  lanes: ActorLanes;
+  workers: Pick<WorkerGroup, 'run'>;
+  holds: Pick<HoldTable, 'release'>;
+  scheduler?: SchedulerLike;
+  /** True once the node stops: the reaper closes nothing more. */
+  stopping(): boolean;
+}
+
+export class IdleActors {
+  private readonly lastUsed = new Map<string, { address: ActorAddress; at: number }>();
+  private readonly reaper: Subscription;
+
+  constructor(private readonly deps: IdleActorsDeps) {
+    const reapEveryMs = Math.max(100, Math.min(deps.config.idleTimeoutMs / 4, 10_000));
+    this.reaper = interval(reapEveryMs, deps.scheduler).subscribe(() => void this.reapIdle());
+  }
+
+  /** An event for the actor (`key`: its formatted address) runs now. */
+  used(key: string, address: ActorAddress): void {
+    this.lastUsed.set(key, { address, at: this.deps.clock.now() });
+  }
+
+  /** True when this node ran an event for the actor within the last `withinMs`. */
+  usedWithin(key: string, withinMs: number): boolean {
+    const used = this.lastUsed.get(key);
+    return used !== undefined && used.at > this.deps.clock.now() - withinMs;
+  }
+
+  /** Forgets every last use (the node was fenced: its actors were dropped, none is to be closed). */
+  forgetAll(): void {
+    this.lastUsed.clear();
+  }
+
+  stop(): void {
+    this.reaper.unsubscribe();
+  }
+
+  /** Closes the actor and releases its hold at once (the empty-bucket rule). */
+  async giveBack(address: ActorAddress): Promise<void> {
+    const key = formatAddress(address);
+    this.lastUsed.delete(key);
+    await this.deps.lanes.run(key, async () => {
+      await this.deps.workers.run({ type: 'close', address });
+      await this.releaseHold(address); // in the lane: no event slips in between close and release
+    });
+  }
+
+  private async reapIdle(): Promise<void> {
+    const cutoff = this.deps.clock.now() - this.deps.config.idleTimeoutMs;
+    for (const [key, { address, at }] of this.lastUsed) {
+      if (at > cutoff || this.deps.stopping()) continue;
+      this.lastUsed.delete(key);
+      try {
+        await this.deps.lanes.run(key, async () => {
+          await this.deps.workers.run({ type: 'close', address });
+          await this.releaseHold(address); // in the lane: no event slips in between close and release
+        });
+      } catch (e) {
+        this.deps.log.warn({ actor: key, err: e }, 'closing an idle actor failed');
+      }
+    }
+  }
+
+  private async releaseHold(address: ActorAddress): Promise<void> {
+    await this.deps.holds
+      .release(address)
+      .catch((e: unknown) => this.deps.log.warn({ actor: formatAddress(address), err: e }, 'releasing a hold failed'));
+  }
+}

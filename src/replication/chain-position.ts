@@ -1,0 +1,68 @@
+/**
+ * `ChainPosition`: where one actor's local copy stands against its chain in the bucket (DESIGN.md
+ * §4) — the head link it equals, how far into the WAL the last link reached, the counters the link
+ * policy decides from (link-policy.ts), the recent snapshots retention keeps, and, for an actor kept
+ * in memory, the images. Plain state, no I/O: the take path (replica-take.ts) sets it from the
+ * bucket and the sidecar, the upload path (replica.ts) moves it on with every link, and the
+ * sidecar records it (`sidecar()`).
+ */
+import type { LinkKind } from './link.js';
+import type { Sidecar } from './sidecar.js';
+import type { WalCursor } from './wal.js';
+
+export interface Head {
+  seq: number;
+  etag: string;
+}
+
+/** An actor kept in memory: the image the bucket's head equals, and the one captured for the next link. */
+export interface InMemory {
+  pageSize: number;
+  uploaded: Buffer;
+  captured: Buffer | null;
+}
+
+export class ChainPosition {
+  head: Head | null = null;
+  cursor: WalCursor | null = null;
+  deleted = false;
+  linksSinceSnapshot = 0;
+  linksSinceCheckpoint = 0;
+  deltaBytesSinceSnapshot = 0;
+  snapshotBytes = 0;
+  snapshots: { seq: number; atMs: number }[] = [];
+  /** Set when the actor lives in memory (takeInMemory): no local file, WAL or sidecar. */
+  memory: InMemory | null = null;
+  /** Commits in the local file past the sidecar's cursor that take() adopted (uploaded from start()). */
+  unuploaded = 0;
+  /** The take found nothing in the bucket for the actor (a local-only or new actor). */
+  foundNothing = false;
+
+  /** A link of `kind` and `bytes` of payload went up: the counters the link policy reads. */
+  countLink(kind: LinkKind, bytes: number): void {
+    this.linksSinceCheckpoint++;
+    if (kind === 'snapshot') {
+      this.linksSinceSnapshot = 0;
+      this.deltaBytesSinceSnapshot = 0;
+      this.snapshotBytes = bytes;
+    } else {
+      this.linksSinceSnapshot++;
+      this.deltaBytesSinceSnapshot += bytes;
+    }
+  }
+
+  /** The sidecar recording this position under the hold `generation` (undefined while there is no head). */
+  sidecar(generation: number): Sidecar | undefined {
+    if (!this.head) return undefined;
+    return {
+      seq: this.head.seq,
+      etag: this.head.etag,
+      generation,
+      cursor: this.cursor,
+      linksSinceSnapshot: this.linksSinceSnapshot,
+      deltaBytesSinceSnapshot: this.deltaBytesSinceSnapshot,
+      snapshotBytes: this.snapshotBytes,
+      snapshots: this.snapshots,
+    };
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * What an actor's replica (replica.ts) is given from outside: its settings, the injected store,
+ * clock, randomness and logger, this node's identity and lease view, and the surface it needs of
+ * the actor's open database.
+ */
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { Random } from '../core/random.js';
+import type { Settings } from '../core/config.js';
+import type { ObjectStore } from '../store/types.js';
+
+export type ReplicaSettings = Settings<
+  | 'replicationDelayMs'
+  | 'snapshotEveryLinks'
+  | 'checkpointEveryLinks'
+  | 'checkpointWalBytes'
+  | 'linkRetentionMs'
+  | 'storeAttemptsMax'
+  | 'storeRetryBaseMs'
+>;
+
+export interface ReplicaDeps {
+  store: ObjectStore;
+  clock: Clock;
+  random: Random;
+  config: ReplicaSettings;
+  log: Logger;
+  /** This node; `epoch` is the one its lease is for now (it changes when a fenced node rejoins). */
+  writer: { readonly nodeId: string; readonly epoch: number };
+  /** LeaseView: true while this node's lease is valid (the hold's generation is the replica's). */
+  leaseValid(): boolean;
+  /** Where replaced index entries go once their link is up (batched across actors); absent: one deleteMany per upload. */
+  deletes?: { add(keys: readonly string[]): void; flush(): Promise<void> };
+}
+
+/**
+ * What the replica needs of the actor's open database (better-sqlite3's `Database` has it): the
+ * worker owns the handle; the replica turns off autocheckpoint, writes the owner fence and
+ * checkpoints when no transaction is open.
+ */
+export interface ReplicaDb {
+  readonly open: boolean;
+  readonly inTransaction: boolean;
+  pragma(source: string): unknown;
+  prepare(source: string): { run(...params: unknown[]): unknown };
+  /** The whole database image (used for a database kept in memory). */
+  serialize(): Buffer;
+}
