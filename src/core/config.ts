@@ -49,7 +49,7 @@ export const DEFAULTS = Object.freeze({
   /** Worker threads running actor events (0: one per core, at most 4). */
   workerThreads: 0,
   /** Events one worker runs at once (for different actors). */
-  workerConcurrency: 4,
+  workerConcurrency: 16,
   /** Open actor databases kept per worker (LRU). */
   dbCacheMax: 2048,
   /** Largest HTTP request body. */

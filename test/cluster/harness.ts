@@ -333,7 +333,7 @@ export class Cluster {
     const [file, ...pre] = [...launcher, process.execPath];
     const child = spawn(file!, [...pre, ...args], {
       cwd: REPO,
-      env: { ...process.env, KEEPWORK_LOG_LEVEL: 'info' },
+      env: { ...process.env, KEEPWORK_LOG_LEVEL: 'info', UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.add(child);

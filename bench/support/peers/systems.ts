@@ -110,7 +110,11 @@ export class KeepworkSystem implements System {
 
   private spawn(wait: boolean): Promise<void> {
     const log = logTo(this.dir, 'keepwork');
-    const child = fork(KEEPWORK_NODE, [this.dir, String(this.port)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', log, log, 'ipc'] });
+    const child = fork(KEEPWORK_NODE, [this.dir, String(this.port)], {
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', log, log, 'ipc'],
+      env: { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' }, // as `npm start` and the cluster harness
+    });
     this.child = child;
     let served = false;
     const ready = new Promise<void>((resolve, reject) => {
