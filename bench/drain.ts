@@ -39,7 +39,7 @@ import { openStore } from '../src/store/open.js';
 import type { ObjectStore } from '../src/store/types.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, REPO, mustCall, type ClusterNode } from '../test/cluster/harness.js';
-import { percentile, quick, round, writeResult } from './lib.js';
+import { benchArgs, numbers, percentile, quick, round, words, writeResult } from './lib.js';
 import { runBullmqPeer, type PeerResult } from './peer-bullmq.js';
 import { cloneBacklog, copyPuts, readTemplate } from './support/backlog.js';
 import { ceiling, storeRates, type Rates } from './support/ceiling.js';
@@ -79,24 +79,30 @@ type Mode = keyof typeof MODES;
 const READBACK_MAX = 10_000;
 const COPY_IN_FLIGHT = 32;
 
-function flag(name: string): string[] | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 && process.argv[i + 1] ? process.argv[i + 1]!.split(',') : undefined;
-}
-
+const args = benchArgs({
+  k: { type: 'string' },
+  m: { type: 'string' },
+  store: { type: 'string' },
+  mode: { type: 'string' },
+  'no-peer': { type: 'boolean' },
+  out: { type: 'string' },
+  reprice: { type: 'boolean' },
+  append: { type: 'boolean' },
+});
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
-const KS = (flag('k') ?? (quick ? ['1000'] : ['1000', '10000', '100000'])).map(Number);
-const MS = (flag('m') ?? (quick ? ['2'] : ['1', '2', '3'])).map(Number);
-const STORES = flag('store') ?? (quick || !S3_URL ? ['fs'] : ['fs', 's3']);
-const MODE_LIST = (flag('mode') ?? (quick ? ['adr', 'tuned'] : ['adr', 'adaptive', 'tuned'])) as Mode[];
-const PEER = !process.argv.includes('--no-peer');
-const explicitK = flag('k') !== undefined;
+const KS = numbers(args.k) ?? (quick ? [1000] : [1000, 10000, 100000]);
+const MS = numbers(args.m) ?? (quick ? [2] : [1, 2, 3]);
+const STORES = words(args.store) ?? (quick || !S3_URL ? ['fs'] : ['fs', 's3']);
+const MODE_LIST = (words(args.mode) ?? (quick ? ['adr', 'tuned'] : ['adr', 'adaptive', 'tuned'])) as Mode[];
+for (const m of MODE_LIST) if (!(m in MODES)) throw new Error(`--mode ${m}: not one of ${Object.keys(MODES).join(', ')}`);
+const PEER = !args['no-peer'];
+const explicitK = args.k !== undefined;
 /** Result files: bench/results/<out>.json and .md (default drain). */
-const OUT = flag('out')?.[0] ?? 'drain';
+const OUT = args.out ?? 'drain';
 /** Price the rows of bench/results/<out>.json again with store rates measured now (no drain). */
-const REPRICE = process.argv.includes('--reprice');
+const REPRICE = args.reprice === true;
 /** Keep the rows (and BullMQ rows) already in bench/results/<out>.json and add this run's. */
-const APPEND = process.argv.includes('--append');
+const APPEND = args.append === true;
 
 export interface DrainRow {
   store: string;

@@ -2,10 +2,28 @@
  * Small helpers shared by the benchmarks: timing, percentiles, tables, result files.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 
 export const quick = process.argv.includes('--quick');
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/**
+ * A bench's command line (node:util parseArgs): its own options, plus `--quick` every bench
+ * takes. Unknown options are refused with parseArgs' message, so a typo never runs the full plan.
+ */
+type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ args: string[]; options: O; strict: true }>>['values'];
+
+export function benchArgs<O extends Options>(options: O): Parsed<O> {
+  return parseArgs({ args: process.argv.slice(2), options: { quick: { type: 'boolean' }, ...options }, strict: true }).values as Parsed<O>;
+}
+
+/** `--k 1000,10000` → [1000, 10000]; undefined when the option was not given. */
+export const numbers = (v: string | undefined) => v?.split(',').map(Number);
+/** `--store fs,s3` → ['fs', 's3']. */
+export const words = (v: string | undefined) => v?.split(',');
 
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;

@@ -13,16 +13,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
 import { REPO } from '../test/cluster/harness.js';
-import { percentile, quick, round, table, writeResult } from './lib.js';
+import { benchArgs, percentile, quick, round, table, writeResult } from './lib.js';
 
-const { values: args } = parseArgs({
-  options: { n: { type: 'string' }, bucket: { type: 'string', default: 'fs' }, quick: { type: 'boolean' } },
-});
+const args = benchArgs({ n: { type: 'string' }, bucket: { type: 'string', default: 'fs' } });
 const N = Number(args.n ?? (quick ? 1_000 : 2_000));
 const IN_FLIGHT = 64;
 const CLASSES = { Alarmed: join(REPO, 'test/fixtures/cluster/alarmed.ts') };

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { percentile, quick, round, table, writeResult } from './lib.js';
+import { benchArgs, numbers, percentile, quick, round, table, writeResult } from './lib.js';
 import { cpuMs, peakRssMb } from './support/proc-stats.js';
 import { progressBar } from './support/progress.js';
 
@@ -131,12 +131,9 @@ export async function runBullmqPeer(k: number, m: number, concurrency: number, u
 }
 
 async function main() {
-  const arg = (name: string) => {
-    const i = process.argv.indexOf(`--${name}`);
-    return i > 0 ? process.argv[i + 1]?.split(',').map(Number) : undefined;
-  };
-  const KS = arg('k') ?? (quick ? [1000] : [1_000, 10_000, 100_000]);
-  const MS = arg('m') ?? (quick ? [2] : [1, 2, 3]);
+  const args = benchArgs({ k: { type: 'string' }, m: { type: 'string' } });
+  const KS = numbers(args.k) ?? (quick ? [1000] : [1_000, 10_000, 100_000]);
+  const MS = numbers(args.m) ?? (quick ? [2] : [1, 2, 3]);
   const rows: PeerResult[] = [];
   for (const k of KS) for (const m of MS) rows.push(await runBullmqPeer(k, m, 32));
   console.log(

@@ -26,7 +26,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { quick, round, table, writeResult } from './lib.js';
+import { benchArgs, quick, round, table, words, writeResult } from './lib.js';
 import { cell, lostWrites, summarizeFiring, summarizeLoad, type FiringSummary, type LoadSummary } from './support/peers/stats.js';
 import {
   KeepworkSystem,
@@ -306,8 +306,7 @@ const SYSTEMS: Record<string, () => System> = {
 };
 
 async function main() {
-  const onlyArg = process.argv.indexOf('--only');
-  const names = onlyArg > 0 ? process.argv[onlyArg + 1]!.split(',') : Object.keys(SYSTEMS);
+  const names = words(benchArgs({ only: { type: 'string' } }).only) ?? Object.keys(SYSTEMS);
   for (const n of names) if (!SYSTEMS[n]) throw new Error(`--only: unknown system ${n} (${Object.keys(SYSTEMS).join(', ')})`);
   const Pool = ensurePeers();
   const t0 = performance.now();

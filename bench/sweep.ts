@@ -32,7 +32,7 @@ import { MemoryStore } from '../src/store/memory.js';
 import { openStore } from '../src/store/open.js';
 import type { ObjectStore } from '../src/store/types.js';
 import { Sweeper } from '../src/streams/sweep.js';
-import { percentile, quick, round, table, writeResult } from './lib.js';
+import { benchArgs, percentile, quick, round, table, writeResult } from './lib.js';
 import { progressBar } from './support/progress.js';
 
 const NOW = 1_900_000_000_000;
@@ -42,10 +42,8 @@ const TENANT = 't';
 const SIZES: Record<string, number[]> = quick
   ? { memory: [10_000, 100_000, 1_000_000], fs: [10_000, 30_000] }
   : { memory: [10_000, 100_000, 1_000_000], fs: [10_000, 100_000], s3: [1_000, 10_000, 30_000] };
-const flag = (name: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
-};
+const args = benchArgs({ store: { type: 'string' }, 'fs-sizes': { type: 'string' }, 'latency-ms': { type: 'string' } });
+const flag = (name: keyof typeof args) => args[name] as string | undefined;
 /** `--store memory,fs,s3`: which stores to run (default: all; s3 only with KEEPWORK_TEST_S3_URL). */
 const STORES = flag('store')?.split(',') ?? ['memory', 'fs', 's3'];
 /** `--fs-sizes 10000,100000,1000000`: index sizes on the fs store (1M: about 4M inodes, several minutes to build). */
