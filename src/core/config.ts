@@ -75,6 +75,9 @@ export const DEFAULTS = Object.freeze({
   sweepMinGapMs: 200,
   /** Deliveries the node runs at once (the bounded queue behind the timer). */
   deliveryConcurrency: 32,
+  /** Actors a node keeps (held, with their state on the main thread) past an event, at most:
+   *  beyond it the least recently used are closed and released before idleTimeoutMs. */
+  heldActorsMax: 10_000,
   /** 1: an actor with no local file is taken into memory to run an alarm (restored from the
    *  bucket, its change uploaded from memory, nothing written to the local disk); 0: restored
    *  into a local file, as for calls. */
@@ -133,6 +136,7 @@ const RULES: Record<keyof typeof DEFAULTS, Rule> = {
   sweepMinGapMs: { min: 1 },
   deliveryConcurrency: { min: 1, max: 10_000 },
   alarmsInMemory: { min: 0, max: 1 },
+  heldActorsMax: { min: 1, max: 10_000_000 },
   idempotencyKeysMax: { min: 1, max: 1_000_000 },
   idempotencyRetentionMs: { min: 1 },
 };

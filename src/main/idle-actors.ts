@@ -1,7 +1,9 @@
 /**
  * `IdleActors`: when this node last ran an event for each actor, and the reaper that closes the
  * actors idle past idleTimeoutMs (flush, close the database, release the hold) — plus `giveBack`,
- * the same at once for one actor (the empty-bucket rule). Close and release run in the actor's
+ * the same at once for one actor (the empty-bucket rule). Past `heldActorsMax` actors, the reaper
+ * also closes the least recently used ones early, so the node's per-actor state (this map, its
+ * holds) stays bounded however large a backlog it drains. Close and release run in the actor's
  * lane, so no event slips in between. The reaper is an RxJS interval on the injected scheduler,
  * every idleTimeoutMs/4 (at least 100 ms, at most 10 s); `stop()` ends it.
  */
@@ -16,7 +18,7 @@ import type { WorkerGroup } from './worker-group.js';
 
 export interface IdleActorsDeps {
   clock: Clock;
-  config: Settings<'idleTimeoutMs'>;
+  config: Settings<'idleTimeoutMs' | 'heldActorsMax'>;
   log: Logger;
   lanes: ActorLanes;
   workers: Pick<WorkerGroup, 'run'>;
@@ -37,6 +39,7 @@ export class IdleActors {
 
   /** An event for the actor (`key`: its formatted address) runs now. */
   used(key: string, address: ActorAddress): void {
+    this.lastUsed.delete(key); // re-insert: the map's order is least recently used first
     this.lastUsed.set(key, { address, at: this.deps.clock.now() });
   }
 
@@ -67,8 +70,11 @@ export class IdleActors {
 
   private async reapIdle(): Promise<void> {
     const cutoff = this.deps.clock.now() - this.deps.config.idleTimeoutMs;
+    let over = this.lastUsed.size - this.deps.config.heldActorsMax;
     for (const [key, { address, at }] of this.lastUsed) {
-      if (at > cutoff || this.deps.stopping()) continue;
+      if (this.deps.stopping()) return;
+      if (at > cutoff && over <= 0) break; // least recently used first: the rest are newer
+      over--;
       this.lastUsed.delete(key);
       try {
         await this.deps.lanes.run(key, async () => {
