@@ -19,12 +19,14 @@ import type { RoutingNode } from '../src/main/node-api.js';
 import { FsStore } from '../src/store/fs.js';
 import { listAll } from '../src/store/keys.js';
 import { REPO } from '../test/cluster/harness.js';
+import { benchCommand } from './lib.js';
 
-const K = Number(process.argv[2] ?? 500);
+const { positionals } = benchCommand({});
+const K = Number(positionals[0] ?? 500);
 /** Tunables for both nodes, as name=value after K (e.g. alarmsInMemory=0). */
 const TUNABLES = Object.fromEntries(
-  process.argv
-    .slice(3)
+  positionals
+    .slice(1)
     .map((a) => a.split('='))
     .map(([k, v]) => [k!, Number(v)]),
 );

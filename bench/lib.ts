@@ -20,6 +20,17 @@ export function benchArgs<O extends Options>(options: O): Parsed<O> {
   return parseArgs({ args: process.argv.slice(2), options: { quick: { type: 'boolean' }, ...options }, strict: true }).values as Parsed<O>;
 }
 
+/** The same, for a bench that also takes positional arguments (files, a count, name=value pairs). */
+export function benchCommand<O extends Options>(options: O): { values: Parsed<O>; positionals: string[] } {
+  const r = parseArgs({
+    args: process.argv.slice(2),
+    options: { quick: { type: 'boolean' }, ...options },
+    strict: true,
+    allowPositionals: true,
+  });
+  return { values: r.values as Parsed<O>, positionals: r.positionals };
+}
+
 /** `--k 1000,10000` → [1000, 10000]; undefined when the option was not given. */
 export const numbers = (v: string | undefined) => v?.split(',').map(Number);
 /** `--store fs,s3` → ['fs', 's3']. */

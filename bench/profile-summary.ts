@@ -7,6 +7,7 @@
  * --skip-ms leaves out the first N ms of each profile (e.g. a bench's set-up phase).
  */
 import { readFileSync } from 'node:fs';
+import { benchCommand } from './lib.js';
 
 interface ProfileNode {
   id: number;
@@ -19,12 +20,12 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const args = process.argv.slice(2);
-const topAt = args.indexOf('--top');
-const top = topAt >= 0 ? Number(args[topAt + 1]) : 25;
-const skipAt = args.indexOf('--skip-ms');
-const skipUs = skipAt >= 0 ? Number(args[skipAt + 1]) * 1000 : 0;
-const files = args.filter((a, i) => !a.startsWith('--') && i !== topAt + 1 && i !== skipAt + 1);
+const { values, positionals: files } = benchCommand({
+  top: { type: 'string', default: '25' },
+  'skip-ms': { type: 'string', default: '0' },
+});
+const top = Number(values.top);
+const skipUs = Number(values['skip-ms']) * 1000;
 
 const short = (url: string) => url.replace(/^file:\/\/.*?\/(node_modules|src|bench|test)\//, '$1/').replace(/^node:/, 'node:');
 
