@@ -107,7 +107,8 @@ describe('replication: random workloads restore to the same database', () => {
           const store = new MemoryStore();
           const options = { replicationDelayMs: 10, snapshotEveryLinks, checkpointEveryLinks: 3, dbCacheMax: 1 };
           const live = new InlineActors({ Store }, options, store);
-          const fresh = new InlineActors({ Store }, options, store);
+          // The fresh node restores into a file (what is compared), not into memory.
+          const fresh = new InlineActors({ Store }, { ...options, alarmsInMemory: 0 }, store);
           envs.push(live, fresh);
           const A = 'w/Store/one';
           for (const [o, salt, durable, waitMs] of steps) {
@@ -117,8 +118,10 @@ describe('replication: random workloads restore to the same database', () => {
           }
           await live.restart(options); // flushes everything
           okResult(await fresh.call('w/Store/other', 'apply', { k: 'newTable' }, 1)); // unrelated actor
-          okResult(await fresh.call(A, 'read')); // takes (restores) the actor, writes nothing
-          await fresh.restart(options);
+          // Takes (restores) the actor and writes nothing: not a method call, which would run
+          // `init` on an actor whose every event failed (found by seed 1909117232).
+          await fresh.getAlarm(A);
+          await fresh.restart({ ...options, alarmsInMemory: 0 });
           const a = parseAddress(A);
           assert.equal(dumpDb(actorDbPath(fresh.dataDir, a)), dumpDb(actorDbPath(live.dataDir, a)));
         },
