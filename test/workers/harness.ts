@@ -96,18 +96,15 @@ export class InlineActors {
   }
 
   callDurable(address: string, method: string, ...args: unknown[]): Promise<EventResult> {
-    return runEvent(this.deps, {
-      type: 'request',
-      address: parseAddress(address),
-      method,
-      args,
-      durable: true,
-      generation: this.generation,
-    });
+    return this.durable(undefined, address, method, args);
   }
 
   /** A durable call with an idempotency key (src/workers/idempotency.ts). */
   callOnce(key: string, address: string, method: string, ...args: unknown[]): Promise<EventResult> {
+    return this.durable(key, address, method, args);
+  }
+
+  private durable(key: string | undefined, address: string, method: string, args: unknown[]): Promise<EventResult> {
     return runEvent(this.deps, {
       type: 'request',
       address: parseAddress(address),
@@ -115,7 +112,7 @@ export class InlineActors {
       args,
       durable: true,
       generation: this.generation,
-      idempotencyKey: key,
+      ...(key === undefined ? {} : { idempotencyKey: key }),
     });
   }
 
