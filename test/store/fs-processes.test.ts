@@ -31,7 +31,7 @@ class Racer {
   constructor(args: string[]) {
     this.child = spawn(
       process.execPath,
-      ['--import', 'tsx', '--import', './test/helpers/die-with-parent.mjs', 'test/fixtures/fs-racer.ts', ...args],
+      ['--expose-gc', '--import', 'tsx', '--import', './test/helpers/die-with-parent.mjs', 'test/fixtures/fs-racer.ts', ...args],
       {
         stdio: ['pipe', 'pipe', 'pipe'],
       },
@@ -147,6 +147,7 @@ describe('fs store between processes', { timeout: 120_000 }, () => {
     const frozen = await counterValue(store);
     await elapse(300); // a window in which the holder's lock must stop them
     const during = await counterValue(store);
+    assert.equal(holder.exitCode, undefined, `the lock holder exited during the window: ${holder.stderr}`);
     // At most the increments already past the lock when the holder took it may land, one each.
     assert.ok(during <= frozen + survivors.length, `no progress while the lock is held: ${frozen} → ${during}`);
     holder.child.kill('SIGKILL');
