@@ -112,8 +112,10 @@ export class Membership {
     }
   }
 
+  /** Stops renewing, lets a renewal in flight finish (its PUT would race the release), then releases. */
   async stop(): Promise<void> {
     this.renewals?.unsubscribe();
+    await this.renewing;
     await this.lease.release().catch((e: unknown) => this.log.warn({ err: e }, 'releasing the node lease failed'));
     this.publish();
   }
