@@ -181,8 +181,8 @@ describe('node (real Piscina workers)', () => {
     const node = (await start(join(dir, 'a'), {
       bucket,
       nodeId: 'fence-me',
-      leasePeriodMs: 900,
-      graceMs: 100,
+      leasePeriodMs: 3_000, // short enough to rejoin quickly, long enough that a loaded machine does not lapse it
+      graceMs: 300,
       skewBoundMs: 50,
       alarmSweepMs: 50,
       sweepAdaptive: 0,
