@@ -7,8 +7,10 @@
  *                       cut off); it stays so until that node starts again
  *   node-expired        a node's lease ran out (lease + grace) and nobody has taken over yet
  *   index-lag           a tenant's oldest overdue entry is more than one margin (lease + grace)
- *                       past due: alarms are being delivered late (bucket listing, or this node's
- *                       last sweep of it)
+ *                       past due: alarms are being delivered late. From the bucket listing (at
+ *                       most a few seconds old), not the sweep's gauge: that keeps the last
+ *                       sweep's value until the next sweep, which the adaptive cadence may put
+ *                       off for a margin or more after the entries were delivered
  *   deliveries-failing  deliveries failed on this node within the last FAILING_WINDOW_MS
  *
  * Released nodes (stopped cleanly) are not a problem.
@@ -70,12 +72,11 @@ export function health(h: HealthInput): Health {
       problems.push({ kind: 'node-expired', where: n.nodeId, what: `node ${n.nodeId} not renewed for ${s1(n.renewedMsAgo)}` });
   }
   for (const t of h.tenants) {
-    const lag = Math.max(t.lagMs, t.sweptLagMs ?? 0);
-    if (lag > h.marginMs)
+    if (t.lagMs > h.marginMs)
       problems.push({
         kind: 'index-lag',
         where: t.tenant,
-        what: `tenant ${t.tenant}: index lag ${s1(lag)}, over the margin (${s1(h.marginMs)}); ${t.overdue} overdue`,
+        what: `tenant ${t.tenant}: index lag ${s1(t.lagMs)}, over the margin (${s1(h.marginMs)}); ${t.overdue}${t.truncated ? '+' : ''} overdue`,
       });
   }
   const failed = recentFailures(h.samples, h.failures, h.nowMs);
@@ -103,7 +104,7 @@ export function recentFailures(samples: StatusSample[], failures: DeliveryRecord
 function summary(h: HealthInput, problems: Problem[]): string {
   if (problems.length === 0) {
     const live = h.nodes.filter((n) => n.status === 'live').length;
-    const lag = Math.max(0, ...h.tenants.map((t) => Math.max(t.lagMs, t.sweptLagMs ?? 0)));
+    const lag = Math.max(0, ...h.tenants.map((t) => t.lagMs));
     return `healthy: ${live} ${live === 1 ? 'node' : 'nodes'} live, index lag ${s1(lag)}, no failed deliveries in the last minute`;
   }
   return `${problems.length} ${problems.length === 1 ? 'problem' : 'problems'}: ${problems.map((p) => p.what).join(' · ')}`;

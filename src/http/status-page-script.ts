@@ -60,7 +60,7 @@ function renderNodes(s) {
 function renderTenants(s) {
   rows('tenants', s.tenants, (tr, t) => {
     tr.dataset.tenant = t.tenant;
-    const late = Math.max(t.lagMs, t.sweptLagMs || 0) > s.marginMs;
+    const late = t.lagMs > s.marginMs;
     if (late) tr.className = 'late';
     cell(tr, t.tenant);
     cell(tr, t.entries + (t.truncated ? '+' : ''), 'num entries');

@@ -16,6 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { silentLogger } from '../../src/core/logger.js';
 import { startNode } from '../../src/index.js';
+import type { StatusJson } from '../../src/http/status-view.js';
 import type { KeepworkNode } from '../../src/main/node-api.js';
 import { tempDirs } from '../helpers/temp.js';
 import { waitFor } from '../helpers/wait.js';
@@ -178,17 +179,25 @@ describe('status page', { skip: !executablePath && 'no Chromium (see the message
   });
 
   it('serves the JSON behind it, and refuses other methods without changing anything', async () => {
-    const s = (await (await fetch(a.url + '/v1/status')).json()) as {
-      node: { nodeId: string };
-      nodes: { nodeId: string }[];
-      samples: unknown[];
-    };
+    const s = (await (await fetch(a.url + '/v1/status')).json()) as StatusJson;
     assert.equal(s.node.nodeId, 'page-a');
+    assert.equal(s.node.fenced, false);
     assert.deepEqual(
       s.nodes.map((n) => n.nodeId),
       ['page-a', 'page-b'],
     );
     assert.ok(Array.isArray(s.samples));
+    assert.equal(s.marginMs, a.config.marginMs);
+    assert.deepEqual(
+      s.failures.map((f) => [f.actor, f.outcome, f.code, f.error]),
+      [['demo/Reminder/page-r1', 'failed', 'HANDLER_FAILED', 'failing on purpose (1 of 1)']],
+    );
+    assert.deepEqual(
+      s.health.problems.map((p) => p.kind),
+      ['deliveries-failing'],
+    );
+    const page = s.tenants.find((t) => t.tenant === 'page');
+    assert.deepEqual(page && [page.entries, page.due, page.overdue, page.lagMs, page.truncated], [1, 0, 0, 0, false]);
     const post = await fetch(a.url + '/', { method: 'POST', body: '[]' });
     assert.equal(post.status, 405);
   });
