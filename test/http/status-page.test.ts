@@ -83,6 +83,32 @@ describe('status page', { skip: !executablePath && 'no Chromium (see the message
     });
     assert.match(self, /^page-a \(epoch \d+\)$/);
 
+    // The failure: in the health line (where: this node), in the last failures with its error, in the recent deliveries.
+    const problem = await shows(page, 'deliveries failing in the health line', () =>
+      page.$('#problems li[data-kind="deliveries-failing"]'),
+    );
+    assert.equal(await problem.getAttribute('data-where'), 'this node');
+    assert.match(
+      (await problem.textContent()) ?? '',
+      /^\d+ deliveries failed on this node in the last minute; latest: demo\/Reminder\/page-r1: /,
+    );
+    assert.equal(await page.getAttribute('#health', 'data-ok'), 'false');
+    const failure = await shows(page, 'the failure with its error', () =>
+      page.$('#failures tbody tr[data-actor="demo/Reminder/page-r1"]:has-text("failing on purpose")'),
+    );
+    assert.match((await failure.textContent()) ?? '', /failed.*HANDLER_FAILED: failing on purpose \(1 of 1\)/);
+    assert.ok(
+      await shows(page, 'a failed delivery', () =>
+        page.$('#deliveries tbody tr[data-outcome="failed"][data-actor="demo/Reminder/page-r1"]'),
+      ),
+    );
+    assert.ok(
+      await shows(page, 'a delivery that ran', () =>
+        page.$('#deliveries tbody tr[data-outcome="ran"][data-actor="demo/Reminder/page-r1"]'),
+      ),
+    );
+    assert.equal((await r.call<unknown[]>('history')).length, 1);
+
     const rows = await shows(page, 'both nodes, live', async () => {
       const live = await page.$$eval('#nodes tbody tr[data-status="live"]', (trs) => trs.map((tr) => tr.getAttribute('data-node-id')));
       return live.length === 2 ? live : undefined;
@@ -98,30 +124,6 @@ describe('status page', { skip: !executablePath && 'no Chromium (see the message
     });
     assert.equal(holds, '2');
     assert.equal(await page.textContent('#nodes tbody tr[data-node-id="page-b"] td.holds'), '0');
-
-    // The failure: in the health line (where: this node), in the last failures with its error, in the recent deliveries.
-    const problem = await shows(page, 'deliveries failing in the health line', () =>
-      page.$('#problems li[data-kind="deliveries-failing"]'),
-    );
-    assert.equal(await problem.getAttribute('data-where'), 'this node');
-    assert.match(
-      (await problem.textContent()) ?? '',
-      /1 deliveries failed on this node in the last minute; latest: demo\/Reminder\/page-r1: failing on purpose/,
-    );
-    assert.equal(await page.getAttribute('#health', 'data-ok'), 'false');
-    const failure = await shows(page, 'the failure with its error', () => page.$('#failures tbody tr[data-actor="demo/Reminder/page-r1"]'));
-    assert.match((await failure.textContent()) ?? '', /failed.*failing on purpose \(1 of 1\)/);
-    assert.ok(
-      await shows(page, 'a failed delivery', () =>
-        page.$('#deliveries tbody tr[data-outcome="failed"][data-actor="demo/Reminder/page-r1"]'),
-      ),
-    );
-    assert.ok(
-      await shows(page, 'a delivery that ran', () =>
-        page.$('#deliveries tbody tr[data-outcome="ran"][data-actor="demo/Reminder/page-r1"]'),
-      ),
-    );
-    assert.equal((await r.call<unknown[]>('history')).length, 1);
 
     // The index of tenant "page": one entry, not due, no lag; its oldest due time is the far alarm's.
     const tenant = await shows(page, 'the index of tenant page', async () => {
@@ -189,13 +191,10 @@ describe('status page', { skip: !executablePath && 'no Chromium (see the message
     assert.ok(Array.isArray(s.samples));
     assert.equal(s.marginMs, a.config.marginMs);
     assert.deepEqual(
-      s.failures.map((f) => [f.actor, f.outcome, f.code, f.error]),
-      [['demo/Reminder/page-r1', 'failed', 'HANDLER_FAILED', 'failing on purpose (1 of 1)']],
+      s.failures.filter((f) => f.code === 'HANDLER_FAILED').map((f) => [f.actor, f.outcome, f.error]),
+      [['demo/Reminder/page-r1', 'failed', 'failing on purpose (1 of 1)']],
     );
-    assert.deepEqual(
-      s.health.problems.map((p) => p.kind),
-      ['deliveries-failing'],
-    );
+    assert.ok(s.health.problems.some((p) => p.kind === 'deliveries-failing' && p.where === 'this node'));
     const page = s.tenants.find((t) => t.tenant === 'page');
     assert.deepEqual(page && [page.entries, page.due, page.overdue, page.lagMs, page.truncated], [1, 0, 0, 0, false]);
     const post = await fetch(a.url + '/', { method: 'POST', body: '[]' });
