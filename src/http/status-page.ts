@@ -1,132 +1,91 @@
 /**
  * The status page served at GET / by every node: one self-contained HTML document (no CDN, no
- * build step; inline CSS, JS and SVG) that polls GET /v1/status every second and shows
+ * build step, works offline; inline CSS, JS and SVG) that polls GET /v1/status every second and
+ * answers "is my cluster healthy, and if not, where?":
  *
- *   nodes      every node record: status, epoch, address, lease age, holds (from the bucket)
- *   this node  held actors, alarms in its timer, delivery totals
- *   chart      delivery backlog and index lag over the last samples (status-feed.ts ring)
- *   recent     the latest alarm deliveries and failures on this node, newest first
+ *   health      one line: healthy, or each problem and where (status-health.ts)
+ *   charts      backlog (count), index lag (seconds, with the margin), deliveries by outcome per
+ *               10 s — one quantity and unit per chart, labelled axes (status-page-charts.ts)
+ *   nodes       every node record: status, epoch, address (a link to that node's page), lease
+ *               age, holds (from the bucket)
+ *   index       each tenant's alarm index: entries, due, overdue, oldest, lag
+ *   failures    the last failed deliveries on this node with their errors
+ *   recent      the latest alarm deliveries on this node, newest first
  *
- * Element ids are a contract with test/http/status-page.test.ts.
+ * Element ids are a contract with test/http/status-page.test.ts. The script is status-page-script.ts.
  */
+import { CHART_JS } from './status-page-charts.js';
+import { PAGE_JS } from './status-page-script.js';
+
+const CSS = `
+  body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1500px; }
+  h1 { font-size: 1.3em; margin: 0 0 .2em; } h2 { font-size: 1.05em; margin: 1.4em 0 .4em; }
+  h3 { font-size: .95em; margin: 0 0 .2em; font-weight: 600; } h3 span { font-weight: normal; color: #444; }
+  table { border-collapse: collapse; } th, td { padding: .2em .7em; text-align: left; border-bottom: 1px solid #ddd; }
+  th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+  .live { color: #176f2c; } .expired { color: #b35c00; } .fenced, .failed { color: #b00020; } .released { color: #666; }
+  .self { font-weight: 600; } #error { color: #b00020; } small { color: #666; }
+  #health { padding: .6em .9em; border-radius: 4px; margin: .6em 0 0; }
+  #health.ok { background: #e7f5ea; border: 1px solid #9ccfa6; } #health.bad { background: #fdecee; border: 1px solid #e59aa5; }
+  #health-summary { font-weight: 600; } #problems { margin: .3em 0 0; padding-left: 1.4em; } #problems:empty { display: none; }
+  .charts { display: flex; flex-wrap: wrap; gap: 1.2em; } .chart { flex: 0 0 auto; }
+  svg { border: 1px solid #ddd; background: #fcfcfc; width: 460px; height: 190px; display: block; }
+  svg .grid { stroke: #eee; } svg .axis { stroke: #888; } svg .tick { font-size: 11px; fill: #555; }
+  svg .axis-title { font-size: 11px; fill: #333; } svg .line { fill: none; stroke-width: 2; }
+  svg .backlog { stroke: #1f5fbf; } svg .lag { stroke: #c2410c; } svg .margin { stroke: #b00020; stroke-dasharray: 4 3; }
+  .key span { margin-right: .9em; font-size: .85em; } .key i { display: inline-block; width: .8em; height: .8em; margin-right: .25em; vertical-align: -1px; }
+  td.bar span { display: inline-block; height: .7em; background: #1f5fbf; border-radius: 2px; }
+  tr.late td { background: #fdecee; } td.detail { max-width: 48em; overflow-wrap: anywhere; }
+`;
+
+const BODY = `
+<h1>keepwork <span id="self-node">…</span></h1>
+<div><small id="updated">loading…</small> <span id="error"></span></div>
+<div id="health"><span id="health-summary">loading…</span><ul id="problems"></ul></div>
+
+<h2>Over time (this node)</h2>
+<div class="charts">
+  <div class="chart"><h3>Delivery backlog <span>— queued or running, now <b id="backlog-now">-</b></span></h3>
+    <svg id="backlog-chart" role="img" aria-label="delivery backlog (count) over the last minutes"></svg></div>
+  <div class="chart"><h3>Index lag <span>— largest over tenants this node swept, now <b id="lag-now">-</b></span></h3>
+    <svg id="lag-chart" role="img" aria-label="index lag (seconds) over the last minutes"></svg></div>
+  <div class="chart"><h3>Deliveries by outcome <span>— <b id="outcomes-now">-</b></span></h3>
+    <svg id="outcomes-chart" role="img" aria-label="deliveries by outcome per 10 seconds"></svg>
+    <div class="key"><span><i style="background:#2f7d32"></i>ran</span><span><i style="background:#7b8794"></i>stale</span><span><i style="background:#c7a500"></i>kept</span><span><i style="background:#b00020"></i>failed</span></div></div>
+</div>
+
+<h2>Nodes</h2>
+<table id="nodes"><thead><tr><th>node</th><th>status</th><th>epoch</th><th>address</th><th>renewed</th><th>holds</th><th></th></tr></thead><tbody></tbody></table>
+<div><small id="holds-note"></small></div>
+
+<h2>This node</h2>
+<div id="this-node"></div>
+
+<h2>Alarm index by tenant</h2>
+<table id="tenants"><thead><tr><th>tenant</th><th>entries</th><th>due</th><th>overdue</th><th>oldest due (UTC)</th><th>lag</th><th>lag at this node's last sweep</th></tr></thead><tbody></tbody></table>
+<div><small id="tenants-note"></small></div>
+
+<h2>Last failures (this node)</h2>
+<table id="failures"><thead><tr><th>at</th><th>actor</th><th>outcome</th><th>due</th><th>late</th><th>error</th></tr></thead><tbody></tbody></table>
+
+<h2>Recent deliveries (this node)</h2>
+<table id="deliveries"><thead><tr><th>at</th><th>actor</th><th>outcome</th><th>due</th><th>late</th><th>detail</th></tr></thead><tbody></tbody></table>
+`;
+
 export const STATUS_PAGE_HTML = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>keepwork status</title>
-<style>
-  body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
-  h1 { font-size: 1.3em; margin: 0 0 .2em; } h2 { font-size: 1.05em; margin: 1.4em 0 .4em; }
-  table { border-collapse: collapse; } th, td { padding: .2em .7em; text-align: left; border-bottom: 1px solid #ddd; }
-  th { background: #f4f4f4; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-  .live { color: #176f2c; } .expired { color: #b35c00; } .fenced, .failed { color: #b00020; } .released { color: #666; }
-  .self { font-weight: 600; } #error { color: #b00020; } small { color: #666; }
-  svg { border: 1px solid #ddd; background: #fcfcfc; }
-  .legend span { margin-right: 1.2em; } .k-backlog { color: #1f5fbf; } .k-lag { color: #c2410c; }
-</style>
+<style>${CSS}</style>
 </head>
 <body>
-<h1>keepwork <span id="self-node">…</span></h1>
-<div><small id="updated">loading…</small> <span id="error"></span></div>
-
-<h2>Nodes</h2>
-<table id="nodes"><thead><tr><th>node</th><th>status</th><th>epoch</th><th>address</th><th>renewed</th><th>holds</th></tr></thead><tbody></tbody></table>
-<div><small id="holds-note"></small></div>
-
-<h2>This node</h2>
-<div id="this-node"></div>
-
-<h2>Backlog over time</h2>
-<div class="legend"><span class="k-backlog">■ deliveries queued or running (<span id="backlog-now">0</span>)</span><span class="k-lag">■ index lag, s (<span id="lag-now">0</span>)</span></div>
-<svg id="chart" width="720" height="180" viewBox="0 0 720 180" role="img" aria-label="backlog and index lag over time">
-  <polyline id="backlog-line" fill="none" stroke="#1f5fbf" stroke-width="2" points=""></polyline>
-  <polyline id="lag-line" fill="none" stroke="#c2410c" stroke-width="2" points=""></polyline>
-  <text id="chart-max" x="4" y="14" font-size="11" fill="#666"></text>
-  <text id="chart-span" x="716" y="174" font-size="11" fill="#666" text-anchor="end"></text>
-</svg>
-
-<h2>Recent deliveries and failures (this node)</h2>
-<table id="deliveries"><thead><tr><th>at</th><th>actor</th><th>outcome</th><th>due</th><th>late</th><th>detail</th></tr></thead><tbody></tbody></table>
-
+${BODY}
 <script>
 "use strict";
-const $ = (id) => document.getElementById(id);
-const time = (ms) => new Date(ms).toISOString().slice(11, 19);
-const secs = (ms) => (ms / 1000).toFixed(1) + ' s';
-function cell(tr, text, cls) { const td = document.createElement('td'); td.textContent = String(text); if (cls) td.className = cls; tr.appendChild(td); return td; }
-
-function renderNodes(s) {
-  const body = $('nodes').tBodies[0];
-  body.replaceChildren();
-  for (const n of s.nodes) {
-    const tr = document.createElement('tr');
-    tr.dataset.nodeId = n.nodeId;
-    tr.dataset.status = n.status;
-    if (n.self) tr.className = 'self';
-    cell(tr, n.nodeId + (n.self ? ' (this node)' : ''));
-    cell(tr, n.status, n.status);
-    cell(tr, n.epoch, 'num');
-    cell(tr, n.addr || '-');
-    cell(tr, secs(n.renewedMsAgo) + ' ago', 'num');
-    cell(tr, n.holds === null ? '…' : n.holds, 'num holds');
-    body.appendChild(tr);
-  }
-  $('holds-note').textContent = 'holds: ' + s.holdsScanned + ' hold records read from the bucket' + (s.holdsTruncated ? ' (truncated: counts are partial)' : '');
-}
-
-function renderChart(samples) {
-  const W = 720, H = 180, pad = 20;
-  const last = samples.slice(-180);
-  const max = Math.max(1, ...last.map((p) => Math.max(p.backlog, p.lagSeconds)));
-  const x = (i) => (last.length < 2 ? 0 : (i / (last.length - 1)) * (W - 2 * pad)) + pad;
-  const y = (v) => H - pad - (v / max) * (H - 2 * pad);
-  $('backlog-line').setAttribute('points', last.map((p, i) => x(i).toFixed(1) + ',' + y(p.backlog).toFixed(1)).join(' '));
-  $('lag-line').setAttribute('points', last.map((p, i) => x(i).toFixed(1) + ',' + y(p.lagSeconds).toFixed(1)).join(' '));
-  $('chart').dataset.points = String(last.length);
-  $('chart-max').textContent = 'max ' + max.toFixed(1);
-  $('chart-span').textContent = last.length ? 'last ' + Math.round((last[last.length - 1].atMs - last[0].atMs) / 1000) + ' s' : '';
-  const now = last[last.length - 1];
-  $('backlog-now').textContent = now ? String(now.backlog) : '0';
-  $('lag-now').textContent = now ? now.lagSeconds.toFixed(1) : '0';
-}
-
-function renderDeliveries(list) {
-  const body = $('deliveries').tBodies[0];
-  body.replaceChildren();
-  for (const d of list.slice(0, 50)) {
-    const tr = document.createElement('tr');
-    tr.dataset.outcome = d.outcome;
-    tr.dataset.actor = d.actor;
-    cell(tr, time(d.atMs));
-    cell(tr, d.actor);
-    cell(tr, d.outcome, d.outcome);
-    cell(tr, time(d.dueMs));
-    cell(tr, secs(d.lateMs), 'num');
-    cell(tr, d.error ? d.error : d.removed ? d.removed + ' stale entries removed' : '');
-    body.appendChild(tr);
-  }
-}
-
-async function poll() {
-  try {
-    const r = await fetch('/v1/status', { cache: 'no-store' });
-    if (!r.ok) throw new Error('GET /v1/status: ' + r.status);
-    const s = await r.json();
-    $('self-node').textContent = s.node.nodeId + ' (epoch ' + s.node.epoch + ')';
-    $('this-node').textContent = 'holds ' + s.node.held + ' actors · ' + s.node.timer + ' alarms in its timer · deliveries: ' +
-      s.totals.ran + ' ran, ' + s.totals.stale + ' stale, ' + s.totals.kept + ' kept, ' + s.totals.failed + ' failed';
-    renderNodes(s);
-    renderChart(s.samples);
-    renderDeliveries(s.deliveries);
-    $('updated').textContent = 'updated ' + time(s.node.atMs) + ' UTC';
-    $('error').textContent = '';
-  } catch (e) {
-    $('error').textContent = 'cannot reach this node: ' + e.message;
-  }
-}
-poll();
-setInterval(poll, 1000);
+${CHART_JS}
+${PAGE_JS}
 </script>
 </body>
 </html>

@@ -4,22 +4,21 @@
  *
  *   every STATUS_SAMPLE_MS ─▶ metricsText() (refreshes the gauges) ─▶ backlog, index lag, held,
  *                             timer ─▶ feed.sample()
- *   GET /v1/status ─▶ { node, nodes (+ holds per node), samples, deliveries, totals }
+ *   GET /v1/status ─▶ { health, node, nodes (+ holds per node), tenants (each index), samples,
+ *                       deliveries, failures, totals }
  *
- * The cluster part comes from the bucket and is cached: node records for NODES_TTL_MS, holds per
- * node (a walk of holds/, at most HOLDS_SCAN_MAX records) for HOLDS_TTL_MS; one read in flight at a
- * time, however many pages poll. Reads only.
+ * The cluster part comes from the bucket, cached and bounded (status-cluster.ts); the health line
+ * is status-health.ts. Fields are only ever added, so scripts reading older ones keep working.
  */
 import { isLive } from '../leases/decisions.js';
-import { HOLDS_PREFIX, NODES_PREFIX, decodeHold, decodeNode, type NodeRecord } from '../leases/records.js';
-import { listAll } from '../store/keys.js';
+import type { NodeRecord } from '../leases/records.js';
 import type { RoutingNode } from '../main/node-api.js';
 import type { DeliveryRecord, StatusFeed, StatusSample } from '../main/status-feed.js';
+import { ClusterReader } from './status-cluster.js';
+import { health, type Health, type TenantRow } from './status-health.js';
 
+export { HOLDS_SCAN_MAX } from './status-cluster.js';
 export const STATUS_SAMPLE_MS = 1_000;
-const NODES_TTL_MS = 2_000;
-const HOLDS_TTL_MS = 5_000;
-export const HOLDS_SCAN_MAX = 1_000;
 
 export interface StatusNodeRow {
   nodeId: string;
@@ -34,29 +33,38 @@ export interface StatusNodeRow {
 }
 
 export interface StatusJson {
-  node: { nodeId: string; epoch: number; url: string | undefined; held: number; timer: number; atMs: number };
+  health: Health;
+  node: { nodeId: string; epoch: number; url: string | undefined; held: number; timer: number; atMs: number; fenced: boolean };
   nodes: StatusNodeRow[];
   holdsScanned: number;
   holdsTruncated: boolean;
+  /** Each tenant's alarm index, from a listing of the bucket (at most INDEX_TENANTS_MAX tenants). */
+  tenants: TenantRow[];
+  tenantsTruncated: boolean;
+  /** When the index was listed (null before the first listing). */
+  indexReadAtMs: number | null;
   samples: StatusSample[];
+  /** Newest first. */
   deliveries: DeliveryRecord[];
+  /** The last failed deliveries with their errors, newest first. */
+  failures: DeliveryRecord[];
   totals: StatusFeed['totals'];
   sampleMs: number;
+  /** Lease + grace: an index entry this far past due is overdue. */
+  marginMs: number;
 }
-
-type Cached<T> = { atMs: number; value: T } | undefined;
 
 export class StatusView {
   private sampler: ReturnType<typeof setInterval> | undefined;
-  private nodes: Cached<NodeRecord[]>;
-  private holds: Cached<{ counts: Map<string, number>; scanned: number; truncated: boolean }>;
-  private reading: Promise<void> | undefined;
+  private readonly cluster: ClusterReader;
 
   constructor(
     private readonly node: RoutingNode,
     private readonly feed: StatusFeed,
     private readonly now: () => number = () => Date.now(),
-  ) {}
+  ) {
+    this.cluster = new ClusterReader(node.store, node.config.marginMs, now);
+  }
 
   start(): void {
     this.sampler = setInterval(() => void this.sample().catch(() => undefined), STATUS_SAMPLE_MS);
@@ -76,11 +84,17 @@ export class StatusView {
   }
 
   async json(): Promise<StatusJson> {
-    await this.refresh();
+    await this.cluster.refresh();
     const now = this.now();
-    const holds = this.holds?.value;
-    const nodes = (this.nodes?.value ?? []).map((r) => this.row(r, now, holds?.counts));
+    const holds = this.cluster.holds;
+    const nodes = this.cluster.nodes.map((r) => this.row(r, now, holds?.counts));
+    const tenants = await this.tenantRows();
+    const samples = this.feed.samples.toArray();
+    const failures = this.feed.failures.toArray().reverse();
+    const fenced = ((await this.node.metrics.fenced.get()).values[0]?.value ?? 0) > 0;
+    const marginMs = this.node.config.marginMs;
     return {
+      health: health({ nowMs: now, marginMs, selfFenced: fenced, nodes, tenants, samples, failures }),
       node: {
         nodeId: this.node.nodeId,
         epoch: this.node.epoch,
@@ -88,15 +102,38 @@ export class StatusView {
         held: this.node.heldActors(),
         timer: this.node.pendingAlarms(),
         atMs: now,
+        fenced,
       },
       nodes,
       holdsScanned: holds?.scanned ?? 0,
       holdsTruncated: holds?.truncated ?? false,
-      samples: this.feed.samples.toArray(),
+      tenants,
+      tenantsTruncated: this.cluster.index?.tenantsTruncated ?? false,
+      indexReadAtMs: this.cluster.index?.atMs ?? null,
+      samples,
       deliveries: this.feed.deliveries.toArray().reverse(),
+      failures,
       totals: { ...this.feed.totals },
       sampleMs: STATUS_SAMPLE_MS,
+      marginMs,
     };
+  }
+
+  /** The bucket's listing of each tenant's index, with this node's last sweep lag beside it. */
+  private async tenantRows(): Promise<TenantRow[]> {
+    const swept = new Map<string, number>();
+    for (const v of (await this.node.metrics.indexLag.get()).values) swept.set(String(v.labels.tenant), v.value * 1000);
+    const rows: TenantRow[] = (this.cluster.index?.tenants ?? []).map((t) => ({
+      tenant: t.tenant,
+      entries: t.entries,
+      due: t.due,
+      overdue: t.overdue,
+      oldestDueMs: t.oldestDueMs,
+      lagMs: t.lagMs,
+      sweptLagMs: swept.get(t.tenant) ?? null,
+      truncated: t.truncated === true,
+    }));
+    return rows;
   }
 
   private row(r: NodeRecord, now: number, holds: Map<string, number> | undefined): StatusNodeRow {
@@ -113,49 +150,5 @@ export class StatusView {
       holds: holds ? (holds.get(`${r.nodeId}/${r.epoch}`) ?? 0) : null,
       self,
     };
-  }
-
-  /** Refreshes what is stale; concurrent callers share one read. */
-  private refresh(): Promise<void> {
-    this.reading ??= this.read().finally(() => (this.reading = undefined));
-    return this.reading;
-  }
-
-  private async read(): Promise<void> {
-    const now = this.now();
-    if (!this.nodes || now - this.nodes.atMs >= NODES_TTL_MS) this.nodes = { atMs: now, value: await this.readNodes() };
-    if (!this.holds || now - this.holds.atMs >= HOLDS_TTL_MS) this.holds = { atMs: now, value: await this.readHolds() };
-  }
-
-  private async readNodes(): Promise<NodeRecord[]> {
-    const out: NodeRecord[] = [];
-    for await (const key of listAll(this.node.store, { prefix: NODES_PREFIX })) {
-      const obj = await this.node.store.get(key);
-      if (!obj) continue;
-      try {
-        out.push(decodeNode(obj.body));
-      } catch {
-        // an unreadable record is not shown
-      }
-    }
-    return out.sort((a, b) => a.nodeId.localeCompare(b.nodeId));
-  }
-
-  private async readHolds(): Promise<{ counts: Map<string, number>; scanned: number; truncated: boolean }> {
-    const counts = new Map<string, number>();
-    let scanned = 0;
-    for await (const key of listAll(this.node.store, { prefix: HOLDS_PREFIX })) {
-      if (scanned >= HOLDS_SCAN_MAX) return { counts, scanned, truncated: true };
-      scanned++;
-      const obj = await this.node.store.get(key);
-      if (!obj) continue;
-      try {
-        const h = decodeHold(obj.body);
-        if (h.state === 'held') counts.set(`${h.nodeId}/${h.epoch}`, (counts.get(`${h.nodeId}/${h.epoch}`) ?? 0) + 1);
-      } catch {
-        // skip
-      }
-    }
-    return { counts, scanned, truncated: false };
   }
 }

@@ -2,8 +2,12 @@
  * What the status page shows over time, kept on the node in bounded rings (no I/O here):
  *
  *   samples     one point every STATUS_SAMPLE_MS: delivery backlog, index lag, held actors,
- *               timer alarms, deliveries and failures since the previous point (≤ SAMPLES_MAX)
- *   deliveries  the most recent alarm deliveries and failures, newest first (≤ DELIVERIES_MAX)
+ *               timer alarms, deliveries by outcome since the previous point (≤ SAMPLES_MAX)
+ *   deliveries  the most recent alarm deliveries and failures (≤ DELIVERIES_MAX)
+ *   failures    the most recent failed deliveries only, with their errors (≤ FAILURES_MAX), so
+ *               a burst of successes does not push the last failures out of sight
+ *
+ * Error messages are cut to ERROR_CHARS_MAX characters.
  *
  * Fed by the node's delivery path (`delivered`, `failed`: one call each in node.ts) and by the
  * HTTP layer's sampler (status-view.ts).
@@ -12,6 +16,8 @@ import type { EventResult } from '../workers/messages.js';
 
 export const SAMPLES_MAX = 300;
 export const DELIVERIES_MAX = 100;
+export const FAILURES_MAX = 20;
+export const ERROR_CHARS_MAX = 300;
 
 export interface StatusSample {
   atMs: number;
@@ -21,8 +27,12 @@ export interface StatusSample {
   lagSeconds: number;
   held: number;
   timer: number;
+  /** Deliveries that did not fail (ran + stale + kept) since the previous sample. */
   delivered: number;
   failed: number;
+  ran: number;
+  stale: number;
+  kept: number;
 }
 
 export type DeliveryOutcome = 'ran' | 'stale' | 'kept' | 'failed';
@@ -37,6 +47,8 @@ export interface DeliveryRecord {
   /** Stale entries removed, or the error of a failed delivery / handler. */
   removed?: number;
   error?: string;
+  /** The error's code (core/errors.ts ErrorCode) when it has one. */
+  code?: string;
 }
 
 /** A fixed-size ring: push drops the oldest. */
@@ -59,15 +71,17 @@ export class Ring<T> {
 export class StatusFeed {
   readonly samples = new Ring<StatusSample>(SAMPLES_MAX);
   readonly deliveries = new Ring<DeliveryRecord>(DELIVERIES_MAX);
+  readonly failures = new Ring<DeliveryRecord>(FAILURES_MAX);
   readonly totals: Record<DeliveryOutcome, number> = { ran: 0, stale: 0, kept: 0, failed: 0 };
-  private sinceSample = { delivered: 0, failed: 0 };
+  private sinceSample = { ran: 0, stale: 0, kept: 0, failed: 0 };
 
   /** A delivery finished with a result from the worker (an error result counts as failed). */
   delivered(actor: string, dueMs: number, r: EventResult, nowMs: number): void {
     const outcome: DeliveryOutcome = r.type === 'error' ? 'failed' : r.ran ? 'ran' : r.removed ? 'stale' : 'kept';
-    const error = r.type === 'error' ? r.error.message : undefined;
+    const error = r.type === 'error' ? cut(r.error.message) : undefined;
+    const code = r.type === 'error' ? r.error.code : undefined;
     const removed = r.type === 'ok' ? r.removed : undefined;
-    this.record({ atMs: nowMs, actor, dueMs, outcome, lateMs: Math.max(0, nowMs - dueMs), removed, error });
+    this.record({ atMs: nowMs, actor, dueMs, outcome, lateMs: Math.max(0, nowMs - dueMs), removed, error, code });
   }
 
   /** A delivery threw (the node retries it after a lease period). */
@@ -78,19 +92,30 @@ export class StatusFeed {
       dueMs,
       outcome: 'failed',
       lateMs: Math.max(0, nowMs - dueMs),
-      error: e instanceof Error ? e.message : String(e),
+      error: cut(e instanceof Error ? e.message : String(e)),
+      code: codeOf(e),
     });
   }
 
-  sample(s: Omit<StatusSample, 'delivered' | 'failed'>): void {
-    this.samples.push({ ...s, ...this.sinceSample });
-    this.sinceSample = { delivered: 0, failed: 0 };
+  sample(s: Omit<StatusSample, 'delivered' | DeliveryOutcome>): void {
+    const c = this.sinceSample;
+    this.samples.push({ ...s, delivered: c.ran + c.stale + c.kept, ...c });
+    this.sinceSample = { ran: 0, stale: 0, kept: 0, failed: 0 };
   }
 
   private record(d: DeliveryRecord): void {
     this.deliveries.push(d);
+    if (d.outcome === 'failed') this.failures.push(d);
     this.totals[d.outcome]++;
-    if (d.outcome === 'failed') this.sinceSample.failed++;
-    else this.sinceSample.delivered++;
+    this.sinceSample[d.outcome]++;
   }
+}
+
+function cut(message: string): string {
+  return message.length <= ERROR_CHARS_MAX ? message : message.slice(0, ERROR_CHARS_MAX - 1) + '…';
+}
+
+function codeOf(e: unknown): string | undefined {
+  const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
+  return typeof code === 'string' ? code : undefined;
 }

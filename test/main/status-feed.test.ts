@@ -1,7 +1,7 @@
 /** The status feed's bounded rings of deliveries and samples (status-feed.ts). */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DELIVERIES_MAX, Ring, StatusFeed } from '../../src/main/status-feed.js';
+import { DELIVERIES_MAX, ERROR_CHARS_MAX, FAILURES_MAX, Ring, StatusFeed } from '../../src/main/status-feed.js';
 
 describe('status feed', () => {
   it('keeps the newest items of a bounded ring', () => {
@@ -29,13 +29,31 @@ describe('status feed', () => {
     f.sample({ atMs: 2_000, backlog: 1, lagSeconds: 0, held: 1, timer: 0 });
     f.sample({ atMs: 3_000, backlog: 0, lagSeconds: 0, held: 1, timer: 0 });
     assert.deepEqual(
-      f.samples.toArray().map((s) => [s.delivered, s.failed]),
+      f.samples.toArray().map((s) => [s.delivered, s.failed, s.ran, s.stale, s.kept]),
       [
-        [2, 2],
-        [0, 0],
+        [2, 2, 1, 1, 0],
+        [0, 0, 0, 0, 0],
       ],
     );
     for (let i = 0; i < DELIVERIES_MAX + 10; i++) f.failed('x/C/y', 0, 'e', i);
     assert.equal(f.deliveries.toArray().length, DELIVERIES_MAX);
+  });
+
+  it('keeps the last failures apart, with their codes and errors cut short, however many deliveries ran since', () => {
+    const f = new StatusFeed();
+    const coded = Object.assign(new Error('x'.repeat(ERROR_CHARS_MAX * 2)), { code: 'LEASE_LOST' });
+    f.failed('t/C/a', 1_000, coded, 1_100);
+    f.delivered('t/C/b', 1_000, { type: 'error', error: { code: 'HANDLER_FAILED', message: 'boom' }, alarmAt: 2_000 }, 1_200);
+    for (let i = 0; i < DELIVERIES_MAX; i++) f.delivered('t/C/c', 0, { type: 'ok', alarmAt: null, deleted: false, ran: true }, 2_000 + i);
+    assert.equal(
+      f.deliveries.toArray().some((d) => d.outcome === 'failed'),
+      false,
+    );
+    const [a, b] = f.failures.toArray();
+    assert.deepEqual([a!.actor, a!.code, a!.error!.length, a!.error!.endsWith('…')], ['t/C/a', 'LEASE_LOST', ERROR_CHARS_MAX, true]);
+    assert.deepEqual([b!.actor, b!.code, b!.error], ['t/C/b', 'HANDLER_FAILED', 'boom']);
+    for (let i = 0; i < FAILURES_MAX + 5; i++) f.failed('t/C/d', 0, `e${i}`, 3_000 + i);
+    assert.equal(f.failures.toArray().length, FAILURES_MAX);
+    assert.equal(f.failures.toArray().at(-1)!.error, `e${FAILURES_MAX + 4}`);
   });
 });
