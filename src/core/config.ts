@@ -100,9 +100,10 @@ export type Settings<K extends keyof ResolvedConfig> = Pick<ResolvedConfig, K>;
 
 export type KeepworkOptions = Partial<Record<keyof typeof DEFAULTS, number>>;
 
-type Rule = { min: number; max?: number };
+export type Rule = { min: number; max?: number };
 
-const RULES: Record<keyof typeof DEFAULTS, Rule> = {
+/** The range each tunable must fall in (also shown by `keepwork start --help`). */
+export const RULES: Readonly<Record<keyof typeof DEFAULTS, Rule>> = {
   leasePeriodMs: { min: 1 },
   graceMs: { min: 0 },
   skewBoundMs: { min: 0 },
