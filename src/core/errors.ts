@@ -1,5 +1,5 @@
 /**
- * Typed errors with stable string codes (STYLE.md §6).
+ * Typed errors with stable string codes.
  *
  * Every error keepwork raises on purpose is a `KeepworkError` with a `code` from `ErrorCode`.
  * Code that reacts to an error matches on `code` (or `isKeepworkError(e, code)`), never on the

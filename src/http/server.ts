@@ -1,5 +1,5 @@
 /**
- * The HTTP API (DESIGN.md §8), on node:http:
+ * The HTTP API (docs/architecture.md), on node:http:
  *
  *   POST /v1/actors/:tenant/:class/:name/:method[?durable=1]   body: JSON array of arguments
  *        → 200 {"result": …}        [Idempotency-Key: k] with durable=1: a repeat returns the

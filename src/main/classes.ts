@@ -1,5 +1,5 @@
 /**
- * Validates the `classes` option: class names per DESIGN.md §1, each module given as an
+ * Validates the `classes` option: class names as core/address.ts checks them, each module given as an
  * absolute or relative path (against the working directory) or a file URL that exists
  * (BAD_CLASS when it does not; `checkClasses` in src/workers/class-loader.ts then loads each).
  */

@@ -1,5 +1,5 @@
 /**
- * One keepwork node (DESIGN.md §5, §7, §8); `startNode` (start-node.ts) builds it.
+ * One keepwork node (docs/architecture.md); `startNode` (start-node.ts) builds it.
  *
  *   call ─▶ lease valid? ─▶ hold (acquire: mine / elsewhere) ─┬─ elsewhere ─▶ forward to holder
  *                                                              └─ mine ─▶ ActorLanes (one event at a

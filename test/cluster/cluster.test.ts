@@ -1,5 +1,5 @@
 /**
- * Cluster tests with real node processes on loopback sharing one folder bucket (DESIGN.md §4, §5,
+ * Cluster tests with real node processes on loopback sharing one folder bucket (docs/architecture.md,
  * §9), each test its own bucket, timings shortened with `--set` (harness.ts FAST: lease 2 s,
  * grace 0.5 s):
  *
