@@ -1,6 +1,6 @@
 /**
- * Cluster tests with real node processes on loopback sharing one folder bucket (docs/architecture.md,
- * §9), each test its own bucket, timings shortened with `--set` (harness.ts FAST: lease 2 s,
+ * Cluster tests with real node processes on loopback sharing one folder bucket
+ * (docs/architecture.md), each test its own bucket, timings shortened with `--set` (harness.ts FAST: lease 2 s,
  * grace 0.5 s):
  *
  *   routing    calls through any of 3 nodes reach the holder: one consistent counter per actor,
