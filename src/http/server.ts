@@ -99,7 +99,7 @@ export async function startHttp(s: HttpSettings): Promise<BoundHttp> {
 function portUnavailable(s: HttpSettings, e: unknown): Error {
   const reason = (e as NodeJS.ErrnoException).code ?? 'unknown';
   const why = reason === 'EADDRINUSE' ? 'it is in use' : reason === 'EACCES' ? 'this process may not bind it' : (e as Error).message;
-  const hint = s.port === 0 ? '' : '; pick another with --port (or the port option), or 0 for any free port';
+  const hint = s.port === 0 ? '' : '; pick another port (--port), or 0 for any free one';
   return new PortUnavailable(`cannot listen on ${s.host}:${s.port}: ${why} (${reason})${hint}`, {
     cause: e,
     details: { port: s.port, host: s.host, reason },

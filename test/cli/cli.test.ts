@@ -3,6 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer, type AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { DEFAULTS } from '../../src/core/config.js';
 import { unitOf } from '../../src/cli/tunables-help.js';
@@ -78,6 +79,29 @@ describe('keepwork CLI', () => {
       );
       assert.equal(existsSync(join(data, 'bucket')), false);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('start on a busy port exits 1 with PORT_UNAVAILABLE before it writes to the bucket', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
+    const taken = createServer();
+    await new Promise<void>((ok) => taken.listen(0, '127.0.0.1', ok));
+    try {
+      const { port } = taken.address() as AddressInfo;
+      const data = join(dir, 'data');
+      const r = spawnSync(
+        process.execPath,
+        [...CLI, 'start', '--data', data, '--port', String(port), '--class', 'Counter=examples/counter.ts'],
+        {
+          encoding: 'utf8',
+        },
+      );
+      assert.equal(r.status, 1, r.stderr);
+      assert.match(r.stderr, new RegExp(`^keepwork: PORT_UNAVAILABLE: cannot listen on 127\\.0\\.0\\.1:${port}: it is in use`, 'm'));
+      assert.equal(existsSync(join(data, 'bucket')), false);
+    } finally {
+      await new Promise((ok) => taken.close(ok));
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -67,7 +67,7 @@ describe('startNode: what fails the start before the node joins', () => {
         assert.equal(e.code, 'PORT_UNAVAILABLE');
         assert.match(
           e.message,
-          new RegExp(`^cannot listen on 127\\.0\\.0\\.1:${port}: it is in use \\(EADDRINUSE\\); pick another with --port`),
+          new RegExp(`^cannot listen on 127\\.0\\.0\\.1:${port}: it is in use \\(EADDRINUSE\\); pick another port \\(--port\\)`),
         );
         assert.deepEqual(e.details, { port, host: '127.0.0.1', reason: 'EADDRINUSE' });
         return true;
