@@ -15,6 +15,7 @@ import { runLint, type Violation } from './lint-support.js';
 /** What is refused, with where to point instead (split so this file does not match itself). */
 export const OUTSIDE_REFS: ReadonlyArray<readonly [string, string]> = [
   ['..' + '/shared', 'a folder outside the repository'],
+  ['/work/' + 'shared', 'a folder outside the repository'],
   ['DESIGN' + '.md', 'a design note outside the repository: link docs/architecture.md or docs/alarm-index.md'],
   ['STYLE' + '.md', 'a style note outside the repository'],
   ['seeds/' + '000_', 'the decision record outside the repository: link docs/alarm-index.md'],
