@@ -1,6 +1,6 @@
 /**
- * bench/drain: how fast live nodes drain a dead node's backlog of alarms (ADR 0009 "Sweep",
- * "Consequences": a dead node's alarms fire a lease period plus grace after they were due, plus
+ * bench/drain: how fast live nodes drain a dead node's backlog of alarms (docs/alarm-index.md "The sweep",
+ * "The numbers": a dead node's alarms fire a lease period plus grace after they were due, plus
  * up to one sweep; each live node delivers up to 256 per sweep, about 25 per second), next to
  * the store's own ceiling and to BullMQ doing the same work, in the same run.
  *

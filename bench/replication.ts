@@ -1,5 +1,5 @@
 /**
- * bench/replication: what replicating every actor's state to the bucket costs (DESIGN.md §4).
+ * bench/replication: what replicating every actor's state to the bucket costs (docs/architecture.md).
  *
  *   (a) calls per second of counter.add with replication on — plain (reply after the local
  *       commit, uploaded within replicationDelayMs) and durable (reply once the link is in the

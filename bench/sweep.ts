@@ -1,6 +1,6 @@
 /**
  * bench/sweep: the cost of one sweep of one tenant (src/streams/sweep.ts `sweepTenant`) against
- * the size of the alarm index, when most entries are not yet due. ADR 0009: "A sweep reads only
+ * the size of the alarm index, when most entries are not yet due. docs/alarm-index.md: "A sweep reads only
  * overdue entries" — the listing stops at the first entry not overdue by lease + grace, so the
  * cost must stay flat as the index grows.
  *

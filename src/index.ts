@@ -13,6 +13,6 @@ export { SystemClock, SimClock, type Clock, type TimerHandle } from './core/cloc
 export { SystemRandom, SeededRandom, type Random } from './core/random.js';
 export { createLogger, type Logger } from './core/logger.js';
 export type { ObjectStore, PutCondition, ListOptions, ListPage, StoredObject, ObjectHead } from './store/types.js';
-export { openStore, DEFAULT_BUCKET_URL } from './store/open.js';
+export { openStore, DEFAULT_BUCKET_URL, defaultBucketUrl } from './store/open.js';
 export { MemoryStore, type FaultHook, type Fault, type StoreRequest } from './store/memory.js';
 export { listAll } from './store/keys.js';

@@ -1,5 +1,5 @@
 /**
- * Keys of the alarm index in the bucket (ADR 0009 "Index entries") — the only module that builds
+ * Keys of the alarm index in the bucket (docs/alarm-index.md "The key format") — the only module that builds
  * or parses them, and the `alarm_indexed` value that names one:
  *
  *   tagged  alarms/<tenant>/<due ms, 15 digits>/<class>.t/<name hex>/<generation, 20 digits>-<nonce hex>

@@ -1,7 +1,7 @@
 /**
- * The owner's side of the alarm index (ADR 0009 "The owner keeps the index equal to the committed
- * alarm"): before an event that changed the alarm commits, PUT an entry for the new alarm under a
- * fresh key and record it in `alarm_indexed` (same transaction); once the link holding that event
+ * The owner's side of the alarm index (docs/alarm-index.md "The owner's sequencing"): before an
+ * event that changed the alarm commits, PUT an entry for the new alarm under a fresh key and
+ * record it in `alarm_indexed` (same transaction); once the link holding that event
  * is in the bucket, DELETE the entry the state named before. A crash in between leaves an extra
  * entry, never a missing one.
  *

@@ -1,5 +1,5 @@
 /**
- * `planSweep`: which of the overdue entries a sweep read this node delivers (ADR 0009 "Sweep").
+ * `planSweep`: which of the overdue entries a sweep read this node delivers (docs/alarm-index.md "The sweep").
  *
  *   own       the entry's shard (rendezvous over live nodes serving its tenant and class) is this node
  *   anyone's  overdue `anyonesAfterMargins` margins or more: any node serving its class may take it
@@ -94,9 +94,9 @@ export function checkPlan(deliveries: readonly IndexEntry[], cap: number): void 
 }
 
 /**
- * The live nodes an entry is sharded among: those serving its tenant and its class. The ADR
- * shards over every live node and lets a node skip a class it does not serve, so in a cluster of
- * mixed classes the entries hashed to a node that cannot run them waited three margins for
+ * The live nodes an entry is sharded among: those serving its tenant and its class. The original
+ * design sharded over every live node and let a node skip a class it does not serve, so in a
+ * cluster of mixed classes the entries hashed to a node that cannot run them waited three margins for
  * anyone's; sharding among the nodes that can run them gives every entry an owner at once. Every
  * node computes the same set from the same records (each record lists its classes).
  */

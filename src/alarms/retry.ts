@@ -1,5 +1,5 @@
 /**
- * Committed retries (ADR "Retries are committed"), as pure functions.
+ * Committed retries (docs/alarm-index.md "Committed retries"), as pure functions.
  *
  * When `alarm` throws, whatever alarm the handler left due before the retry time (the same one,
  * or one it set for now) moves to the retry time (retryBaseMs doubling to retryMaxMs by the

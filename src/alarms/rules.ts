@@ -1,5 +1,5 @@
 /**
- * The rules of ADR 0009 that the protocol code obeys, as one frozen value passed in (the pipeline's
+ * The rules of the alarm index (docs/alarm-index.md) that the protocol code obeys, as one frozen value passed in (the pipeline's
  * deps, and an argument to each pure decision that reads one) instead of a module-level switch.
  * Production builds SAFE_RULES, every rule on; only the deterministic simulator (test/sim) builds
  * values with one rule off, to show that its invariant catches the breakage.

@@ -1,5 +1,5 @@
 /**
- * Sharding of index entries among live nodes (ADR 0009 "Sweep"): a rendezvous (highest random
+ * Sharding of index entries among live nodes (docs/alarm-index.md "The sweep"): a rendezvous (highest random
  * weight) hash of the actor address over the live nodes serving its tenant. Every node computes
  * the same owner from the same live set; when a node leaves, only its entries move.
  */

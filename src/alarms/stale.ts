@@ -1,5 +1,5 @@
 /**
- * Which index entries of one actor at one time may be deleted as stale (ADR 0009 R2, R3, the
+ * Which index entries of one actor at one time may be deleted as stale (docs/alarm-index.md: R2, R3, the
  * owner fence and the empty-bucket rule), as pure functions.
  *
  *   R2  delete only what the replicated state no longer names: every entry of the actor at that

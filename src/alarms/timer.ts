@@ -1,5 +1,5 @@
 /**
- * The node's in-memory alarm timer (DESIGN.md §3): the committed alarm of each actor this node
+ * The node's in-memory alarm timer (docs/architecture.md): the committed alarm of each actor this node
  * ran, in a min-heap, with one clock timer armed for the earliest. When an alarm comes due the
  * timer calls `onDue(key, at)` and forgets it; the caller runs the ordinary alarm event, which
  * re-reads the committed alarm and sets the timer again from the outcome.
@@ -16,7 +16,7 @@ import type { Clock, TimerHandle } from '../core/clock.js';
 import { Overloaded } from '../core/errors.js';
 
 /**
- * The timer's backoff horizon (ADR 0009 "Sweep"): an entry the sweep offers for an actor whose
+ * The timer's backoff horizon (docs/alarm-index.md "The sweep"): an entry the sweep offers for an actor whose
  * alarm this timer already holds does not replace it when the held time is earlier (it fires
  * first anyway) or within the longest backoff from now (a committed retry is pending: delivering
  * the entry now would skip the backoff).

@@ -5,8 +5,10 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { createLogger } from '../core/logger.js';
-import { DEFAULT_BUCKET_URL } from '../store/open.js';
+import { isKeepworkError } from '../core/errors.js';
+import { defaultBucketUrl } from '../store/open.js';
 import { startNode } from '../http/start.js';
+import { tunablesHelp } from './tunables-help.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -14,13 +16,14 @@ function port(value: string): number {
   return n;
 }
 
-function classPair(value: string, previous: Record<string, string>): Record<string, string> {
+// No commander default for the repeatable options below: help would print `(default: {})`.
+function classPair(value: string, previous: Record<string, string> = {}): Record<string, string> {
   const eq = value.indexOf('=');
   if (eq <= 0 || eq === value.length - 1) throw new InvalidArgumentError('expected Name=path/to/module.js');
   return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
 }
 
-function tunable(value: string, previous: Record<string, number>): Record<string, number> {
+function tunable(value: string, previous: Record<string, number> = {}): Record<string, number> {
   const m = /^([A-Za-z]+)=(-?\d+)$/.exec(value);
   if (!m) throw new InvalidArgumentError('expected name=integer, e.g. leasePeriodMs=2000');
   return { ...previous, [m[1]!]: Number(m[2]) };
@@ -38,27 +41,35 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => (e.code === 'EPIPE' ? p
 
 const program = new Command('keepwork').description('a durable-actor runtime for Node.js').showHelpAfterError();
 
+/** `--bucket` when given, else the folder `bucket` inside `--data` (a hook, so every action sees `o.bucket` set). */
+function bucketOfData(command: Command): void {
+  const o = command.opts<{ bucket?: string; data: string }>();
+  if (o.bucket === undefined) command.setOptionValue('bucket', defaultBucketUrl(o.data));
+}
+
 program
   .command('start')
-  .description('run a node (the embedded default: ./data with a folder bucket)')
+  .description('run a node (the embedded default: ./data with a folder bucket in it)')
   .option('--data <dir>', 'data directory', './data')
-  .option('--bucket <url>', 'bucket URL: file://…, a path, or s3://bucket/prefix?endpoint=…', DEFAULT_BUCKET_URL)
+  .option('--bucket <url>', 'bucket URL: file://…, a path, or s3://bucket/prefix?endpoint=… (default: <data>/bucket)')
   .option('--port <n>', 'HTTP port (0 picks a free one)', port, 8080)
   .option('--host <addr>', 'HTTP listen address', '127.0.0.1')
-  .option('--class <Name=path>', 'an actor class module (repeatable)', classPair, {})
+  .option('--class <Name=path>', 'an actor class module (repeatable; each is loaded and checked at start)', classPair)
   .option('--tenants <a,b>', 'tenants to serve (default: all)', list)
   .option('--node-id <id>', 'this node’s id (default: kept in the data dir)')
-  .option('--set <name=value>', 'any tunable of DESIGN.md §1 / src/core/config.ts, e.g. leasePeriodMs=2000 (repeatable)', tunable, {})
+  .option('--set <name=value>', 'a tunable, e.g. leasePeriodMs=2000 (repeatable; every tunable is listed below)', tunable)
+  .addHelpText('after', tunablesHelp())
+  .hook('preAction', (_program, command) => bucketOfData(command))
   .action(
     async (o: {
       data: string;
       bucket: string;
       port: number;
       host: string;
-      class: Record<string, string>;
+      class?: Record<string, string>;
       tenants?: string[];
       nodeId?: string;
-      set: Record<string, number>;
+      set?: Record<string, number>;
     }) => {
       const log = createLogger();
       const node = await startNode({
@@ -67,7 +78,7 @@ program
         bucket: o.bucket,
         port: o.port,
         host: o.host,
-        classes: o.class,
+        classes: o.class ?? {},
         tenants: o.tenants,
         nodeId: o.nodeId,
         logger: log,
@@ -78,9 +89,13 @@ program
     },
   );
 
-/** A subcommand that reads (or writes) a bucket: every one takes `--bucket URL`. */
+/** A subcommand that reads (or writes) a bucket: every one takes `--bucket URL` (default: `<data>/bucket`). */
 function bucketCommand(parent: Command, name: string): Command {
-  return parent.command(name).option('--bucket <url>', 'bucket URL', DEFAULT_BUCKET_URL);
+  return parent
+    .command(name)
+    .option('--bucket <url>', 'bucket URL (default: <data>/bucket)')
+    .option('--data <dir>', 'the data directory whose bucket to use when --bucket is not given', './data')
+    .hook('preAction', (_program, command) => bucketOfData(command));
 }
 
 bucketCommand(program, 'status')
@@ -137,6 +152,7 @@ bucketCommand(index, 'check')
   });
 
 program.parseAsync().catch((e: unknown) => {
-  console.error(`keepwork: ${e instanceof Error ? e.message : String(e)}`);
+  const code = isKeepworkError(e) ? `${e.code}: ` : '';
+  console.error(`keepwork: ${code}${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
 });

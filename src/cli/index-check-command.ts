@@ -2,8 +2,8 @@
  * `keepwork index check [--tenant T] [--repair] [--json]`: is every committed alarm's named entry
  * in the index, and what are the other entries (index-check.ts walks, index-findings.ts judges).
  *
- * Prints one line per finding as it is found (stdout), then a summary with the ADR's explanation
- * of each kind seen; progress goes to stderr. Exit code 2 when a committed alarm is missing,
+ * Prints one line per finding as it is found (stdout), then a summary with the explanation
+ * of each kind seen (docs/alarm-index.md, docs/operations.md); progress goes to stderr. Exit code 2 when a committed alarm is missing,
  * unindexed or unreadable (and was not repaired). Without --repair it only reads the bucket.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -57,7 +57,7 @@ export function summaryLines(c: CheckCounts, repair: boolean): string[] {
     lines.push(`  ${k.padEnd(15)} ${String(n).padStart(6)}  ${EXPLAIN[k as keyof typeof EXPLAIN]}`);
   if (c.unservedEntries)
     lines.push(
-      `  ${c.unservedEntries} entries are for a class or tenant no live node serves: they stay in the index and sweeps step past them (ADR)`,
+      `  ${c.unservedEntries} entries are for a class or tenant no live node serves: they stay in the index and sweeps step past them (docs/alarm-index.md)`,
     );
   if (repair) lines.push(`repair: listed ${c.repaired} fresh entries; nothing was deleted`);
   return lines;

@@ -47,7 +47,7 @@ export async function inspectActor(
     const e = parseEntryKey(key);
     if (!e || e.address.className !== a.className || e.address.name !== a.name) continue;
     entries.push({ key, kind: entryFinding(e, committed), dueMs: e.dueMs, generation: e.tag?.generation ?? null });
-    if (entries.length >= 1000) break; // bounded: far more than the ADR's leftovers ever add up to
+    if (entries.length >= 1000) break; // bounded: far more than the index rules' leftovers ever add up to
   }
   progress?.done();
   const namedExists = entries.some((e) => e.kind === 'named');

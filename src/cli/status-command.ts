@@ -20,7 +20,8 @@ export interface NodeStatus {
   status: 'live' | 'expired' | 'fenced' | 'released';
   epoch: number;
   addr: string;
-  leaseAgeMs: number;
+  /** Since the lease was last renewed (the same name as `/v1/status`). */
+  renewedMsAgo: number;
   holds: number;
 }
 
@@ -43,7 +44,7 @@ export async function clusterStatus(store: ObjectStore, nowMs: number, graceMs: 
     status: r.state !== 'live' ? r.state : isLive(r, nowMs, r.graceMs ?? graceMs) ? 'live' : 'expired',
     epoch: r.epoch,
     addr: r.addr,
-    leaseAgeMs: nowMs - (r.expiresAtMs - (r.leasePeriodMs ?? leasePeriodMs)),
+    renewedMsAgo: nowMs - (r.expiresAtMs - (r.leasePeriodMs ?? leasePeriodMs)),
     holds: holds.get(`${r.nodeId}/${r.epoch}`) ?? 0,
   }));
 }
@@ -64,7 +65,7 @@ export async function statusCommand(o: { bucket: string; json?: boolean; index?:
     if (rows.length === 0) console.log(`no nodes in ${store.description}`);
     else console.log(['node', 'status', 'epoch', 'addr', 'renewed', 'holds'].join('\t'));
     for (const r of rows)
-      console.log([r.nodeId, r.status, r.epoch, r.addr || '-', `${(r.leaseAgeMs / 1000).toFixed(1)}s ago`, r.holds].join('\t'));
+      console.log([r.nodeId, r.status, r.epoch, r.addr || '-', `${(r.renewedMsAgo / 1000).toFixed(1)}s ago`, r.holds].join('\t'));
     if (withIndex) printIndex(index);
   } finally {
     await store.close();

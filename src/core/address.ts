@@ -1,10 +1,10 @@
 /**
- * Actor addresses (DESIGN.md §1): `tenant/class/name`.
+ * Actor addresses (docs/architecture.md): `tenant/class/name`.
  *
  *   tenant  [a-z0-9][a-z0-9_-]{0,63}
  *   class   [A-Za-z0-9_-]{1,64}         (never a '.': the index uses `<class>.t`)
  *   name    any UTF-8 string of 1–400 bytes; in bucket keys and file names always as lowercase hex
- *           (DESIGN.md §1 says 512, but an index key holds the name in hex next to ~190 other
+ *           (the design allowed 512, but an index key holds the name in hex next to ~190 other
  *           bytes, and S3 keys end at 1024 bytes: 400 keeps every key the layout builds valid)
  *
  * As a string the name is everything after the second '/', so it may itself contain '/'.

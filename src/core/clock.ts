@@ -1,5 +1,5 @@
 /**
- * The `Clock` seam (STYLE.md §3): every source of time and every timer that protocol code uses
+ * The `Clock` seam: every source of time and every timer that protocol code uses
  * comes from here, so the same code runs on the wall clock in production and on virtual time in
  * the deterministic simulator.
  *

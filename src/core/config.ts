@@ -1,11 +1,11 @@
 /**
- * Every tunable of keepwork, in three stages (STYLE.md §4):
+ * Every tunable of keepwork, in three stages:
  *
  *   KeepworkOptions (all optional)  →  DEFAULTS (one place)  →  resolveOptions(): ResolvedConfig
  *
  * Names end in their unit. `resolveOptions` validates once and throws `BadConfig` with a message
  * that names the option and the rule; unknown option names are refused too (a typo must not be
- * silently ignored). The defaults are DESIGN.md §1 and the ADR's numbers.
+ * silently ignored). docs/tuning.md and docs/alarm-index.md explain the defaults.
  */
 import { BadConfig } from './errors.js';
 
@@ -69,7 +69,7 @@ export const DEFAULTS = Object.freeze({
   /** Forwarding hops a call may take before it is refused (a routing loop). */
   forwardHopsMax: 2,
   /** 1: adaptive sweep cadence (sweep again at once after a full sweep, and at the next entry's
-   *  due time + margin); 0: the ADR's fixed cadence of alarmSweepMs. */
+   *  due time + margin); 0: the design's fixed cadence of alarmSweepMs. */
   sweepAdaptive: 1,
   /** Shortest pause between two sweeps of one tenant in adaptive mode. */
   sweepMinGapMs: 200,
@@ -100,9 +100,10 @@ export type Settings<K extends keyof ResolvedConfig> = Pick<ResolvedConfig, K>;
 
 export type KeepworkOptions = Partial<Record<keyof typeof DEFAULTS, number>>;
 
-type Rule = { min: number; max?: number };
+export type Rule = { min: number; max?: number };
 
-const RULES: Record<keyof typeof DEFAULTS, Rule> = {
+/** The range each tunable must fall in (also shown by `keepwork start --help`). */
+export const RULES: Readonly<Record<keyof typeof DEFAULTS, Rule>> = {
   leasePeriodMs: { min: 1 },
   graceMs: { min: 0 },
   skewBoundMs: { min: 0 },

@@ -1,5 +1,5 @@
 /**
- * Typed errors with stable string codes (STYLE.md §6).
+ * Typed errors with stable string codes.
  *
  * Every error keepwork raises on purpose is a `KeepworkError` with a `code` from `ErrorCode`.
  * Code that reacts to an error matches on `code` (or `isKeepworkError(e, code)`), never on the
@@ -20,6 +20,10 @@ export const ErrorCode = {
   BadRequest: 'BAD_REQUEST',
   /** An option failed validation. */
   BadConfig: 'BAD_CONFIG',
+  /** An actor class module is missing, cannot be loaded, or its default export is not a `defineActor` definition. */
+  BadClass: 'BAD_CLASS',
+  /** The HTTP port cannot be bound (in use, or not allowed): the node did not start. */
+  PortUnavailable: 'PORT_UNAVAILABLE',
   /** The node's lease or the actor's hold is no longer valid. */
   LeaseLost: 'LEASE_LOST',
   /** The node gave the actor up (failed upload, conflict, index out of line). */
@@ -34,7 +38,7 @@ export const ErrorCode = {
   HandlerTimeout: 'HANDLER_TIMEOUT',
   /** A handler threw; the event was rolled back. */
   HandlerFailed: 'HANDLER_FAILED',
-  /** The node is stopping or stopped. */
+  /** The node is starting (its port is bound, it is not serving yet), stopping or stopped. */
   NodeStopped: 'NODE_STOPPED',
   /** A chain link failed its checks (seal, header, delta or page encoding), or the chain has a gap: the actor is not served. */
   CorruptLink: 'CORRUPT_LINK',
@@ -103,6 +107,8 @@ export const StoreUnavailable = errorClass(ErrorCode.StoreUnavailable, 'StoreUna
 export const BadKey = errorClass(ErrorCode.BadKey, 'BadKey');
 export const BadRequest = errorClass(ErrorCode.BadRequest, 'BadRequest');
 export const BadConfig = errorClass(ErrorCode.BadConfig, 'BadConfig');
+export const BadClass = errorClass(ErrorCode.BadClass, 'BadClass');
+export const PortUnavailable = errorClass(ErrorCode.PortUnavailable, 'PortUnavailable');
 export const LeaseLost = errorClass(ErrorCode.LeaseLost, 'LeaseLost');
 export const ActorGivenUp = errorClass(ErrorCode.ActorGivenUp, 'ActorGivenUp');
 export const NotFound = errorClass(ErrorCode.NotFound, 'NotFound');

@@ -1,5 +1,5 @@
 /**
- * The `Random` seam (STYLE.md §3). Protocol code draws nonces, jitter and rotations from an
+ * The `Random` seam. Protocol code draws nonces, jitter and rotations from an
  * injected `Random`, never from `Math.random` or `crypto` directly.
  *
  *   SystemRandom  crypto.randomBytes / crypto.randomInt     (production)

@@ -1,5 +1,5 @@
 /**
- * The one retry loop (STYLE.md §3: time and randomness injected): run an attempt; on a failure the
+ * The one retry loop (time and randomness injected): run an attempt; on a failure the
  * policy calls retryable, sleep on the injected Clock and try again, at most attemptsMax attempts
  * in all. The delay after failed attempt n is baseMs · 2^(n−1), capped at maxDelayMs, then
  * "equal jitter" (random.ts `jitter`: drawn from [½, 1] of it) unless the policy turns jitter off.

@@ -1,5 +1,5 @@
 /**
- * The HTTP API (DESIGN.md §8), on node:http:
+ * The HTTP API (docs/architecture.md), on node:http:
  *
  *   POST /v1/actors/:tenant/:class/:name/:method[?durable=1]   body: JSON array of arguments
  *        → 200 {"result": …}        [Idempotency-Key: k] with durable=1: a repeat returns the
@@ -19,11 +19,21 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseAddress, type ActorAddress } from '../core/address.js';
-import { BadRequest, ErrorCode, MethodNotAllowed, NotFound, PayloadTooLarge, isKeepworkError } from '../core/errors.js';
+import {
+  BadRequest,
+  ErrorCode,
+  Internal,
+  MethodNotAllowed,
+  NodeStopped,
+  NotFound,
+  PayloadTooLarge,
+  PortUnavailable,
+  isKeepworkError,
+} from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { HOPS_HEADER, IDEMPOTENCY_HEADER } from '../main/forward.js';
 import { checkIdempotencyKey } from '../workers/idempotency.js';
-import type { HttpServer, RoutingNode } from '../main/node-api.js';
+import type { BoundHttp, HttpServer, RoutingNode } from '../main/node-api.js';
 
 export type { HttpServer };
 import { STATUS_PAGE_HTML } from './status-page.js';
@@ -53,25 +63,47 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
 
 const METHOD_RE = /^[A-Za-z_$][A-Za-z0-9_$]{0,127}$/;
 
-export async function startHttp(node: RoutingNode, s: HttpSettings): Promise<HttpServer> {
-  const view = new StatusView(node, node.metrics.feed);
+/**
+ * Binds the port (PORT_UNAVAILABLE when it is taken or not allowed) and answers 503 NODE_STOPPED
+ * until `serve` hands it the node: the node binds before it joins the cluster (start-node.ts).
+ */
+export async function startHttp(s: HttpSettings): Promise<BoundHttp> {
+  let serving: { node: RoutingNode; settings: HttpSettings; view: StatusView } | undefined;
   const server = createServer((req, res) => {
-    handle(node, s, req, res, view).catch((e: unknown) => reply(res, s.log, e));
+    if (!serving) return reply(res, undefined, new NodeStopped('this node is starting; retry'));
+    const { node, settings, view } = serving;
+    handle(node, settings, req, res, view).catch((e: unknown) => reply(res, settings.log, e));
   });
   server.keepAliveTimeout = 5_000;
-  await new Promise<void>((ok, fail) => server.once('error', fail).listen(s.port, s.host, ok));
-  view.start();
+  await new Promise<void>((ok, fail) => server.once('error', fail).listen(s.port, s.host, ok)).catch((e: unknown) => {
+    throw portUnavailable(s, e);
+  });
   const { port } = server.address() as AddressInfo;
   const host = s.host.includes(':') ? `[${s.host}]` : s.host;
   return {
     url: `http://${host}:${port}`,
+    serve(node, log) {
+      if (serving) throw new Internal('this HTTP server already serves a node');
+      serving = { node, settings: { ...s, log }, view: new StatusView(node, node.metrics.feed) };
+      serving.view.start();
+    },
     close: () =>
       new Promise<void>((ok) => {
-        view.stop();
+        serving?.view.stop();
         server.close(() => ok());
         server.closeAllConnections();
       }),
   };
+}
+
+function portUnavailable(s: HttpSettings, e: unknown): Error {
+  const reason = (e as NodeJS.ErrnoException).code ?? 'unknown';
+  const why = reason === 'EADDRINUSE' ? 'it is in use' : reason === 'EACCES' ? 'this process may not bind it' : (e as Error).message;
+  const hint = s.port === 0 ? '' : '; pick another port (--port), or 0 for any free one';
+  return new PortUnavailable(`cannot listen on ${s.host}:${s.port}: ${why} (${reason})${hint}`, {
+    cause: e,
+    details: { port: s.port, host: s.host, reason },
+  });
 }
 
 async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, res: ServerResponse, view: StatusView): Promise<void> {
@@ -169,12 +201,13 @@ function parseArgs(body: string): unknown[] {
   return value;
 }
 
-function reply(res: ServerResponse, log: Logger, e: unknown): void {
+/** `log`: undefined for the 503s of a node that is not serving yet (nothing to log). */
+function reply(res: ServerResponse, log: Logger | undefined, e: unknown): void {
   // A handler's failure arrives coded (HANDLER_FAILED, from the worker); an uncoded error here is the node's own bug.
   const code = isKeepworkError(e) ? e.code : ErrorCode.Internal;
   const status = STATUS[code] ?? 500;
   const message = e instanceof Error ? e.message : String(e);
-  if (status >= 500) log.warn({ code, err: e }, 'request failed');
+  if (status >= 500) log?.warn({ code, err: e }, 'request failed');
   if (res.headersSent) return void res.destroy();
   if (status === 413) res.setHeader('connection', 'close');
   if (status === 503) res.setHeader('retry-after', '1');

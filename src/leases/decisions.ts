@@ -1,5 +1,5 @@
 /**
- * The ownership decisions of DESIGN.md §5 as pure functions: inputs in, a decision out.
+ * The ownership decisions of docs/architecture.md as pure functions: inputs in, a decision out.
  *
  *   live        a node record that is `live` with expiresAtMs + grace in the future
  *   fenceable   a `live` record whose lease expired more than grace ago: write it `fenced`

@@ -1,5 +1,5 @@
 /**
- * Per-actor holds (`holds/<tenant>/<class>/<name hex>`, DESIGN.md §5): acquiring an actor for
+ * Per-actor holds (`holds/<tenant>/<class>/<name hex>`, docs/architecture.md): acquiring an actor for
  * this node — always generation + 1 — or learning which live node has it.
  *
  *   get hold ─▶ holdDecision ─▶ create (If-None-Match) · ours · take (If-Match) ·

@@ -1,5 +1,5 @@
 /**
- * This node's lease in the bucket (`nodes/<nodeId>`, DESIGN.md §5).
+ * This node's lease in the bucket (`nodes/<nodeId>`, docs/architecture.md).
  *
  *   start()   a live record of this nodeId: refuse (another process runs it) — unless it names
  *             this data dir (`dataDirId`): the caller holds the data dir's lock, so that run is

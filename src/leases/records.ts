@@ -1,5 +1,5 @@
 /**
- * The two ownership records in the bucket (DESIGN.md §5) — keys, bodies and their checks, the
+ * The two ownership records in the bucket (docs/architecture.md) — keys, bodies and their checks, the
  * only module that builds or parses them:
  *
  *   nodes/<nodeId>                     {"nodeId":"n1","epoch":4,"addr":"http://127.0.0.1:8081",

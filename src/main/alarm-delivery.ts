@@ -1,6 +1,6 @@
 /**
  * Alarm delivery on the main thread: the node's in-memory timer, the bounded queue behind it, and
- * what happens to each delivery's outcome (DESIGN.md §3, §6).
+ * what happens to each delivery's outcome (docs/architecture.md).
  *
  *   timer (committed alarms of actors this node ran + entries the sweep offered)
  *     ─▶ due ─▶ queue (≤ deliveriesPerSweep waiting, deliveryConcurrency running; full: the timer

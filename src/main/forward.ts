@@ -1,5 +1,5 @@
 /**
- * Forwarding a call to the node that holds the actor, over its HTTP API (DESIGN.md §5). The hop
+ * Forwarding a call to the node that holds the actor, over its HTTP API (docs/architecture.md). The hop
  * count travels in `x-keepwork-hops`; past `forwardHopsMax` a call is refused rather than loop.
  * The holder's typed errors come back as typed errors; a holder that cannot be reached in
  * `forwardTimeoutMs` is OWNER_UNREACHABLE (HTTP 503 with Retry-After): it is live by its lease,

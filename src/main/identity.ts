@@ -1,6 +1,6 @@
 /**
  * The node's identity, kept in its data dir (`node.json`): a stable `nodeId`, an `epoch` that
- * grows by one at every start (DESIGN.md §1), and `dataDirId`, a random name of the data dir
+ * grows by one at every start (docs/architecture.md), and `dataDirId`, a random name of the data dir
  * made once, which the node's lease record carries: a node that holds the data dir's lock
  * (data-dir-lock.ts) and finds a live lease of its own data dir knows that run is dead. Written
  * atomically (temp + rename).

@@ -13,7 +13,7 @@ import type { NodeMetrics } from './metrics.js';
 export interface StartNodeOptions extends KeepworkOptions {
   /** Class name → module path or file URL whose default export is `defineActor(...)`. */
   classes: Record<string, string>;
-  /** Bucket URL (file://, a path, s3://, memory:). Default: file://./data/bucket. */
+  /** Bucket URL (file://, a path, s3://, memory:). Default: the folder `bucket` inside `dataDir`. */
   bucket?: string;
   /** Where actor databases and node.json live. Default: ./data. */
   dataDir?: string;
@@ -87,14 +87,18 @@ export interface HttpServer {
   close(): Promise<void>;
 }
 
+/** A node's HTTP server, listening before the node joins: it answers 503 NODE_STOPPED until `serve` hands it the node. */
+export interface BoundHttp extends HttpServer {
+  /** Starts serving `node`'s API (once); `log` is the node's logger from then on. */
+  serve(node: RoutingNode, log: Logger): void;
+}
+
 /**
- * Starts a node's HTTP server (src/http/server.ts `startHttp`). The layer above the main thread
- * hands it to `startNodeWith`, so the main thread never imports the HTTP layer.
+ * Binds a node's HTTP port (src/http/server.ts `startHttp`) before the node writes its lease, so a
+ * busy port fails the start (PORT_UNAVAILABLE) with nothing written. The layer above the main
+ * thread hands it to `startNodeWith`, so the main thread never imports the HTTP layer.
  */
-export type FrontDoor = (
-  node: RoutingNode,
-  settings: { port: number; host: string; bodyMaxBytes: number; log: Logger },
-) => Promise<HttpServer>;
+export type FrontDoor = (settings: { port: number; host: string; bodyMaxBytes: number; log: Logger }) => Promise<BoundHttp>;
 
 /** Test seams (the deterministic simulator): a seeded Random and a virtual-time RxJS scheduler. */
 export interface NodeSeams {

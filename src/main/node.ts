@@ -1,5 +1,5 @@
 /**
- * One keepwork node (DESIGN.md §5, §7, §8); `startNode` (start-node.ts) builds it.
+ * One keepwork node (docs/architecture.md); `startNode` (start-node.ts) builds it.
  *
  *   call ─▶ lease valid? ─▶ hold (acquire: mine / elsewhere) ─┬─ elsewhere ─▶ forward to holder
  *                                                              └─ mine ─▶ ActorLanes (one event at a
@@ -26,7 +26,7 @@ import type { NodeMetrics } from './metrics.js';
 import { AlarmDelivery } from './alarm-delivery.js';
 import { IdleActors } from './idle-actors.js';
 import { checkServed, serves, type Served } from './served.js';
-import type { ActorHandle, FrontDoor, HttpServer, NodeSeams, RoutingNode } from './node-api.js';
+import type { ActorHandle, BoundHttp, HttpServer, NodeSeams, RoutingNode } from './node-api.js';
 import type { WorkerGroup } from './worker-group.js';
 
 /** An event reached its actor's lane after the hold it was sent under was released or changed. */
@@ -211,11 +211,10 @@ export class Node implements RoutingNode {
     return this.idle.usedWithin(actor, this.config.marginMs);
   }
 
-  /** Serves HTTP through `frontDoor` (src/http's server), then renews the lease with the address in it. */
-  async serveHttp(frontDoor: FrontDoor, port: number, host: string): Promise<void> {
-    this.http = await frontDoor(this, { port, host, bodyMaxBytes: this.config.httpBodyMaxBytes, log: this.log });
-    this.membership.lease.setAddr(this.http.url);
-    await this.membership.renew(() => this.fenced());
+  /** Serves the node's API on `http`, bound before the node joined (its url is already in the lease). */
+  serveHttp(http: BoundHttp): void {
+    http.serve(this, this.log);
+    this.http = http;
   }
 
   async request(

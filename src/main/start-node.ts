@@ -1,60 +1,83 @@
 /**
  * `startNode`: the composition root of one keepwork node — options resolved, identity and epoch,
- * the bucket (requests counted), membership (lease, holds), the worker group, the Node itself,
- * then the timer refilled from the data dir, HTTP, and the sweep.
+ * class modules checked, the data dir locked, the HTTP port bound, the bucket (requests counted),
+ * membership (lease, holds), the worker group, the Node itself, then the timer refilled from the
+ * data dir, HTTP served, and the sweep.
  */
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { SystemClock, type Clock } from '../core/clock.js';
 import { validateTenant } from '../core/address.js';
-import { createLogger } from '../core/logger.js';
+import { createLogger, type Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
-import { openStore, DEFAULT_BUCKET_URL } from '../store/open.js';
+import { openStore, defaultBucketUrl } from '../store/open.js';
 import { countedStore } from '../store/request-counts.js';
 import { resolveClasses } from './classes.js';
-import { resolveOptions } from '../core/config.js';
+import { resolveOptions, type KeepworkOptions, type ResolvedConfig } from '../core/config.js';
+import { checkClasses } from '../workers/class-loader.js';
 import { nextIdentity } from './identity.js';
 import { Membership } from './membership.js';
 import { NodeMetrics } from './metrics.js';
 import { Node } from './node.js';
-import type { FrontDoor, KeepworkNode, StartNodeOptions } from './node-api.js';
+import type { BoundHttp, FrontDoor, KeepworkNode, StartNodeOptions } from './node-api.js';
 import { BadConfig } from '../core/errors.js';
 import { WorkerGroup } from './worker-group.js';
 import { DataDirLock } from './data-dir-lock.js';
 
 /**
  * Starts a node; `frontDoor` serves its HTTP API when `options.port` is given (the package's
- * `startNode`, src/http/start.ts, passes src/http's server).
+ * `startNode`, src/http/start.ts, passes src/http's server). Everything that can be checked
+ * locally fails the start before the node writes anything to the bucket: the options, every
+ * class module (loaded and checked here; the workers load them again), the data dir's lock and
+ * the HTTP port (bound before the lease is written).
  */
 export async function startNodeWith(options: StartNodeOptions, frontDoor?: FrontDoor): Promise<KeepworkNode> {
   if (options.port !== undefined && !frontDoor)
     throw new BadConfig('port is set but this node was started without an HTTP server (use startNode from keepwork)');
-  const dataDir = resolve(options.dataDir ?? './data');
+  const { classes, bucket, dataDir: dir, tenants, nodeId, port, host, logger, ...tunables } = options;
+  const config = resolveOptions(tunables);
+  const classUrls = resolveClasses(classes);
+  const served = tenants?.map(validateTenant);
+  await checkClasses(classUrls);
+  const dataDir = resolve(dir ?? './data');
   mkdirSync(dataDir, { recursive: true });
   const dirLock = DataDirLock.acquire(dataDir); // held until stop, or until the process dies
+  const baseLog = logger ?? createLogger();
+  let http: BoundHttp | undefined;
   try {
-    return await startLocked(options, dataDir, dirLock, frontDoor);
+    if (port !== undefined && frontDoor) {
+      http = await frontDoor({ port, host: host ?? '127.0.0.1', bodyMaxBytes: config.httpBodyMaxBytes, log: baseLog });
+    }
+    const parts = { config, tunables, classUrls, served, bucketUrl: bucket ?? defaultBucketUrl(dataDir), nodeId, baseLog, http };
+    return await startLocked(parts, dataDir, dirLock);
   } catch (e) {
+    await http?.close();
     dirLock.release();
     throw e;
   }
 }
 
-/** The rest of the start, holding the data dir's lock (released by `Node.stop`). */
-async function startLocked(options: StartNodeOptions, dataDir: string, dirLock: DataDirLock, frontDoor?: FrontDoor): Promise<KeepworkNode> {
-  const { classes, bucket, dataDir: _dir, tenants, nodeId, port, host, logger, ...tunables } = options;
-  const config = resolveOptions(tunables);
-  const classUrls = resolveClasses(classes);
-  const served = tenants?.map(validateTenant);
+interface StartParts {
+  config: ResolvedConfig;
+  tunables: KeepworkOptions;
+  classUrls: Record<string, string>;
+  served: string[] | undefined;
+  bucketUrl: string;
+  nodeId: string | undefined;
+  baseLog: Logger;
+  http: BoundHttp | undefined;
+}
+
+/** The rest of the start, holding the data dir's lock (released by `Node.stop`) and the port. */
+async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirLock): Promise<KeepworkNode> {
+  const { config, tunables, classUrls, served, bucketUrl, baseLog, http } = parts;
   const clock: Clock = new SystemClock();
-  const identity = nextIdentity(dataDir, new SystemRandom(), nodeId);
-  const bucketUrl = bucket ?? DEFAULT_BUCKET_URL;
+  const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
   const metrics = new NodeMetrics();
   const store = countedStore(openStore(bucketUrl, { config, clock }), metrics.mainRequests);
-  const baseLog = logger ?? createLogger();
   const membership = new Membership(store, clock, config, baseLog.child({ nodeId: identity.nodeId }), {
     nodeId: identity.nodeId,
-    addr: '',
+    addr: http?.url ?? '',
     tenants: served ?? null,
     classes: Object.keys(classUrls),
     dataDirId: identity.dataDirId, // we hold the data dir's lock
@@ -88,7 +111,7 @@ async function startLocked(options: StartNodeOptions, dataDir: string, dirLock: 
   });
   try {
     node.refillTimer(dataDir);
-    if (port !== undefined && frontDoor) await node.serveHttp(frontDoor, port, host ?? '127.0.0.1');
+    if (http) node.serveHttp(http);
     node.startSweeping();
   } catch (e) {
     await node.stop();

@@ -1,5 +1,5 @@
 /**
- * `index check`'s walk over the bucket (ADR 0009): every actor with a chain, then every index
+ * `index check`'s walk over the bucket (docs/alarm-index.md): every actor with a chain, then every index
  * entry, streamed to `onFinding` so memory stays bounded (a page of keys and an LRU of actors).
  *
  *   pass 1  state/…  ─▶ per actor: restore the head (read-only) ─▶ committed alarm? ─▶ HEAD its
@@ -127,8 +127,8 @@ async function entriesAt(store: ObjectStore, a: ActorAddress, dueMs: number): Pr
 /**
  * Lists a committed alarm nobody can find under a fresh key (R1: no key is written twice) at the
  * alarm's time, tagged with the head writer's generation so that any later owner may remove it
- * (R3) once its state does not name it. The state is not changed: the entry is unnamed, the ADR's
- * known exception — delivered when due (the alarm runs, as the committed alarm matches), then
+ * (R3) once its state does not name it. The state is not changed: the entry is unnamed, the index's
+ * one known exception (docs/alarm-index.md) — delivered when due (the alarm runs, as the committed alarm matches), then
  * removed as unnamed.
  */
 export async function repairEntry(store: ObjectStore, actor: CommittedActor, nonces: NonceSource): Promise<string> {

@@ -1,11 +1,11 @@
 /**
- * What `keepwork index check` reports, as pure decisions over what it read (ADR 0009):
+ * What `keepwork index check` reports, as pure decisions over what it read (docs/alarm-index.md):
  *
- *   actorFinding(actor, listed)   a committed alarm: is its named entry there? (the ADR's invariant)
+ *   actorFinding(actor, listed)   a committed alarm: is its named entry there? (the index's invariant)
  *   entryFinding(entry, actor)    an index entry: named by its actor's committed head, or a leftover
- *                                 of one of the kinds the ADR explains
+ *                                 of one of the kinds docs/alarm-index.md explains
  *
- * `EXPLAIN` holds, per kind, the ADR's explanation and what happens to it; the CLI prints it and
+ * `EXPLAIN` holds, per kind, the explanation and what happens to it; the CLI prints it and
  * docs/operations.md repeats it. Nothing here reads the bucket.
  */
 import type { IndexEntry, Indexed } from '../alarms/keys.js';
@@ -31,17 +31,17 @@ export type EntryKind =
   | 'notAnEntry'; //     a key under alarms/ that is not an index key
 
 export const EXPLAIN: Record<ActorKind | EntryKind, string> = {
-  ok: 'the committed alarm’s named entry exists (the ADR’s invariant holds)',
+  ok: 'the committed alarm’s named entry exists (the index’s invariant holds)',
   listedUnnamed:
-    'the named entry is missing but an unnamed entry lists the alarm at its time: the ADR’s one known exception (recording the new entry failed after its PUT) or an entry `--repair` listed; the alarm still fires, the extra entry is removed after',
+    'the named entry is missing but an unnamed entry lists the alarm at its time: the index’s one known exception (recording the new entry failed after its PUT) or an entry `--repair` listed; the alarm still fires, the extra entry is removed after',
   missing:
-    'the committed alarm names an entry that is not in the bucket and no entry lists it: no sweep will find this alarm (the failure the ADR’s rules exist to prevent; also the result of deleting index keys by hand). `--repair` lists a fresh entry for it',
+    'the committed alarm names an entry that is not in the bucket and no entry lists it: no sweep will find this alarm (the failure the index’s rules exist to prevent; also the result of deleting index keys by hand). `--repair` lists a fresh entry for it',
   unindexed:
-    'the committed alarm was never indexed (alarm_indexed is empty): set by code from before the index, or by an old node during a rolling upgrade (ADR “What can still go wrong”); it has no entry until an event moves it. `--repair` lists a fresh entry for it',
+    'the committed alarm was never indexed (alarm_indexed is empty): set by code from before the index, or by an old node during a rolling upgrade (docs/operations.md, “What can still go wrong”); it has no entry until an event moves it. `--repair` lists a fresh entry for it',
   unreadable: 'the actor’s chain cannot be restored, or alarm_indexed cannot be parsed: see the error; no node can run this actor either',
   named: 'the entry the actor’s committed head names',
   unnamedAtAlarm:
-    'an entry at the committed alarm’s time that the state does not name (the ADR’s known exception, a `--repair` entry, or an owner between its PUT and its upload): delivered when due, then removed as unnamed',
+    'an entry at the committed alarm’s time that the state does not name (the index’s one known exception, a `--repair` entry, or an owner between its PUT and its upload): delivered when due, then removed as unnamed',
   stale:
     'an entry the committed head no longer names (a crash between the PUT and the upload, a PUT that landed after the actor was given up, a delete that failed, or an event in flight now): costs one wake-up when it comes due, then the delivering node removes it (R2)',
   newerGeneration:

@@ -1,6 +1,6 @@
 /**
- * `ChainPosition`: where one actor's local copy stands against its chain in the bucket (DESIGN.md
- * §4) — the head link it equals, how far into the WAL the last link reached, the counters the link
+ * `ChainPosition`: where one actor's local copy stands against its chain in the bucket
+ * (docs/architecture.md) — the head link it equals, how far into the WAL the last link reached, the counters the link
  * policy decides from (link-policy.ts), the recent snapshots retention keeps, and, for an actor kept
  * in memory, the images. Plain state, no I/O: the take path (replica-take.ts) sets it from the
  * bucket and the sidecar, the upload path (replica.ts) moves it on with every link, and the

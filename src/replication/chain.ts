@@ -1,6 +1,6 @@
 /**
  * Chain I/O against the bucket: list an actor's links, create one, and restore a database from
- * them (DESIGN.md §4).
+ * them (docs/architecture.md).
  *
  * - `createLink`: `If-None-Match: *`, so exactly one writer wins each seq. A failed or ambiguous
  *   attempt is retried with the same key and body; a 412 whose object is our own body is a

@@ -1,5 +1,5 @@
 /**
- * The replica's two pure decisions (DESIGN.md §4), out of the I/O class (replica.ts):
+ * The replica's two pure decisions (docs/architecture.md), out of the I/O class (replica.ts):
  *
  *   nextLinkKind   snapshot or delta: a snapshot when the chain (re)starts, when there is no delta
  *                  to send, every snapshotEveryLinks links, or once the deltas since the last

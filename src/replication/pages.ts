@@ -1,6 +1,6 @@
 /**
  * A page delta: the database pages a delta link changes, how it is encoded in a link's payload,
- * and how it is written into a plain database file (DESIGN.md §4). wal.ts produces deltas.
+ * and how it is written into a plain database file (docs/architecture.md). wal.ts produces deltas.
  *
  * Encoding (all integers unsigned 32-bit big-endian; uncompressed, the link layer compresses):
  *

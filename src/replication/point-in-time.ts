@@ -1,5 +1,5 @@
 /**
- * Point-in-time restore (beyond the ADR): an actor's past state — as of link `seq`, or of the
+ * Point-in-time restore: an actor's past state — as of link `seq`, or of the
  * newest link written at or before a time — written as the chain's new head, a snapshot link.
  * A node that holds the actor finds out like any late commit: its next upload gets 412, it gives
  * the actor up, and its next take restores the new head.

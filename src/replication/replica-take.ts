@@ -1,5 +1,5 @@
 /**
- * The take path of an actor's replica (DESIGN.md §4): before the database opens, bring the local
+ * The take path of an actor's replica (docs/architecture.md): before the database opens, bring the local
  * file in line with the bucket's chain and set the replica's `ChainPosition` from what it found.
  *
  *   take()          nothing to do (the sidecar's link is the head) · adopt local commits past it ·
@@ -130,7 +130,7 @@ function takeEmptyBucket(t: TakeContext, local: boolean, side: Sidecar | undefin
       { actor: name(t), sidecarSeq: side.seq },
       'the bucket has no chain for a local actor with a sidecar; uploading it as link 1',
     );
-  t.pos.head = null; // start() schedules the first upload, a snapshot, once the alarm is indexed (R4)
+  t.pos.head = null; // start() schedules the first upload, a snapshot, once the alarm is indexed (R4, docs/alarm-index.md)
   return 'ready';
 }
 

@@ -1,5 +1,5 @@
 /**
- * One actor's replica: keeps the bucket's chain in step with the local database (DESIGN.md §4).
+ * One actor's replica: keeps the bucket's chain in step with the local database (docs/architecture.md).
  *
  *   take()        before the database opens: bring the local file in line with the chain
  *                 (replica-take.ts: nothing to do · apply missing deltas · set aside as .replaced +
@@ -130,14 +130,14 @@ export class ActorReplica {
 
   /**
    * `key` is named by no state from the last commit on: delete it once a link holding that commit
-   * is in the bucket (ADR R2). Call it after the commit, so the next capture includes it.
+   * is in the bucket (docs/alarm-index.md, R2). Call it after the commit, so the next capture includes it.
    */
   deleteAfterUpload(key: string): void {
     this.pendingDeletes.push(key);
   }
 
   /**
-   * The owner fence (ADR R2): before removing entries as stale, an owner that has uploaded nothing
+   * The owner fence (docs/alarm-index.md, R2): before removing entries as stale, an owner that has uploaded nothing
    * under its hold ends the history with a one-line change of its own, so no earlier owner's late
    * upload can still become the state. At most one extra upload per hold.
    */

@@ -1,7 +1,7 @@
 /**
  * The sidecar `<db>.chain`: which link of the bucket's chain the local database file equals,
  * and where WAL capture stopped — so a take whose head equals it downloads nothing, and changes
- * committed locally but never uploaded can be told apart (DESIGN.md §4).
+ * committed locally but never uploaded can be told apart (docs/architecture.md).
  *
  *   {"seq":7,"etag":"9b2…","generation":3,"cursor":{"offset":4152,"salt1":…,"salt2":…,"pageSize":4096}}
  *

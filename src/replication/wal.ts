@@ -1,5 +1,5 @@
 /**
- * Delta capture from an actor database's WAL (DESIGN.md §4): the pages committed since the
+ * Delta capture from an actor database's WAL (docs/architecture.md): the pages committed since the
  * previous capture, read from the `-wal` file without SQLite's help. Pure over files and bytes.
  *
  *   WAL file:  [header 32][frame][frame]...      frame = [header 24][page]

@@ -1,5 +1,5 @@
 /**
- * FsStore options (STYLE.md §4): `FsStoreOptions` (all optional) → `FS_STORE_DEFAULTS` →
+ * FsStore options: `FsStoreOptions` (all optional) → `FS_STORE_DEFAULTS` →
  * `resolveFsOptions`, which refuses unknown names and out-of-range values with `BadConfig`.
  */
 import { BadConfig } from '../core/errors.js';

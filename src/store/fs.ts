@@ -1,6 +1,6 @@
 /**
  * FsStore: the embedded bucket, a folder that every process and thread of one host may share
- * (DESIGN.md §2). It keeps the `ObjectStore` contract of `store/types.ts`, conditional writes
+ * (docs/architecture.md). It keeps the `ObjectStore` contract of `store/types.ts`, conditional writes
  * included, between threads and between OS processes. This file holds the store itself (reads,
  * deletes, folder pruning, error mapping) and `parseFsUrl`; the parts live beside it:
  *

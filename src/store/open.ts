@@ -6,6 +6,8 @@
  *   memory:                                               → MemoryStore (tests; one per call)
  *   latency+<any of these>[?ms=20]                        → LatencyStore around it (benchmarks)
  */
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { SystemClock, type Clock } from '../core/clock.js';
 import { BadConfig } from '../core/errors.js';
 import { SystemRandom, type Random } from '../core/random.js';
@@ -17,7 +19,13 @@ import { S3Store, type S3Settings } from './s3.js';
 import { parseS3Url } from './s3-url.js';
 import type { ObjectStore } from './types.js';
 
+/** The bucket of the default data dir (`./data`): `defaultBucketUrl('./data')`. */
 export const DEFAULT_BUCKET_URL = 'file://./data/bucket';
+
+/** The bucket a node uses when none is given: the folder `bucket` inside its data dir. */
+export function defaultBucketUrl(dataDir: string): string {
+  return pathToFileURL(resolve(dataDir, 'bucket')).href;
+}
 
 /** What every store needs: the S3 client's settings (the folder store uses the timeout as its lock wait). */
 export type StoreSettings = S3Settings;

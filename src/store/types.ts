@@ -1,5 +1,5 @@
 /**
- * The `ObjectStore` interface: the one bucket every node of a cluster shares (DESIGN.md §2).
+ * The `ObjectStore` interface: the one bucket every node of a cluster shares (docs/architecture.md).
  *
  * Contract, the same for every implementation (test/store/conformance.ts checks it):
  * - Keys are validated by `store/keys.ts` (`BadKey` before any I/O); listings are in UTF-8 byte
@@ -12,7 +12,7 @@
  *   caller reads back to resolve it. The S3 store settles it itself where a read proves it: the
  *   object now holds exactly our body → success. So a caller that must know *it* won writes a
  *   body unique to itself (keepwork's leases, holds and links carry nodeId, epoch, generation).
- * - `delete` takes no precondition (as the ADR's pinned store) and succeeds for a missing key.
+ * - `delete` takes no precondition (as docs/alarm-index.md assumes of the bucket) and succeeds for a missing key.
  * - Etags are opaque unquoted strings; equal bodies written to the same store have equal etags.
  * - Transient failures are retried inside the store within `storeAttemptsMax`; what still
  *   fails rejects with `StoreUnavailable`.

@@ -1,5 +1,5 @@
 /**
- * An RxJS `SchedulerLike` driven by an injected `Clock` (STYLE.md §3): the seam that lets the
+ * An RxJS `SchedulerLike` driven by an injected `Clock`: the seam that lets the
  * node's RxJS schedules (the sweep, lease renewal, idle reaping) run on virtual time in the
  * deterministic simulator. Production passes nothing and RxJS keeps its own async scheduler.
  *

@@ -1,8 +1,8 @@
 /**
- * When the next sweep of a tenant runs (ADR 0009 "Sweep"), as pure functions of the last sweep's
+ * When the next sweep of a tenant runs (docs/alarm-index.md "The sweep"), as pure functions of the last sweep's
  * outcome, the delivery backlog and the time; the Sweeper (sweep.ts) arms its timers with them.
  *
- *   fixed (sweepAdaptive 0, the ADR)  every alarmSweepMs
+ *   fixed (sweepAdaptive 0, the design's)  every alarmSweepMs
  *   adaptive  at once (sweepMinGapMs) after a full sweep when the delivery queue has room; else at
  *             the next entry's due time + margin, within [sweepMinGapMs, alarmSweepMs]; with no
  *             next entry seen, alarmSweepMs. A full sweep with no room waits for room instead.

@@ -1,11 +1,11 @@
 /**
- * The sweep (ADR 0009 "Sweep"), on the main thread: per tenant, read the index up to
+ * The sweep (docs/alarm-index.md "The sweep"), on the main thread: per tenant, read the index up to
  * now − (lease + grace) from a cursor, plan which overdue entries this node delivers, and offer
  * them to the node's timer (its backoff horizon applies; the timer feeds a bounded queue).
  *
  *   schedule (RxJS, per tenant) ─▶ sweepTenant: LIST from cursor, ≤ sweepPageEntries, stop at
  *   the first entry not that overdue ─▶ planSweep (live nodes, own first, anyone's reserve) ─▶
- *   offer ≤ deliveriesPerSweep ─▶ next delay: alarmSweepMs (the ADR), or adaptive — at once
+ *   offer ≤ deliveriesPerSweep ─▶ next delay: alarmSweepMs (the design's fixed cadence), or adaptive — at once
  *   after a full sweep when capacity is free, else at the next entry's due time + margin.
  *
  * The cursor resumes after the entries read, so entries nobody can act on never hold the rest

@@ -1,6 +1,6 @@
 /**
  * One actor's SQLite database: where its file lives, how it is opened, and keepwork's internal
- * tables inside it (DESIGN.md §3), so that guest writes, the alarm and the metadata commit in
+ * tables inside it (docs/architecture.md), so that guest writes, the alarm and the metadata commit in
  * one transaction.
  *
  *   <dataDir>/actors/<tenant>/<class>/<name hex>.db      (names over 100 bytes: h-<sha256>.db)

@@ -19,7 +19,7 @@ export interface Slot {
   readonly db: Db;
   readonly replica: ActorReplica;
   users: number;
-  /** Just taken: the owner has not yet checked its index entry (R4, migration). */
+  /** Just taken: the owner has not yet checked its index entry (R4 of docs/alarm-index.md, migration). */
   fresh: boolean;
   /** Kept in memory for one event (an alarm of an actor with no local file): closed once released. */
   readonly memory: boolean;

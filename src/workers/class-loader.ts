@@ -1,8 +1,11 @@
 /**
- * Loads actor class modules inside a worker: `import()` once per class, the default export
- * checked to be an actor definition. Unknown classes and bad modules reject with typed errors.
+ * Loads actor class modules: `import()` once per class, the default export checked to be an
+ * actor definition. Unknown classes reject with NOT_FOUND, bad modules with BAD_CLASS naming the
+ * class, the file and what is wrong. A worker loads its classes at their first event; the main
+ * thread loads every class once at start (`checkClasses`), so a bad module fails the start.
  */
-import { BadConfig, NotFound } from '../core/errors.js';
+import { fileURLToPath } from 'node:url';
+import { BadClass, NotFound } from '../core/errors.js';
 import { checkDefinition, type ActorDefinition } from './define-actor.js';
 
 export function classLoader(classes: Readonly<Record<string, string>>): (className: string) => Promise<ActorDefinition> {
@@ -20,16 +23,50 @@ export function classLoader(classes: Readonly<Record<string, string>>): (classNa
   };
 }
 
+/**
+ * Loads every class (name → module URL) and checks its default export; rejects with one BAD_CLASS
+ * that names each bad class, its file and what is wrong (`details.classes`: one entry per class).
+ */
+export async function checkClasses(classes: Readonly<Record<string, string>>): Promise<void> {
+  const outcomes = await Promise.all(
+    Object.entries(classes).map(([name, url]) =>
+      load(name, url).then(
+        () => undefined,
+        (e: unknown) => (e instanceof BadClass ? e : badClass(name, url, `cannot load it: ${messageOf(e)}`, e)),
+      ),
+    ),
+  );
+  const bad = outcomes.filter((e) => e !== undefined);
+  if (bad.length === 1) throw bad[0]!;
+  if (bad.length > 1) {
+    throw new BadClass(`${bad.length} actor classes are bad:\n  ${bad.map((e) => e.message).join('\n  ')}`, {
+      details: { classes: bad.map((e) => e.details) },
+    });
+  }
+}
+
 async function load(className: string, url: string): Promise<ActorDefinition> {
   let mod: { default?: unknown };
   try {
     mod = (await importModule(url)) as { default?: unknown };
   } catch (e) {
-    throw new BadConfig(`actor class ${className}: cannot load ${url}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    throw badClass(className, url, `cannot load it: ${messageOf(e)}`, e);
   }
+  if (mod.default === undefined)
+    throw badClass(className, url, 'it has no default export (end it with `export default defineActor({...})`)');
   const problem = checkDefinition(mod.default);
-  if (problem) throw new BadConfig(`actor class ${className} (${url}): its default export is not an actor definition: ${problem}`);
+  if (problem) throw badClass(className, url, `its default export is not a defineActor definition: ${problem}`);
   return mod.default as ActorDefinition;
+}
+
+/** `actor class Counter (/app/counter.js): <problem>`, with the class, path and problem as details. */
+function badClass(className: string, url: string, problem: string, cause?: unknown): InstanceType<typeof BadClass> {
+  const path = url.startsWith('file:') ? fileURLToPath(url) : url;
+  return new BadClass(`actor class ${className} (${path}): ${problem}`, { cause, details: { className, path, problem } });
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }
 
 /**

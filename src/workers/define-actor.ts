@@ -1,5 +1,5 @@
 /**
- * `defineActor`: what an actor class module exports as its default (DESIGN.md §3).
+ * `defineActor`: what an actor class module exports as its default (docs/architecture.md).
  *
  *   export default defineActor({
  *     async init(ctx) { ctx.sql.exec('CREATE TABLE counter(n INTEGER)') },

@@ -1,5 +1,5 @@
 /**
- * Delivery of an index entry (ADR 0009 "Delivery is the ordinary alarm event"): take the actor
+ * Delivery of an index entry (docs/alarm-index.md "The sweep": a delivery is the ordinary alarm event): take the actor
  * (restoring it from the bucket), read the committed alarm, and
  *
  *   entry time = committed alarm ─▶ the ordinary alarm event (runs `alarm` if due)

@@ -1,5 +1,5 @@
 /**
- * The owner's index sequencing inside the event pipeline (ADR 0009, alarms/owner.ts): run inside
+ * The owner's index sequencing inside the event pipeline (docs/alarm-index.md, alarms/owner.ts): run inside
  * an open write transaction, just before it commits.
  *
  *   plan ─▶ LeaseView + healthy replication? ─▶ PUT the new entry (fresh key) ─▶ record it in

@@ -1,5 +1,5 @@
 /**
- * Messages between the main thread and the event workers (STYLE.md §7): one union each way,
+ * Messages between the main thread and the event workers: one union each way,
  * tagged by `type`. Everything here is structured-clone safe.
  */
 import type { ActorAddress } from '../core/address.js';
@@ -22,7 +22,7 @@ export type ActorEvent =
   | { type: 'alarm'; address: ActorAddress; recordFailure?: boolean; generation?: number }
   | { type: 'getAlarm'; address: ActorAddress; generation?: number }
   /** An index entry came due (the sweep): run the alarm if it is the committed one, or clean up
-   *  the actor's stale entries at that time (ADR R2, R3, owner fence, empty-bucket rule). */
+   *  the actor's stale entries at that time (docs/alarm-index.md: R2, R3, owner fence, empty-bucket rule). */
   | { type: 'deliver'; address: ActorAddress; dueMs: number; generation?: number }
   /** Closes without flushing: this node lost the actor (fenced, or its lease ran out). */
   | { type: 'dropAll' }

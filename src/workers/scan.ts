@@ -1,5 +1,5 @@
 /**
- * The start-up scan of a data dir (DESIGN.md §3): every actor database's committed alarm, so
+ * The start-up scan of a data dir (docs/architecture.md): every actor database's committed alarm, so
  * the node's timer is refilled after a restart and no alarm is lost. Reads only; a file that
  * cannot be read is reported to `onError` and skipped.
  */

@@ -1,5 +1,5 @@
 /**
- * The guest-SQL guard (DESIGN.md §3): handlers never see keepwork's internal tables and cannot
+ * The guest-SQL guard (docs/architecture.md): handlers never see keepwork's internal tables and cannot
  * break the event's transaction or the database file. A statement is refused with `SqlRefused`
  * before anything runs when it:
  *   - names `_keep_` anywhere outside a string literal (identifiers are case-insensitive);

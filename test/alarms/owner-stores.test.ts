@@ -1,6 +1,6 @@
 /**
  * The owner's index sequencing against the real stores: the folder bucket always, S3 (Ceph RGW)
- * when KEEPWORK_TEST_S3_URL is set. Same ADR sentences as owner.test.ts, real I/O.
+ * when KEEPWORK_TEST_S3_URL is set. Same rules as owner.test.ts, real I/O.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

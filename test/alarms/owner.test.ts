@@ -1,6 +1,6 @@
 /**
- * The owner's side of the alarm index (ADR 0009), through the real event pipeline on a memory
- * bucket. Test names quote the ADR.
+ * The owner's side of the alarm index (docs/alarm-index.md), through the real event pipeline on a memory
+ * bucket. Test names state the rules of docs/alarm-index.md.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer, type AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
+import { DEFAULTS } from '../../src/core/config.js';
+import { unitOf } from '../../src/cli/tunables-help.js';
 
 const CLI = ['--import', 'tsx', 'src/cli/cli.ts'];
 
@@ -47,5 +50,66 @@ describe('keepwork CLI', () => {
     });
     assert.notEqual(noClass.status, 0);
     assert.match(noClass.stderr, /classes must name at least one actor class/);
+  });
+
+  it('start --help lists every tunable with its default and unit, and no {} defaults', () => {
+    const help = spawnSync(process.execPath, [...CLI, 'start', '--help'], { encoding: 'utf8' });
+    assert.equal(help.status, 0, help.stderr);
+    assert.doesNotMatch(help.stdout, /default: \{\}/);
+    assert.match(help.stdout, /--bucket <url>[\s\S]*\(default: <data>\/bucket\)/);
+    for (const [name, value] of Object.entries(DEFAULTS)) {
+      const unit = unitOf(name as keyof typeof DEFAULTS);
+      assert.match(help.stdout, new RegExp(`^  ${name} +${value} +${unit.replace(/[()]/g, '\\$&')}\\b`, 'm'), `${name} ${value} ${unit}`);
+    }
+  });
+
+  it('start refuses a bad class module at start: BAD_CLASS with its path, exit 1, no bucket written', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
+    try {
+      const bad = join(dir, 'no-default.mjs');
+      writeFileSync(bad, 'export const methods = {}');
+      const data = join(dir, 'data');
+      const r = spawnSync(process.execPath, [...CLI, 'start', '--data', data, '--port', '0', '--class', `Bad=${bad}`], {
+        encoding: 'utf8',
+      });
+      assert.equal(r.status, 1, r.stderr);
+      assert.match(
+        r.stderr,
+        new RegExp(`^keepwork: BAD_CLASS: actor class Bad \\(${bad.replace(/[.]/g, '\\.')}\\): it has no default export`, 'm'),
+      );
+      assert.equal(existsSync(join(data, 'bucket')), false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('start on a busy port exits 1 with PORT_UNAVAILABLE before it writes to the bucket', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
+    const taken = createServer();
+    await new Promise<void>((ok) => taken.listen(0, '127.0.0.1', ok));
+    try {
+      const { port } = taken.address() as AddressInfo;
+      const data = join(dir, 'data');
+      const r = spawnSync(
+        process.execPath,
+        [...CLI, 'start', '--data', data, '--port', String(port), '--class', 'Counter=examples/counter.ts'],
+        {
+          encoding: 'utf8',
+        },
+      );
+      assert.equal(r.status, 1, r.stderr);
+      assert.match(r.stderr, new RegExp(`^keepwork: PORT_UNAVAILABLE: cannot listen on 127\\.0\\.0\\.1:${port}: it is in use`, 'm'));
+      assert.equal(existsSync(join(data, 'bucket')), false);
+    } finally {
+      await new Promise((ok) => taken.close(ok));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('bucket commands default to the bucket inside --data', () => {
+    const data = join(tmpdir(), `kw-cli-nothing-${process.pid}`);
+    const r = spawnSync(process.execPath, [...CLI, 'status', '--data', data], { encoding: 'utf8' });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, new RegExp(`no bucket at ${join(data, 'bucket')} `));
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Real keepwork node processes on loopback for the cluster tests (DESIGN.md §9): one temp folder
+ * Real keepwork node processes on loopback for the cluster tests (docs/architecture.md): one temp folder
  * per test holding the bucket (unless an S3 URL is given), each node's data dir and its log.
  *
  *   Cluster.create(name) ─▶ start(nodeId) ─▶ `node --import tsx src/cli/cli.ts start --port 0 …`

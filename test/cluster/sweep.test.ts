@@ -1,5 +1,5 @@
 /**
- * The alarm sweep (ADR 0009 "Sweep", "Consequences") with real node processes on loopback
+ * The alarm sweep (docs/alarm-index.md "The sweep", "The numbers") with real node processes on loopback
  * sharing one folder bucket: alarms of actors last run on a node that is then killed -9 fire on
  * the other nodes. Short timings (lease 1.5 s, grace 0.5 s, skew bound 0.2 s, a sweep every
  * second), so one margin (lease + grace) is 2 s and "anyone's" (three margins) is 6 s.
@@ -10,7 +10,7 @@
  *                  scheduledAt) and the deliveries that ran nothing are reported, not asserted
  *                  (speed and efficiency are bench/'s: this machine may be loaded)
  *   class          a node serving only another class never delivers the entries; the others do
- *                  (the shard falling to it waits until three margins, ADR "Bounded delays")
+ *                  (the shard falling to it waits until three margins, docs/operations.md "What can still go wrong")
  *   disagreement   a survivor SIGSTOPped past its lease + grace while the orphans come due, so
  *                  the other survivor's sweeps count it dead and its own (cached) view does not:
  *                  every alarm still fires at least once within three margins. Twice: stopped
@@ -261,7 +261,7 @@ async function orphan(
     () => 0,
     // On a loaded machine a re-arm's replica can be given up (its lease lapsed) after the durable
     // call was answered by a retry, and the DELETE of the entry that retry's first attempt replaced
-    // is then never sent: such an entry is extra (the ADR's "one wake-up"), and the earlier passes'
+    // is then never sent: such an entry is extra (the "one wake-up" of docs/alarm-index.md), and the earlier passes'
     // times are not `at`, which every actor's head names (each arm was durable). Removed here so
     // the drain below is not waiting an hour for it; nothing the test asserts depends on it.
     () => removeEntriesNotAt(c.store(), tenant, at),
@@ -446,7 +446,7 @@ describe('alarm sweep across real node processes (folder bucket)', () => {
       serveAlarmed(c);
       const tenant = 'cap';
       const CAP = 16;
-      // The ADR's fixed cadence, so "several sweeps" is several sweep periods.
+      // The design's fixed cadence, so "several sweeps" is several sweep periods.
       const set = { ...TIMINGS, deliveriesPerSweep: CAP, sweepAdaptive: 0 };
       const [a, b, d] = await c.startAll(['a', 'b', 'c'], { set });
       const actors = names(tenant, 200);

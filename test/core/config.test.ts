@@ -4,7 +4,7 @@ import { ErrorCode } from '../../src/core/errors.js';
 import { DEFAULTS, resolveOptions } from '../../src/core/config.js';
 
 describe('config', () => {
-  it('holds the defaults of DESIGN.md §1 and the ADR', () => {
+  it('holds the documented defaults (docs/tuning.md, docs/alarm-index.md)', () => {
     const c = resolveOptions();
     assert.equal(c.leasePeriodMs, 10_000);
     assert.equal(c.graceMs, 5_000);

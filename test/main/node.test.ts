@@ -258,7 +258,10 @@ describe('node (real Piscina workers)', () => {
 
   it('refuses bad options with BAD_CONFIG naming the option', async () => {
     await assert.rejects(start(tempDir(), { leasePeriodMs: -5 }), /leasePeriodMs must be at least 1/);
-    await assert.rejects(start(tempDir(), { classes: { Probe: '/no/such/file.js' } }), /classes.Probe: no such module file/);
+    await assert.rejects(start(tempDir(), { classes: { Probe: '/no/such/file.js' } }), {
+      code: 'BAD_CLASS',
+      message: 'actor class Probe (/no/such/file.js): no such module file',
+    });
     await assert.rejects(start(tempDir(), { classes: {} }), { code: 'BAD_CONFIG' });
   });
 

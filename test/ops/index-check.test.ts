@@ -104,7 +104,7 @@ describe('index check, actor inspect, status', () => {
     const r1 = parseAddress('demo/Reminder/r1');
     const r2 = parseAddress('demo/Reminder/r2');
     const head1 = await readCommitted(raw, r1, temp());
-    await raw.delete(keyOf(r1, head1.indexed!)); // the failure the ADR's rules prevent, made by hand
+    await raw.delete(keyOf(r1, head1.indexed!)); // the failure the index's rules prevent, made by hand
     const stale = entryKey({ address: r2, dueMs: alarms.get('r2')! - 60_000, tag: { generation: 1, nonce: 'aa' } });
     const newer = entryKey({ address: r2, dueMs: alarms.get('r2')! + 60_000, tag: { generation: 99, nonce: 'bb' } });
     const noState = entryKey({

@@ -1,5 +1,5 @@
 /**
- * kill -9 of a node process in the middle of its uploads, then restore (DESIGN.md §4):
+ * kill -9 of a node process in the middle of its uploads, then restore (docs/architecture.md):
  *
  *   crash-node.ts (a child process)  durable put(1), put(2), … per actor, plain notes beside them
  *        │ prints `ack <actor> <v>` per acknowledged durable call

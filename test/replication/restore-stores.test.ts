@@ -1,5 +1,5 @@
 /**
- * Restore through each bucket kind (DESIGN.md §4), with real nodes and worker threads:
+ * Restore through each bucket kind (docs/architecture.md), with real nodes and worker threads:
  *
  *   node A (data dir A)  N durable puts + plain notes ─▶ clean stop
  *   node B (new dir)     restores, sees everything ─▶ M more durable puts ─▶ clean stop

@@ -2,7 +2,7 @@
  * The simulated cluster: the nodes (SimNode: the real node core), their data dirs, and what
  * happens to them — start, crash, restart, clean stop, pause, join. A joining node first runs on
  * its own against a private bucket (the real pipeline, single node), so its data dir holds actors
- * with alarms the shared bucket has never seen (ADR R4).
+ * with alarms the shared bucket has never seen (docs/alarm-index.md, R4).
  *
  * Node ids: n1… for the founding nodes, j1… for joiners. A crashed or stopped node is restarted
  * (a new epoch on the same data dir), after a while or at once (its old lease then still live: the

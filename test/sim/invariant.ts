@@ -1,12 +1,12 @@
 /**
- * The ADR's invariant, checked against the bucket as it is at one instant (read synchronously,
+ * The alarm index's invariant (docs/alarm-index.md), checked against the bucket as it is at one instant (read synchronously,
  * so no request can slip in between): for every actor whose committed head holds an alarm, the
  * entry named by its `alarm_indexed` exists.
  *
  *   head of the chain ─▶ newest snapshot at or below it + later deltas ─▶ SQLite image ─▶
  *   { alarm, alarm_indexed } (cached per head link) ─▶ is keyOf(alarm_indexed) in the bucket?
  *
- * The ADR's one known exception is recognised by its own terms, not by loosening the check: the
+ * The index's one known exception is recognised by its own terms, not by loosening the check: the
  * state names an entry at another time than its alarm (recording the new entry failed after its
  * PUT), and then the new, unnamed entry at the alarm's time must be in the bucket (nothing is
  * lost). In this implementation recording happens inside the event's transaction, so a failure
@@ -80,7 +80,7 @@ export class IndexInvariant {
     const key = keyOf(a, named);
     if (this.bucket.peek(key)) return undefined;
     if (named.at !== head.alarmMs && this.listedAt(a, head.alarmMs)) {
-      this.knownExceptions++; // the ADR's exception: the unnamed new entry lists the alarm
+      this.knownExceptions++; // the index's one known exception: the unnamed new entry lists the alarm
       return undefined;
     }
     return { actor, message: `committed alarm ${head.alarmMs} names entry ${key}, which is not in the bucket` };

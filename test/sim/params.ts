@@ -1,7 +1,7 @@
 /**
  * Per-seed parameters (swarm testing): every run draws its own cluster size, timings, workload
  * and fault rates from its seed, so 200 seeds cover many corners rather than one average case.
- * Printed at the start of each run (STYLE.md §10); the same seed always gives the same values.
+ * Printed at the start of each run; the same seed always gives the same values.
  */
 import { SeededRandom } from '../../src/core/random.js';
 import type { KeepworkOptions } from '../../src/core/config.js';

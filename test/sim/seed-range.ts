@@ -1,8 +1,8 @@
 /**
  * The simulation's seeds in `npm test`, split over several test files (seeds-*.test.ts) so none
  * comes near the runner's per-file cap on a loaded machine: each file runs one range of
- * `SIM_SEEDS` (default 200) and prints its totals. Compare the sums with the ADR (1,511 takeovers
- * and 3,993 alarms over its 200).
+ * `SIM_SEEDS` (default 200) and prints its totals. docs/simulator.md has the sums of
+ * earlier runs.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -15,7 +15,7 @@ export const SEEDS = Number(process.env.SIM_SEEDS ?? 200);
 export const PER_FILE = 25;
 
 export interface RangeOptions {
-  /** The range includes the fault aimed at a joining node's first upload (the ADR's separate claim; seeds 1..5 have one). */
+  /** The range includes the fault aimed at a joining node's first upload (R4's own case; seeds 1..5 have one). */
   firstUploadDelayed?: boolean;
 }
 

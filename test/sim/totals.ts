@@ -1,4 +1,4 @@
-/** Totals over many seeds (what CI prints and the ADR compares: takeovers, alarms, checks). */
+/** Totals over many seeds (what CI prints: takeovers, alarms, checks; docs/simulator.md). */
 import type { RunResult } from './run-seed.js';
 
 /** The per-seed counters summed over seeds (each a number in RunStats). */

@@ -1,6 +1,6 @@
 /**
  * The simulator's unsafe variants: each is SAFE_RULES (src/alarms/rules.ts) with one rule of
- * ADR 0009 off, handed to every node's pipeline deps for one run, so the invariant can show it
+ * the alarm index (docs/alarm-index.md) off, handed to every node's pipeline deps for one run, so the invariant can show it
  * catches the breakage. Production never builds these.
  *
  *   untaggedKeys        R1 off: entries go under the legacy key (no generation, no nonce)

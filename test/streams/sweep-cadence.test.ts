@@ -1,5 +1,5 @@
 /**
- * The sweep's next delay (streams/sweep-cadence.ts), as pure functions: fixed (the ADR) or adaptive.
+ * The sweep's next delay (streams/sweep-cadence.ts), as pure functions: fixed (the design's cadence) or adaptive.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -11,7 +11,7 @@ const adaptive = { alarmSweepMs: 10_000, sweepAdaptive: 1, sweepMinGapMs: 100, m
 const fixed = { ...adaptive, sweepAdaptive: 0 };
 
 describe('the sweep cadence', () => {
-  it('fixed (the ADR): every alarmSweepMs, whatever the sweep found', () => {
+  it('fixed (the design’s cadence): every alarmSweepMs, whatever the sweep found', () => {
     assert.equal(nextSweepDelayMs({ full: true }, 0, NOW, fixed), 10_000);
     assert.equal(nextSweepDelayMs({ full: false, nextDueMs: NOW - 14_999 }, 0, NOW, fixed), 10_000);
     assert.equal(waitsForRoom({ full: true }, 1_000, fixed), false);

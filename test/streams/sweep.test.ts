@@ -194,7 +194,7 @@ describe('the sweep', () => {
     s.sweeper.stop();
   });
 
-  it('adaptive cadence: at once after a full sweep when capacity is free; else at the next entry’s due time + margin; the ADR cadence one option away', () => {
+  it('adaptive cadence: at once after a full sweep when capacity is free; else at the next entry’s due time + margin; the design’s fixed cadence one option away', () => {
     const s = setup();
     assert.equal(s.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true }), s.config.sweepMinGapMs);
     s.setBacklog(1_000);

@@ -1,5 +1,5 @@
 /**
- * Delivery of index entries and stale cleanup (deliver.ts; ADR 0009 "Sweep", second half, and
+ * Delivery of index entries and stale cleanup (deliver.ts; docs/alarm-index.md "The sweep", second half, and
  * R2/R3, the owner fence, the empty-bucket rule), through the real pipeline on a memory bucket.
  * The pure rules are in test/alarms/stale.test.ts.
  */

@@ -43,7 +43,7 @@ const Rem = defineActor({
   },
 });
 
-describe('event pipeline: committed retries (ADR "Retries are committed")', () => {
+describe('event pipeline: committed retries (docs/alarm-index.md "Committed retries")', () => {
   const env = new InlineActors({ Rem });
   after(() => env.cleanup());
   const now = () => env.clock.now();
