@@ -42,9 +42,9 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
 
 /** The rest of the start, holding the data dir's lock (released by `Node.stop`). */
 async function startLocked(options: StartNodeOptions, dataDir: string, dirLock: DataDirLock, frontDoor?: FrontDoor): Promise<KeepworkNode> {
-  const { classes, bucket, dataDir: _dir, tenants, nodeId, port, host, logger, ...tunables } = options;
+  const { classes, classBase, bucket, dataDir: _dir, tenants, nodeId, port, host, logger, ...tunables } = options;
   const config = resolveOptions(tunables);
-  const classUrls = resolveClasses(classes);
+  const classUrls = resolveClasses(classes, classBase);
   const served = tenants?.map(validateTenant);
   const clock: Clock = new SystemClock();
   const identity = nextIdentity(dataDir, new SystemRandom(), nodeId);
