@@ -103,6 +103,12 @@ async function stop(child: ChildProcess): Promise<{ code: number | null; signal:
   return exited;
 }
 
+/** The alarms an actor's handler recorded, once there is one. */
+async function firedOnce(url: string, name: string): Promise<Array<{ at: number; text: string }> | undefined> {
+  const rows = await fired(url, name);
+  return rows.length > 0 ? rows : undefined;
+}
+
 async function fired(url: string, name: string): Promise<Array<{ at: number; text: string }>> {
   const r = await fetch(`${url}/v1/actors/demo/Reminder/${name}/fired`, { method: 'POST' });
   assert.equal(r.status, 200, await r.clone().text());
@@ -198,9 +204,7 @@ describe('the packed package installed into an app', () => {
 
     // as a library: app.js sets r1's alarm for 1 s after the node starts
     const lib = await serve(process.execPath, ['app.js'], app, { PORT: '0' });
-    const r1 = await waitFor('r1 alarm to fire in the library app', 60_000, async () =>
-      (await fired(lib.url, 'r1')).length > 0 ? fired(lib.url, 'r1') : undefined,
-    );
+    const r1 = await waitFor('r1 alarm to fire in the library app', 60_000, () => firedOnce(lib.url, 'r1'));
     assert.equal(r1[0]!.text, 'stand up');
     assert.deepEqual(await stop(lib.child), { code: 0, signal: null }, 'app.js ends by itself after node.stop()');
 
@@ -213,9 +217,7 @@ describe('the packed package installed into an app', () => {
     assert.equal((await fired(cli.url, 'r1'))[0]?.text, 'stand up');
     const set = await fetch(`${cli.url}/v1/actors/demo/Reminder/r2/remind`, { method: 'POST', body: JSON.stringify([500, 'stretch']) });
     assert.equal(set.status, 200, await set.clone().text());
-    const r2 = await waitFor('r2 alarm to fire under npx keepwork', 60_000, async () =>
-      (await fired(cli.url, 'r2')).length > 0 ? fired(cli.url, 'r2') : undefined,
-    );
+    const r2 = await waitFor('r2 alarm to fire under npx keepwork', 60_000, () => firedOnce(cli.url, 'r2'));
     assert.equal(r2[0]!.text, 'stretch');
     // npx itself dies of the SIGINT; the keepwork process under it stops its node and lets the port go
     const npx = await stop(cli.child);
@@ -234,6 +236,7 @@ describe('the packed package installed into an app', () => {
       ['keepwork', 'start', '--data', './data-ts', '--bucket', './data-ts/bucket', '--port', '0', '--class', 'Reminder=reminder.ts'],
       app,
     );
+    assert.notEqual(ts.code, 0, ts.stderr);
     assert.match(ts.stderr, /classes\.Reminder: \S+reminder\.ts is TypeScript/);
     assert.match(ts.stderr, /npm install tsx/);
     assert.match(ts.stderr, /compile your classes/);
