@@ -4,7 +4,7 @@
  *   curl -s -XPOST localhost:8080/v1/actors/demo/Counter/hits/add -d '[5]'    → {"result":5}
  *   curl -s -XPOST localhost:8080/v1/actors/demo/Counter/hits/get              → {"result":5}
  */
-import { BadRequest, defineActor, type ActorContext } from '../src/actor.js';
+import { BadRequest, defineActor, type ActorContext } from 'keepwork/actor';
 
 export default defineActor({
   init(ctx: ActorContext) {

@@ -7,7 +7,7 @@
  *   cancel()                 clear the alarm
  *   history()                what fired, when, after how many retries
  */
-import { BadRequest, defineActor, type ActorContext, type AlarmInfo } from '../src/actor.js';
+import { BadRequest, defineActor, type ActorContext, type AlarmInfo } from 'keepwork/actor';
 
 const setting = (ctx: ActorContext, key: string) =>
   (ctx.sql.prepare('SELECT value FROM settings WHERE key = ?').get(key) as { value: string | number } | undefined)?.value;

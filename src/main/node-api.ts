@@ -11,8 +11,17 @@ import type { KeepworkOptions, ResolvedConfig } from '../core/config.js';
 import type { NodeMetrics } from './metrics.js';
 
 export interface StartNodeOptions extends KeepworkOptions {
-  /** Class name → module path or file URL whose default export is `defineActor(...)`. */
-  classes: Record<string, string>;
+  /**
+   * Class name → the module whose default export is `defineActor(...)`: a file URL (a `URL` or a
+   * `file:` string, e.g. `new URL('./counter.js', import.meta.url)`) or a path, absolute or relative
+   * to `classBase`. A `.ts` module needs tsx installed (an optional peer dependency).
+   */
+  classes: Record<string, string | URL>;
+  /**
+   * What relative class paths resolve against: a folder path, or a file URL such as the caller's
+   * `import.meta.url` (then `./counter.js` is the file beside the caller). Default: the working directory.
+   */
+  classBase?: string | URL;
   /** Bucket URL (file://, a path, s3://, memory:). Default: the folder `bucket` inside `dataDir`. */
   bucket?: string;
   /** Where actor databases and node.json live. Default: ./data. */

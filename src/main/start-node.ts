@@ -34,9 +34,9 @@ import { DataDirLock } from './data-dir-lock.js';
 export async function startNodeWith(options: StartNodeOptions, frontDoor?: FrontDoor): Promise<KeepworkNode> {
   if (options.port !== undefined && !frontDoor)
     throw new BadConfig('port is set but this node was started without an HTTP server (use startNode from keepwork)');
-  const { classes, bucket, dataDir: dir, tenants, nodeId, port, host, logger, ...tunables } = options;
+  const { classes, classBase, bucket, dataDir: dir, tenants, nodeId, port, host, logger, ...tunables } = options;
   const config = resolveOptions(tunables);
-  const classUrls = resolveClasses(classes);
+  const classUrls = resolveClasses(classes, classBase);
   const served = tenants?.map(validateTenant);
   await checkClasses(classUrls);
   const dataDir = resolve(dir ?? './data');

@@ -72,7 +72,8 @@ function messageOf(e: unknown): string {
 /**
  * TypeScript class modules (examples, tests run from source) go through tsx's own import: on
  * Node 20 the loader hooks of `--import tsx` do not reach `import()` of a `.ts` file in a worker
- * thread. tsx is then a dev dependency; compiled `.js` classes never load it.
+ * thread. tsx is an optional peer dependency of the package (the node checks at start that it is
+ * installed when a class is TypeScript: src/main/typescript-classes.ts); `.js` classes never load it.
  */
 async function importModule(url: string): Promise<unknown> {
   if (!/\.(ts|mts|cts)$/.test(new URL(url).pathname)) return import(url);

@@ -1,0 +1,250 @@
+/**
+ * The package as a user gets it (README "Use it in your app"):
+ *
+ *   npm pack (prepack builds) ─▶ keepwork-x.y.z.tgz ─▶ npm init -y; npm install <tgz> in a temp app
+ *     ├─ the tarball: dist code (no source maps, nothing only tests use), README, package.json
+ *     ├─ library: `node app.js` (import { startNode } from 'keepwork'; a class given as a file URL)
+ *     ├─ CLI: `npx keepwork start --class Reminder=reminder.js` (path against the working directory)
+ *     └─ a .ts class without tsx installed: refused at start, saying to install tsx or compile
+ *
+ * The app's classes are test/fixtures/app/*.js, which the README shows verbatim. The install is
+ * offline when npm's cache has every package (else it fetches what is missing) and skips install
+ * scripts: better-sqlite3's native build (minutes on the shared machine) is this repository's own,
+ * the same version for the same Node.js, copied in. Every process runs in its own process group,
+ * killed when the test ends, however it ends; each node process also dies with its parent.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess, type SpawnSyncOptions } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, describe, it } from 'node:test';
+import { onExit } from '../helpers/exit.js';
+import { tempDirs } from '../helpers/temp.js';
+import { waitFor } from '../helpers/wait.js';
+
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+const FIXTURE = join(REPO, 'test/fixtures/app');
+const DIE_WITH_PARENT = join(REPO, 'test/helpers/die-with-parent.mjs');
+const tempDir = tempDirs('kw-pack-');
+
+/** The environment of npm and the app's processes: none of the npm_* variables of an `npm test` around this one. */
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k)));
+  return { ...env, KEEPWORK_LOG_LEVEL: 'warn', NODE_OPTIONS: `--import=${DIE_WITH_PARENT}`, ...extra };
+}
+
+function run(cmd: string, args: string[], cwd: string, options: SpawnSyncOptions = {}): string {
+  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', env: cleanEnv(), timeout: 240_000, ...options });
+  assert.equal(r.status, 0, `${cmd} ${args.join(' ')} failed (${r.status ?? r.signal}):\n${String(r.stdout)}\n${String(r.stderr)}`);
+  return String(r.stdout);
+}
+
+const started = new Set<ChildProcess>();
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+const killAll = () => [...started].forEach((c) => killGroup(c, 'SIGKILL'));
+onExit(killAll);
+after(killAll);
+
+/** Starts a process in its own group; resolves with it and the URL it prints ("serving http://…"). */
+async function serve(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(cmd, args, { cwd, env: cleanEnv(env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.add(child);
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      output += d.toString();
+      const m = /serving (http:\/\/\S+)/.exec(output);
+      if (m) resolve(m[1]!);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code, signal) => reject(new Error(`${cmd} ${args.join(' ')} exited (${code ?? signal}):\n${output}`)));
+  });
+  return { child, url };
+}
+
+/** Starts a process in its own group that must end by itself, not serve; resolves with its stderr. */
+async function refused(cmd: string, args: string[], cwd: string): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(cmd, args, { cwd, env: cleanEnv(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.add(child);
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stderr += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('exit', (c) => resolve(c));
+    child.stderr!.on('data', () =>
+      /serving http/.test(stderr) ? reject(new Error(`${cmd} ${args.join(' ')} started:\n${stderr}`)) : undefined,
+    );
+  });
+  return { code, stderr };
+}
+
+/** SIGINT to the process group (Ctrl-C): the node stops and the process ends by itself. */
+async function stop(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve({ code: child.exitCode, signal: child.signalCode });
+    else child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  killGroup(child, 'SIGINT');
+  return exited;
+}
+
+/** The alarms an actor's handler recorded, once there is one. */
+async function firedOnce(url: string, name: string): Promise<Array<{ at: number; text: string }> | undefined> {
+  const rows = await fired(url, name);
+  return rows.length > 0 ? rows : undefined;
+}
+
+async function fired(url: string, name: string): Promise<Array<{ at: number; text: string }>> {
+  const r = await fetch(`${url}/v1/actors/demo/Reminder/${name}/fired`, { method: 'POST' });
+  assert.equal(r.status, 200, await r.clone().text());
+  return ((await r.json()) as { result: Array<{ at: number; text: string }> }).result;
+}
+
+/** Relative imports of the built files, from the package's entry points: what can ever run. */
+function reachable(pkgDir: string, entries: string[]): Set<string> {
+  const seen = new Set<string>();
+  const todo = entries.map((e) => resolve(pkgDir, e));
+  while (todo.length) {
+    const file = todo.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)) todo.push(resolve(dirname(file), m[1]!));
+    // The worker file: new URL('../workers/event-worker' + (FROM_SOURCE ? '.ts' : '.js'), import.meta.url)
+    for (const m of text.matchAll(/new URL\(['"](\.{1,2}\/[^'"]+)['"]\s*\+/g)) todo.push(resolve(dirname(file), m[1]! + '.js'));
+  }
+  return seen;
+}
+
+function listFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((d) => d.isFile())
+    .map((d) => join(d.parentPath, d.name));
+}
+
+describe('the packed package installed into an app', () => {
+  it('ships only what runs, and runs a class with an alarm as a library, with npx keepwork, and refuses a .ts class without tsx', async () => {
+    const work = tempDir();
+
+    // npm pack: prepack builds dist/ in the repository
+    const packed = JSON.parse(
+      run('npm', ['pack', '--json', '--pack-destination', work], REPO, { stdio: ['ignore', 'pipe', 'pipe'] }),
+    ) as Array<{
+      filename: string;
+      files: Array<{ path: string }>;
+    }>;
+    const shipped = packed[0]!.files.map((f) => f.path);
+    assert.deepEqual(
+      shipped.filter((p) => p.endsWith('.map')),
+      [],
+      'no source maps (they would point at src/, which is not shipped)',
+    );
+    assert.deepEqual(
+      shipped.filter((p) => !p.startsWith('dist/') && p !== 'package.json' && p !== 'README.md'),
+      [],
+      'only dist/, README.md and package.json',
+    );
+    for (const f of [
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/actor.js',
+      'dist/actor.d.ts',
+      'dist/cli/cli.js',
+      'dist/workers/event-worker.js',
+    ]) {
+      assert.ok(shipped.includes(f), `${f} is shipped`);
+    }
+
+    // the app: npm init -y, an ES module package, keepwork installed from the tarball
+    const app = join(work, 'app');
+    mkdirSync(app);
+    run('npm', ['init', '-y'], app);
+    run('npm', ['pkg', 'set', 'type=module'], app);
+    run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', join(work, packed[0]!.filename)], app);
+    const installed = join(app, 'node_modules/keepwork');
+    const sqliteBuild = 'node_modules/better-sqlite3/build/Release/better_sqlite3.node';
+    const sameSqlite = (dir: string) =>
+      (JSON.parse(readFileSync(join(dir, 'node_modules/better-sqlite3/package.json'), 'utf8')) as { version: string }).version;
+    if (existsSync(join(REPO, sqliteBuild)) && sameSqlite(REPO) === sameSqlite(app)) {
+      mkdirSync(dirname(join(app, sqliteBuild)), { recursive: true });
+      copyFileSync(join(REPO, sqliteBuild), join(app, sqliteBuild));
+    } else {
+      run('npm', ['rebuild', 'better-sqlite3'], app); // the native build: slow
+    }
+
+    // nothing in the installed package is unreachable from its entry points (no test-only modules)
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      bin: Record<string, string>;
+      peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+    };
+    const runs = reachable(installed, ['dist/index.js', 'dist/actor.js', manifest.bin.keepwork!]);
+    const dead = listFiles(join(installed, 'dist'))
+      .filter((f) => f.endsWith('.js') && !runs.has(f))
+      .filter((f) => readFileSync(f, 'utf8').trim() !== 'export {};') // types only: their .d.ts is what is used
+      .map((f) => relative(installed, f));
+    assert.deepEqual(dead, [], 'every shipped module is reachable from index.js, actor.js or the keepwork command');
+    assert.equal(manifest.peerDependenciesMeta?.tsx?.optional, true, 'tsx is an optional peer dependency');
+
+    for (const f of ['app.js', 'reminder.js']) copyFileSync(join(FIXTURE, f), join(app, f));
+
+    // as a library: app.js sets r1's alarm for 1 s after the node starts
+    const lib = await serve(process.execPath, ['app.js'], app, { PORT: '0' });
+    const r1 = await waitFor('r1 alarm to fire in the library app', 60_000, () => firedOnce(lib.url, 'r1'));
+    assert.equal(r1[0]!.text, 'stand up');
+    assert.deepEqual(await stop(lib.child), { code: 0, signal: null }, 'app.js ends by itself after node.stop()');
+
+    // with the command, on the same data dir: r1 is still there, and r2's alarm fires
+    const cli = await serve(
+      'npx',
+      ['keepwork', 'start', '--data', './data', '--bucket', './data/bucket', '--port', '0', '--class', 'Reminder=reminder.js'],
+      app,
+    );
+    assert.equal((await fired(cli.url, 'r1'))[0]?.text, 'stand up');
+    const set = await fetch(`${cli.url}/v1/actors/demo/Reminder/r2/remind`, { method: 'POST', body: JSON.stringify([500, 'stretch']) });
+    assert.equal(set.status, 200, await set.clone().text());
+    const r2 = await waitFor('r2 alarm to fire under npx keepwork', 60_000, () => firedOnce(cli.url, 'r2'));
+    assert.equal(r2[0]!.text, 'stretch');
+    // npx itself dies of the SIGINT; the keepwork process under it stops its node and lets the port go
+    const npx = await stop(cli.child);
+    assert.ok(npx.code === 0 || npx.signal === 'SIGINT', `npx keepwork start ended with ${JSON.stringify(npx)}`);
+    await waitFor('keepwork start to close its port', 30_000, () =>
+      fetch(`${cli.url}/v1/status`).then(
+        () => false,
+        () => true,
+      ),
+    );
+
+    // a TypeScript class with no tsx in the app: refused at start, with what to do
+    writeFileSync(join(app, 'reminder.ts'), readFileSync(join(FIXTURE, 'reminder.js'), 'utf8'));
+    const ts = await refused(
+      'npx',
+      ['keepwork', 'start', '--data', './data-ts', '--bucket', './data-ts/bucket', '--port', '0', '--class', 'Reminder=reminder.ts'],
+      app,
+    );
+    assert.notEqual(ts.code, 0, ts.stderr);
+    assert.match(ts.stderr, /classes\.Reminder: \S+reminder\.ts is TypeScript/);
+    assert.match(ts.stderr, /npm install tsx/);
+    assert.match(ts.stderr, /compile your classes/);
+  });
+
+  it('shows the fixture app in the README verbatim', () => {
+    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+    for (const f of ['app.js', 'reminder.js'])
+      assert.ok(readme.includes(readFileSync(join(FIXTURE, f), 'utf8')), `README shows test/fixtures/app/${f}`);
+  });
+});
