@@ -190,7 +190,8 @@ describe('Prometheus', { skip: !bins && 'no prometheus/promtool (see the message
           // kept: an entry of an actor the bucket never had (the empty-bucket rule keeps it, retried after 5 min).
           await putEntry(c, `${TENANT}/Probe/never-created`, Date.now() - 60_000, 1, 'aa02');
 
-          const nodes = await c.startAll(['n1', 'n2', 'n3']);
+          // No node dies here: a long lease keeps a loaded machine from turning a late renewal into LEASE_LOST.
+          const nodes = await c.startAll(['n1', 'n2', 'n3'], { set: { leasePeriodMs: 6_000 } });
           prom = await Prometheus.start(join(c.root, 'prometheus'), nodes.map(host));
 
           // ran: six Probe alarms, set through different nodes; failed ×2 then ran: FailsTwice.

@@ -54,7 +54,7 @@ describe('resolveClasses', () => {
     const dir = app();
     assert.throws(
       () => resolveClasses({ Counter: './nope.js' }, dir),
-      (e) => isKeepworkError(e, 'BAD_CONFIG') && e.message.includes(join(dir, 'nope.js')),
+      (e) => isKeepworkError(e, 'BAD_CLASS') && e.message.includes(join(dir, 'nope.js')),
     );
     assert.throws(
       () => resolveClasses({ Counter: new URL('https://example.com/counter.js') }),
