@@ -9,14 +9,19 @@
  *   bucket s3      plain, durable   (full run only, when KEEPWORK_TEST_S3_URL is set)
  *
  *   npm run bench -- events [--quick]      (bench/replication adds bytes per call and restores)
+ *
+ * --hot: only plain calls on one hot key over HTTP (fs bucket, 64 in flight) for --seconds
+ * (default 8), with --threads (default 2), twice: calls/s, p50/p99, and CPU per call of this
+ * process (every thread: the node's main thread, its workers, and the in-process load client),
+ * with the load average. Add `node --cpu-prof --cpu-prof-dir D` to profile it (bench/profile-summary.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
-import { measure, quick, table, writeResult } from './lib.js';
+import { benchArgs, measure, quick, round, table, writeResult } from './lib.js';
 
 const COUNTER = new URL('../examples/counter.ts', import.meta.url).href;
 const CALLS = { plain: quick ? 1_500 : 10_000, durable: quick ? 300 : 2_000 };
@@ -92,7 +97,66 @@ async function runLeg(leg: Leg, threads: number) {
   return rows;
 }
 
+/** --hot: plain calls on one hot key over HTTP for `seconds`, `runs` times on one node. */
+async function hotKey(seconds: number, threads: number, runs: number) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'kw-bench-events-'));
+  const node = await startNode({
+    dataDir,
+    bucket: join(dataDir, 'bucket'),
+    classes: { Counter: COUNTER },
+    port: 0,
+    workerThreads: threads,
+    logger: silentLogger(),
+    actorQueueMax: 10_000,
+  });
+  const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
+  const url = `${node.url}/v1/actors/bench/Counter/hot/add`;
+  const rows = [];
+  try {
+    await measure(IN_FLIGHT * 10, IN_FLIGHT, () => httpPost(agent, url, '[0]')); // warm-up: created, JIT warm
+    for (let run = 1; run <= runs; run++) {
+      const load = loadavg()[0]!;
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      let calls = 0;
+      const lanes = Array.from({ length: IN_FLIGHT }, async () => {
+        const lat: number[] = [];
+        while (performance.now() - t0 < seconds * 1000) {
+          const s = performance.now();
+          await httpPost(agent, url, '[1]');
+          lat.push(performance.now() - s);
+          calls++;
+        }
+        return lat;
+      });
+      const lat = (await Promise.all(lanes)).flat().sort((a, b) => a - b);
+      const wall = (performance.now() - t0) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      rows.push({
+        run,
+        threads,
+        calls,
+        'calls/s': Math.round(calls / wall),
+        'p50 ms': round(lat[Math.floor(lat.length / 2)]!),
+        'p99 ms': round(lat[Math.floor(lat.length * 0.99)]!),
+        'CPU ms/call': round((cpu.user + cpu.system) / 1000 / calls, 3),
+        'CPU cores': round((cpu.user + cpu.system) / 1e6 / wall),
+        'load 1m': round(load),
+      });
+    }
+  } finally {
+    agent.destroy();
+    await node.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+  console.log(`\nbench/events --hot: plain add(1) on one key over HTTP, fs bucket, ${IN_FLIGHT} in flight, ${seconds} s per run\n`);
+  console.log(table(rows));
+  console.log(`\nwrote ${writeResult('events-hot', { seconds, threads, inFlight: IN_FLIGHT, rows })}`);
+}
+
 async function main() {
+  const args = benchArgs({ hot: { type: 'boolean' }, seconds: { type: 'string' }, threads: { type: 'string' }, runs: { type: 'string' } });
+  if (args.hot) return hotKey(Number(args.seconds ?? 8), Number(args.threads ?? 2), Number(args.runs ?? 2));
   const t0 = Date.now();
   const rows = [];
   for (const leg of legs()) for (const threads of [1, 2]) rows.push(...(await runLeg(leg, threads)));
