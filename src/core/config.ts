@@ -46,6 +46,8 @@ export const DEFAULTS = Object.freeze({
   handlerTimeoutMs: 30_000,
   /** Events waiting per actor, at most; more are refused with OVERLOADED. */
   actorQueueMax: 256,
+  /** Waiting events of one actor sent to its worker as one task, at most (each still its own transaction). */
+  eventsPerTaskMax: 64,
   /** Worker threads running actor events (0: one per core, at most 4). */
   workerThreads: 0,
   /** Events one worker runs at once (for different actors). */
@@ -122,6 +124,7 @@ export const RULES: Readonly<Record<keyof typeof DEFAULTS, Rule>> = {
   storeSocketsMax: { min: 1, max: 10_000 },
   handlerTimeoutMs: { min: 1 },
   actorQueueMax: { min: 1, max: 1_000_000 },
+  eventsPerTaskMax: { min: 1, max: 10_000 },
   workerThreads: { min: 0, max: 256 },
   workerConcurrency: { min: 1, max: 1024 },
   dbCacheMax: { min: 1, max: 100_000 },

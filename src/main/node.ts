@@ -18,6 +18,7 @@ import type { ActorEvent, EventResult } from '../workers/messages.js';
 import { scanAlarms } from '../workers/scan.js';
 import { checkIdempotencyKey } from '../workers/idempotency.js';
 import { ActorLanes } from './actor-lanes.js';
+import { EventRunner, HoldChanged } from './event-runner.js';
 import { indexTenants } from '../alarms/index-listing.js';
 import type { ResolvedConfig } from '../core/config.js';
 import { forwardCall, forwardGetAlarm, type ForwardSettings } from './forward.js';
@@ -29,8 +30,6 @@ import { checkServed, serves, type Served } from './served.js';
 import type { ActorHandle, BoundHttp, HttpServer, NodeSeams, RoutingNode } from './node-api.js';
 import type { WorkerGroup } from './worker-group.js';
 
-/** An event reached its actor's lane after the hold it was sent under was released or changed. */
-class HoldChanged extends LeaseLost {}
 const HOLD_ATTEMPTS_MAX = 3;
 
 /** What a Node is built from (start-node.ts builds them; the simulator builds its own). */
@@ -66,6 +65,7 @@ export class Node implements RoutingNode {
   /** The classes and tenants this node serves (served.ts). */
   private readonly served: Served;
   private readonly lanes: ActorLanes;
+  private readonly runner: EventRunner;
   private delivery: AlarmDelivery;
   private readonly idle: IdleActors;
   private readonly forwarding: ForwardSettings;
@@ -116,6 +116,19 @@ export class Node implements RoutingNode {
     const { lanes, workers, membership } = this;
     const idle = { clock, config, log, lanes, workers, holds: membership.holds, scheduler: seams.scheduler, stopping: () => this.stopping };
     this.idle = new IdleActors(idle);
+    this.runner = new EventRunner({
+      clock,
+      config,
+      log,
+      lanes,
+      workers,
+      holds: membership.holds,
+      used: (key, address) => this.idle.used(key, address),
+      learned: (key, event, r) => {
+        if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.delivery.set(key, r.alarmAt);
+        if (r.type === 'ok' && r.deleted) this.delivery.clear(key);
+      },
+    });
   }
 
   get url(): string | undefined {
@@ -343,36 +356,10 @@ export class Node implements RoutingNode {
     return this.membership.holds.acquire(address);
   }
 
-  /** Runs one event through the actor's lane and worker; the committed alarm feeds the timer. */
+  /** Runs one event through the actor's lane and worker (event-runner.ts). */
   private submit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
     if (this.stopping) return Promise.reject(new NodeStopped(`node ${this.nodeId} is stopping`));
-    const key = formatAddress(address);
-    return this.lanes.run(key, async () => {
-      // The hold may have been released (idle, empty bucket) or lost while this event waited in
-      // the lane: it must not run under a generation this node no longer holds.
-      if ('generation' in event && this.membership.holds.held(address) !== event.generation)
-        throw new HoldChanged(`the hold of ${key} changed while the event waited; retry`);
-      this.idle.used(key, address);
-      const r = await this.runWithHardLimit(event);
-      if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.delivery.set(key, r.alarmAt);
-      if (r.type === 'ok' && r.deleted) this.delivery.clear(key);
-      return r;
-    });
-  }
-
-  /** A handler stuck in synchronous code cannot see its time limit: abort the task (ends the thread). */
-  private async runWithHardLimit(event: ActorEvent): Promise<EventResult> {
-    const ac = new AbortController();
-    const t = this.clock.setTimer(this.config.handlerTimeoutMs + 5_000, () => ac.abort());
-    try {
-      return await this.workers.run(event, ac.signal);
-    } catch (e) {
-      if (!ac.signal.aborted || event.type !== 'alarm') throw e;
-      this.log.warn({ actor: formatAddress(event.address) }, 'alarm handler stuck past its time limit; worker restarted');
-      return this.workers.run({ ...event, recordFailure: true });
-    } finally {
-      t.cancel();
-    }
+    return this.runner.submit(address, event);
   }
 
   /** One alarm delivery (alarm-delivery.ts): the actor's event at `dueMs`, or undefined when another live node holds it. */

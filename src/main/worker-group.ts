@@ -1,16 +1,17 @@
 /**
  * The event workers: one single-thread Piscina pool per worker, and each actor always routed to
  * the same one (a hash of its address), so an actor's database is open in one thread only.
+ * A task is one event, or a batch of one actor's events (`runBatch`), so batching keeps the pinning.
  * Queues are bounded (`maxQueue`); a task past its hard time limit is aborted, which ends that
  * worker thread (Piscina starts a new one).
  */
 import { Piscina } from 'piscina';
 import { availableParallelism } from 'node:os';
-import { formatAddress } from '../core/address.js';
+import { formatAddress, type ActorAddress } from '../core/address.js';
 import type { KeepworkOptions, Settings } from '../core/config.js';
 
 export type WorkerGroupSettings = Settings<'actorQueueMax' | 'workerConcurrency' | 'workerThreads'>;
-import type { ActorEvent, EventResult } from '../workers/messages.js';
+import type { ActorEvent, BatchOutcome, EventBatch, EventResult } from '../workers/messages.js';
 import type { WorkerSetup } from '../workers/event-worker.js';
 
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
@@ -20,9 +21,13 @@ const EXEC_ARGV = FROM_SOURCE && !process.execArgv.join(' ').includes('tsx') ? [
 
 export class WorkerGroup {
   private readonly pools: Piscina[];
+  /** Events each worker has finished (event-worker.ts counts them). */
+  private readonly finished: Int32Array;
 
-  constructor(config: WorkerGroupSettings, setup: Omit<WorkerSetup, 'worker' | 'options'> & { options: KeepworkOptions }) {
+  constructor(config: WorkerGroupSettings, setup: Omit<WorkerSetup, 'worker' | 'options' | 'progress'> & { options: KeepworkOptions }) {
     const n = config.workerThreads || Math.min(4, availableParallelism());
+    const progress = new SharedArrayBuffer(4 * n);
+    this.finished = new Int32Array(progress);
     this.pools = Array.from(
       { length: n },
       (_, worker) =>
@@ -32,7 +37,7 @@ export class WorkerGroup {
           maxThreads: 1,
           concurrentTasksPerWorker: config.workerConcurrency,
           maxQueue: config.actorQueueMax * 64,
-          workerData: { ...setup, worker } satisfies WorkerSetup,
+          workerData: { ...setup, progress, worker } satisfies WorkerSetup,
           execArgv: EXEC_ARGV,
           // 'sync' parks an idle worker in Atomics.wait, which also stops its timers: the
           // replicator's group-commit timer would never fire between tasks.
@@ -46,8 +51,23 @@ export class WorkerGroup {
   }
 
   run(event: ActorEvent, signal?: AbortSignal): Promise<EventResult> {
-    const pool = 'address' in event ? this.pools[fnv1a(formatAddress(event.address)) % this.pools.length]! : this.pools[0]!;
+    const pool = 'address' in event ? this.pools[this.workerOf(event.address)]! : this.pools[0]!;
     return pool.run(event, { signal }) as Promise<EventResult>;
+  }
+
+  /** Events of one actor in one task, on that actor's worker: one outcome per event, in order. */
+  runBatch(address: ActorAddress, events: ActorEvent[], signal?: AbortSignal): Promise<BatchOutcome[]> {
+    const task: EventBatch = { type: 'batch', events };
+    return this.pools[this.workerOf(address)]!.run(task, { signal }) as Promise<BatchOutcome[]>;
+  }
+
+  /** Events finished so far by the worker `address` is pinned to (it moves while that thread is not stuck). */
+  progress(address: ActorAddress): number {
+    return Atomics.load(this.finished, this.workerOf(address));
+  }
+
+  private workerOf(address: ActorAddress): number {
+    return fnv1a(formatAddress(address)) % this.pools.length;
   }
 
   /** Runs `event` on every worker (e.g. closeAll). */

@@ -1,6 +1,7 @@
 /**
  * The Piscina worker entry: a thin adapter that builds the pipeline's dependencies once per
- * thread (real clock and randomness, a DB cache, the class loader) and runs each event.
+ * thread (real clock and randomness, a DB cache, the class loader) and runs each event, or each
+ * event of a batch (batch.ts), counting the events it has finished in `progress`.
  */
 import { workerData } from 'node:worker_threads';
 import { SystemClock } from '../core/clock.js';
@@ -14,7 +15,8 @@ import { DeleteBatcher } from '../store/delete-batch.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
 import { ActorSlots, slotsSettings } from './actor-slots.js';
-import type { ActorEvent, EventResult } from './messages.js';
+import type { ActorEvent, BatchOutcome, EventBatch, EventResult } from './messages.js';
+import { runBatch } from './batch.js';
 import { runEvent } from './pipeline.js';
 import type { PipelineDeps } from './deps.js';
 
@@ -32,6 +34,8 @@ export interface WorkerSetup {
   leaseValidUntil: SharedArrayBuffer;
   /** The node's worker request counts (shared by every worker). */
   requestCounts: SharedArrayBuffer;
+  /** One int32 per worker: events it has finished (the main thread's hard limit of a batch watches it). */
+  progress: SharedArrayBuffer;
   worker: number;
 }
 
@@ -71,6 +75,14 @@ const deps: PipelineDeps = {
   loadClass: classLoader(setup.classes),
 };
 
-export default function handle(event: ActorEvent): Promise<EventResult> {
-  return runEvent(deps, event);
+const progress = new Int32Array(setup.progress);
+const ran = () => void Atomics.add(progress, setup.worker, 1);
+
+export default async function handle(task: ActorEvent | EventBatch): Promise<EventResult | BatchOutcome[]> {
+  if (task.type === 'batch') return runBatch((e) => runEvent(deps, e), task.events, ran);
+  try {
+    return await runEvent(deps, task);
+  } finally {
+    ran();
+  }
 }

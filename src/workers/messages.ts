@@ -49,3 +49,12 @@ export type EventResult =
       removed?: number;
     }
   | { type: 'error'; error: ErrorData; alarmAt: number | null };
+
+/** Main → worker: events of one actor run one after another in one task (`runBatch`: batch.ts). */
+export interface EventBatch {
+  type: 'batch';
+  events: ActorEvent[];
+}
+
+/** Worker → main, one per event of a batch: its result, or what it threw (no result: nothing to learn from it). */
+export type BatchOutcome = EventResult | { type: 'thrown'; error: ErrorData };

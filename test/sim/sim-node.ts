@@ -31,6 +31,7 @@ import type { Db } from '../../src/workers/actor-db.js';
 import type { ActorDefinition } from '../../src/workers/define-actor.js';
 import type { ActorEvent } from '../../src/workers/messages.js';
 import { runEvent } from '../../src/workers/pipeline.js';
+import { runBatch } from '../../src/workers/batch.js';
 import type { PipelineDeps } from '../../src/workers/deps.js';
 import type { Network } from './network.js';
 import { NodeClock } from './node-clock.js';
@@ -155,9 +156,17 @@ export class SimNode {
 
 /** The WorkerGroup the Node talks to, running the pipeline inline (no threads, same code). */
 function inlineWorkers(deps: PipelineDeps): WorkerGroup {
+  let finished = 0;
   const group = {
     size: 1,
-    run: (event: ActorEvent) => runEvent(deps, event),
+    run: (event: ActorEvent) => runEvent(deps, event).finally(() => finished++),
+    runBatch: (_address: unknown, events: ActorEvent[]) =>
+      runBatch(
+        (e) => runEvent(deps, e),
+        events,
+        () => finished++,
+      ),
+    progress: () => finished,
     broadcast: async (event: ActorEvent) => {
       await runEvent(deps, event);
     },

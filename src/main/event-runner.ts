@@ -1,0 +1,129 @@
+/**
+ * How an event reaches its worker: through the actor's lane (actor-lanes.ts: one at a time, in
+ * arrival order, bounded), checked against the hold it was sent under, with a hard time limit.
+ *
+ * A request joins the actor's batch: the requests that queue up while one event of the actor runs
+ * go to its worker as one task (up to eventsPerTaskMax), each still its own transaction with its
+ * own result or error (workers/batch.ts), so a hot actor is bound by SQLite rather than by one
+ * message round trip per event. Other events (alarms, deliveries, reads of the alarm) run alone.
+ */
+import type { Clock } from '../core/clock.js';
+import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { Settings } from '../core/config.js';
+import { LeaseLost, reviveError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { ActorEvent, BatchOutcome, EventResult } from '../workers/messages.js';
+import type { ActorLanes, Outcome } from './actor-lanes.js';
+import type { WorkerGroup } from './worker-group.js';
+
+/** An event reached its actor's lane after the hold it was sent under was released or changed. */
+export class HoldChanged extends LeaseLost {}
+
+export interface EventRunnerParts {
+  clock: Clock;
+  config: Settings<'handlerTimeoutMs' | 'eventsPerTaskMax'>;
+  log: Logger;
+  lanes: ActorLanes;
+  workers: Pick<WorkerGroup, 'run' | 'runBatch' | 'progress'>;
+  holds: { held(address: ActorAddress): number | undefined };
+  /** The actor has an event running (idle-actors.ts). */
+  used(key: string, address: ActorAddress): void;
+  /** An event's result, in the actor's order (the node's timer learns the committed alarm). */
+  learned(key: string, event: ActorEvent, result: EventResult): void;
+}
+
+export class EventRunner {
+  constructor(private readonly p: EventRunnerParts) {}
+
+  submit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
+    const key = formatAddress(address);
+    if (event.type === 'request')
+      return this.p.lanes.batch(key, event, this.p.config.eventsPerTaskMax, (events) => this.runEvents(key, address, events));
+    return this.p.lanes.run(key, async () => {
+      const changed = this.holdChanged(key, address, event);
+      if (changed) throw changed;
+      this.p.used(key, address);
+      const r = await this.runWithHardLimit(event);
+      this.p.learned(key, event, r);
+      return r;
+    });
+  }
+
+  /** A batch of the actor's events, in order; an event sent under a hold no longer held fails alone (HoldChanged). */
+  private async runEvents(key: string, address: ActorAddress, events: ActorEvent[]): Promise<Outcome<EventResult>[]> {
+    const out: Outcome<EventResult>[] = [];
+    const live: number[] = [];
+    events.forEach((e, i) => {
+      const changed = this.holdChanged(key, address, e);
+      out.push(changed ? { ok: false, error: changed } : { ok: false, error: new Error('not run') });
+      if (!changed) live.push(i);
+    });
+    if (live.length === 0) return out;
+    this.p.used(key, address);
+    const run = live.map((i) => events[i]!);
+    const results: BatchOutcome[] =
+      run.length === 1 ? [await this.runWithHardLimit(run[0]!)] : await this.runBatchWithHardLimit(address, run);
+    live.forEach((i, j) => {
+      const r = results[j]!;
+      if (r.type === 'thrown') out[i] = { ok: false, error: reviveError(r.error) };
+      else {
+        this.p.learned(key, events[i]!, r);
+        out[i] = { ok: true, value: r };
+      }
+    });
+    return out;
+  }
+
+  /** The hold may have been released (idle, empty bucket) or lost while the event waited in the
+   *  lane: it must not run under a generation this node no longer holds. */
+  private holdChanged(key: string, address: ActorAddress, event: ActorEvent): HoldChanged | undefined {
+    if ('generation' in event && this.p.holds.held(address) !== event.generation)
+      return new HoldChanged(`the hold of ${key} changed while the event waited; retry`);
+    return undefined;
+  }
+
+  /** A handler stuck in synchronous code cannot see its time limit: abort the task (ends the thread). */
+  private async runWithHardLimit(event: ActorEvent): Promise<EventResult> {
+    const ac = new AbortController();
+    const t = this.p.clock.setTimer(this.p.config.handlerTimeoutMs + 5_000, () => ac.abort());
+    try {
+      return await this.p.workers.run(event, ac.signal);
+    } catch (e) {
+      if (!ac.signal.aborted || event.type !== 'alarm') throw e;
+      this.p.log.warn({ actor: formatAddress(event.address) }, 'alarm handler stuck past its time limit; worker restarted');
+      return this.p.workers.run({ ...event, recordFailure: true });
+    } finally {
+      t.cancel();
+    }
+  }
+
+  /**
+   * A batch's hard limit: a handler stuck in synchronous code stops its whole thread, so the batch
+   * is aborted (ending the thread) once its worker has finished no event for handlerTimeoutMs +
+   * 5 s — as a lone event is. Every event of an aborted batch fails; those before the stuck one
+   * may have committed (their outcome is unknown to the caller, as after a crash).
+   */
+  private async runBatchWithHardLimit(address: ActorAddress, events: ActorEvent[]): Promise<BatchOutcome[]> {
+    const ac = new AbortController();
+    let seen = this.p.workers.progress(address);
+    let timer: { cancel(): void } | undefined;
+    const arm = () => {
+      timer = this.p.clock.setTimer(this.p.config.handlerTimeoutMs + 5_000, () => {
+        const now = this.p.workers.progress(address);
+        if (now === seen) return ac.abort();
+        seen = now;
+        arm();
+      });
+    };
+    arm();
+    try {
+      return await this.p.workers.runBatch(address, events, ac.signal);
+    } catch (e) {
+      if (ac.signal.aborted)
+        this.p.log.warn({ actor: formatAddress(address), events: events.length }, 'a batch stuck past its time limit; worker restarted');
+      throw e;
+    } finally {
+      timer?.cancel();
+    }
+  }
+}

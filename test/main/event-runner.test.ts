@@ -1,0 +1,180 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseAddress, type ActorAddress } from '../../src/core/address.js';
+import { SimClock } from '../../src/core/clock.js';
+import { silentLogger } from '../../src/core/logger.js';
+import { ActorLanes } from '../../src/main/actor-lanes.js';
+import { EventRunner, HoldChanged } from '../../src/main/event-runner.js';
+import type { ActorEvent, BatchOutcome, EventResult } from '../../src/workers/messages.js';
+
+const A = parseAddress('t/C/a');
+
+/** Fake workers: `add(n)` answers n (alarm at n), `fail` an error result, `throw` a thrown error; the first task waits for `open`. */
+function setup(options: { eventsPerTaskMax?: number; actorQueueMax?: number } = {}) {
+  const clock = new SimClock(0);
+  const tasks: string[][] = [];
+  const learned: unknown[] = [];
+  let generation = 7;
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  const answer = (e: ActorEvent): BatchOutcome => {
+    if (e.type !== 'request') return { type: 'ok', alarmAt: 42, deleted: false, ran: true };
+    if (e.method === 'fail') return { type: 'error', error: { code: 'HANDLER_FAILED', message: 'failed', details: {} }, alarmAt: null };
+    if (e.method === 'throw') return { type: 'thrown', error: { code: 'INTERNAL', message: 'thrown', details: {} } };
+    return { type: 'ok', result: e.args[0], alarmAt: e.args[0] as number, deleted: false, ran: true };
+  };
+  const name = (e: ActorEvent) => (e.type === 'request' ? `${e.method}${e.args.length ? e.args[0] : ''}` : e.type);
+  const first = async () => {
+    if (tasks.length === 1) await opened;
+  };
+  const runner = new EventRunner({
+    clock,
+    config: { handlerTimeoutMs: 1_000, eventsPerTaskMax: options.eventsPerTaskMax ?? 64 },
+    log: silentLogger(),
+    lanes: new ActorLanes(options.actorQueueMax ?? 256),
+    workers: {
+      run: async (e: ActorEvent) => {
+        tasks.push([name(e)]);
+        await first();
+        return answer(e) as EventResult;
+      },
+      runBatch: async (_a: ActorAddress, events: ActorEvent[]) => {
+        tasks.push(events.map(name));
+        await first();
+        return events.map(answer);
+      },
+      progress: () => 0,
+    },
+    holds: { held: () => generation },
+    used: () => undefined,
+    learned: (_k, e, r) => learned.push([name(e), r.alarmAt]),
+  });
+  const call = (method: string, ...args: unknown[]) =>
+    runner.submit(A, { type: 'request', address: A, method, args, durable: false, generation: 7 }).then(
+      (r) => (r.type === 'ok' ? r.result : r.error.code),
+      (e: { code?: string }) => e.code ?? String(e),
+    );
+  return { runner, tasks, learned, open, call, setGeneration: (g: number) => (generation = g) };
+}
+
+describe('EventRunner: the requests of one actor in one worker task', () => {
+  it('requests queued behind a running one go as one task; each gets its own result or error, in order', async () => {
+    const { tasks, learned, open, call } = setup();
+    const ps = [call('add', 1)];
+    await new Promise((r) => setImmediate(r)); // the first task is running
+    ps.push(call('add', 2), call('fail'), call('add', 3), call('throw'), call('add', 4));
+    open();
+    assert.deepEqual(await Promise.all(ps), [1, 2, 'HANDLER_FAILED', 3, 'INTERNAL', 4]);
+    assert.deepEqual(tasks, [['add1'], ['add2', 'fail', 'add3', 'throw', 'add4']], 'two tasks: a lone one, then one batch');
+    assert.deepEqual(
+      learned,
+      [
+        ['add1', 1],
+        ['add2', 2],
+        ['fail', null],
+        ['add3', 3],
+        ['add4', 4],
+      ],
+      'the timer learns every result in order (not what was thrown)',
+    );
+  });
+
+  it('a batch holds at most eventsPerTaskMax events', async () => {
+    const { tasks, open, call } = setup({ eventsPerTaskMax: 2 });
+    const ps = [call('add', 0)];
+    await new Promise((r) => setImmediate(r));
+    for (let i = 1; i <= 5; i++) ps.push(call('add', i));
+    open();
+    assert.deepEqual(await Promise.all(ps), [0, 1, 2, 3, 4, 5]);
+    assert.deepEqual(tasks, [['add0'], ['add1', 'add2'], ['add3', 'add4'], ['add5']]);
+  });
+
+  it('past actorQueueMax a request is refused with OVERLOADED and never runs', async () => {
+    const { tasks, open, call } = setup({ actorQueueMax: 3 });
+    const ps = [call('add', 1), call('add', 2), call('add', 3), call('add', 4)];
+    open();
+    assert.deepEqual(await Promise.all(ps), [1, 2, 3, 'OVERLOADED']);
+    assert.deepEqual(tasks.flat(), ['add1', 'add2', 'add3']);
+  });
+
+  it('an event sent under a hold no longer held fails alone with HoldChanged (withHold retries it)', async () => {
+    const { runner, tasks, open, call, setGeneration } = setup();
+    const ps = [call('add', 1)];
+    await new Promise((r) => setImmediate(r));
+    const stale = runner.submit(A, { type: 'request', address: A, method: 'add', args: [9], durable: false, generation: 6 });
+    ps.push(call('add', 2));
+    const staleOutcome = stale.then(
+      () => 'ran',
+      (e: unknown) => e instanceof HoldChanged,
+    );
+    open();
+    assert.deepEqual(await Promise.all(ps), [1, 2]);
+    assert.equal(await staleOutcome, true);
+    assert.deepEqual(tasks, [['add1'], ['add2']], 'the stale event never reached a worker');
+    setGeneration(8);
+    assert.equal(await call('add', 3), 'LEASE_LOST', 'every event of the batch is checked');
+  });
+
+  it('other events run alone, between batches, in order', async () => {
+    const { runner, tasks, open, call } = setup();
+    const ps: Promise<unknown>[] = [call('add', 1)];
+    await new Promise((r) => setImmediate(r));
+    ps.push(call('add', 2), runner.submit(A, { type: 'alarm', address: A, generation: 7 }), call('add', 3), call('add', 4));
+    open();
+    await Promise.all(ps);
+    assert.deepEqual(tasks, [['add1'], ['add2'], ['alarm'], ['add3', 'add4']]);
+  });
+
+  it('hard limit: a batch is aborted once its worker finished nothing for handlerTimeoutMs + 5 s, not while it makes progress', async () => {
+    const clock = new SimClock(0);
+    let progress = 0;
+    const aborted: number[] = [];
+    const lanes = new ActorLanes(256);
+    let release!: () => void;
+    const first = new Promise<void>((r) => (release = r));
+    const runner = new EventRunner({
+      clock,
+      config: { handlerTimeoutMs: 1_000, eventsPerTaskMax: 64 },
+      log: silentLogger(),
+      lanes,
+      workers: {
+        run: async () => {
+          await first;
+          return { type: 'ok', alarmAt: null, deleted: false, ran: true };
+        },
+        runBatch: (_a: ActorAddress, events: ActorEvent[], signal?: AbortSignal) =>
+          new Promise<BatchOutcome[]>((_resolve, reject) =>
+            signal!.addEventListener('abort', () => {
+              aborted.push(clock.now());
+              reject(new Error('The task has been aborted'));
+            }),
+          ),
+        progress: () => progress,
+      },
+      holds: { held: () => 7 },
+      used: () => undefined,
+      learned: () => undefined,
+    });
+    const call = (n: number) =>
+      runner.submit(A, { type: 'request', address: A, method: 'add', args: [n], durable: false, generation: 7 }).then(
+        () => 'ok',
+        (e: Error) => e.message,
+      );
+    const lone = call(0);
+    await new Promise((r) => setImmediate(r));
+    const batch = [call(1), call(2)];
+    release();
+    assert.equal(await lone, 'ok');
+    await clock.advance(6_000 - 1);
+    progress++; // the worker finished an event meanwhile: not stuck
+    await clock.advance(6_000);
+    assert.deepEqual(aborted, [], 'progress keeps the batch alive');
+    await clock.advance(6_000);
+    assert.deepEqual(aborted, [12_000], 'the first check after the progress saw none since');
+    assert.deepEqual(
+      await Promise.all(batch),
+      ['The task has been aborted', 'The task has been aborted'],
+      'every event of an aborted batch fails',
+    );
+  });
+});

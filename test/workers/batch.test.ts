@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { parseAddress } from '../../src/core/address.js';
+import { runBatch } from '../../src/workers/batch.js';
+import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
+import type { ActorEvent, BatchOutcome } from '../../src/workers/messages.js';
+import { runEvent } from '../../src/workers/pipeline.js';
+import { InlineActors } from './harness.js';
+
+const Counter = defineActor({
+  init(ctx: ActorContext) {
+    ctx.sql.exec('CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (0)');
+  },
+  methods: {
+    add(ctx: ActorContext, by: number) {
+      ctx.sql.prepare('UPDATE counter SET n = n + ?').run(by);
+      return (ctx.sql.prepare('SELECT n FROM counter').get() as { n: number }).n;
+    },
+    addThenFail(ctx: ActorContext, by: number) {
+      ctx.sql.prepare('UPDATE counter SET n = n + ?').run(by);
+      throw new Error('boom');
+    },
+    async addThenHang(ctx: ActorContext, by: number) {
+      ctx.sql.prepare('UPDATE counter SET n = n + ?').run(by);
+      await new Promise(() => {});
+    },
+    get: (ctx: ActorContext) => (ctx.sql.prepare('SELECT n FROM counter').get() as { n: number }).n,
+  },
+});
+
+const A = 't/Counter/a';
+const actors = new InlineActors({ Counter }, { handlerTimeoutMs: 50 });
+after(() => actors.cleanup());
+
+function request(method: string, args: unknown[], extra: Partial<Extract<ActorEvent, { type: 'request' }>> = {}): ActorEvent {
+  return { type: 'request', address: parseAddress(A), method, args, durable: false, generation: 0, ...extra };
+}
+
+/** Runs a batch through the real pipeline, moving the SimClock until it is done (a handler may hang). */
+async function batch(events: ActorEvent[]): Promise<{ outcomes: BatchOutcome[]; ran: number }> {
+  let ran = 0;
+  let done = false;
+  const p = runBatch(
+    (e) => runEvent(actors.deps, e),
+    events,
+    () => ran++,
+  ).finally(() => (done = true));
+  for (let i = 0; !done && i < 1_000; i++) await actors.clock.advance(10);
+  return { outcomes: await p, ran };
+}
+
+const value = (o: BatchOutcome | undefined) =>
+  o?.type === 'ok' ? o.result : o?.type === 'error' || o?.type === 'thrown' ? o.error.code : o;
+
+describe('runBatch: several events of one actor in one task', () => {
+  it('runs them in order, each its own transaction: a failing or timed-out event rolls back alone, its neighbours commit', async () => {
+    const { outcomes, ran } = await batch([
+      request('add', [1]),
+      request('add', [2]),
+      request('addThenFail', [100]),
+      request('add', [3]),
+      request('addThenHang', [1_000]),
+      request('add', [4]),
+      request('noSuchMethod', []),
+      request('get', []),
+    ]);
+    assert.deepEqual(outcomes.map(value), [1, 3, 'HANDLER_FAILED', 6, 'HANDLER_TIMEOUT', 10, 'NOT_FOUND', 10]);
+    assert.equal(ran, 8, 'every event counted as finished');
+    const r = await actors.call(A, 'get');
+    assert.equal(r.type === 'ok' && r.result, 10, 'nothing of the failed events committed');
+  });
+
+  it('an idempotency key is its own per event: a repeat in the same batch answers from the record', async () => {
+    const before = await actors.call(A, 'get');
+    const n = before.type === 'ok' ? (before.result as number) : NaN;
+    const once = (key: string) => request('add', [5], { durable: true, idempotencyKey: key });
+    const { outcomes } = await batch([once('k1'), request('add', [1]), once('k1'), once('k2')]);
+    assert.deepEqual(outcomes.map(value), [n + 5, n + 6, n + 5, n + 11]);
+    assert.deepEqual(
+      outcomes.map((o) => o.type === 'ok' && o.ran),
+      [true, true, false, true],
+      'the repeat did not run the handler',
+    );
+  });
+
+  it('an event that throws outside the pipeline fails alone', async () => {
+    const events = [request('add', [1]), request('add', [1]), request('add', [1])];
+    const run = (e: ActorEvent) => (e === events[1] ? Promise.reject(new Error('worker broke')) : runEvent(actors.deps, e));
+    const outcomes = await runBatch(run, events);
+    assert.deepEqual(
+      outcomes.map((o) => o.type),
+      ['ok', 'thrown', 'ok'],
+    );
+    assert.equal(outcomes[1]!.type === 'thrown' && outcomes[1]!.error.message, 'worker broke');
+  });
+});
