@@ -12,8 +12,8 @@
  */
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { formatAddress, nameHex, type ActorAddress } from '../core/address.js';
 
 export type Db = Database.Database;
@@ -48,17 +48,65 @@ export const actorDbHooks: { onOpen?: (db: Db) => void } = {};
 
 /** Opens (creating when `create`) the actor's database; null when it does not exist and !create. */
 export function openActorDb(path: string, address: ActorAddress, create: boolean): Db | null {
-  if (!create && !existsSync(path)) return null;
-  mkdirSync(join(path, '..'), { recursive: true });
+  const created = !existsSync(path);
+  if (created) {
+    if (!create) return null;
+    createActorDbFile(path);
+  }
   const db = new Database(path);
   actorDbHooks.onOpen?.(db);
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
+  // A new file's first commit starts a brand-new WAL: its header fsync (and the folder's) guards
+  // against frames of an earlier WAL in the same file being read as new after a power loss, and
+  // there are none. synchronous=NORMAL then syncs the WAL, and its folder, at the first checkpoint.
+  db.pragma(created ? 'synchronous = OFF' : 'synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('cache_size = -512'); // 512 KiB per open actor: many actors stay open per worker
   db.exec(SCHEMA);
   if (readMeta(db, 'address') === null) writeMeta(db, 'address', formatAddress(address));
+  if (created) db.pragma('synchronous = NORMAL');
   return db;
+}
+
+/**
+ * The bytes of a new actor's file: an empty database already in WAL mode (header bytes 18 and 19
+ * = 2, what `journal_mode = WAL` writes) with keepwork's tables. Built once per thread.
+ */
+let emptyImage: Buffer | undefined;
+
+function newFileImage(): Buffer {
+  if (!emptyImage) {
+    const mem = new Database(':memory:');
+    mem.exec(SCHEMA);
+    const image = mem.serialize();
+    mem.close();
+    image[18] = 2;
+    image[19] = 2;
+    emptyImage = image;
+  }
+  return emptyImage;
+}
+
+/**
+ * Creates a new actor's file in one piece: written to a temp file, fsynced, renamed into place.
+ * One fsync on the worker thread, where letting SQLite create it (a rollback-journal transaction
+ * to switch an empty file to WAL, at the default synchronous=FULL) took four — journal twice, its
+ * folder, the file — and a journal file created and unlinked. The name is made durable by the
+ * folder fsync SQLite does when it creates the WAL at the first commit, as before; a stale WAL
+ * or shm of an earlier file of that name is removed first (it belongs to no database now).
+ */
+function createActorDbFile(path: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
+  const tmp = `${path}.new`;
+  const fd = openSync(tmp, 'w', 0o644);
+  try {
+    writeSync(fd, newFileImage());
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
 }
 
 /**
