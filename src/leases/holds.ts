@@ -5,11 +5,12 @@
  *   get hold ─▶ holdDecision ─▶ create (If-None-Match) · ours · take (If-Match) ·
  *               fence the holder's node record (If-Match) then take · forward to the holder
  *
- * An actor this node has never met (not held, not released, no hold of it read) is first tried
- * with the create alone — PUT If-None-Match, no GET before it: for no hold holdDecision always
- * says create, and the conditional PUT decides exactly as it would after the read. A 412 (the
- * hold exists) falls back to the read and the decision above. One request for a new actor
- * instead of two; one more, once, for an old actor this node meets for the first time.
+ * An actor the caller expects may be new (`maybeNew`: a call with no local copy of the actor) and
+ * this node has never met (not held, not released, no hold of it read) is first tried with the
+ * create alone — PUT If-None-Match, no GET before it: for no hold holdDecision always says create,
+ * and the conditional PUT decides exactly as it would after the read. A 412 (the hold exists)
+ * falls back to the read and the decision above. One request for a new actor instead of two; one
+ * more, once, for an old actor met for the first time (a delivery never guesses: its actor exists).
  *
  * Only while this node's lease is valid. A lost race (412) re-reads and decides again, a bounded
  * number of times.
@@ -62,13 +63,14 @@ export class HoldTable {
     return this.mine.size;
   }
 
-  async acquire(a: ActorAddress): Promise<Ownership> {
+  /** `maybeNew`: the actor may never have been held by anyone (see the header): try the create first. */
+  async acquire(a: ActorAddress, maybeNew = false): Promise<Ownership> {
     const known = this.mine.get(formatAddress(a));
     if (known) {
       this.lease.check();
       return { kind: 'mine', generation: known.generation };
     }
-    if (this.isNew(a)) {
+    if (maybeNew && this.unmet(a)) {
       this.lease.check();
       const created = await this.write(a, 1, { ifNoneMatch: '*' });
       if (created) return created;
@@ -96,7 +98,7 @@ export class HoldTable {
   }
 
   /** Never met by this node: no hold of it held, released, read or refused (see the header). */
-  private isNew(a: ActorAddress): boolean {
+  private unmet(a: ActorAddress): boolean {
     const key = formatAddress(a);
     return !this.released.has(key) && !this.met.has(key);
   }

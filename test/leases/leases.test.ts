@@ -209,6 +209,74 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
     assert.equal(nodeGets(), 2);
   });
 
+  describe('an actor that may be new (maybeNew): the create goes first, without a read', () => {
+    /** n2's holds over a store that counts requests, beside n1 over the plain store. */
+    async function counted(c: ReturnType<typeof cluster>) {
+      const lease2 = new NodeLease(
+        c.store,
+        c.clock,
+        config,
+        { nodeId: 'n2', addr: 'http://n2', tenants: null, classes: ['C'] },
+        silentLogger(),
+      );
+      await lease2.start(0);
+      const counts = new RequestCounts();
+      const seen = countedStore(c.store, counts);
+      const holds = new HoldTable(
+        seen,
+        c.clock,
+        config,
+        lease2,
+        new NodeDirectory(seen, c.clock, config, silentLogger()),
+        { nodeId: 'n2' },
+        silentLogger(),
+      );
+      const tally = () => Object.fromEntries([...counts.entries()].filter((e) => e.area === 'holds').map((e) => [e.op, e.count]));
+      return { holds, tally };
+    }
+
+    it('a new actor: one conditional PUT, generation 1', async () => {
+      const c = cluster();
+      const n2 = await counted(c);
+      assert.deepEqual(await n2.holds.acquire(A, true), { kind: 'mine', generation: 1 });
+      assert.deepEqual(n2.tally(), { put: 1 });
+      assert.deepEqual(decodeHold((await c.store.get(holdKey(A)))!.body), { nodeId: 'n2', epoch: 1, generation: 1, state: 'held' });
+    });
+
+    it('an actor another live node holds: the refused create, then the read; met once, it is read at once', async () => {
+      const c = cluster();
+      const n1 = await c.node('n1');
+      await n1.holds.acquire(A);
+      const n2 = await counted(c);
+      assert.deepEqual(await n2.holds.acquire(A, true), { kind: 'elsewhere', nodeId: 'n1', addr: 'http://n1' });
+      assert.deepEqual(n2.tally(), { put: 1, get: 1 });
+      assert.deepEqual(await n2.holds.acquire(A, true), { kind: 'elsewhere', nodeId: 'n1', addr: 'http://n1' });
+      assert.deepEqual(n2.tally(), { put: 1, get: 2 }, 'no second blind create');
+      assert.deepEqual(decodeHold((await c.store.get(holdKey(A)))!.body), { nodeId: 'n1', epoch: 1, generation: 1, state: 'held' });
+    });
+
+    it('a released actor is taken with generation + 1, through the read (never a blind create)', async () => {
+      const c = cluster();
+      const n1 = await c.node('n1');
+      await n1.holds.acquire(A, true);
+      await n1.holds.release(A);
+      assert.deepEqual(await n1.holds.acquire(A, true), { kind: 'mine', generation: 2 });
+      const n2 = await counted(c);
+      await n1.holds.release(A);
+      assert.deepEqual(await n2.holds.acquire(A, true), { kind: 'mine', generation: 3 });
+    });
+
+    it('racing acquirers that all think it new: exactly one holds it, the others are told where', async () => {
+      const c = cluster();
+      const nodes = await Promise.all(['a', 'b', 'c', 'd'].map((id) => c.node(id)));
+      const results = await Promise.all(nodes.flatMap((n) => [n.holds.acquire(A, true), n.holds.acquire(A, true)]));
+      const mine = results.flatMap((r, i) => (r.kind === 'mine' ? [Math.floor(i / 2)] : []));
+      assert.equal(new Set(mine).size, 1, 'one node');
+      assert.equal(mine.length, 2, 'both of its own racing calls hold it');
+      assert.ok(results.every((r) => (r.kind === 'mine' ? r.generation === 1 : r.nodeId === ['a', 'b', 'c', 'd'][mine[0]!])));
+    });
+  });
+
   it('a released hold is taken without reading its last holder’s record', async () => {
     const c = cluster();
     const n1 = await c.node('n1');
