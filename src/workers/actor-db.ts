@@ -13,6 +13,7 @@
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { mkdir, open } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { formatAddress, nameHex, type ActorAddress } from '../core/address.js';
 
@@ -53,12 +54,36 @@ export function openActorDb(path: string, address: ActorAddress, create: boolean
     if (!create) return null;
     createActorDbFile(path);
   }
+  return openFile(path, address, created);
+}
+
+/**
+ * Creates a new actor's database (there is no file at `path`) with its file written and fsynced
+ * on libuv's thread pool, so the worker's event loop goes on meanwhile (actor-slots.ts); the
+ * simulator keeps to openActorDb, every file operation synchronous.
+ */
+export async function createActorDb(path: string, address: ActorAddress): Promise<Db> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = beforeNewFile(path);
+  const handle = await open(tmp, 'w', 0o644);
+  try {
+    await handle.writeFile(newFileImage());
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  renameSync(tmp, path);
+  return openFile(path, address, true);
+}
+
+function openFile(path: string, address: ActorAddress, created: boolean): Db {
   const db = new Database(path);
   actorDbHooks.onOpen?.(db);
   db.pragma('journal_mode = WAL');
   // A new file's first commit starts a brand-new WAL: its header fsync (and the folder's) guards
   // against frames of an earlier WAL in the same file being read as new after a power loss, and
-  // there are none. synchronous=NORMAL then syncs the WAL, and its folder, at the first checkpoint.
+  // there are none (beforeNewFile). synchronous=NORMAL syncs the WAL, then its folder, at the
+  // first checkpoint, which also syncs the file.
   db.pragma(created ? 'synchronous = OFF' : 'synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('cache_size = -512'); // 512 KiB per open actor: many actors stay open per worker
@@ -89,16 +114,15 @@ function newFileImage(): Buffer {
 
 /**
  * Creates a new actor's file in one piece: written to a temp file, fsynced, renamed into place.
- * One fsync on the worker thread, where letting SQLite create it (a rollback-journal transaction
- * to switch an empty file to WAL, at the default synchronous=FULL) took four — journal twice, its
- * folder, the file — and a journal file created and unlinked. The name is made durable by the
- * folder fsync SQLite does when it creates the WAL at the first commit, as before; a stale WAL
- * or shm of an earlier file of that name is removed first (it belongs to no database now).
+ * One fsync, where letting SQLite create it (a rollback-journal transaction to switch an empty
+ * file to WAL, at the default synchronous=FULL) took four on the worker thread — journal twice,
+ * its folder, the file — and a journal file created and unlinked; and the first commit's WAL
+ * header and folder fsyncs are not needed (openFile). The name is made durable by the folder
+ * fsync SQLite does at the first checkpoint (nothing of the actor is synced before that anyway).
  */
 function createActorDbFile(path: string): void {
   mkdirSync(dirname(path), { recursive: true });
-  for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
-  const tmp = `${path}.new`;
+  const tmp = beforeNewFile(path);
   const fd = openSync(tmp, 'w', 0o644);
   try {
     writeSync(fd, newFileImage());
@@ -107,6 +131,12 @@ function createActorDbFile(path: string): void {
     closeSync(fd);
   }
   renameSync(tmp, path);
+}
+
+/** A stale WAL or shm of an earlier file of that name belongs to no database now: removed. Returns the temp file's name. */
+function beforeNewFile(path: string): string {
+  for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
+  return `${path}.new`;
 }
 
 /**
