@@ -60,18 +60,24 @@ export function openActorDb(path: string, address: ActorAddress, create: boolean
 /**
  * Creates a new actor's database (there is no file at `path`) with its file written and fsynced
  * on libuv's thread pool, so the worker's event loop goes on meanwhile (actor-slots.ts); the
- * simulator keeps to openActorDb, every file operation synchronous.
+ * simulator keeps to openActorDb, every file operation synchronous. The WAL and shm files are
+ * made empty there too (a stale pair of an earlier file of that name is emptied, as
+ * beforeNewFile would remove it), so that SQLite's open finds them instead of creating them.
  */
 export async function createActorDb(path: string, address: ActorAddress): Promise<Db> {
   await mkdir(dirname(path), { recursive: true });
-  const tmp = beforeNewFile(path);
-  const handle = await open(tmp, 'w', 0o644);
-  try {
-    await handle.writeFile(newFileImage());
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+  const tmp = `${path}.new`;
+  const writeFile = async () => {
+    const handle = await open(tmp, 'w', 0o644);
+    try {
+      await handle.writeFile(newFileImage());
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  };
+  const empty = async (suffix: string) => (await open(path + suffix, 'w', 0o644)).close();
+  await Promise.all([writeFile(), empty('-wal'), empty('-shm')]);
   renameSync(tmp, path);
   return openFile(path, address, true);
 }
