@@ -63,14 +63,17 @@ export class HoldTable {
     return this.mine.size;
   }
 
-  /** `maybeNew`: the actor may never have been held by anyone (see the header): try the create first. */
-  async acquire(a: ActorAddress, maybeNew = false): Promise<Ownership> {
+  /**
+   * `maybeNew`: whether the actor may never have been held by anyone (see the header), asked only
+   * when this node neither holds nor has met it; then the create goes first.
+   */
+  async acquire(a: ActorAddress, maybeNew?: () => boolean): Promise<Ownership> {
     const known = this.mine.get(formatAddress(a));
     if (known) {
       this.lease.check();
       return { kind: 'mine', generation: known.generation };
     }
-    if (maybeNew && this.unmet(a)) {
+    if (maybeNew && this.unmet(a) && maybeNew()) {
       this.lease.check();
       const created = await this.write(a, 1, { ifNoneMatch: '*' });
       if (created) return created;

@@ -240,7 +240,7 @@ export class Node implements RoutingNode {
         if (r.type === 'error') throw reviveError(r.error);
         return r.result;
       },
-      this.mayBeNew(address),
+      () => this.mayBeNew(address),
     );
   }
 
@@ -262,7 +262,7 @@ export class Node implements RoutingNode {
     address: ActorAddress,
     elsewhere: (own: { nodeId: string; addr: string }) => Promise<T>,
     mine: (generation: number) => Promise<T>,
-    maybeNew = false,
+    maybeNew?: () => boolean,
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const own = await this.own(address, maybeNew);
@@ -342,7 +342,7 @@ export class Node implements RoutingNode {
     this.onRejoin?.(this.epoch);
   }
 
-  private own(address: ActorAddress, maybeNew: boolean) {
+  private own(address: ActorAddress, maybeNew: (() => boolean) | undefined) {
     if (this.stopping) throw new NodeStopped(`node ${this.nodeId} is stopping`);
     if (this.isFenced) throw new LeaseLost(`node ${this.nodeId} was fenced and is rejoining under a new epoch; retry`);
     return this.membership.holds.acquire(address, maybeNew);

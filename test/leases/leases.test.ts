@@ -210,6 +210,7 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
   });
 
   describe('an actor that may be new (maybeNew): the create goes first, without a read', () => {
+    const NEW = () => true;
     /** n2's holds over a store that counts requests, beside n1 over the plain store. */
     async function counted(c: ReturnType<typeof cluster>) {
       const lease2 = new NodeLease(
@@ -238,8 +239,11 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
     it('a new actor: one conditional PUT, generation 1', async () => {
       const c = cluster();
       const n2 = await counted(c);
-      assert.deepEqual(await n2.holds.acquire(A, true), { kind: 'mine', generation: 1 });
+      assert.deepEqual(await n2.holds.acquire(A, NEW), { kind: 'mine', generation: 1 });
       assert.deepEqual(n2.tally(), { put: 1 });
+      const notAsked = () => assert.fail('maybeNew asked for an actor this node holds');
+      assert.deepEqual(await n2.holds.acquire(A, notAsked), { kind: 'mine', generation: 1 });
+      assert.deepEqual(n2.tally(), { put: 1 }, 'held: no request at all');
       assert.deepEqual(decodeHold((await c.store.get(holdKey(A)))!.body), { nodeId: 'n2', epoch: 1, generation: 1, state: 'held' });
     });
 
@@ -248,9 +252,9 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
       const n1 = await c.node('n1');
       await n1.holds.acquire(A);
       const n2 = await counted(c);
-      assert.deepEqual(await n2.holds.acquire(A, true), { kind: 'elsewhere', nodeId: 'n1', addr: 'http://n1' });
+      assert.deepEqual(await n2.holds.acquire(A, NEW), { kind: 'elsewhere', nodeId: 'n1', addr: 'http://n1' });
       assert.deepEqual(n2.tally(), { put: 1, get: 1 });
-      assert.deepEqual(await n2.holds.acquire(A, true), { kind: 'elsewhere', nodeId: 'n1', addr: 'http://n1' });
+      assert.deepEqual(await n2.holds.acquire(A, NEW), { kind: 'elsewhere', nodeId: 'n1', addr: 'http://n1' });
       assert.deepEqual(n2.tally(), { put: 1, get: 2 }, 'no second blind create');
       assert.deepEqual(decodeHold((await c.store.get(holdKey(A)))!.body), { nodeId: 'n1', epoch: 1, generation: 1, state: 'held' });
     });
@@ -258,18 +262,18 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
     it('a released actor is taken with generation + 1, through the read (never a blind create)', async () => {
       const c = cluster();
       const n1 = await c.node('n1');
-      await n1.holds.acquire(A, true);
+      await n1.holds.acquire(A, NEW);
       await n1.holds.release(A);
-      assert.deepEqual(await n1.holds.acquire(A, true), { kind: 'mine', generation: 2 });
+      assert.deepEqual(await n1.holds.acquire(A, NEW), { kind: 'mine', generation: 2 });
       const n2 = await counted(c);
       await n1.holds.release(A);
-      assert.deepEqual(await n2.holds.acquire(A, true), { kind: 'mine', generation: 3 });
+      assert.deepEqual(await n2.holds.acquire(A, NEW), { kind: 'mine', generation: 3 });
     });
 
     it('racing acquirers that all think it new: exactly one holds it, the others are told where', async () => {
       const c = cluster();
       const nodes = await Promise.all(['a', 'b', 'c', 'd'].map((id) => c.node(id)));
-      const results = await Promise.all(nodes.flatMap((n) => [n.holds.acquire(A, true), n.holds.acquire(A, true)]));
+      const results = await Promise.all(nodes.flatMap((n) => [n.holds.acquire(A, NEW), n.holds.acquire(A, NEW)]));
       const mine = results.flatMap((r, i) => (r.kind === 'mine' ? [Math.floor(i / 2)] : []));
       assert.equal(new Set(mine).size, 1, 'one node');
       assert.equal(mine.length, 2, 'both of its own racing calls hold it');
