@@ -5,13 +5,6 @@
  *   get hold ─▶ holdDecision ─▶ create (If-None-Match) · ours · take (If-Match) ·
  *               fence the holder's node record (If-Match) then take · forward to the holder
  *
- * An actor the caller expects may be new (`maybeNew`: a call with no local copy of the actor) and
- * this node has never met (not held, not released, no hold of it read) is first tried with the
- * create alone — PUT If-None-Match, no GET before it: for no hold holdDecision always says create,
- * and the conditional PUT decides exactly as it would after the read. A 412 (the hold exists)
- * falls back to the read and the decision above. One request for a new actor instead of two; one
- * more, once, for an old actor met for the first time (a delivery never guesses: its actor exists).
- *
  * Only while this node's lease is valid. A lost race (412) re-reads and decides again, a bounded
  * number of times.
  */
@@ -34,15 +27,11 @@ export type Ownership = { kind: 'mine'; generation: number } | { kind: 'elsewher
 const ROUNDS_MAX = 4;
 /** How many released generations are remembered (a release lands or fails long before this many more). */
 const RELEASED_MAX = 65_536;
-/** How many actors with a hold in the bucket are remembered, so their acquire skips the blind create (forgotten: one extra 412). */
-const MET_MAX = 65_536;
 
 export class HoldTable {
   private readonly mine = new Map<string, { generation: number; etag: string }>();
   /** Generations this node released (per actor), whose release PUT may still be in flight. */
   private readonly released = new Map<string, number>();
-  /** Actors whose hold this node has seen in the bucket (read, or a create refused): not new. */
-  private readonly met = new Map<string, true>();
 
   constructor(
     private readonly store: ObjectStore,
@@ -63,21 +52,11 @@ export class HoldTable {
     return this.mine.size;
   }
 
-  /**
-   * `maybeNew`: whether the actor may never have been held by anyone (see the header), asked only
-   * when this node neither holds nor has met it; then the create goes first.
-   */
-  async acquire(a: ActorAddress, maybeNew?: () => boolean): Promise<Ownership> {
+  async acquire(a: ActorAddress): Promise<Ownership> {
     const known = this.mine.get(formatAddress(a));
     if (known) {
       this.lease.check();
       return { kind: 'mine', generation: known.generation };
-    }
-    if (maybeNew && this.unmet(a) && maybeNew()) {
-      this.lease.check();
-      const created = await this.write(a, 1, { ifNoneMatch: '*' });
-      if (created) return created;
-      this.noteMet(formatAddress(a)); // the hold exists: read it and decide
     }
     for (let round = 0; round < ROUNDS_MAX; round++) {
       this.lease.check();
@@ -98,18 +77,6 @@ export class HoldTable {
     await this.store.put(holdKey(a), encodeHold(record), { ifMatch: known.etag }).catch((e: unknown) => {
       if (!isKeepworkError(e, ErrorCode.PreconditionFailed)) throw e; // someone took it already
     });
-  }
-
-  /** Never met by this node: no hold of it held, released, read or refused (see the header). */
-  private unmet(a: ActorAddress): boolean {
-    const key = formatAddress(a);
-    return !this.released.has(key) && !this.met.has(key);
-  }
-
-  private noteMet(key: string): void {
-    this.met.delete(key);
-    this.met.set(key, true);
-    if (this.met.size > MET_MAX) this.met.delete(this.met.keys().next().value!);
   }
 
   /** Remembers a released generation (bounded: the oldest are forgotten first). */
@@ -144,7 +111,6 @@ export class HoldTable {
   private async tryAcquire(a: ActorAddress): Promise<Ownership | undefined> {
     const obj = await this.store.get(holdKey(a));
     const hold = obj ? decodeHold(obj.body) : null;
-    if (hold) this.noteMet(formatAddress(a));
     this.checkNotBelowReleased(a, hold?.generation ?? 0, 'the bucket holds');
     // The holder's record matters only for a hold still `held` by a run not known to be over
     // (holdDecision takes the actor for a released hold, or a holder's ended or missing run).
@@ -187,7 +153,6 @@ export class HoldTable {
     try {
       const { etag } = await this.store.put(holdKey(a), encodeHold(record), condition);
       this.mine.set(formatAddress(a), { generation, etag });
-      this.noteMet(formatAddress(a));
       return { kind: 'mine', generation };
     } catch (e) {
       if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return undefined;

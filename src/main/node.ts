@@ -7,7 +7,6 @@
  *   results ─▶ AlarmTimer ─▶ due ─▶ alarm event (same path; an actor held elsewhere: dropped)
  *   RxJS schedules: lease renewal (membership.ts), idle reaping (idle-actors.ts: flush, close, release the hold).
  */
-import { existsSync } from 'node:fs';
 import type { Clock } from '../core/clock.js';
 import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
 import { BadRequest, LeaseLost, NodeStopped, reviveError } from '../core/errors.js';
@@ -16,7 +15,6 @@ import { SystemRandom } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
 import { Sweeper, type SweepResult } from '../streams/sweep.js';
 import type { ActorEvent, EventResult } from '../workers/messages.js';
-import { actorDbPath } from '../workers/actor-db.js';
 import { scanAlarms } from '../workers/scan.js';
 import { checkIdempotencyKey } from '../workers/idempotency.js';
 import { ActorLanes } from './actor-lanes.js';
@@ -240,7 +238,6 @@ export class Node implements RoutingNode {
         if (r.type === 'error') throw reviveError(r.error);
         return r.result;
       },
-      () => this.mayBeNew(address),
     );
   }
 
@@ -262,10 +259,9 @@ export class Node implements RoutingNode {
     address: ActorAddress,
     elsewhere: (own: { nodeId: string; addr: string }) => Promise<T>,
     mine: (generation: number) => Promise<T>,
-    maybeNew?: () => boolean,
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const own = await this.own(address, maybeNew);
+      const own = await this.own(address);
       if (own.kind === 'elsewhere') return elsewhere(own);
       try {
         return await mine(own.generation);
@@ -342,15 +338,10 @@ export class Node implements RoutingNode {
     this.onRejoin?.(this.epoch);
   }
 
-  private own(address: ActorAddress, maybeNew: (() => boolean) | undefined) {
+  private own(address: ActorAddress) {
     if (this.stopping) throw new NodeStopped(`node ${this.nodeId} is stopping`);
     if (this.isFenced) throw new LeaseLost(`node ${this.nodeId} was fenced and is rejoining under a new epoch; retry`);
-    return this.membership.holds.acquire(address, maybeNew);
-  }
-
-  /** A call's actor may be new unless this node has a local copy of it (a hint for the hold's first request: holds.ts). */
-  private mayBeNew(address: ActorAddress): boolean {
-    return this.dataDir === undefined || !existsSync(actorDbPath(this.dataDir, address));
+    return this.membership.holds.acquire(address);
   }
 
   /** Runs one event through the actor's lane and worker; the committed alarm feeds the timer. */

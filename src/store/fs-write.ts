@@ -29,7 +29,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import { link, lstat, mkdir, open, type FileHandle } from 'node:fs/promises';
+import { link, mkdir, open, type FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
 import { AmbiguousWrite, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
 import { etagOf } from './etag.js';
@@ -80,23 +80,6 @@ export async function writeTemp(tempDir: string, body: Uint8Array, fsync: boolea
   }
   await handle.close();
   return file;
-}
-
-/**
- * A create (ifNoneMatch '*') whose object is already there fails here, before its body is written
- * and fsynced: the lstat that sees the object is the read at which the write fails (as the link's
- * EEXIST would be). A missing object proves nothing: the link still decides.
- */
-export async function refuseExisting(target: Target, mode: Mode, key: string): Promise<void> {
-  if (mode.kind !== 'create') return;
-  const present = await lstat(target.file).then(
-    () => true,
-    (e: unknown) => {
-      if (isMissing(e)) return false;
-      throw e;
-    },
-  );
-  if (present) throw new PreconditionFailed(`put ${key} with ifNoneMatch "*": the object exists`, { details: { key } });
 }
 
 /** Makes the temp file the object; returns the first folder it had to create, if any. */

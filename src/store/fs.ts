@@ -35,7 +35,7 @@ import { ListWalk } from './fs-list.js';
 import { HostLock } from './fs-lock.js';
 import { resolveFsOptions, type FsConfig, type FsStoreOptions } from './fs-options.js';
 import { folderNames, insideRoot, LOCK_FILE_NAME, objectNames, TEMP_DIR_NAME, type Target } from './fs-paths.js';
-import { install, modeOf, refuseExisting, syncAfterWrite, writeTemp } from './fs-write.js';
+import { install, modeOf, syncAfterWrite, writeTemp } from './fs-write.js';
 import { pageOf, resolveList, validateKey } from './keys.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from './types.js';
 
@@ -93,7 +93,6 @@ export class FsStore implements ObjectStore {
     const target = this.#target(key);
     const mode = modeOf(condition);
     if (!(body instanceof Uint8Array)) throw new BadRequest(`put ${key}: body must be a Uint8Array`);
-    await this.#guard('put', key, () => refuseExisting(target, mode, key));
     const temp = await this.#guard('put', key, () => writeTemp(this.#tempDir, body, this.#config.fsync));
     try {
       const createdFrom = await this.#guard('put', key, () => install(temp, target, mode, key, this.#lock, this.#config));

@@ -41,8 +41,11 @@ export interface SlotsSettings {
 const UPLOADED_UNDER_MAX = 4096;
 
 /** The slots' settings from the node's resolved config. */
-export function slotsSettings(config: Settings<'dbCacheMax' | 'alarmsInMemory'>): SlotsSettings {
-  return { max: config.dbCacheMax, inMemory: config.alarmsInMemory === 1 };
+export function slotsSettings(
+  config: Settings<'dbCacheMax' | 'alarmsInMemory'>,
+  extra: Pick<SlotsSettings, 'createOffThread'> = {},
+): SlotsSettings {
+  return { max: config.dbCacheMax, inMemory: config.alarmsInMemory === 1, ...extra };
 }
 
 export class ActorSlots {

@@ -58,20 +58,16 @@ const deps: PipelineDeps = {
   store,
   nonces: new NonceSource(random),
   rules: SAFE_RULES,
-  slots: new ActorSlots(
-    setup.dataDir,
-    { ...slotsSettings(config), createOffThread: true },
-    {
-      store,
-      clock,
-      random,
-      config,
-      log,
-      writer,
-      leaseValid,
-      deletes: new DeleteBatcher(store, clock, log),
-    },
-  ),
+  slots: new ActorSlots(setup.dataDir, slotsSettings(config, { createOffThread: true }), {
+    store,
+    clock,
+    random,
+    config,
+    log,
+    writer,
+    leaseValid,
+    deletes: new DeleteBatcher(store, clock, log),
+  }),
   loadClass: classLoader(setup.classes),
 };
 
