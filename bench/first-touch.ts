@@ -58,7 +58,8 @@ function cpuSince(before: Map<string, { name: string; ms: number }>): { thread: 
     const label = tid === main ? 'main' : t.name.startsWith('libuv') ? 'libuv pool' : `${t.name} ${tid}`;
     byName.set(label, (byName.get(label) ?? 0) + ms);
   }
-  return [...byName].map(([thread, ms]) => ({ thread, ms })).sort((a, b) => b.ms - a.ms);
+  const rows = [...byName].map(([thread, ms]) => ({ thread, ms })).sort((a, b) => b.ms - a.ms);
+  return [{ thread: 'all threads', ms: rows.reduce((sum, r) => sum + r.ms, 0) }, ...rows];
 }
 
 function requests(text: string): Map<string, number> {
