@@ -5,6 +5,9 @@
  *   tsx bench/profile-summary.ts /tmp/prof/*.cpuprofile [--top 25] [--skip-ms N]
  *
  * --skip-ms leaves out the first N ms of each profile (e.g. a bench's set-up phase).
+ * --window FROM-TO keeps only the samples between two points of the monotonic clock, in µs (what
+ * `process.hrtime.bigint() / 1000n` reads; the same clock in every thread's profile): bench/first-touch
+ * prints the window of its touch.
  */
 import { readFileSync } from 'node:fs';
 import { benchCommand } from './lib.js';
@@ -15,6 +18,7 @@ interface ProfileNode {
   children?: number[];
 }
 interface Profile {
+  startTime: number;
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
@@ -23,7 +27,9 @@ interface Profile {
 const { values, positionals: files } = benchCommand({
   top: { type: 'string', default: '25' },
   'skip-ms': { type: 'string', default: '0' },
+  window: { type: 'string' },
 });
+const [fromUs, toUs] = values.window ? values.window.split('-').map(Number) : [-Infinity, Infinity];
 const top = Number(values.top);
 const skipUs = Number(values['skip-ms']) * 1000;
 
@@ -44,6 +50,8 @@ for (const file of files) {
     const dt = p.timeDeltas[i] ?? 0;
     elapsed += dt;
     if (elapsed < skipUs) return;
+    const at = p.startTime + elapsed;
+    if (at < fromUs! || at > toUs!) return;
     total += dt;
     if (n.callFrame.functionName !== '(idle)') {
       const seen = new Set<string>();

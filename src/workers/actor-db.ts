@@ -12,8 +12,9 @@
  */
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { mkdir, open } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { formatAddress, nameHex, type ActorAddress } from '../core/address.js';
 
 export type Db = Database.Database;
@@ -48,17 +49,100 @@ export const actorDbHooks: { onOpen?: (db: Db) => void } = {};
 
 /** Opens (creating when `create`) the actor's database; null when it does not exist and !create. */
 export function openActorDb(path: string, address: ActorAddress, create: boolean): Db | null {
-  if (!create && !existsSync(path)) return null;
-  mkdirSync(join(path, '..'), { recursive: true });
+  const created = !existsSync(path);
+  if (created) {
+    if (!create) return null;
+    createActorDbFile(path);
+  }
+  return openFile(path, address, created);
+}
+
+/**
+ * Creates a new actor's database (there is no file at `path`) with its file written and fsynced
+ * on libuv's thread pool, so the worker's event loop goes on meanwhile (actor-slots.ts); the
+ * simulator keeps to openActorDb, every file operation synchronous. The WAL and shm files are
+ * made empty there too (a stale pair of an earlier file of that name is emptied, as
+ * beforeNewFile would remove it), so that SQLite's open finds them instead of creating them.
+ */
+export async function createActorDb(path: string, address: ActorAddress): Promise<Db> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.new`;
+  const writeFile = async () => {
+    const handle = await open(tmp, 'w', 0o644);
+    try {
+      await handle.writeFile(newFileImage());
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  };
+  const empty = async (suffix: string) => (await open(path + suffix, 'w', 0o644)).close();
+  await Promise.all([writeFile(), empty('-wal'), empty('-shm')]);
+  renameSync(tmp, path);
+  return openFile(path, address, true);
+}
+
+function openFile(path: string, address: ActorAddress, created: boolean): Db {
   const db = new Database(path);
   actorDbHooks.onOpen?.(db);
   db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
+  // A new file's first commit starts a brand-new WAL: its header fsync (and the folder's) guards
+  // against frames of an earlier WAL in the same file being read as new after a power loss, and
+  // there are none (beforeNewFile). synchronous=NORMAL syncs the WAL, then its folder, at the
+  // first checkpoint, which also syncs the file.
+  db.pragma(created ? 'synchronous = OFF' : 'synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('cache_size = -512'); // 512 KiB per open actor: many actors stay open per worker
   db.exec(SCHEMA);
   if (readMeta(db, 'address') === null) writeMeta(db, 'address', formatAddress(address));
+  if (created) db.pragma('synchronous = NORMAL');
   return db;
+}
+
+/**
+ * The bytes of a new actor's file: an empty database already in WAL mode (header bytes 18 and 19
+ * = 2, what `journal_mode = WAL` writes) with keepwork's tables. Built once per thread.
+ */
+let emptyImage: Buffer | undefined;
+
+function newFileImage(): Buffer {
+  if (!emptyImage) {
+    const mem = new Database(':memory:');
+    mem.exec(SCHEMA);
+    const image = mem.serialize();
+    mem.close();
+    image[18] = 2;
+    image[19] = 2;
+    emptyImage = image;
+  }
+  return emptyImage;
+}
+
+/**
+ * Creates a new actor's file in one piece: written to a temp file, fsynced, renamed into place.
+ * One fsync, where letting SQLite create it (a rollback-journal transaction to switch an empty
+ * file to WAL, at the default synchronous=FULL) took four on the worker thread — journal twice,
+ * its folder, the file — and a journal file created and unlinked; and the first commit's WAL
+ * header and folder fsyncs are not needed (openFile). The name is made durable by the folder
+ * fsync SQLite does at the first checkpoint (nothing of the actor is synced before that anyway).
+ */
+function createActorDbFile(path: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = beforeNewFile(path);
+  const fd = openSync(tmp, 'w', 0o644);
+  try {
+    writeSync(fd, newFileImage());
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+/** A stale WAL or shm of an earlier file of that name belongs to no database now: removed. Returns the temp file's name. */
+function beforeNewFile(path: string): string {
+  for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
+  return `${path}.new`;
 }
 
 /**

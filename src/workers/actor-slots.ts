@@ -13,7 +13,7 @@ import type { Settings } from '../core/config.js';
 import { ActorReplica, type ReplicaDeps } from '../replication/replica.js';
 import { removeSidecar } from '../replication/sidecar.js';
 import { existsSync } from 'node:fs';
-import { actorDbPath, openActorDb, openMemoryActorDb, removeActorDb, type Db } from './actor-db.js';
+import { actorDbPath, createActorDb, openActorDb, openMemoryActorDb, removeActorDb, type Db } from './actor-db.js';
 
 export interface Slot {
   readonly db: Db;
@@ -30,14 +30,22 @@ export interface SlotsSettings {
   max: number;
   /** Actors with no local file are taken into memory for events that do not create them. */
   inMemory: boolean;
+  /**
+   * A new actor's file is written and fsynced on libuv's thread pool, not on the worker thread
+   * (actor-db.ts createActorDb). Off in the simulator: virtual time needs synchronous file I/O.
+   */
+  createOffThread?: boolean;
 }
 
 /** Actors remembered as fenced under their hold (see `uploadedUnder`). */
 const UPLOADED_UNDER_MAX = 4096;
 
 /** The slots' settings from the node's resolved config. */
-export function slotsSettings(config: Settings<'dbCacheMax' | 'alarmsInMemory'>): SlotsSettings {
-  return { max: config.dbCacheMax, inMemory: config.alarmsInMemory === 1 };
+export function slotsSettings(
+  config: Settings<'dbCacheMax' | 'alarmsInMemory'>,
+  extra: Pick<SlotsSettings, 'createOffThread'> = {},
+): SlotsSettings {
+  return { max: config.dbCacheMax, inMemory: config.alarmsInMemory === 1, ...extra };
 }
 
 export class ActorSlots {
@@ -46,6 +54,7 @@ export class ActorSlots {
 
   private readonly max: number;
   private readonly inMemory: boolean;
+  private readonly createOffThread: boolean;
   /**
    * Actors whose chain ends with a link this worker uploaded under the hold generation named,
    * remembered past close (an actor in memory is closed after every event) so the owner fence
@@ -61,6 +70,7 @@ export class ActorSlots {
   ) {
     this.max = settings.max;
     this.inMemory = settings.inMemory;
+    this.createOffThread = settings.createOffThread === true;
   }
 
   /**
@@ -164,7 +174,7 @@ export class ActorSlots {
     const state = await replica.take();
     onTake?.(state);
     if (state !== 'ready' && !create) return null;
-    const db = openActorDb(path, address, true)!;
+    const db = this.createOffThread && !existsSync(path) ? await createActorDb(path, address) : openActorDb(path, address, true)!;
     replica.attach(db);
     return { db, replica, users: 0, fresh: true, memory: false };
   }

@@ -62,7 +62,7 @@ const deps: PipelineDeps = {
   store,
   nonces: new NonceSource(random),
   rules: SAFE_RULES,
-  slots: new ActorSlots(setup.dataDir, slotsSettings(config), {
+  slots: new ActorSlots(setup.dataDir, slotsSettings(config, { createOffThread: true }), {
     store,
     clock,
     random,

@@ -1,0 +1,171 @@
+/**
+ * bench/first-touch: the first call to N new keys (the counter example's `add`), 64 in flight, on
+ * one node with the folder bucket — what creating an actor costs.
+ *
+ *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable]
+ *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/first-touch.ts --keys 1000
+ *   (a CPU profile per thread lands in /tmp/prof; summarise the touch alone with
+ *   `tsx bench/profile-summary.ts --window <the window the bench prints> /tmp/prof/*.cpuprofile`)
+ *
+ * Prints, per run (each on fresh keys of a fresh node): wall time of the touch, actors/s, CPU ms
+ * per actor by thread (main thread and each worker, from /proc/self/task), and bucket requests per
+ * actor by operation and thread, during the touch and until the node is idle again (its first
+ * uploads and index work done: the `settle` column). --quick: 250 keys.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { silentLogger } from '../src/core/logger.js';
+import { startNode } from '../src/index.js';
+import type { RoutingNode } from '../src/main/node-api.js';
+import { benchArgs, quick, round, table, writeResult } from './lib.js';
+
+const args = benchArgs({
+  keys: { type: 'string' },
+  runs: { type: 'string', default: '1' },
+  api: { type: 'string', default: 'library' },
+  durable: { type: 'boolean' },
+  threads: { type: 'string', default: '2' },
+});
+const KEYS = Number(args.keys ?? (quick ? 250 : 1_000));
+const RUNS = Number(args.runs);
+const IN_FLIGHT = 64;
+const COUNTER = new URL('../examples/counter.ts', import.meta.url).href;
+
+/** CPU ms (user + system) of each thread of this process so far, by thread id (Linux /proc). */
+function threadCpu(): Map<string, { name: string; ms: number }> {
+  const out = new Map<string, { name: string; ms: number }>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(tid, { name, ms: (Number(f[11]) + Number(f[12])) * 10 });
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
+function cpuSince(before: Map<string, { name: string; ms: number }>): { thread: string; ms: number }[] {
+  const main = String(process.pid);
+  const byName = new Map<string, number>();
+  for (const [tid, t] of threadCpu()) {
+    const ms = t.ms - (before.get(tid)?.ms ?? 0);
+    if (ms <= 0) continue;
+    const label = tid === main ? 'main' : t.name.startsWith('libuv') ? 'libuv pool' : `${t.name} ${tid}`;
+    byName.set(label, (byName.get(label) ?? 0) + ms);
+  }
+  const rows = [...byName].map(([thread, ms]) => ({ thread, ms })).sort((a, b) => b.ms - a.ms);
+  return [{ thread: 'all threads', ms: rows.reduce((sum, r) => sum + r.ms, 0) }, ...rows];
+}
+
+function requests(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [, op, area, thread, n] of text.matchAll(/^keepwork_store_requests_total\{op="(\w+)",area="(\w+)",thread="(\w+)"\} (\d+)/gm))
+    out.set(`${thread} ${op} ${area}`, Number(n));
+  return out;
+}
+
+function httpPost(agent: Agent, url: string, body: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent, headers: { 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function pool(total: number, op: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (next < total) await op(next++);
+    }),
+  );
+}
+
+async function run(r: number) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'kw-bench-touch-'));
+  const node = (await startNode({
+    dataDir,
+    bucket: join(dataDir, 'bucket'),
+    classes: { Counter: COUNTER },
+    port: 0,
+    workerThreads: Number(args.threads),
+    logger: silentLogger(),
+  })) as RoutingNode;
+  const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });
+  try {
+    // Warm the workers (class loaded, first SQLite open) on one key outside the measurement.
+    await node.actor('warm/Counter/w').call('add', 1);
+    const req0 = requests(await node.metricsText());
+    const cpu0 = threadCpu();
+    const started = performance.now();
+    const t0Us = process.hrtime.bigint() / 1000n;
+    const q = args.durable ? '?durable=1' : '';
+    await pool(KEYS, (i) =>
+      args.api === 'http'
+        ? httpPost(agent, `${node.url}/v1/actors/bench/Counter/k${r}-${i}/add${q}`, '[1]')
+        : args.durable
+          ? node.actor(`bench/Counter/k${r}-${i}`).callDurable('add', 1)
+          : node.actor(`bench/Counter/k${r}-${i}`).call('add', 1),
+    );
+    const ms = performance.now() - started;
+    const windowUs = `${t0Us}-${process.hrtime.bigint() / 1000n}`;
+    console.log(`run ${r}: touch window ${windowUs} (profile-summary --window)`);
+    const cpu = cpuSince(cpu0);
+    const reqTouch = requests(await node.metricsText());
+    // Until the node's first uploads are done: replicationDelayMs and a little (no more requests for 1 s).
+    let last = reqTouch;
+    let settledMs = ms;
+    for (let quiet = 0; quiet < 4;) {
+      await new Promise((res) => setTimeout(res, 250));
+      const now = requests(await node.metricsText());
+      const same = [...now].every(([k, v]) => last.get(k) === v) && now.size === last.size;
+      quiet = same ? quiet + 1 : 0;
+      if (!same) settledMs = performance.now() - started;
+      last = now;
+    }
+    const cpuSettled = cpuSince(cpu0);
+    const reqRows = [...last.keys()]
+      .map((k) => ({ k, touch: (reqTouch.get(k) ?? 0) - (req0.get(k) ?? 0), settle: (last.get(k) ?? 0) - (req0.get(k) ?? 0) }))
+      .filter((x) => x.settle > 0)
+      .map((x) => ({
+        'requests (thread op area)': x.k,
+        'per actor, touch': round(x.touch / KEYS, 2),
+        'per actor, settled': round(x.settle / KEYS, 2),
+      }));
+    return { ms, settledMs, cpu, cpuSettled, reqRows };
+  } finally {
+    agent.destroy();
+    await node.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const results = [];
+for (let r = 0; r < RUNS; r++) {
+  const load = loadavg()[0]!.toFixed(2);
+  const res = await run(r);
+  results.push({ ...res, load });
+  console.log(
+    `\nfirst touch of ${KEYS} new keys (${args.api}${args.durable ? ', durable' : ''}, ${IN_FLIGHT} in flight, fs bucket, ${args.threads} workers), ` +
+      `load ${load}: ${round(res.ms / 1000, 2)} s (${Math.round((KEYS / res.ms) * 1000)} actors/s); idle again after ${round(res.settledMs / 1000, 2)} s`,
+  );
+  console.log(
+    table(
+      res.cpu.map((c) => ({
+        thread: c.thread,
+        'CPU ms per actor, touch': round(c.ms / KEYS, 2),
+        'CPU ms per actor, settled': round((res.cpuSettled.find((x) => x.thread === c.thread)?.ms ?? 0) / KEYS, 2),
+      })),
+    ),
+  );
+  console.log(table(res.reqRows));
+}
+writeResult('first-touch', { keys: KEYS, inFlight: IN_FLIGHT, api: args.api, durable: !!args.durable, runs: results });
