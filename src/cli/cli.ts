@@ -136,6 +136,14 @@ bucketCommand(index, 'check')
     await indexCheckCommand(o);
   });
 
+const bucket = program.command('bucket').description('the bucket itself');
+bucketCommand(bucket, 'migrate')
+  .description('convert a folder bucket written by an older keepwork to the current on-disk format (every node stopped)')
+  .action(async (o: { bucket: string }) => {
+    const { bucketMigrateCommand } = await import('./bucket-migrate-command.js');
+    bucketMigrateCommand(o);
+  });
+
 program.parseAsync().catch((e: unknown) => {
   console.error(`keepwork: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
