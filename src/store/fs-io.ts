@@ -3,8 +3,8 @@
  * a sleep on the injected clock for lock polling, fsync of a path, and unlink/readdir that treat a missing
  * file as an answer rather than an error.
  */
-import { unlinkSync, type Dirent } from 'node:fs';
-import { open, readdir, unlink } from 'node:fs/promises';
+import { readdirSync, unlinkSync, type Dirent } from 'node:fs';
+import { open, unlink } from 'node:fs/promises';
 import type { Clock } from '../core/clock.js';
 
 export function codeOf(e: unknown): string | undefined {
@@ -47,10 +47,10 @@ export function unlinkIfPresent(file: string): boolean {
   }
 }
 
-/** A folder's entries; none when it is not there. */
-export async function readDirents(dir: string): Promise<Dirent[]> {
+/** A folder's entries, read synchronously (fs-list.ts says why); none when it is not there. */
+export function readDirentsSync(dir: string): Dirent[] {
   try {
-    return await readdir(dir, { withFileTypes: true });
+    return readdirSync(dir, { withFileTypes: true });
   } catch (e) {
     if (isMissing(e)) return [];
     throw e;

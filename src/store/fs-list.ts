@@ -8,8 +8,8 @@
  * is a lazy k-way merge: one sorted run per folder read, each run's next name standing for the
  * smallest key it can yield; the smallest head is taken, an object's key is returned, a folder
  * is read and its run joins the merge. A folder is read only when the smallest key it can hold
- * is the smallest still wanted, so a page reads the folders its keys are in, plus a few read
- * ahead (LIST_READ_AHEAD) — not the folders beside them.
+ * is the smallest still wanted, so a page reads the folders its keys are in — not the folders
+ * beside them.
  *
  * It starts at the folder of the prefix's complete segments (the caller's `walk(dir, base)`),
  * skips names that cannot hold a wanted key, and stops at `limit` keys (the store asks for
@@ -20,21 +20,18 @@
  * wanted ones become entries, and a run orders only the `limit` smallest of those at a time (a
  * bounded heap, O(names · log limit)). With due-time segments cut into folders of at most 1,000
  * names (fs-paths.ts), a sweep's page costs about what it returns, however large the index.
+ * Folders are read synchronously (a page reads ~4 small folders per key; a threadpool round trip
+ * each cost twice the CPU and, on a loaded machine, most of the time), yielding to the event loop
+ * every YIELD_EVERY folders so a 1,000-key page does not hold it for long.
  */
 import type { Dirent } from 'node:fs';
 import * as path from 'node:path';
-import { readDirents } from './fs-io.js';
+import { readDirentsSync } from './fs-io.js';
 import { CONTINUED_MARK, INTERNAL_MARK, OBJECT_MARK, decodeSegment } from './fs-paths.js';
 import { compareKeys } from './keys.js';
 
-/** Folders read ahead of the walk, per run (each listing holds a few extra readdirs at most). */
-const LIST_READ_AHEAD = 8;
-/**
- * A run reads ahead only while the last folder it read had at most this many names: siblings of a
- * small folder (a due time, an actor's entries) are worth reading together; siblings of a large
- * one (a 1,000-name group of due times) are read only if the page gets there.
- */
-const READ_AHEAD_NAMES_MAX = 64;
+/** Folders read between two turns of the event loop. */
+const YIELD_EVERY = 128;
 
 interface Entry {
   /**
@@ -57,14 +54,8 @@ class Run {
   #rest: Entry[];
   #batch: Entry[] = [];
   #at = 0;
-  readonly #ahead = new Map<Entry, Promise<Dirent[]>>();
-  #small = false;
 
-  constructor(
-    entries: Entry[],
-    want: number,
-    readonly read: (dir: string) => Promise<Dirent[]>,
-  ) {
+  constructor(entries: Entry[], want: number) {
     this.#rest = entries;
     this.#refill(want);
   }
@@ -73,31 +64,10 @@ class Run {
     return this.#batch[this.#at];
   }
 
-  /** Takes the head; for a folder, also the read of its names (started ahead, or now). */
-  take(want: number): { entry: Entry; dirents?: Promise<Dirent[]> } {
+  take(want: number): Entry {
     const entry = this.#batch[this.#at++]!;
     if (this.#at === this.#batch.length) this.#refill(want);
-    if (!entry.folder) return { entry };
-    const dirents = this.#ahead.get(entry) ?? this.read(path.join(entry.dir, entry.name));
-    this.#ahead.delete(entry);
-    if (this.#small) this.#readAhead();
-    return { entry, dirents };
-  }
-
-  /** How many names the folder last taken from this run had (whether to read its siblings ahead). */
-  noteSize(names: number): void {
-    this.#small = names <= READ_AHEAD_NAMES_MAX;
-  }
-
-  /** Starts reading the next few folders of this run while one is walked (readdir is a listing's cost). */
-  #readAhead(): void {
-    for (let j = this.#at; j < this.#batch.length && j <= this.#at + LIST_READ_AHEAD; j++) {
-      const e = this.#batch[j]!;
-      if (!e.folder || this.#ahead.has(e)) continue;
-      const read = this.read(path.join(e.dir, e.name));
-      read.catch(() => undefined); // surfaced when awaited; ignored if the page fills first
-      this.#ahead.set(e, read);
-    }
+    return entry;
   }
 
   #refill(want: number): void {
@@ -117,7 +87,7 @@ class Run {
  */
 export class ListWalk {
   readonly keys: string[] = [];
-  /** Folders read (or being read ahead), and the names of those walked: the walk's cost. */
+  /** Folders read, and their names: the walk's cost. */
   foldersRead = 0;
   namesRead = 0;
 
@@ -129,23 +99,26 @@ export class ListWalk {
 
   async walk(dir: string, base: string): Promise<void> {
     const runs: Run[] = [];
-    const read = (d: string) => (this.foldersRead++, readDirents(d));
-    const join = async (dirents: Promise<Dirent[]>, d: string, b: string, from?: Run) => {
-      const names = await dirents;
+    const join = (d: string, b: string) => {
+      const names = readDirentsSync(d); // a folder gone (a racing delete) reads as empty
+      this.foldersRead++;
       this.namesRead += names.length;
-      from?.noteSize(names.length);
-      const run = new Run(this.#entries(names, d, b), this.limit - this.keys.length, read);
+      const run = new Run(this.#entries(names, d, b), this.limit - this.keys.length);
       if (run.head !== undefined) runs.push(run);
     };
-    await join(read(dir), dir, base);
+    join(dir, base);
     while (runs.length > 0 && this.keys.length < this.limit) {
       let min = 0;
       for (let i = 1; i < runs.length; i++) if (byEntry(runs[i]!.head!, runs[min]!.head!) < 0) min = i;
       const run = runs[min]!;
-      const { entry, dirents } = run.take(this.limit - this.keys.length);
+      const entry = run.take(this.limit - this.keys.length);
       if (run.head === undefined) runs.splice(min, 1);
-      if (dirents !== undefined) await join(dirents, path.join(entry.dir, entry.name), entry.key, run);
-      else if (this.keys.length === 0 || compareKeys(entry.key, this.keys[this.keys.length - 1]!) > 0) this.keys.push(entry.key);
+      if (!entry.folder) {
+        if (this.keys.length === 0 || compareKeys(entry.key, this.keys[this.keys.length - 1]!) > 0) this.keys.push(entry.key);
+        continue;
+      }
+      if (this.foldersRead % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
+      join(path.join(entry.dir, entry.name), entry.key);
     }
   }
 

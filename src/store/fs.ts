@@ -136,9 +136,12 @@ export class FsStore implements ObjectStore {
     const segments = prefix.split('/');
     const complete = segments.slice(0, -1);
     const dir = complete.length === 0 ? this.root : insideRoot(this.root, complete.flatMap(folderNames));
-    const walk = new ListWalk(prefix, after, maxKeys + 1);
-    await this.#guard('list', prefix, () => walk.walk(dir, complete.length === 0 ? '' : complete.join('/') + '/'));
-    return pageOf(walk.keys, maxKeys);
+    const keys = await this.#guard('list', prefix, async () => {
+      const walk = new ListWalk(prefix, after, maxKeys + 1); // afresh for each attempt
+      await walk.walk(dir, complete.length === 0 ? '' : complete.join('/') + '/');
+      return walk.keys;
+    });
+    return pageOf(keys, maxKeys);
   }
 
   async close(): Promise<void> {
