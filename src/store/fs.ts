@@ -19,8 +19,9 @@
  *
  * Limits: one host, a local POSIX filesystem with hard links and fcntl locks (not NFS/SMB), case-
  * sensitive names; the root path plus up to 3× the key length must fit in PATH_MAX (4096).
- * Errors: `BadConfig` when the folder holds another on-disk format (fs-format.ts); `BadKey`/`BadRequest` before any I/O; `PreconditionFailed`; `StoreUnavailable` when the
- * write did not happen (or a read failed); `AmbiguousWrite` when the object became visible but the
+ * Errors: `BadConfig` when opened on a folder of another on-disk format (fs-format.ts);
+ * `BadKey`/`BadRequest` before any I/O; `PreconditionFailed`; `StoreUnavailable` when the write
+ * did not happen (or a read failed); `AmbiguousWrite` when the object became visible but the
  * folder fsync failed.
  */
 import * as fs from 'node:fs';
