@@ -20,13 +20,14 @@
  * wanted ones become entries, and a run orders only the `limit` smallest of those at a time (a
  * bounded heap, O(names · log limit)). With due-time segments cut into folders of at most 1,000
  * names (fs-paths.ts), a sweep's page costs about what it returns, however large the index.
- * Folders are read synchronously (a page reads ~4 small folders per key; a threadpool round trip
- * each cost twice the CPU and, on a loaded machine, most of the time), yielding to the event loop
- * every YIELD_EVERY folders so a 1,000-key page does not hold it for long.
+ * Small folders are read synchronously (a page reads ~4 small folders per key; a threadpool round
+ * trip each cost twice the CPU and, on a loaded machine, most of the time), yielding to the event
+ * loop every YIELD_EVERY folders so a 1,000-key page does not hold it for long; a folder whose
+ * size says it holds thousands of names is read in the threadpool (fs-io.ts `readDirentsQuick`).
  */
 import type { Dirent } from 'node:fs';
 import * as path from 'node:path';
-import { readDirentsSync } from './fs-io.js';
+import { readDirentsQuick } from './fs-io.js';
 import { CONTINUED_MARK, INTERNAL_MARK, OBJECT_MARK, decodeSegment } from './fs-paths.js';
 import { compareKeys } from './keys.js';
 
@@ -99,14 +100,14 @@ export class ListWalk {
 
   async walk(dir: string, base: string): Promise<void> {
     const runs: Run[] = [];
-    const join = (d: string, b: string) => {
-      const names = readDirentsSync(d); // a folder gone (a racing delete) reads as empty
+    const join = (d: string, b: string, names: Dirent[]) => {
       this.foldersRead++;
       this.namesRead += names.length;
       const run = new Run(this.#entries(names, d, b), this.limit - this.keys.length);
       if (run.head !== undefined) runs.push(run);
     };
-    join(dir, base);
+    const first = readDirentsQuick(dir); // a folder gone (a racing delete) reads as empty
+    join(dir, base, Array.isArray(first) ? first : await first);
     while (runs.length > 0 && this.keys.length < this.limit) {
       let min = 0;
       for (let i = 1; i < runs.length; i++) if (byEntry(runs[i]!.head!, runs[min]!.head!) < 0) min = i;
@@ -118,7 +119,9 @@ export class ListWalk {
         continue;
       }
       if (this.foldersRead % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
-      join(path.join(entry.dir, entry.name), entry.key);
+      const sub = path.join(entry.dir, entry.name);
+      const names = readDirentsQuick(sub);
+      join(sub, entry.key, Array.isArray(names) ? names : await names);
     }
   }
 

@@ -5,12 +5,13 @@
  * `migrateFsBucket` converts it.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ErrorCode } from '../../src/core/errors.js';
+import { LARGE_FOLDER_BYTES } from '../../src/store/fs-io.js';
 import { ListWalk } from '../../src/store/fs-list.js';
 import { FORMAT_FILE_NAME, FsStore, migrateFsBucket, objectNames } from '../../src/store/fs.js';
 import { listAll, validatePrefix } from '../../src/store/keys.js';
@@ -73,6 +74,26 @@ describe('fs store: due-time segments are nested folders', () => {
       await later.walk(join(root, 'alarms', 't'), 'alarms/t/');
       assert.equal(later.keys[0], entry('t', start + 2_001 * 1000));
       assert.ok(later.namesRead <= 1_000 + 20 * 11, `${later.namesRead} names read`);
+    } finally {
+      await store.close();
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('fs store: a large folder (many actors due at one time)', () => {
+  it('is read off the event loop and listed in order', async () => {
+    const root = tempRoot();
+    const store = new FsStore(root, { fsync: false });
+    try {
+      const keys = Array.from({ length: 4_000 }, (_, i) => `big/${String((i * 7919) % 4_000).padStart(24, '0')}`);
+      for (let i = 0; i < keys.length; i += 200) await Promise.all(keys.slice(i, i + 200).map((k) => store.put(k, text(''))));
+      assert.ok(statSync(join(root, 'big')).size > LARGE_FOLDER_BYTES, 'the folder is large enough to take the asynchronous read');
+      const sorted = [...keys].sort(byteOrder);
+      for (const startAfter of [undefined, sorted[0], sorted[1_999], 'big/1']) {
+        const page = await store.list({ prefix: 'big/', startAfter, maxKeys: 5 });
+        assert.deepEqual(page.keys, sorted.filter((k) => startAfter === undefined || byteOrder(k, startAfter) > 0).slice(0, 5));
+      }
     } finally {
       await store.close();
       rmSync(root, { recursive: true, force: true });
