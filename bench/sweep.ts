@@ -4,6 +4,9 @@
  * overdue entries" — the listing stops at the first entry not overdue by lease + grace, so the
  * cost must stay flat as the index grows.
  *
+ *   Heap: with `node --expose-gc --import tsx bench/sweep.ts …`, the largest growth of the used
+ *   heap over one sweep (from a collected heap, read right after the sweep) is reported too.
+ *
  *   index: OVERDUE entries due a minute ago (read, planned and offered on every sweep, as they
  *   are never delivered here), and N − OVERDUE entries due over the coming days, one per second
  *   apart (each its own due-time folder on the fs store, as spread-out alarms are).
@@ -15,6 +18,7 @@
  *     and s3 1k / 10k / 30k when KEEPWORK_TEST_S3_URL is set. Building the index dominates the run time.
  *     --latency-ms wraps every store in a LatencyStore (src/store/latency.ts) for the measured sweeps.
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -101,10 +105,15 @@ async function measureSweeps(kind: string, inner: ObjectStore, size: number) {
     throw new Error(`${kind} ${size}: a sweep read ${first.read} and offered ${first.offered}, expected ${OVERDUE}`);
   counts = new RequestCounts(); // count the measured sweeps only
   const ms: number[] = [];
+  const gc = (globalThis as { gc?: () => void }).gc;
+  let heapMax = 0;
   for (let i = 0; i < SWEEPS; i++) {
+    gc?.();
+    const heap0 = process.memoryUsage().heapUsed;
     const t0 = performance.now();
     await s.sweepTenant(TENANT);
     ms.push(performance.now() - t0);
+    heapMax = Math.max(heapMax, process.memoryUsage().heapUsed - heap0);
   }
   ms.sort((a, b) => a - b);
   const perSweep = [...counts.entries()].map(({ op, count }) => `${op} ${round(count / SWEEPS, 2)}`).join(', ');
@@ -115,6 +124,7 @@ async function measureSweeps(kind: string, inner: ObjectStore, size: number) {
     'sweep p50 ms': round(percentile(ms, 50), 2),
     'sweep p90 ms': round(percentile(ms, 90), 2),
     'requests per sweep': perSweep,
+    'heap growth per sweep KB': gc ? round(heapMax / 1024, 0) : 'run with --expose-gc',
     'entries read': first.read,
   };
 }
@@ -126,7 +136,7 @@ async function runStore(kind: string, store: ObjectStore, sizes: number[]) {
     await build(store, built, size, `${kind} index ${built}→${size}`);
     built = size;
     rows.push(await measureSweeps(kind, store, size));
-    console.log(`${kind} ${size}: p50 ${rows.at(-1)!['sweep p50 ms']} ms`);
+    console.log(`${kind} ${size}: ${JSON.stringify(rows.at(-1))}`);
   }
   return rows;
 }
@@ -146,7 +156,8 @@ async function main() {
     // Throwaway data: without fsync (reads, which is all a sweep does, are the same).
     if (STORES.includes('fs')) rows.push(...(await runStore('fs', new FsStore(dir, { fsync: false }), SIZES.fs!)));
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    // rm(1): rmSync took ~15 minutes for a 100k index on a loaded machine (the tree is ~4 inodes per entry).
+    if (spawnSync('rm', ['-rf', dir], { stdio: 'inherit' }).status !== 0) rmSync(dir, { recursive: true, force: true });
   }
   const s3 = process.env.KEEPWORK_TEST_S3_URL;
   if (SIZES.s3 && s3 && STORES.includes('s3')) {

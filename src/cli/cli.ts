@@ -151,6 +151,14 @@ bucketCommand(index, 'check')
     await indexCheckCommand(o);
   });
 
+const bucket = program.command('bucket').description('the bucket itself');
+bucketCommand(bucket, 'migrate')
+  .description('convert a folder bucket written by an older keepwork to the current on-disk format (every node stopped)')
+  .action(async (o: { bucket: string }) => {
+    const { bucketMigrateCommand } = await import('./bucket-migrate-command.js');
+    bucketMigrateCommand(o);
+  });
+
 program.parseAsync().catch((e: unknown) => {
   const code = isKeepworkError(e) ? `${e.code}: ` : '';
   console.error(`keepwork: ${code}${e instanceof Error ? e.message : String(e)}`);

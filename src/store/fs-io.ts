@@ -3,7 +3,7 @@
  * a sleep on the injected clock for lock polling, fsync of a path, and unlink/readdir that treat a missing
  * file as an answer rather than an error.
  */
-import { unlinkSync, type Dirent } from 'node:fs';
+import { readdirSync, statSync, unlinkSync, type Dirent } from 'node:fs';
 import { open, readdir, unlink } from 'node:fs/promises';
 import type { Clock } from '../core/clock.js';
 
@@ -47,14 +47,25 @@ export function unlinkIfPresent(file: string): boolean {
   }
 }
 
-/** A folder's entries; none when it is not there. */
-export async function readDirents(dir: string): Promise<Dirent[]> {
+/** A folder larger than this (st_size: about its names' bytes on ext4, xfs and tmpfs) is read off the event loop. */
+export const LARGE_FOLDER_BYTES = 64 * 1024;
+
+/**
+ * A folder's entries (none when it is not there): read synchronously when it is small (fs-list.ts
+ * says why), in the threadpool when its size says it holds thousands of names, so one large
+ * folder (many actors due at the same millisecond) does not hold the event loop.
+ */
+export function readDirentsQuick(dir: string): Dirent[] | Promise<Dirent[]> {
   try {
-    return await readdir(dir, { withFileTypes: true });
+    if (statSync(dir).size <= LARGE_FOLDER_BYTES) return readdirSync(dir, { withFileTypes: true });
   } catch (e) {
     if (isMissing(e)) return [];
     throw e;
   }
+  return readdir(dir, { withFileTypes: true }).catch((e: unknown) => {
+    if (isMissing(e)) return [];
+    throw e;
+  });
 }
 
 export function asBytes(buf: Buffer): Uint8Array {

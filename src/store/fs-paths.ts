@@ -5,10 +5,14 @@
  * Each key segment is percent-encoded byte by byte (every UTF-8 byte outside [A-Za-z0-9._-]
  * becomes %XX, `%` and `~` included). A folder is an encoded segment; an object file is its
  * encoded last segment + `~`. A segment whose encoding exceeds PIECE_CHARS_MAX is cut between
- * characters into pieces, every piece but the last a folder named piece + `+`. Names starting
- * with `~` are the store's own: `~lock.db` (the host lock) and `~tmp/` (temp files). None of `~`,
- * `+` can occur in an encoded segment, so objects, folders, continuation folders and internal
- * files never collide, and `a` can be both an object and a folder:
+ * characters into pieces, every piece but the last a folder named piece + `+`. A segment of
+ * exactly DIGIT_SEGMENT_CHARS ASCII digits (the alarm index's due time, docs/alarm-index.md) is
+ * cut the same way at DIGIT_CUTS (6 + 3 + 3 + 3 digits), so below the head no folder holds more
+ * than 1,000 of them and a listing reads only the folders its keys are in (issue 15; on-disk
+ * format 2, fs-format.ts). Names starting with `~` are the store's own: `~lock.db` (the host
+ * lock), `~tmp/` (temp files) and `~format`. None of `~`, `+` can occur in an encoded segment, so
+ * objects, folders, continuation folders and internal files never collide, and `a` can be both
+ * an object and a folder:
  *
  *   <root>/~lock.db                          SQLite file with one empty table: only its lock is used
  *   <root>/~tmp/<pid>-<hex>                  temp files (an orphan is left by a killed writer)
@@ -16,6 +20,7 @@
  *   <root>/a~  <root>/a/b~                   keys a and a/b
  *   <root>/x/caf%C3%A9%20bar~                key x/café bar
  *   <root>/n/<240 chars>+/<rest>~            key n/<a segment of more than 240 encoded chars>
+ *   <root>/alarms/t/001796+/115+/600+/000/…  keys alarms/t/001796115600000/…
  *
  * Errors: `BadRequest` when a path would leave the bucket (`insideRoot`).
  */
@@ -30,6 +35,14 @@ export const OBJECT_MARK = '~';
 export const CONTINUED_MARK = '+';
 /** Longest piece name (NAME_MAX is 255 bytes; a mark is added). */
 export const PIECE_CHARS_MAX = 240;
+/** A segment of exactly this many ASCII digits is stored cut at DIGIT_CUTS. */
+export const DIGIT_SEGMENT_CHARS = 15;
+/**
+ * Where such a segment is cut. For a due time in ms: the head (units of 10^9 ms, 11.6 days) grows
+ * one name per 11.6 days of spread; each group below it has at most 1,000 names.
+ */
+export const DIGIT_CUTS: readonly number[] = [6, 9, 12];
+const DIGIT_SEGMENT = new RegExp(`^[0-9]{${DIGIT_SEGMENT_CHARS}}$`);
 const ENCODED_NAME = /^(?:[A-Za-z0-9._-]|%[0-9A-F]{2})+$/;
 const PLAIN_NAME = /^[A-Za-z0-9._-]+$/;
 
@@ -64,6 +77,7 @@ export function decodeSegment(name: string): string | null {
 
 /** A segment's encoding cut between characters into names of at most PIECE_CHARS_MAX chars. */
 function piecesOf(segment: string): string[] {
+  if (DIGIT_SEGMENT.test(segment)) return [0, ...DIGIT_CUTS].map((from, i) => segment.slice(from, DIGIT_CUTS[i]));
   const whole = encodeSegment(segment);
   if (whole.length <= PIECE_CHARS_MAX) return [whole];
   const pieces: string[] = [];

@@ -5,7 +5,8 @@
  * deletes, folder pruning, error mapping) and `parseFsUrl`; the parts live beside it:
  *
  *   fs-options.ts   FsStoreOptions, FS_STORE_DEFAULTS, validation
- *   fs-paths.ts     on-disk format: key ⇄ path encoding, long-segment pieces, internal names
+ *   fs-paths.ts     on-disk format: key ⇄ path encoding, long-segment and due-time pieces, internal names
+ *   fs-format.ts    the `~format` stamp; a folder of an older format is refused (fs-migrate.ts converts it)
  *   fs-lock.ts      the host lock (SQLite's write lock on <root>/~lock.db)
  *   fs-write.ts     temp file → object: create by link, replace under the lock; the concurrency argument
  *   fs-list.ts      the byte-order listing walk
@@ -18,8 +19,9 @@
  *
  * Limits: one host, a local POSIX filesystem with hard links and fcntl locks (not NFS/SMB), case-
  * sensitive names; the root path plus up to 3× the key length must fit in PATH_MAX (4096).
- * Errors: `BadKey`/`BadRequest` before any I/O; `PreconditionFailed`; `StoreUnavailable` when the
- * write did not happen (or a read failed); `AmbiguousWrite` when the object became visible but the
+ * Errors: `BadConfig` when opened on a folder of another on-disk format (fs-format.ts);
+ * `BadKey`/`BadRequest` before any I/O; `PreconditionFailed`; `StoreUnavailable` when the write
+ * did not happen (or a read failed); `AmbiguousWrite` when the object became visible but the
  * folder fsync failed.
  */
 import * as fs from 'node:fs';
@@ -30,6 +32,7 @@ import { SystemClock, type Clock } from '../core/clock.js';
 import { BadConfig, BadRequest, KeepworkError, StoreUnavailable } from '../core/errors.js';
 import { retry } from '../core/retry.js';
 import { etagOf } from './etag.js';
+import { checkFormat } from './fs-format.js';
 import { asBytes, codeOf, fsyncPath, isMissing, TRANSIENT, unlinkIfPresent, unlinkQuiet } from './fs-io.js';
 import { ListWalk } from './fs-list.js';
 import { HostLock } from './fs-lock.js';
@@ -40,6 +43,8 @@ import { pageOf, resolveList, validateKey } from './keys.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from './types.js';
 
 export { FS_STORE_DEFAULTS, type FsStoreOptions } from './fs-options.js';
+export { FORMAT_FILE_NAME, FS_FORMAT } from './fs-format.js';
+export { migrateFsBucket, type MigrateResult } from './fs-migrate.js';
 export { decodeSegment, encodeSegment, INTERNAL_MARK, LOCK_FILE_NAME, objectNames, PIECE_CHARS_MAX, TEMP_DIR_NAME } from './fs-paths.js';
 
 /** `file:///abs`, `file://./rel` or `file://../rel` (from the cwd), or a plain path → absolute path. */
@@ -74,6 +79,7 @@ export class FsStore implements ObjectStore {
     this.description = `fs:${this.root}`;
     this.#tempDir = path.join(this.root, TEMP_DIR_NAME);
     fs.mkdirSync(this.#tempDir, { recursive: true });
+    checkFormat(this.root, this.#tempDir);
     this.#lock = new HostLock(path.join(this.root, LOCK_FILE_NAME), this.#config.lockWaitMs, clock);
   }
 
@@ -131,9 +137,12 @@ export class FsStore implements ObjectStore {
     const segments = prefix.split('/');
     const complete = segments.slice(0, -1);
     const dir = complete.length === 0 ? this.root : insideRoot(this.root, complete.flatMap(folderNames));
-    const walk = new ListWalk(prefix, after, maxKeys + 1);
-    await this.#guard('list', prefix, () => walk.walk(dir, complete.length === 0 ? '' : complete.join('/') + '/'));
-    return pageOf(walk.keys, maxKeys);
+    const keys = await this.#guard('list', prefix, async () => {
+      const walk = new ListWalk(prefix, after, maxKeys + 1); // afresh for each attempt
+      await walk.walk(dir, complete.length === 0 ? '' : complete.join('/') + '/');
+      return walk.keys;
+    });
+    return pageOf(keys, maxKeys);
   }
 
   async close(): Promise<void> {

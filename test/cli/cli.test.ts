@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
@@ -78,6 +78,27 @@ describe('keepwork CLI', () => {
         new RegExp(`^keepwork: BAD_CLASS: actor class Bad \\(${bad.replace(/[.]/g, '\\.')}\\): it has no default export`, 'm'),
       );
       assert.equal(existsSync(join(data, 'bucket')), false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('bucket migrate converts a folder bucket of the older format that other commands refuse', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
+    try {
+      const entry = join(dir, 'alarms', 't', '001796115600000', 'C.t', '6a');
+      mkdirSync(entry, { recursive: true });
+      writeFileSync(join(entry, '00000000000000000001-ab~'), ''); // where format 1 stored the entry
+      const refused = spawnSync(process.execPath, [...CLI, 'alarms', 'ls', '--bucket', dir], { encoding: 'utf8' });
+      assert.notEqual(refused.status, 0);
+      assert.match(refused.stderr, /keepwork bucket migrate --bucket/);
+      const migrate = spawnSync(process.execPath, [...CLI, 'bucket', 'migrate', '--bucket', dir], { encoding: 'utf8' });
+      assert.equal(migrate.status, 0, migrate.stderr);
+      assert.match(migrate.stdout, /format 1 → 2/);
+      assert.ok(existsSync(join(dir, 'alarms', 't', '001796+', '115+', '600+', '000', 'C.t', '6a', '00000000000000000001-ab~')));
+      const ls = spawnSync(process.execPath, [...CLI, 'alarms', 'ls', '--bucket', dir, '--json'], { encoding: 'utf8' });
+      assert.equal(ls.status, 0, ls.stderr);
+      assert.match(ls.stdout, /2026-12-01T09:00:00.000Z/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

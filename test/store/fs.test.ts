@@ -14,6 +14,7 @@ import { ErrorCode } from '../../src/core/errors.js';
 import { etagOf } from '../../src/store/etag.js';
 import { listAll, validatePrefix } from '../../src/store/keys.js';
 import {
+  FORMAT_FILE_NAME,
   FsStore,
   LOCK_FILE_NAME,
   PIECE_CHARS_MAX,
@@ -92,7 +93,7 @@ describe('fs store: path safety', () => {
         await assert.rejects(store.head(key), { code: ErrorCode.BadKey }, key);
         await assert.rejects(store.delete(key), { code: ErrorCode.BadKey }, key);
       }
-      assert.deepEqual(tree(parent), ['bucket/', `bucket/${LOCK_FILE_NAME}`, `bucket/${TEMP_DIR_NAME}/`]);
+      assert.deepEqual(tree(parent), ['bucket/', `bucket/${FORMAT_FILE_NAME}`, `bucket/${LOCK_FILE_NAME}`, `bucket/${TEMP_DIR_NAME}/`]);
       assert.deepEqual(await allKeys(store), []);
     } finally {
       await store.close();
