@@ -344,29 +344,41 @@ export class Node implements RoutingNode {
     return this.membership.holds.acquire(address);
   }
 
-  /** Runs one event through the actor's lane and worker; the committed alarm feeds the timer. */
+  /** Runs one event through the actor's lane and worker; the committed alarm feeds the timer (in lane order). A durable
+   *  call lets the next event start once its commit is done; its reply waits for its link (group commit, pipeline.ts). */
   private submit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
     if (this.stopping) return Promise.reject(new NodeStopped(`node ${this.nodeId} is stopping`));
     const key = formatAddress(address);
-    return this.lanes.run(key, async () => {
+    return this.lanes.runGated(key, async (release) => {
       // The hold may have been released (idle, empty bucket) or lost while this event waited in
       // the lane: it must not run under a generation this node no longer holds.
       if ('generation' in event && this.membership.holds.held(address) !== event.generation)
         throw new HoldChanged(`the hold of ${key} changed while the event waited; retry`);
       this.idle.used(key, address);
-      const r = await this.runWithHardLimit(event);
-      if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.delivery.set(key, r.alarmAt);
-      if (r.type === 'ok' && r.deleted) this.delivery.clear(key);
+      let early: EventResult | undefined;
+      const committed = (r: EventResult) => {
+        if (early) return;
+        this.afterEvent(key, event, (early = r));
+        release();
+      };
+      const r = await this.runWithHardLimit(event, event.type === 'request' && event.durable ? committed : undefined);
+      if (!early) this.afterEvent(key, event, r);
       return r;
     });
   }
 
+  /** What the timer learns from an event's result. */
+  private afterEvent(key: string, event: ActorEvent, r: EventResult): void {
+    if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.delivery.set(key, r.alarmAt);
+    if (r.type === 'ok' && r.deleted) this.delivery.clear(key);
+  }
+
   /** A handler stuck in synchronous code cannot see its time limit: abort the task (ends the thread). */
-  private async runWithHardLimit(event: ActorEvent): Promise<EventResult> {
+  private async runWithHardLimit(event: ActorEvent, committed?: (early: EventResult) => void): Promise<EventResult> {
     const ac = new AbortController();
     const t = this.clock.setTimer(this.config.handlerTimeoutMs + 5_000, () => ac.abort());
     try {
-      return await this.workers.run(event, ac.signal);
+      return await this.workers.run(event, ac.signal, committed);
     } catch (e) {
       if (!ac.signal.aborted || event.type !== 'alarm') throw e;
       this.log.warn({ actor: formatAddress(event.address) }, 'alarm handler stuck past its time limit; worker restarted');

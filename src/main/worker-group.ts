@@ -5,6 +5,7 @@
  * worker thread (Piscina starts a new one).
  */
 import { Piscina } from 'piscina';
+import { MessageChannel } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
 import { formatAddress } from '../core/address.js';
 import type { KeepworkOptions, Settings } from '../core/config.js';
@@ -45,9 +46,17 @@ export class WorkerGroup {
     return this.pools.length;
   }
 
-  run(event: ActorEvent, signal?: AbortSignal): Promise<EventResult> {
+  /** `committed`: a durable call's early result once its commit is done (pipeline.ts, OnCommitted), through a port of its own. */
+  async run(event: ActorEvent, signal?: AbortSignal, committed?: (early: EventResult) => void): Promise<EventResult> {
     const pool = 'address' in event ? this.pools[fnv1a(formatAddress(event.address)) % this.pools.length]! : this.pools[0]!;
-    return pool.run(event, { signal }) as Promise<EventResult>;
+    if (!committed || event.type !== 'request') return pool.run(event, { signal }) as Promise<EventResult>;
+    const { port1, port2 } = new MessageChannel();
+    port1.on('message', committed);
+    try {
+      return (await pool.run({ ...event, committedPort: port2 }, { signal, transferList: [port2] })) as EventResult;
+    } finally {
+      port1.close();
+    }
   }
 
   /** Runs `event` on every worker (e.g. closeAll). */

@@ -71,6 +71,12 @@ const deps: PipelineDeps = {
   loadClass: classLoader(setup.classes),
 };
 
-export default function handle(event: ActorEvent): Promise<EventResult> {
-  return runEvent(deps, event);
+export default async function handle(event: ActorEvent): Promise<EventResult> {
+  const port = event.type === 'request' ? event.committedPort : undefined;
+  if (!port) return runEvent(deps, event);
+  try {
+    return await runEvent(deps, event, (early) => port.postMessage(early));
+  } finally {
+    port.close();
+  }
 }

@@ -4,6 +4,7 @@
  */
 import type { ActorAddress } from '../core/address.js';
 import type { ErrorJSON } from '../core/errors.js';
+import type { MessagePort } from 'node:worker_threads';
 
 /** Main → worker. `generation`: the hold this node owns the actor under (0 before holds existed). */
 export type ActorEvent =
@@ -16,6 +17,8 @@ export type ActorEvent =
       durable: boolean;
       generation?: number;
       idempotencyKey?: string;
+      /** Durable only (transferred): told the early result once the commit is done (pipeline.ts, OnCommitted). */
+      committedPort?: MessagePort;
     }
   /** Runs the alarm if the committed one is due. `recordFailure`: a previous attempt was killed
    *  (time limit); commit it as a failed run without running the handler again. */

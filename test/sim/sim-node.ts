@@ -30,7 +30,7 @@ import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
 import type { Db } from '../../src/workers/actor-db.js';
 import type { ActorDefinition } from '../../src/workers/define-actor.js';
 import type { ActorEvent } from '../../src/workers/messages.js';
-import { runEvent } from '../../src/workers/pipeline.js';
+import { runEvent, type OnCommitted } from '../../src/workers/pipeline.js';
 import type { PipelineDeps } from '../../src/workers/deps.js';
 import type { Network } from './network.js';
 import { NodeClock } from './node-clock.js';
@@ -157,7 +157,7 @@ export class SimNode {
 function inlineWorkers(deps: PipelineDeps): WorkerGroup {
   const group = {
     size: 1,
-    run: (event: ActorEvent) => runEvent(deps, event),
+    run: (event: ActorEvent, _signal?: AbortSignal, committed?: OnCommitted) => runEvent(deps, event, committed),
     broadcast: async (event: ActorEvent) => {
       await runEvent(deps, event);
     },
