@@ -8,6 +8,7 @@ import { Piscina } from 'piscina';
 import { MessageChannel } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
 import { formatAddress } from '../core/address.js';
+import { ActorGivenUp } from '../core/errors.js';
 import type { KeepworkOptions, Settings } from '../core/config.js';
 
 export type WorkerGroupSettings = Settings<'actorQueueMax' | 'workerConcurrency' | 'workerThreads'>;
@@ -51,9 +52,18 @@ export class WorkerGroup {
     const pool = 'address' in event ? this.pools[fnv1a(formatAddress(event.address)) % this.pools.length]! : this.pools[0]!;
     if (!committed || event.type !== 'request') return pool.run(event, { signal }) as Promise<EventResult>;
     const { port1, port2 } = new MessageChannel();
-    port1.on('message', committed);
+    // The final result of a call whose task ended at its commit; a port closed without one (the
+    // worker ended) fails the call: it is never acknowledged without its link.
+    const final = new Promise<EventResult>((resolve) => {
+      port1.once('message', resolve);
+      port1.once('close', () => resolve(lostResult()));
+    });
     try {
-      return (await pool.run({ ...event, committedPort: port2 }, { signal, transferList: [port2] })) as EventResult;
+      const r = (await pool.run({ ...event, committedPort: port2 }, { signal, transferList: [port2] })) as EventResult;
+      if (r.type !== 'ok' || !r.pending) return r;
+      const { pending: _, ...early } = r;
+      committed(early);
+      return await final;
     } finally {
       port1.close();
     }
@@ -67,6 +77,11 @@ export class WorkerGroup {
   async destroy(): Promise<void> {
     await Promise.all(this.pools.map((p) => p.destroy()));
   }
+}
+
+function lostResult(): EventResult {
+  const error = new ActorGivenUp('the worker ended before the upload of this durable call landed').toJSON();
+  return { type: 'error', error, alarmAt: null };
 }
 
 export function fnv1a(s: string): number {

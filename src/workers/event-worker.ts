@@ -15,7 +15,7 @@ import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
 import { ActorSlots, slotsSettings } from './actor-slots.js';
 import type { ActorEvent, EventResult } from './messages.js';
-import { runEvent } from './pipeline.js';
+import { errorData, runEvent } from './pipeline.js';
 import type { PipelineDeps } from './deps.js';
 
 export interface WorkerSetup {
@@ -71,12 +71,21 @@ const deps: PipelineDeps = {
   loadClass: classLoader(setup.classes),
 };
 
-export default async function handle(event: ActorEvent): Promise<EventResult> {
+/**
+ * A durable call's task ends at its commit, with its early result marked `pending` (Piscina runs
+ * one abortable task per worker at a time: a task waiting for an upload would hold the worker);
+ * its final result follows on `committedPort` once the link holding the commit landed (or failed).
+ */
+export default function handle(event: ActorEvent): Promise<EventResult> {
   const port = event.type === 'request' ? event.committedPort : undefined;
   if (!port) return runEvent(deps, event);
-  try {
-    return await runEvent(deps, event, (early) => port.postMessage(early));
-  } finally {
-    port.close();
-  }
+  return new Promise((resolve) => {
+    let early = false;
+    const final = runEvent(deps, event, (r) => {
+      early = true;
+      resolve({ ...r, pending: true } as EventResult);
+    });
+    const settle = (r: EventResult) => (early ? port.postMessage(r) : resolve(r));
+    void final.then(settle, (e: unknown) => settle({ type: 'error', error: errorData(e), alarmAt: null })).finally(() => port.close());
+  });
 }

@@ -50,5 +50,7 @@ export type EventResult =
       releaseHold?: boolean;
       /** deliver: stale entries deleted. */
       removed?: number;
+      /** A durable call's result at its commit (event-worker.ts): its reply waits for the final result on `committedPort`. */
+      pending?: true;
     }
   | { type: 'error'; error: ErrorData; alarmAt: number | null };
