@@ -292,6 +292,9 @@ export class ActorReplica {
     } catch (e) {
       throw this.giveUp(e, seq);
     }
+    // A PUT that hung past the lease may have landed after another node took the actor over — in a
+    // seq its retention had already deleted, below that node's head: nothing may count it as up.
+    if (!this.leaseValid()) throw this.giveUp(new LeaseLost(`link ${seq} of ${this.name()} landed after the lease ran out`), seq);
     // Uploads run one at a time: nothing may have moved the head while this link was in flight.
     const headNow = this.pos.head?.seq ?? 0;
     if (seq !== headNow + 1)
