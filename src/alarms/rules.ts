@@ -10,6 +10,8 @@
  *   ownerFence          an owner that uploaded nothing under its hold fences before removing stale entries
  *   entryBeforeUpload   R4: a local-only actor's entry is listed before its first snapshot goes up
  *   keepOnEmptyBucket   the empty-bucket rule: nothing is removed while the bucket has nothing for the actor
+ *   durableReplyAfterUpload  not of the ADR, the output gate of durable calls (workers/pipeline.ts): a
+ *                       durable call replies only once a link holding its commit is in the bucket
  */
 export interface ProtocolRules {
   readonly taggedKeys: boolean;
@@ -17,6 +19,7 @@ export interface ProtocolRules {
   readonly ownerFence: boolean;
   readonly entryBeforeUpload: boolean;
   readonly keepOnEmptyBucket: boolean;
+  readonly durableReplyAfterUpload: boolean;
 }
 
 export const SAFE_RULES: ProtocolRules = Object.freeze({
@@ -25,4 +28,5 @@ export const SAFE_RULES: ProtocolRules = Object.freeze({
   ownerFence: true,
   entryBeforeUpload: true,
   keepOnEmptyBucket: true,
+  durableReplyAfterUpload: true,
 });

@@ -22,6 +22,8 @@ interface Entry {
 interface Lane {
   tail: Promise<unknown>;
   pending: number;
+  /** Replies still to settle after their event let the lane go on (`keep`). */
+  kept: Set<Promise<unknown>>;
   /** The batch at the lane's tail that has not started yet: later batched events join it. */
   open: { entries: Entry[]; cap: number } | undefined;
 }
@@ -85,16 +87,40 @@ export class ActorLanes {
     return this.lanes.size;
   }
 
+  /**
+   * Keeps the actor's lane (counted, `has`, `drained`) until `reply` settles, without holding up
+   * the lane's next events: a durable call whose commit is done while its link is in flight.
+   */
+  keep<T>(key: string, reply: Promise<T>): Promise<T> {
+    let lane = this.lanes.get(key);
+    if (!lane) {
+      lane = { tail: Promise.resolve(), pending: 0, kept: new Set(), open: undefined };
+      this.lanes.set(key, lane);
+    }
+    const l = lane;
+    l.pending++;
+    const settled = reply.then(
+      () => undefined,
+      () => undefined,
+    );
+    l.kept.add(settled);
+    void settled.then(() => {
+      l.kept.delete(settled);
+      this.done(key, l, 1);
+    });
+    return reply;
+  }
+
   /** Resolves when every lane is empty. */
   async drained(): Promise<void> {
-    while (this.lanes.size > 0) await Promise.all([...this.lanes.values()].map((l) => l.tail));
+    while (this.lanes.size > 0) await Promise.all([...this.lanes.values()].flatMap((l) => [l.tail, ...l.kept]));
   }
 
   /** The actor's lane, with room for one more event (counted), or OVERLOADED. */
   private admit(key: string): Lane | InstanceType<typeof Overloaded> {
     let lane = this.lanes.get(key);
     if (!lane) {
-      lane = { tail: Promise.resolve(), pending: 0, open: undefined };
+      lane = { tail: Promise.resolve(), pending: 0, kept: new Set(), open: undefined };
       this.lanes.set(key, lane);
     }
     if (lane.pending >= this.max) {

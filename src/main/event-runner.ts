@@ -6,6 +6,11 @@
  * go to its worker as one task (up to eventsPerTaskMax), each still its own transaction with its
  * own result or error (workers/batch.ts), so a hot actor is bound by SQLite rather than by one
  * message round trip per event. Other events (alarms, deliveries, reads of the alarm) run alone.
+ *
+ * Group commit of durable calls: a durable call's outcome comes back at its commit, `pending` with
+ * its `final` to follow once a link holding the commit is in the bucket (workers/batch.ts). The
+ * timer learns it at once, in the actor's order, and the lane lets the actor's next events run
+ * while the reply waits for the final (`ActorLanes.keep`: the actor stays busy until then).
  */
 import type { Clock } from '../core/clock.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
@@ -14,7 +19,13 @@ import { LeaseLost, reviveError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { ActorEvent, BatchOutcome, EventResult } from '../workers/messages.js';
 import type { ActorLanes, Outcome } from './actor-lanes.js';
-import type { WorkerGroup } from './worker-group.js';
+import type { RunOutcome, WorkerGroup } from './worker-group.js';
+
+/** A durable call's final outcome (its link landed, or never will): its reply, or its error. */
+function settleFinal(o: BatchOutcome): EventResult {
+  if (o.type === 'thrown') throw reviveError(o.error);
+  return o;
+}
 
 /** An event reached its actor's lane after the hold it was sent under was released or changed. */
 export class HoldChanged extends LeaseLost {}
@@ -38,7 +49,10 @@ export class EventRunner {
   submit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
     const key = formatAddress(address);
     if (event.type === 'request')
-      return this.p.lanes.batch(key, event, this.p.config.eventsPerTaskMax, (events) => this.runEvents(key, address, events));
+      // A pending durable call's value is the promise of its reply: its caller waits for it (Promise adoption).
+      return this.p.lanes.batch(key, event, this.p.config.eventsPerTaskMax, (events) =>
+        this.runEvents(key, address, events),
+      ) as Promise<EventResult>;
     return this.p.lanes.run(key, async () => {
       const changed = this.holdChanged(key, address, event);
       if (changed) throw changed;
@@ -50,8 +64,12 @@ export class EventRunner {
   }
 
   /** A batch of the actor's events, in order; an event sent under a hold no longer held fails alone (HoldChanged). */
-  private async runEvents(key: string, address: ActorAddress, events: ActorEvent[]): Promise<Outcome<EventResult>[]> {
-    const out: Outcome<EventResult>[] = [];
+  private async runEvents(
+    key: string,
+    address: ActorAddress,
+    events: ActorEvent[],
+  ): Promise<Outcome<EventResult | Promise<EventResult>>[]> {
+    const out: Outcome<EventResult | Promise<EventResult>>[] = [];
     const live: number[] = [];
     events.forEach((e, i) => {
       const changed = this.holdChanged(key, address, e);
@@ -60,15 +78,16 @@ export class EventRunner {
     });
     if (live.length === 0) return out;
     this.p.used(key, address);
-    const run = live.map((i) => events[i]!);
-    const results: BatchOutcome[] =
-      run.length === 1 ? [await this.runWithHardLimit(run[0]!)] : await this.runBatchWithHardLimit(address, run);
+    const results = await this.runBatchWithHardLimit(
+      address,
+      live.map((i) => events[i]!),
+    );
     live.forEach((i, j) => {
-      const r = results[j]!;
+      const { final, ...r } = results[j]!;
       if (r.type === 'thrown') out[i] = { ok: false, error: reviveError(r.error) };
       else {
-        this.p.learned(key, events[i]!, r);
-        out[i] = { ok: true, value: r };
+        this.p.learned(key, events[i]!, r); // at the commit, in the actor's order
+        out[i] = { ok: true, value: final ? this.p.lanes.keep(key, final.then(settleFinal)) : r };
       }
     });
     return out;
@@ -103,7 +122,7 @@ export class EventRunner {
    * 5 s — as a lone event is. Every event of an aborted batch fails; those before the stuck one
    * may have committed (their outcome is unknown to the caller, as after a crash).
    */
-  private async runBatchWithHardLimit(address: ActorAddress, events: ActorEvent[]): Promise<BatchOutcome[]> {
+  private async runBatchWithHardLimit(address: ActorAddress, events: ActorEvent[]): Promise<RunOutcome[]> {
     const ac = new AbortController();
     let seen = this.p.workers.progress(address);
     let timer: { cancel(): void } | undefined;

@@ -11,7 +11,12 @@ import { formatAddress, type ActorAddress } from '../core/address.js';
 import type { KeepworkOptions, Settings } from '../core/config.js';
 
 export type WorkerGroupSettings = Settings<'actorQueueMax' | 'workerConcurrency' | 'workerThreads'>;
-import type { ActorEvent, BatchOutcome, EventBatch, EventResult } from '../workers/messages.js';
+import { MessageChannel } from 'node:worker_threads';
+import { ActorGivenUp } from '../core/errors.js';
+import type { ActorEvent, BatchOutcome, EventBatch, EventResult, FinalOutcome } from '../workers/messages.js';
+
+/** A batch's outcome on the main thread: a `pending` one (a durable call whose link is in flight) carries its `final`. */
+export type RunOutcome = BatchOutcome & { final?: Promise<BatchOutcome> };
 import type { WorkerSetup } from '../workers/event-worker.js';
 
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
@@ -55,10 +60,48 @@ export class WorkerGroup {
     return pool.run(event, { signal }) as Promise<EventResult>;
   }
 
-  /** Events of one actor in one task, on that actor's worker: one outcome per event, in order. */
-  runBatch(address: ActorAddress, events: ActorEvent[], signal?: AbortSignal): Promise<BatchOutcome[]> {
-    const task: EventBatch = { type: 'batch', events };
-    return this.pools[this.workerOf(address)]!.run(task, { signal }) as Promise<BatchOutcome[]>;
+  /**
+   * Events of one actor in one task, on that actor's worker: one outcome per event, in order. A
+   * durable call's outcome may be `pending` (committed, its link in flight: workers/batch.ts), with
+   * its `final` outcome to come on a port of the batch's own; a port closed before it came (the
+   * worker ended) fails the call, which is never acknowledged without its link.
+   */
+  async runBatch(address: ActorAddress, events: ActorEvent[], signal?: AbortSignal): Promise<RunOutcome[]> {
+    const pool = this.pools[this.workerOf(address)]!;
+    if (!events.some((e) => e.type === 'request' && e.durable))
+      return (await pool.run({ type: 'batch', events }, { signal })) as BatchOutcome[];
+    const { port1, port2 } = new MessageChannel();
+    // The port and the task's result are separate channels: a final may come (or the port close)
+    // before the task's result is read here, so what arrives is kept until it is asked for.
+    const arrived = new Map<number, BatchOutcome>();
+    const waiting = new Map<number, (o: BatchOutcome) => void>();
+    let closed = false;
+    port1.on('message', ({ i, outcome }: FinalOutcome) => {
+      const settle = waiting.get(i);
+      if (settle) settle(outcome);
+      else arrived.set(i, outcome);
+    });
+    port1.once('close', () => {
+      closed = true;
+      waiting.forEach((settle) => settle(lostOutcome()));
+    });
+    const finalOf = (i: number) =>
+      new Promise<BatchOutcome>((resolve) => {
+        const got = arrived.get(i);
+        if (got) resolve(got);
+        else if (closed) resolve(lostOutcome());
+        else waiting.set(i, resolve);
+      });
+    try {
+      const task: EventBatch = { type: 'batch', events, finals: port2 };
+      const outcomes = (await pool.run(task, { signal, transferList: [port2] })) as BatchOutcome[];
+      const out: RunOutcome[] = outcomes.map((o, i) => (o.type === 'ok' && o.pending ? { ...o, final: finalOf(i) } : o));
+      if (!out.some((o) => o.final)) port1.close();
+      return out;
+    } catch (e) {
+      port1.close();
+      throw e;
+    }
   }
 
   /** Events finished so far by the worker `address` is pinned to (it moves while that thread is not stuck). */
@@ -78,6 +121,11 @@ export class WorkerGroup {
   async destroy(): Promise<void> {
     await Promise.all(this.pools.map((p) => p.destroy()));
   }
+}
+
+function lostOutcome(): BatchOutcome {
+  const error = new ActorGivenUp('the worker ended before the upload of this durable call landed').toJSON();
+  return { type: 'error', error, alarmAt: null };
 }
 
 export function fnv1a(s: string): number {

@@ -5,7 +5,9 @@
  *                 (replica-take.ts: nothing to do · apply missing deltas · set aside as .replaced +
  *                 restore · first upload of a local-only file)
  *   committed()   after each commit: one upload at most every replicationDelayMs (group commit)
- *   sync()        upload everything committed so far; resolves once it is in the bucket
+ *   sync()        upload everything committed so far; resolves once it is in the bucket. Callers
+ *                 while an upload is in flight share the next one (group commit of durable
+ *                 calls: one link carries every commit made meanwhile)
  *   tombstone()   the actor was deleted: a tombstone link
  *   release()     flush, checkpoint, sidecar: the file equals the head
  *
@@ -46,6 +48,10 @@ export class ActorReplica {
   private pendingDeletes: string[] = [];
   private db: ReplicaDb | undefined;
   private queue: Promise<void> = Promise.resolve();
+  /** The upload queued behind the one in flight, not yet captured: later `sync` callers join it. */
+  private next: Promise<void> | undefined;
+  /** Closed holding commits the bucket does not have (dropped, or given up): no `sync` may resolve. */
+  private lost: Error | undefined;
   private timer: TimerHandle | undefined;
 
   /** The node's epoch when the replica was made: its hold is of that epoch, so it writes only while the lease is too. */
@@ -172,7 +178,12 @@ export class ActorReplica {
   }
 
   sync(): Promise<void> {
-    const run = this.queue.then(() => this.flush());
+    if (this.next) return this.next;
+    const run = this.queue.then(() => {
+      this.next = undefined; // from the capture on, a new commit needs the upload after this one
+      return this.flush();
+    });
+    this.next = run;
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -206,7 +217,10 @@ export class ActorReplica {
     this.timer?.cancel();
     this.timer = undefined;
     if (this.pos.deleted || this.pos.memory) return;
-    if (this.givenUp || captureWal(`${this.dbPath}-wal`, this.pos.cursor).delta !== null) removeSidecar(this.dbPath);
+    if (this.givenUp || captureWal(`${this.dbPath}-wal`, this.pos.cursor).delta !== null) {
+      removeSidecar(this.dbPath);
+      this.lost = this.givenUp ?? new ActorGivenUp(`${this.name()} was closed with commits the bucket does not have`);
+    }
   }
 
   private name(): string {
@@ -215,6 +229,7 @@ export class ActorReplica {
 
   private async flush(): Promise<void> {
     if (this.givenUp) throw this.givenUp;
+    if (this.lost) throw this.lost; // a durable call waiting here must fail, not be told its commit is up
     const db = this.db;
     if (!db || !db.open) return;
     const captured = this.pos.memory ? this.captureMemory(db, this.pos.memory) : captureWal(`${this.dbPath}-wal`, this.pos.cursor);
@@ -277,6 +292,9 @@ export class ActorReplica {
     } catch (e) {
       throw this.giveUp(e, seq);
     }
+    // A PUT that hung past the lease may have landed after another node took the actor over — in a
+    // seq its retention had already deleted, below that node's head: nothing may count it as up.
+    if (!this.leaseValid()) throw this.giveUp(new LeaseLost(`link ${seq} of ${this.name()} landed after the lease ran out`), seq);
     // Uploads run one at a time: nothing may have moved the head while this link was in flight.
     const headNow = this.pos.head?.seq ?? 0;
     if (seq !== headNow + 1)

@@ -100,8 +100,10 @@ export class ActorSlots {
 
   release(slot: Slot): void {
     slot.users = Math.max(0, slot.users - 1);
-    if (slot.replica.givenUp) this.drop(slot.replica.address);
-    else if (slot.memory && slot.users === 0) void this.close(slot.replica.address);
+    // Only this slot: a durable call waiting for its upload may release a slot closed (idle) and reopened meanwhile.
+    if (slot.replica.givenUp) {
+      if (this.open.get(formatAddress(slot.replica.address)) === slot) this.drop(slot.replica.address);
+    } else if (slot.memory && slot.users === 0) void this.close(slot.replica.address);
     this.evict();
   }
 

@@ -2,23 +2,51 @@
  * Several events in one worker task (one Piscina round trip instead of one each): they run one
  * after another, in order, each through the pipeline exactly as alone — its own transaction, its
  * own result, its own error, its own time limit. A failing event does not stop the ones after it.
+ *
+ * Group commit: a durable call hands back its result at its commit (pipeline.ts, OnCommitted), and
+ * the batch goes on with the next event while that call's upload is in flight, so the commits of a
+ * batch share links. Its outcome is then marked `pending` and its final result — once a link
+ * holding the commit is in the bucket, or the error if it never gets there — is in `later`.
  */
 import type { ActorEvent, BatchOutcome, EventResult } from './messages.js';
-import { errorData } from './pipeline.js';
+import { errorData, type OnCommitted } from './pipeline.js';
+
+export interface BatchRun {
+  outcomes: BatchOutcome[];
+  /** Index → final outcome of each event whose outcome is `pending` (a durable call awaiting its link). */
+  later: Map<number, Promise<BatchOutcome>>;
+}
 
 export async function runBatch(
-  run: (event: ActorEvent) => Promise<EventResult>,
+  run: (event: ActorEvent, committed?: OnCommitted) => Promise<EventResult>,
   events: readonly ActorEvent[],
   ran: () => void = () => undefined,
-): Promise<BatchOutcome[]> {
-  const out: BatchOutcome[] = [];
-  for (const event of events) {
-    try {
-      out.push(await run(event));
-    } catch (err) {
-      out.push({ type: 'thrown', error: errorData(err) });
-    }
+): Promise<BatchRun> {
+  const outcomes: BatchOutcome[] = [];
+  const later = new Map<number, Promise<BatchOutcome>>();
+  for (const [i, event] of events.entries()) {
+    let early: EventResult | undefined;
+    let atCommit: () => void = () => undefined;
+    const committed = new Promise<void>((resolve) => (atCommit = resolve));
+    const final = settled(
+      run(event, (r) => {
+        early = r;
+        atCommit();
+      }),
+    );
+    await Promise.race([committed, final]);
+    if (early) {
+      outcomes.push({ ...early, pending: true } as EventResult);
+      later.set(i, final);
+    } else outcomes.push(await final);
     ran();
   }
-  return out;
+  return { outcomes, later };
+}
+
+function settled(p: Promise<EventResult>): Promise<BatchOutcome> {
+  return p.then(
+    (r) => r,
+    (err: unknown) => ({ type: 'thrown', error: errorData(err) }),
+  );
 }

@@ -12,6 +12,7 @@ import type { ActorSlots } from './actor-slots.js';
 import type { ActorDefinition } from './define-actor.js';
 import type { IdempotencySettings } from './idempotency.js';
 import type { IndexDeps } from './index-owner.js';
+import type { EventResult } from './messages.js';
 
 export type PipelineSettings = IndexDeps['config'] & RetrySettings & IdempotencySettings & Settings<'handlerTimeoutMs' | 'retryMaxMs'>;
 
@@ -23,4 +24,6 @@ export interface PipelineDeps extends IndexDeps {
   slots: ActorSlots;
   /** The class's definition; rejects with NotFound for a class this node does not serve. */
   loadClass(className: string): Promise<ActorDefinition>;
+  /** Set per event (runEvent) for a durable call whose caller may start the actor's next event once it committed. */
+  committed?: (early: EventResult) => void;
 }

@@ -15,7 +15,7 @@ import { DeleteBatcher } from '../store/delete-batch.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
 import { ActorSlots, slotsSettings } from './actor-slots.js';
-import type { ActorEvent, BatchOutcome, EventBatch, EventResult } from './messages.js';
+import type { ActorEvent, BatchOutcome, EventBatch, EventResult, FinalOutcome } from './messages.js';
 import { runBatch } from './batch.js';
 import { runEvent } from './pipeline.js';
 import type { PipelineDeps } from './deps.js';
@@ -78,8 +78,21 @@ const deps: PipelineDeps = {
 const progress = new Int32Array(setup.progress);
 const ran = () => void Atomics.add(progress, setup.worker, 1);
 
+/**
+ * A batch's task ends once every event has run or, for a durable call, committed (Piscina runs one
+ * abortable task per worker at a time: a task waiting for uploads would hold the worker); the
+ * final outcomes of those follow on the batch's `finals` port as their links land, then it closes.
+ */
 export default async function handle(task: ActorEvent | EventBatch): Promise<EventResult | BatchOutcome[]> {
-  if (task.type === 'batch') return runBatch((e) => runEvent(deps, e), task.events, ran);
+  if (task.type === 'batch') {
+    const { outcomes, later } = await runBatch((e, committed) => runEvent(deps, e, committed), task.events, ran);
+    const port = task.finals;
+    if (port) {
+      const posted = [...later].map(([i, final]) => final.then((outcome) => port.postMessage({ i, outcome } satisfies FinalOutcome)));
+      void Promise.all(posted).finally(() => port.close());
+    }
+    return outcomes;
+  }
   try {
     return await runEvent(deps, task);
   } finally {

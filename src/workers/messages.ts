@@ -4,6 +4,7 @@
  */
 import type { ActorAddress } from '../core/address.js';
 import type { ErrorJSON } from '../core/errors.js';
+import type { MessagePort } from 'node:worker_threads';
 
 /** Main → worker. `generation`: the hold this node owns the actor under (0 before holds existed). */
 export type ActorEvent =
@@ -47,6 +48,8 @@ export type EventResult =
       releaseHold?: boolean;
       /** deliver: stale entries deleted. */
       removed?: number;
+      /** A durable call's result at its commit (workers/batch.ts): its reply waits for its final result, which follows. */
+      pending?: true;
     }
   | { type: 'error'; error: ErrorData; alarmAt: number | null };
 
@@ -54,6 +57,14 @@ export type EventResult =
 export interface EventBatch {
   type: 'batch';
   events: ActorEvent[];
+  /** Transferred: where the final outcomes of `pending` ones are posted (`{ i, outcome }`), closed after the last. */
+  finals?: MessagePort;
+}
+
+/** Worker → main on `EventBatch.finals`: the final outcome of the batch's event `i`. */
+export interface FinalOutcome {
+  i: number;
+  outcome: BatchOutcome;
 }
 
 /** Worker → main, one per event of a batch: its result, or what it threw (no result: nothing to learn from it). */

@@ -11,6 +11,11 @@
  *            outcome (alarms/retry.ts) ─▶ COMMIT
  *
  * One event at a time per actor is the caller's promise (the main thread serialises them).
+ *
+ * Group commit of durable calls: a durable call that committed calls `committed` (runEvent's third
+ * argument) with its result once its upload is requested, so the caller can start the actor's next
+ * event, and replies only once a link holding its commit is in the bucket (the output gate); the
+ * commits made while one upload is in flight go up together in the next (replica.sync).
  */
 import { BadRequest, HandlerFailed, HandlerTimeout, NotFound, isKeepworkError, type ErrorCode } from '../core/errors.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
@@ -25,7 +30,11 @@ import type { PipelineDeps } from './deps.js';
 import { deliverTo, deliverWithoutState } from './deliver.js';
 import { checkIdempotencyKey, idemCall, lookupCall, recordable, recordError, recordResult, type IdemCall } from './idempotency.js';
 
-export async function runEvent(deps: PipelineDeps, event: ActorEvent): Promise<EventResult> {
+/** Told a durable call's result once its commit is done and its upload requested (its reply still waits for the upload). */
+export type OnCommitted = (early: EventResult) => void;
+
+export async function runEvent(deps: PipelineDeps, event: ActorEvent, committed?: OnCommitted): Promise<EventResult> {
+  if (committed && event.type === 'request' && event.durable) deps = { ...deps, committed };
   switch (event.type) {
     case 'request':
       return runRequest(deps, event);
@@ -267,7 +276,11 @@ async function commitWithAlarm(deps: PipelineDeps, slot: Slot, address: ActorAdd
   if (replaced) slot.replica.deleteAfterUpload(replaced);
 }
 
-/** After the commit: a durable call (or a delete) waits for its link; a plain one schedules it. */
+/**
+ * After the commit: a delete waits for its tombstone; a durable call waits for a link holding its
+ * commit — with `deps.committed`, letting the actor's next events run meanwhile —; a plain one
+ * schedules its upload.
+ */
 async function replicate(
   deps: PipelineDeps,
   slot: Slot,
@@ -281,12 +294,20 @@ async function replicate(
     if (deleted) {
       await slot.replica.tombstone();
       deps.slots.remove(address);
-    } else if (wait) await slot.replica.sync();
+    } else if (wait) await durableReply(deps, slot, { type: 'ok', result, alarmAt, deleted: false, ran: true });
     else slot.replica.committed();
   } catch (e) {
     return failure(e, alarmAt);
   }
   return { type: 'ok', result, alarmAt: deleted ? null : alarmAt, deleted, ran: true };
+}
+
+/** The upload is requested before the caller hears of the commit; the reply waits for it (unless the rule is off, in the simulator). */
+async function durableReply(deps: PipelineDeps, slot: Slot, early: EventResult): Promise<void> {
+  const landed = slot.replica.sync();
+  deps.committed?.(early);
+  if (deps.rules.durableReplyAfterUpload) await landed;
+  else landed.catch(() => undefined);
 }
 
 /**

@@ -8,16 +8,14 @@
  *   every chain sound, no link written twice
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { decodeHold, decodeNode, holdKey, nodeKey, type HoldRecord } from '../../src/leases/records.js';
 import { parseAddress } from '../../src/core/address.js';
-import { listAll } from '../../src/store/keys.js';
-import { openStore } from '../../src/store/open.js';
 import { checkBucket, describeChain, LinkLedger } from './chains.js';
 import { FAST, killLeftovers, mustCall, withCluster } from './harness.js';
 import { killUnderDurableLoad, valueAfterTakeover } from './takeover.js';
+import { emptyBucket, uniqueBucket } from './s3-bucket.js';
 
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
 const SKIP = S3_URL ? false : 'set KEEPWORK_TEST_S3_URL (bash scripts/s3-test-server.sh up; eval "$(bash scripts/s3-test-server.sh env)")';
@@ -26,24 +24,6 @@ after(() => {
   const n = killLeftovers();
   assert.equal(n, 0, `${n} node processes were still running after the tests`);
 });
-
-/** The test server's URL with a fresh prefix of its own. */
-function uniqueBucket(base: string): string {
-  const q = base.indexOf('?');
-  const [path, query] = q < 0 ? [base, ''] : [base.slice(0, q), base.slice(q)];
-  return `${path.replace(/\/+$/, '')}/cluster-${randomBytes(6).toString('hex')}${query}`;
-}
-
-async function emptyBucket(url: string): Promise<void> {
-  const store = openStore(url);
-  try {
-    const keys: string[] = [];
-    for await (const k of listAll(store)) keys.push(k);
-    for (let i = 0; i < keys.length; i += 1000) await store.deleteMany(keys.slice(i, i + 1000));
-  } finally {
-    await store.close();
-  }
-}
 
 describe('cluster of real node processes (S3 bucket)', () => {
   it(

@@ -144,7 +144,9 @@ describe('node (real Piscina workers)', () => {
     const dir = tempDir();
     const bucket = join(dir, 'bucket');
     const a = await start(join(dir, 'a'), { bucket });
-    const at = Date.now() + 500;
+    // Far enough ahead that it is not due before the stop: a durable call's alarm reaches the timer at its commit
+    // (group commit), and a first call on a loaded machine took over a second.
+    const at = Date.now() + 4_000;
     await a.actor('t/Probe/orphan').callDurable('setAlarm', at);
     await a.stop(); // clean: its hold is released; in a cluster its entry is what remains
     const store = new FsStore(bucket);
@@ -155,7 +157,7 @@ describe('node (real Piscina workers)', () => {
     const b = (await start(join(dir, 'b'), { bucket })) as RoutingNode;
     try {
       assert.equal(b.offerEntry(entry.address, entry.dueMs), true);
-      await waitFor('the alarm on b', 10_000, async () => ((await b.actor('t/Probe/orphan').call('fired')) as unknown[]).length === 1);
+      await waitFor('the alarm on b', 20_000, async () => ((await b.actor('t/Probe/orphan').call('fired')) as unknown[]).length === 1);
       await waitFor('the entry removed', 10_000, async () => {
         const left: string[] = [];
         for await (const k of listAll(store, { prefix: 'alarms/' })) left.push(k);

@@ -4,7 +4,9 @@
  *
  *   workload  a client call every ~callGapMs to a node that is up: set an alarm (on the grid of
  *             alarmStepMs, so times recur), clear it, or touch the actor; plain or durable; sent
- *             to the actor's holder when the bucket names a live one (otherwise the node takes it)
+ *             to the actor's holder when the bucket names a live one (otherwise the node takes it);
+ *             sometimes a burst of 2–8 durable calls to one actor at once (group commit). A durable
+ *             set or touch carries an id of its own; its reply is reported to `durableAcked`
  *   chaos     every ~faultGapMs one of: crash a node · clean stop (releases) · cut a node off
  *             (fail or hang; its lease renewing or not) · pause a node · join the next joiner
  *             (its first upload perhaps the target of the aimed fault) · restart what is down
@@ -33,6 +35,10 @@ export class Drivers {
   private running = true;
   private readonly downSince = new Map<string, number>();
   private readonly lastSet = new Map<string, number>();
+  /** Ids of durable calls (their rows in the actor's `calls` table), above the plain calls' 1 and 2. */
+  private nextId = 1000;
+  /** Told every acknowledged durable set or touch (run-seed.ts checks its row is in the bucket). */
+  durableAcked: (address: ActorAddress, id: number) => void = () => undefined;
 
   constructor(
     private readonly p: SimParams,
@@ -97,6 +103,10 @@ export class Drivers {
         false,
       );
     const address = this.actors[this.random.int(this.actors.length)]!;
+    if (this.random.float() < 0.1) {
+      for (let n = 2 + this.random.int(7); n > 0; n--) this.send(address, up, 'touch', [], true);
+      return;
+    }
     const x = this.random.float();
     const [method, args] = x < 0.6 ? ['set', [this.alarmTime(address)]] : x < 0.7 ? ['clear', []] : ['touch', []];
     this.send(address, up, method, args, this.random.float() < 0.3);
@@ -107,11 +117,13 @@ export class Drivers {
     const node = this.holderOf(address, up) ?? up[this.random.int(up.length)]!;
     const handle = node.node!.actor(formatAddress(address));
     this.work.calls++;
-    const sent = durable ? handle.callDurable(method, ...args) : handle.call(method, ...args);
+    const id = durable && method !== 'clear' ? this.nextId++ : undefined;
+    const sent = durable ? handle.callDurable(method, ...args, ...(id === undefined ? [] : [id])) : handle.call(method, ...args);
     sent.then(
       () => {
         this.work.callsOk++;
         if (method === 'set') this.work.alarmsSet++;
+        if (id !== undefined) this.durableAcked(address, id);
       },
       () => undefined,
     );

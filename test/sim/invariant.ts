@@ -39,6 +39,8 @@ export function keysUnder(sorted: readonly string[], prefix: string): string[] {
 export interface HeadState {
   alarmMs: number | null;
   indexedText: string | null;
+  /** The ids of durable calls (≥ 1000, sim-actor.ts) whose rows the head holds: the durable check (run-seed.ts). */
+  durableIds: ReadonlySet<number>;
 }
 
 export interface Violation {
@@ -124,7 +126,10 @@ export class IndexInvariant {
     try {
       const alarm = db.prepare('SELECT at FROM _keep_alarm WHERE id = 0').get() as { at: number } | undefined;
       const meta = db.prepare("SELECT value FROM _keep_meta WHERE key = 'alarm_indexed'").get() as { value: string } | undefined;
-      return { alarmMs: alarm?.at ?? null, indexedText: meta?.value ?? null };
+      const calls = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'calls'").get()
+        ? (db.prepare('SELECT n FROM calls WHERE n >= 1000').all() as { n: number }[])
+        : [];
+      return { alarmMs: alarm?.at ?? null, indexedText: meta?.value ?? null, durableIds: new Set(calls.map((c) => c.n)) };
     } finally {
       db.close();
     }

@@ -3,13 +3,14 @@
  *
  *   params from the seed ─▶ founding nodes start, joiners prepared ─▶ chaos phase (workload +
  *   faults, chaosMs) ─▶ healed liveness phase (livenessMs) ─▶ liveness check
- *   every 50 ms of virtual time: the index invariant (invariant.ts) and no delivery before its
- *   due time; the first violation ends the run.
+ *   every 50 ms of virtual time: the index invariant (invariant.ts), no delivery before its due
+ *   time, and the durable check — every acknowledged durable call's row is in the bucket's head,
+ *   from its reply on (group commit's output gate); the first violation ends the run.
  *
  * Verdicts and exit codes: ok 0 · safety 1 (the invariant or an early delivery) · liveness 2 (a
  * committed alarm that did not fire within the bound after healing) · error 3 (the harness or
  * the code under test threw where it must not, or an `invariant` of src/core/invariant.ts failed:
- * the run ends at the next check, reporting the virtual time of the failure). Variants: the five
+ * the run ends at the next check, reporting the virtual time of the failure). Variants: the six
  * unsafe rule sets of unsafe-rules.ts (SAFE_RULES with one rule off, handed to every node), and two
  * canaries that prove the harness can fail: `canary` — the harness
  * deletes an entry a committed state names (a safety verdict) — and `livenessCanary` — at healing
@@ -42,6 +43,7 @@ export const VARIANTS: readonly Variant[] = [
   'noFence',
   'uploadBeforeEntry',
   'clearOnEmptyBucket',
+  'earlyDurableReply',
   'canary',
   'livenessCanary',
 ];
@@ -104,6 +106,9 @@ class Run {
   readonly invariant: IndexInvariant;
   readonly actors: ActorAddress[] = [];
   readonly early: string[] = [];
+  /** Acknowledged durable calls by actor (their ids), and the first one found missing from the bucket's head. */
+  readonly acked = new Map<ActorAddress, number[]>();
+  lostDurable: string | undefined;
   readonly fireLog: string[] = [];
   readonly holders = new Map<string, string>();
   takeovers = 0;
@@ -139,6 +144,20 @@ class Run {
     for (let i = 0; i < p.actors; i++) this.actors.push(simAddress(`a${i}`));
     this.drivers = new Drivers(p, this.clock, this.net, this.cluster, this.actors, this.random.fork());
     this.invariant = new IndexInvariant(this.net.bucket);
+    this.drivers.durableAcked = (a, id) => {
+      this.acked.set(a, [...(this.acked.get(a) ?? []), id]);
+      this.checkDurable(a, id, 'at its reply');
+    };
+  }
+
+  /** A durable call replies only once its link is in the bucket; its effect stays there (takeovers restore it). */
+  checkDurable(a: ActorAddress, id: number, when: string): void {
+    if (this.lostDurable || this.invariant.headState(a)?.durableIds.has(id)) return;
+    this.lostDurable = `${a.tenant}/${a.className}/${a.name}: durable call ${id} was acknowledged but its row is not in the bucket's head ${when}`;
+  }
+
+  checkAcked(): void {
+    for (const [a, ids] of this.acked) for (const id of ids) this.checkDurable(a, id, 'later');
   }
 
   async setUp(): Promise<void> {
@@ -280,6 +299,8 @@ async function simulate(run: Run): Promise<{ verdict: Verdict; message?: string;
     const v = run.invariant.check(run.actors);
     if (v) return { verdict: 'safety', message: `invariant: ${v.actor}: ${v.message}`, atMs: t - START_MS };
     if (run.early.length > 0) return { verdict: 'safety', message: `early delivery: ${run.early[0]}`, atMs: t - START_MS };
+    run.checkAcked();
+    if (run.lostDurable) return { verdict: 'safety', message: `durable: ${run.lostDurable}`, atMs: t - START_MS };
   }
   const late = run.livenessFailure(endAt - run.p.livenessBoundMs);
   if (late) return { verdict: 'liveness', message: late, atMs: endAt - START_MS };

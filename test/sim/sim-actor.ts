@@ -48,15 +48,16 @@ function definition(random: SeededRandom, o: SimActorOptions, rec: FireRecorder,
       }
     },
     methods: {
-      set(ctx, atMs: number) {
-        ctx.sql.exec('INSERT INTO calls VALUES (1)');
+      /** `id`: a durable call's own (drivers.ts), which the durable check looks for in the bucket's head. */
+      set(ctx, atMs: number, id = 1) {
+        ctx.sql.prepare('INSERT INTO calls VALUES (?)').run(id);
         ctx.setAlarm(atMs);
       },
       clear(ctx) {
         ctx.clearAlarm();
       },
-      touch(ctx) {
-        ctx.sql.exec('INSERT INTO calls VALUES (2)');
+      touch(ctx, id = 2) {
+        ctx.sql.prepare('INSERT INTO calls VALUES (?)').run(id);
       },
     },
   });

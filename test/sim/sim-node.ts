@@ -23,7 +23,7 @@ import { nextIdentity } from '../../src/main/identity.js';
 import { Membership } from '../../src/main/membership.js';
 import { NodeMetrics } from '../../src/main/metrics.js';
 import { Node } from '../../src/main/node.js';
-import type { WorkerGroup } from '../../src/main/worker-group.js';
+import type { RunOutcome, WorkerGroup } from '../../src/main/worker-group.js';
 import { ClockScheduler } from '../../src/streams/clock-scheduler.js';
 import { DeleteBatcher } from '../../src/store/delete-batch.js';
 import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
@@ -160,12 +160,14 @@ function inlineWorkers(deps: PipelineDeps): WorkerGroup {
   const group = {
     size: 1,
     run: (event: ActorEvent) => runEvent(deps, event).finally(() => finished++),
-    runBatch: (_address: unknown, events: ActorEvent[]) =>
-      runBatch(
-        (e) => runEvent(deps, e),
+    runBatch: async (_address: unknown, events: ActorEvent[]): Promise<RunOutcome[]> => {
+      const { outcomes, later } = await runBatch(
+        (e, committed) => runEvent(deps, e, committed),
         events,
         () => finished++,
-      ),
+      );
+      return outcomes.map((o, i) => (later.has(i) ? { ...o, final: later.get(i)! } : o));
+    },
     progress: () => finished,
     broadcast: async (event: ActorEvent) => {
       await runEvent(deps, event);

@@ -8,10 +8,12 @@
  *   noFence             the owner fence off: an owner that uploaded nothing removes stale entries
  *   uploadBeforeEntry   R4 order off: a local-only actor's first snapshot goes before its entry
  *   clearOnEmptyBucket  the empty-bucket rule off: entries are removed while the bucket has nothing
+ *   earlyDurableReply   the output gate off: a durable call replies once committed, before its link lands
  */
 import { SAFE_RULES, type ProtocolRules } from '../../src/alarms/rules.js';
 
-export type UnsafeVariant = 'untaggedKeys' | 'noGenerationCheck' | 'noFence' | 'uploadBeforeEntry' | 'clearOnEmptyBucket';
+export type UnsafeVariant =
+  'untaggedKeys' | 'noGenerationCheck' | 'noFence' | 'uploadBeforeEntry' | 'clearOnEmptyBucket' | 'earlyDurableReply';
 
 const off = (rule: keyof ProtocolRules): ProtocolRules => Object.freeze({ ...SAFE_RULES, [rule]: false });
 
@@ -21,6 +23,7 @@ export const UNSAFE_RULES: Readonly<Record<UnsafeVariant, ProtocolRules>> = Obje
   noFence: off('ownerFence'),
   uploadBeforeEntry: off('entryBeforeUpload'),
   clearOnEmptyBucket: off('keepOnEmptyBucket'),
+  earlyDurableReply: off('durableReplyAfterUpload'),
 });
 
 /** The rules a run of `variant` gives its nodes: SAFE_RULES unless it is an unsafe variant. */

@@ -2,7 +2,8 @@
  * `npm run sim:variants [-- --budget-fast 40 --budget-slow 2000]`
  *
  * Each unsafe variant (unsafe-rules.ts) must be caught by the invariant on some seed: the
- * first three (untaggedKeys, noGenerationCheck, noFence) within the fast budget, the last two
+ * first four (untaggedKeys, noGenerationCheck, noFence, earlyDurableReply — caught by the durable
+ * check, run-seed.ts) within the fast budget, the last two
  * (uploadBeforeEntry, clearOnEmptyBucket) within the slow one; the canary (the harness deletes a
  * named entry itself) on the first seed it can. Seeds run from 1 upwards until the first catch;
  * prints how many seeds each took. Exit 0 when every variant was caught in budget, 1 otherwise.
@@ -11,7 +12,7 @@
 import { runSeed, type RunResult, type Variant } from './run-seed.js';
 import { reproCommand } from './report.js';
 
-export const FAST_VARIANTS: readonly Variant[] = ['untaggedKeys', 'noGenerationCheck', 'noFence'];
+export const FAST_VARIANTS: readonly Variant[] = ['untaggedKeys', 'noGenerationCheck', 'noFence', 'earlyDurableReply'];
 /**
  * Seeds each fast variant may take. 40, not 20: half the seeds run alarm-only actors in memory,
  * where the owner fence is remembered per hold across takes, so "an owner that uploaded nothing

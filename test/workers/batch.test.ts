@@ -46,7 +46,7 @@ async function batch(events: ActorEvent[]): Promise<{ outcomes: BatchOutcome[]; 
     () => ran++,
   ).finally(() => (done = true));
   for (let i = 0; !done && i < 1_000; i++) await actors.clock.advance(10);
-  return { outcomes: await p, ran };
+  return { outcomes: (await p).outcomes, ran };
 }
 
 const value = (o: BatchOutcome | undefined) =>
@@ -83,10 +83,33 @@ describe('runBatch: several events of one actor in one task', () => {
     );
   });
 
+  it('durable calls hand back their result at the commit and go on: pending outcomes, their finals once their links land', async () => {
+    const before = await actors.call(A, 'get');
+    const n = before.type === 'ok' ? (before.result as number) : NaN;
+    const durable = (k: number) => request('add', [k], { durable: true });
+    let done = false;
+    const p = runBatch((e, committed) => runEvent(actors.deps, e, committed), [durable(1), request('add', [10]), durable(100)]).finally(
+      () => (done = true),
+    );
+    for (let i = 0; !done && i < 1_000; i++) await actors.clock.advance(10);
+    const { outcomes, later } = await p;
+    assert.deepEqual(outcomes.map(value), [n + 1, n + 11, n + 111]);
+    assert.deepEqual(
+      outcomes.map((o) => o.type === 'ok' && o.pending === true),
+      [true, false, true],
+      'the durable ones are pending: their links were not awaited',
+    );
+    assert.deepEqual([...later.keys()], [0, 2]);
+    let settled = false;
+    const finals = Promise.all(later.values()).finally(() => (settled = true));
+    for (let i = 0; !settled && i < 1_000; i++) await actors.clock.advance(10);
+    assert.deepEqual((await finals).map(value), [n + 1, n + 111], 'each final is its own result, once its link is up');
+  });
+
   it('an event that throws outside the pipeline fails alone', async () => {
     const events = [request('add', [1]), request('add', [1]), request('add', [1])];
     const run = (e: ActorEvent) => (e === events[1] ? Promise.reject(new Error('worker broke')) : runEvent(actors.deps, e));
-    const outcomes = await runBatch(run, events);
+    const { outcomes } = await runBatch(run, events);
     assert.deepEqual(
       outcomes.map((o) => o.type),
       ['ok', 'thrown', 'ok'],
