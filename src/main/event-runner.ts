@@ -57,7 +57,7 @@ export class EventRunner {
       const changed = this.holdChanged(key, address, event);
       if (changed) throw changed;
       this.p.used(key, address);
-      const r = await this.runWithHardLimit(event);
+      const r = await this.runWithHardLimit(address, event);
       this.p.learned(key, event, r);
       return r;
     });
@@ -102,27 +102,41 @@ export class EventRunner {
   }
 
   /** A handler stuck in synchronous code cannot see its time limit: abort the task (ends the thread). */
-  private async runWithHardLimit(event: ActorEvent): Promise<EventResult> {
-    const ac = new AbortController();
-    const t = this.p.clock.setTimer(this.p.config.handlerTimeoutMs + 5_000, () => ac.abort());
+  private async runWithHardLimit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
+    const limit = this.hardLimit(address);
     try {
-      return await this.p.workers.run(event, ac.signal);
+      return await this.p.workers.run(event, limit.signal);
     } catch (e) {
-      if (!ac.signal.aborted || event.type !== 'alarm') throw e;
-      this.p.log.warn({ actor: formatAddress(event.address) }, 'alarm handler stuck past its time limit; worker restarted');
+      if (!limit.signal.aborted || event.type !== 'alarm') throw e;
+      this.p.log.warn({ actor: formatAddress(address) }, 'alarm handler stuck past its time limit; worker restarted');
       return this.p.workers.run({ ...event, recordFailure: true });
     } finally {
-      t.cancel();
+      limit.cancel();
+    }
+  }
+
+  /** A batch of one actor's events under the hard limit; every event of an aborted batch fails, and those before the stuck
+   *  one may have committed (their outcome is unknown to the caller, as after a crash). */
+  private async runBatchWithHardLimit(address: ActorAddress, events: ActorEvent[]): Promise<RunOutcome[]> {
+    const limit = this.hardLimit(address);
+    try {
+      return await this.p.workers.runBatch(address, events, limit.signal);
+    } catch (e) {
+      if (limit.signal.aborted)
+        this.p.log.warn({ actor: formatAddress(address), events: events.length }, 'a batch stuck past its time limit; worker restarted');
+      throw e;
+    } finally {
+      limit.cancel();
     }
   }
 
   /**
-   * A batch's hard limit: a handler stuck in synchronous code stops its whole thread, so the batch
-   * is aborted (ending the thread) once its worker has finished no event for handlerTimeoutMs +
-   * 5 s — as a lone event is. Every event of an aborted batch fails; those before the stuck one
-   * may have committed (their outcome is unknown to the caller, as after a crash).
+   * The hard limit: a handler stuck in synchronous code stops its whole thread, so the task is
+   * aborted (the worker is restarted, failing every task it was running) once that worker has
+   * finished no event for handlerTimeoutMs + 5 s. A slow task on a thread that keeps finishing
+   * others (waiting for the bucket, say) is not stuck, and neither is one queued behind others.
    */
-  private async runBatchWithHardLimit(address: ActorAddress, events: ActorEvent[]): Promise<RunOutcome[]> {
+  private hardLimit(address: ActorAddress): { signal: AbortSignal; cancel(): void } {
     const ac = new AbortController();
     let seen = this.p.workers.progress(address);
     let timer: { cancel(): void } | undefined;
@@ -135,14 +149,6 @@ export class EventRunner {
       });
     };
     arm();
-    try {
-      return await this.p.workers.runBatch(address, events, ac.signal);
-    } catch (e) {
-      if (ac.signal.aborted)
-        this.p.log.warn({ actor: formatAddress(address), events: events.length }, 'a batch stuck past its time limit; worker restarted');
-      throw e;
-    } finally {
-      timer?.cancel();
-    }
+    return { signal: ac.signal, cancel: () => timer?.cancel() };
   }
 }

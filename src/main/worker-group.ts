@@ -11,8 +11,8 @@ import { formatAddress, type ActorAddress } from '../core/address.js';
 import type { KeepworkOptions, Settings } from '../core/config.js';
 
 export type WorkerGroupSettings = Settings<'actorQueueMax' | 'workerConcurrency' | 'workerThreads'>;
-import { MessageChannel } from 'node:worker_threads';
-import { ActorGivenUp } from '../core/errors.js';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { ActorGivenUp, HandlerFailed, HandlerTimeout } from '../core/errors.js';
 import type { ActorEvent, BatchOutcome, EventBatch, EventResult, FinalOutcome } from '../workers/messages.js';
 
 /** A batch's outcome on the main thread: a `pending` one (a durable call whose link is in flight) carries its `final`. */
@@ -29,26 +29,63 @@ export class WorkerGroup {
   /** Events each worker has finished (event-worker.ts counts them). */
   private readonly finished: Int32Array;
 
-  constructor(config: WorkerGroupSettings, setup: Omit<WorkerSetup, 'worker' | 'options' | 'progress'> & { options: KeepworkOptions }) {
+  constructor(
+    private readonly config: WorkerGroupSettings,
+    private readonly setup: Omit<WorkerSetup, 'worker' | 'options' | 'progress'> & { options: KeepworkOptions },
+  ) {
     const n = config.workerThreads || Math.min(4, availableParallelism());
-    const progress = new SharedArrayBuffer(4 * n);
-    this.finished = new Int32Array(progress);
-    this.pools = Array.from(
-      { length: n },
-      (_, worker) =>
-        new Piscina({
-          filename: WORKER_URL,
-          minThreads: 1,
-          maxThreads: 1,
-          concurrentTasksPerWorker: config.workerConcurrency,
-          maxQueue: config.actorQueueMax * 64,
-          workerData: { ...setup, progress, worker } satisfies WorkerSetup,
-          execArgv: EXEC_ARGV,
-          // 'sync' parks an idle worker in Atomics.wait, which also stops its timers: the
-          // replicator's group-commit timer would never fire between tasks.
-          atomics: 'async',
-        }),
-    );
+    this.finished = new Int32Array(new SharedArrayBuffer(4 * n));
+    this.pools = Array.from({ length: n }, (_, worker) => this.makePool(worker));
+  }
+
+  private makePool(worker: number): Piscina {
+    return new Piscina({
+      filename: WORKER_URL,
+      minThreads: 1,
+      maxThreads: 1,
+      concurrentTasksPerWorker: this.config.workerConcurrency,
+      maxQueue: this.config.actorQueueMax * 64,
+      workerData: { ...this.setup, progress: this.finished.buffer as SharedArrayBuffer, worker } satisfies WorkerSetup,
+      execArgv: EXEC_ARGV,
+      // 'sync' parks an idle worker in Atomics.wait, which also stops its timers: the
+      // replicator's group-commit timer would never fire between tasks.
+      atomics: 'async',
+    });
+  }
+
+  /**
+   * Runs a task on worker `i`. `signal` is not handed to Piscina: it runs at most one task at a
+   * time on a worker whose task carries one (its balancer treats that worker as full), which
+   * would cap every worker at one event whatever `workerConcurrency` says. Aborting instead
+   * restarts the worker — a new single-thread pool in its place, the old one destroyed with the
+   * stuck thread and every task it was running (they fail; the caller learns it was aborted).
+   */
+  private submit(worker: number, task: unknown, signal?: AbortSignal, transferList?: MessagePort[]): Promise<unknown> {
+    const pool = this.pools[worker]!;
+    const ran = pool.run(task, transferList ? { transferList } : {}).catch((e: unknown) => {
+      if (signal?.aborted)
+        throw new HandlerTimeout(
+          'aborted: its worker finished nothing for handlerTimeoutMs + 5 s (a handler stuck in synchronous code); the worker was restarted',
+          { cause: e },
+        );
+      if (this.pools[worker] !== pool)
+        throw new HandlerFailed(
+          'its worker was restarted (another event on it was stuck past the hard limit): the outcome of this event is unknown',
+          { cause: e },
+        );
+      throw e;
+    });
+    if (!signal) return ran;
+    const restart = () => this.restart(worker, pool);
+    if (signal.aborted) restart();
+    else signal.addEventListener('abort', restart, { once: true });
+    return ran.finally(() => signal.removeEventListener('abort', restart));
+  }
+
+  private restart(worker: number, pool: Piscina): void {
+    if (this.pools[worker] !== pool) return; // already replaced
+    this.pools[worker] = this.makePool(worker);
+    void pool.destroy();
   }
 
   get size(): number {
@@ -56,8 +93,7 @@ export class WorkerGroup {
   }
 
   run(event: ActorEvent, signal?: AbortSignal): Promise<EventResult> {
-    const pool = 'address' in event ? this.pools[this.workerOf(event.address)]! : this.pools[0]!;
-    return pool.run(event, { signal }) as Promise<EventResult>;
+    return this.submit('address' in event ? this.workerOf(event.address) : 0, event, signal) as Promise<EventResult>;
   }
 
   /**
@@ -67,9 +103,9 @@ export class WorkerGroup {
    * worker ended) fails the call, which is never acknowledged without its link.
    */
   async runBatch(address: ActorAddress, events: ActorEvent[], signal?: AbortSignal): Promise<RunOutcome[]> {
-    const pool = this.pools[this.workerOf(address)]!;
+    const worker = this.workerOf(address);
     if (!events.some((e) => e.type === 'request' && e.durable))
-      return (await pool.run({ type: 'batch', events }, { signal })) as BatchOutcome[];
+      return (await this.submit(worker, { type: 'batch', events }, signal)) as BatchOutcome[];
     const { port1, port2 } = new MessageChannel();
     // The port and the task's result are separate channels: a final may come (or the port close)
     // before the task's result is read here, so what arrives is kept until it is asked for.
@@ -94,7 +130,7 @@ export class WorkerGroup {
       });
     try {
       const task: EventBatch = { type: 'batch', events, finals: port2 };
-      const outcomes = (await pool.run(task, { signal, transferList: [port2] })) as BatchOutcome[];
+      const outcomes = (await this.submit(worker, task, signal, [port2])) as BatchOutcome[];
       const out: RunOutcome[] = outcomes.map((o, i) => (o.type === 'ok' && o.pending ? { ...o, final: finalOf(i) } : o));
       if (!out.some((o) => o.final)) port1.close();
       return out;
