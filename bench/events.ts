@@ -18,12 +18,12 @@
 import { fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
-import { benchArgs, measure, quick, round, table, writeResult } from './lib.js';
+import { benchArgs, httpPost, measure, quick, round, table, writeResult } from './lib.js';
 
 const COUNTER = new URL('../examples/counter.ts', import.meta.url).href;
 const CALLS = { plain: quick ? 1_500 : 10_000, durable: quick ? 300 : 2_000 };
@@ -50,17 +50,6 @@ function bucketUrl(leg: Leg, dataDir: string): string {
   if (leg.bucket === 'memory') return 'memory:';
   if (leg.bucket === 'fs') return join(dataDir, 'bucket');
   return process.env.KEEPWORK_TEST_S3_URL!.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/bench-events-${process.pid}-${Date.now().toString(36)}/`);
-}
-
-function httpPost(agent: Agent, url: string, body: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent, headers: { 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
 }
 
 async function runLeg(leg: Leg, threads: number) {

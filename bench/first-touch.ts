@@ -13,13 +13,13 @@
  * uploads and index work done: the `settle` column). --quick: 250 keys.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
-import { benchArgs, quick, round, table, writeResult } from './lib.js';
+import { benchArgs, httpPost, quick, round, table, writeResult } from './lib.js';
 
 const args = benchArgs({
   keys: { type: 'string' },
@@ -67,17 +67,6 @@ function requests(text: string): Map<string, number> {
   for (const [, op, area, thread, n] of text.matchAll(/^keepwork_store_requests_total\{op="(\w+)",area="(\w+)",thread="(\w+)"\} (\d+)/gm))
     out.set(`${thread} ${op} ${area}`, Number(n));
   return out;
-}
-
-function httpPost(agent: Agent, url: string, body: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent, headers: { 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
 }
 
 async function pool(total: number, op: (i: number) => Promise<unknown>): Promise<void> {

@@ -2,6 +2,7 @@
  * Small helpers shared by the benchmarks: timing, percentiles, tables, result files.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { request, type Agent } from 'node:http';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -84,4 +85,16 @@ export function writeResult(name: string, data: Record<string, unknown>): string
   const envelope = { bench: name, at: new Date().toISOString(), quick, node: process.version };
   writeFileSync(path, JSON.stringify({ ...envelope, ...data }, null, 2) + '\n');
   return path;
+}
+
+/** POSTs `body` to `url` through `agent`; rejects unless the answer is 200. */
+export function httpPost(agent: Agent, url: string, body: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent, headers: { 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }

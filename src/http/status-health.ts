@@ -15,6 +15,7 @@
  *
  * Released nodes (stopped cleanly) are not a problem.
  */
+import type { TenantIndexStats } from '../alarms/index-listing.js';
 import type { DeliveryRecord, StatusSample } from '../main/status-feed.js';
 
 export const FAILING_WINDOW_MS = 60_000;
@@ -35,14 +36,8 @@ export interface Health {
   problems: Problem[];
 }
 
-export interface TenantRow {
-  tenant: string;
-  entries: number;
-  due: number;
-  overdue: number;
-  oldestDueMs: number | null;
-  /** From the bucket listing (0 when nothing is overdue). */
-  lagMs: number;
+/** A tenant's index as the bucket listing found it (`lagMs` 0 when nothing is overdue), and as this node last swept it. */
+export interface TenantRow extends Omit<TenantIndexStats, 'truncated'> {
   /** keepwork_index_lag_seconds of this node's last sweep of the tenant, in ms (null when it has not swept it). */
   sweptLagMs: number | null;
   /** The listing stopped early: entries, due and overdue are lower bounds. */
