@@ -145,9 +145,22 @@ async function indexDrained(store: ObjectStore, tenant: string, boundMs: number)
 
 /** Each actor's committed alarm rows, read through `node` (forwarded to the holder as needed). */
 function readFired(node: ClusterNode, actors: readonly string[], abandoned: readonly number[] = []): Promise<Fired[][]> {
-  return pool(actors, 16, async (a) =>
-    (await mustCall<Fired[]>(node.url, a, 'fired', [], { timeoutMs: 30_000 })).filter((f) => !abandoned.includes(f.scheduled)),
-  );
+  return pool(actors, 16, async (a) => (await firedOf(node, a)).filter((f) => !abandoned.includes(f.scheduled)));
+}
+
+/** One actor's fired rows; a transient refusal (a loaded node's late renewal, a busy holder) is asked again, up to 30 s. */
+async function firedOf(node: ClusterNode, actor: string): Promise<Fired[]> {
+  let rows: Fired[] | undefined;
+  let fatal: Error | undefined;
+  await waitFor(`the fired rows of ${actor} through ${node.nodeId}`, 30_000, async () => {
+    const r = await call(node.url, actor, 'fired', [], { timeoutMs: 30_000 });
+    if (r.ok) return (rows = r.result as Fired[]);
+    if (TRANSIENT.has(r.error ?? '')) throw new Error(`${r.status} ${r.error}: ${r.message}`);
+    fatal = new Error(`fired on ${actor} via ${node.nodeId} failed: ${r.status} ${r.error}: ${r.message}`);
+    return true;
+  });
+  if (fatal) throw fatal;
+  return rows!;
 }
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -267,7 +280,18 @@ async function orphan(
     () => removeEntriesNotAt(c.store(), tenant, at),
   );
   if (left > 0) t.diagnostic(`${left} extra index entries of earlier arming passes removed by hand`);
-  assert.ok(await settled(), 'one index entry per armed actor');
+  // What is left is at `at`: one entry per armed actor, and under load perhaps a second one of the
+  // same actor, written by a re-arm's first attempt whose replica was given up (its lease lapsed)
+  // before the retry answered. Due at the armed time, it is a harmless extra wake-up.
+  const entries = await entriesOf(c.store(), tenant);
+  assert.deepEqual(
+    entries.filter((e) => e.dueMs !== at),
+    [],
+    'no entry of an earlier pass is left',
+  );
+  const armed = new Set(entries.map((e) => e.address.name));
+  assert.equal(armed.size, actors.length, 'every armed actor has its entry at the armed time');
+  if (entries.length > actors.length) t.diagnostic(`${entries.length - actors.length} extra entries at the armed time (retried re-arms)`);
   const armedIn = Date.now() - t0;
   await owner.killAndWait('SIGKILL');
   const killedAt = Date.now();
@@ -549,7 +573,7 @@ describe('alarm sweep across real node processes (folder bucket)', () => {
         const at = Date.now() + 1_000;
         assert.equal(await mustCall(b!.url, x, 'arm', [at], { durable: true }), at);
         const rows = await waitFor('the alarm set after the stall to fire', 10_000, async () => {
-          const r = await mustCall<Fired[]>(b!.url, x, 'fired');
+          const r = await firedOf(b!, x);
           return r.length > 0 ? r : undefined;
         });
         assert.equal(rows[0]!.scheduled, at);
