@@ -92,12 +92,7 @@ export class ActorLanes {
    * the lane's next events: a durable call whose commit is done while its link is in flight.
    */
   keep<T>(key: string, reply: Promise<T>): Promise<T> {
-    let lane = this.lanes.get(key);
-    if (!lane) {
-      lane = { tail: Promise.resolve(), pending: 0, kept: new Set(), open: undefined };
-      this.lanes.set(key, lane);
-    }
-    const l = lane;
+    const l = this.laneOf(key);
     l.pending++;
     const settled = reply.then(
       () => undefined,
@@ -118,15 +113,21 @@ export class ActorLanes {
 
   /** The actor's lane, with room for one more event (counted), or OVERLOADED. */
   private admit(key: string): Lane | InstanceType<typeof Overloaded> {
+    const lane = this.laneOf(key);
+    if (lane.pending >= this.max) {
+      return new Overloaded(`actor ${key} has ${lane.pending} events waiting (actorQueueMax); retry later`);
+    }
+    lane.pending++;
+    return lane;
+  }
+
+  /** The actor's lane, made (empty) if it has none. */
+  private laneOf(key: string): Lane {
     let lane = this.lanes.get(key);
     if (!lane) {
       lane = { tail: Promise.resolve(), pending: 0, kept: new Set(), open: undefined };
       this.lanes.set(key, lane);
     }
-    if (lane.pending >= this.max) {
-      return new Overloaded(`actor ${key} has ${lane.pending} events waiting (actorQueueMax); retry later`);
-    }
-    lane.pending++;
     return lane;
   }
 

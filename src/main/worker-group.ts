@@ -2,22 +2,22 @@
  * The event workers: one single-thread Piscina pool per worker, and each actor always routed to
  * the same one (a hash of its address), so an actor's database is open in one thread only.
  * A task is one event, or a batch of one actor's events (`runBatch`), so batching keeps the pinning.
- * Queues are bounded (`maxQueue`); a task past its hard time limit is aborted, which ends that
- * worker thread (Piscina starts a new one).
+ * Queues are bounded (`maxQueue`); a task past its hard time limit is aborted by restarting its
+ * worker (`submit`: a new pool in place of the stuck one).
  */
 import { Piscina } from 'piscina';
 import { availableParallelism } from 'node:os';
 import { formatAddress, type ActorAddress } from '../core/address.js';
-import type { KeepworkOptions, Settings } from '../core/config.js';
-
-export type WorkerGroupSettings = Settings<'actorQueueMax' | 'workerConcurrency' | 'workerThreads'>;
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import type { KeepworkOptions, Settings } from '../core/config.js';
 import { ActorGivenUp, HandlerFailed, HandlerTimeout } from '../core/errors.js';
 import type { ActorEvent, BatchOutcome, EventBatch, EventResult, FinalOutcome } from '../workers/messages.js';
+import type { WorkerSetup } from '../workers/event-worker.js';
+
+export type WorkerGroupSettings = Settings<'actorQueueMax' | 'workerConcurrency' | 'workerThreads'>;
 
 /** A batch's outcome on the main thread: a `pending` one (a durable call whose link is in flight) carries its `final`. */
 export type RunOutcome = BatchOutcome & { final?: Promise<BatchOutcome> };
-import type { WorkerSetup } from '../workers/event-worker.js';
 
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
 const WORKER_URL = new URL('../workers/event-worker' + (FROM_SOURCE ? '.ts' : '.js'), import.meta.url).href;
