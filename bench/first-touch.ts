@@ -2,7 +2,7 @@
  * bench/first-touch: the first call to N new keys (the counter example's `add`), 64 in flight, on
  * one node with the folder bucket — what creating an actor costs.
  *
- *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable]
+ *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable] [--alarm]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/first-touch.ts --keys 1000
  *   (a CPU profile per thread lands in /tmp/prof; summarise the touch alone with
  *   `tsx bench/profile-summary.ts --window <the window the bench prints> /tmp/prof/*.cpuprofile`)
@@ -10,7 +10,9 @@
  * Prints, per run (each on fresh keys of a fresh node): wall time of the touch, actors/s, CPU ms
  * per actor by thread (main thread and each worker, from /proc/self/task), and bucket requests per
  * actor by operation and thread, during the touch and until the node is idle again (its first
- * uploads and index work done: the `settle` column). --quick: 250 keys.
+ * uploads and index work done: the `settle` column). --quick: 250 keys. --alarm: the first call
+ * arms a timer an hour ahead instead (bench/peers' Reminder `set`), as peers' "arming timers on new
+ * keys" row does — a first touch plus an alarm index entry.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -26,12 +28,14 @@ const args = benchArgs({
   runs: { type: 'string', default: '1' },
   api: { type: 'string', default: 'library' },
   durable: { type: 'boolean' },
+  alarm: { type: 'boolean' },
   threads: { type: 'string', default: '2' },
 });
 const KEYS = Number(args.keys ?? (quick ? 250 : 1_000));
 const RUNS = Number(args.runs);
 const IN_FLIGHT = 64;
 const COUNTER = new URL('../examples/counter.ts', import.meta.url).href;
+const REMINDER = new URL('./support/peers/reminder.ts', import.meta.url).href;
 
 /** CPU ms (user + system) of each thread of this process so far, by thread id (Linux /proc). */
 function threadCpu(): Map<string, { name: string; ms: number }> {
@@ -83,7 +87,7 @@ async function run(r: number) {
   const node = (await startNode({
     dataDir,
     bucket: join(dataDir, 'bucket'),
-    classes: { Counter: COUNTER },
+    classes: { Counter: COUNTER, Reminder: REMINDER },
     port: 0,
     workerThreads: Number(args.threads),
     logger: silentLogger(),
@@ -97,12 +101,13 @@ async function run(r: number) {
     const started = performance.now();
     const t0Us = process.hrtime.bigint() / 1000n;
     const q = args.durable ? '?durable=1' : '';
+    const [cls, method, arg] = args.alarm ? ['Reminder', 'set', Date.now() + 3_600_000] : ['Counter', 'add', 1];
     await pool(KEYS, (i) =>
       args.api === 'http'
-        ? httpPost(agent, `${node.url}/v1/actors/bench/Counter/k${r}-${i}/add${q}`, '[1]')
+        ? httpPost(agent, `${node.url}/v1/actors/bench/${cls}/k${r}-${i}/${method}${q}`, JSON.stringify([arg]))
         : args.durable
-          ? node.actor(`bench/Counter/k${r}-${i}`).callDurable('add', 1)
-          : node.actor(`bench/Counter/k${r}-${i}`).call('add', 1),
+          ? node.actor(`bench/${cls}/k${r}-${i}`).callDurable(method, arg)
+          : node.actor(`bench/${cls}/k${r}-${i}`).call(method, arg),
     );
     const ms = performance.now() - started;
     const windowUs = `${t0Us}-${process.hrtime.bigint() / 1000n}`;
@@ -143,7 +148,7 @@ for (let r = 0; r < RUNS; r++) {
   const res = await run(r);
   results.push({ ...res, load });
   console.log(
-    `\nfirst touch of ${KEYS} new keys (${args.api}${args.durable ? ', durable' : ''}, ${IN_FLIGHT} in flight, fs bucket, ${args.threads} workers), ` +
+    `\nfirst touch of ${KEYS} new keys (${args.api}${args.durable ? ', durable' : ''}${args.alarm ? ', arming an alarm' : ''}, ${IN_FLIGHT} in flight, fs bucket, ${args.threads} workers), ` +
       `load ${load}: ${round(res.ms / 1000, 2)} s (${Math.round((KEYS / res.ms) * 1000)} actors/s); idle again after ${round(res.settledMs / 1000, 2)} s`,
   );
   console.log(
@@ -157,4 +162,4 @@ for (let r = 0; r < RUNS; r++) {
   );
   console.log(table(res.reqRows));
 }
-writeResult('first-touch', { keys: KEYS, inFlight: IN_FLIGHT, api: args.api, durable: !!args.durable, runs: results });
+writeResult('first-touch', { keys: KEYS, inFlight: IN_FLIGHT, api: args.api, durable: !!args.durable, alarm: !!args.alarm, runs: results });

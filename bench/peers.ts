@@ -240,6 +240,14 @@ interface SystemResult {
   error?: string;
 }
 
+/**
+ * Data folders of systems that ran without error, removed when every system has run: removing
+ * thousands of files right before the next system's run would slow that run's file creation on
+ * a filesystem such as this machine's root (ext4 without a journal: docs/benchmarks.md, "Files
+ * created per actor").
+ */
+const finished: string[] = [];
+
 async function runSystem(Pool: PoolCtor, sys: System): Promise<SystemResult> {
   const dir = mkdtempSync(join(tmpdir(), 'kw-bench-peers-'));
   const out: Partial<SystemResult> = { label: sys.label, about: sys.about, kill: [] };
@@ -271,7 +279,7 @@ async function runSystem(Pool: PoolCtor, sys: System): Promise<SystemResult> {
   } finally {
     await client?.close().catch(() => undefined);
     await sys.stop().catch(() => undefined);
-    if (!out.error) rmSync(dir, { recursive: true, force: true });
+    if (!out.error) finished.push(dir);
   }
   return out as SystemResult;
 }
@@ -314,10 +322,11 @@ async function main() {
   console.log(
     `bench/peers${quick ? ' --quick' : ''}: ${IN_FLIGHT} in flight, load ${LOAD_MS / 1000} s per rate, ${cell(KEYS)} keys, ` +
       `${cell(TIMERS)} timers${quick ? ' (--quick: 500 timers instead of 2,000, 4 s loads, 1 kill -9 trial)' : ''}; ` +
-      `load average ${loadBefore.join(' ')} on ${cpus().length} cores`,
+      `load average ${loadBefore.join(' ')} on ${cpus().length} cores; data under ${tmpdir()} (TMPDIR)`,
   );
   const results: SystemResult[] = [];
   for (const n of names) results.push(await runSystem(Pool, SYSTEMS[n]!()));
+  for (const dir of finished) rmSync(dir, { recursive: true, force: true });
   const loadAfter = loadavg().map((l) => round(l, 2));
   const seconds = round((performance.now() - t0) / 1000, 1);
   console.log();
@@ -333,6 +342,7 @@ async function main() {
     timerLeadMs: TIMER_LEAD_MS,
     killTrials: KILL_TRIALS,
     loadAverage: { before: loadBefore, after: loadAfter },
+    dataUnder: tmpdir(),
     seconds,
     results,
   });

@@ -44,6 +44,11 @@ export class ActorReplica {
   private closed = false;
   /** A link was uploaded by this replica, i.e. under its hold (the history ends with our own). */
   uploadedUnderHold = false;
+  /**
+   * The take found nothing in the bucket and the local file was created for this hold: it holds
+   * no commit anyone was told of, so its first upload waits for its first event's commit.
+   */
+  newFile = false;
   /** Index entries to DELETE once the next link is in the bucket (the state no longer names them). */
   private pendingDeletes: string[] = [];
   private db: ReplicaDb | undefined;
@@ -117,11 +122,14 @@ export class ActorReplica {
 
   /**
    * After the owner indexed the committed alarm: a local-only actor's first upload may go, and so
-   * may local commits a previous run of this node never uploaded (take found the head unmoved).
+   * may local commits a previous run of this node never uploaded (take found the head unmoved). A
+   * file created by this take uploads with its first event's commit instead (one link, not an
+   * empty snapshot first and the event's change after it).
    */
   start(): void {
-    if (this.pos.head === null && !this.pos.deleted) this.saveFirstSidecar();
-    if ((this.pos.head === null && !this.pos.deleted) || this.pos.unuploaded > 0) this.committed();
+    const noChain = this.pos.head === null && !this.pos.deleted;
+    if (noChain) this.saveFirstSidecar();
+    if ((noChain && !this.newFile) || this.pos.unuploaded > 0) this.committed();
   }
 
   /**

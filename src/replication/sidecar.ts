@@ -5,9 +5,20 @@
  *
  *   {"seq":7,"etag":"9b2…","generation":3,"cursor":{"offset":4152,"salt1":…,"salt2":…,"pageSize":4096}}
  *
- * Written atomically (temp + rename); an unreadable sidecar reads as absent.
+ * Rewritten in place (`writeSidecar` says why and how); an unreadable sidecar reads as absent.
  */
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import type { WalCursor } from './wal.js';
 
 export interface Sidecar {
@@ -33,10 +44,39 @@ export function readSidecar(dbPath: string): Sidecar | undefined {
   }
 }
 
+/**
+ * Sidecars up to this size are rewritten in place with one `pwrite` at offset 0: one page, which
+ * the kernel copies whole or not at all when the process is killed. Larger ones (a long snapshot
+ * list) go through a temp file and a rename.
+ */
+export const SIDECAR_IN_PLACE_MAX = 4096;
+
+/**
+ * Records `s`. The sidecar is rewritten after every upload, so it is rewritten in place, not
+ * renamed over: a temp file and a rename create an inode and free one each time, and on ext4
+ * without a journal every inode freed in the last minutes makes each later file creation scan
+ * past it (docs/benchmarks.md, "Files created per actor"). A shorter record is padded with
+ * spaces to the file's length (JSON allows trailing whitespace), so the file never shrinks and
+ * no truncate can leave it half-written.
+ */
 export function writeSidecar(dbPath: string, s: Sidecar): void {
   const path = sidecarPath(dbPath);
-  writeFileSync(path + '.tmp', JSON.stringify(s));
-  renameSync(path + '.tmp', path);
+  const json = Buffer.from(JSON.stringify(s));
+  if (json.length > SIDECAR_IN_PLACE_MAX) {
+    writeFileSync(path + '.tmp', json);
+    renameSync(path + '.tmp', path);
+    return;
+  }
+  const fd = openSync(path, constants.O_RDWR | constants.O_CREAT, 0o644);
+  try {
+    const size = fstatSync(fd).size;
+    const record =
+      size > json.length && size <= SIDECAR_IN_PLACE_MAX ? Buffer.concat([json, Buffer.alloc(size - json.length, 0x20)]) : json;
+    if (size > SIDECAR_IN_PLACE_MAX) ftruncateSync(fd, 0); // was written by rename: start again small
+    writeSync(fd, record, 0, record.length, 0);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 export function removeSidecar(dbPath: string): void {

@@ -176,7 +176,9 @@ export class ActorSlots {
     const state = await replica.take();
     onTake?.(state);
     if (state !== 'ready' && !create) return null;
-    const db = this.createOffThread && !existsSync(path) ? await createActorDb(path, address) : openActorDb(path, address, true)!;
+    const noFile = !existsSync(path);
+    replica.newFile = noFile && replica.foundNothing;
+    const db = this.createOffThread && noFile ? await createActorDb(path, address) : openActorDb(path, address, true)!;
     replica.attach(db);
     return { db, replica, users: 0, fresh: true, memory: false };
   }

@@ -96,6 +96,19 @@ describe('replication: the chain in the bucket', () => {
 });
 
 describe('replication: uploads while the next event is running', () => {
+  it('a new actor goes up with its first commit: no empty snapshot while its first event runs', async () => {
+    const store = new MemoryStore();
+    const e = env(store);
+    const running = e.call(A, 'slowAdd', 'first', 0); // created, its first transaction open
+    await e.clock.advance(25);
+    assert.deepEqual(await listChain(store, address), [], 'nothing goes up before the first commit');
+    pendingSleeps.splice(0).forEach((wake) => wake());
+    okResult(await running);
+    await e.clock.advance(25);
+    assert.deepEqual(await kinds(store), ['snapshot'], 'one link: the creation and the first event together');
+    assert.deepEqual(okResult(await env(store).call(A, 'all')), ['first']);
+  });
+
   it('the first link is a snapshot even when the next event holds a transaction open, and holds only committed work', async () => {
     const store = new MemoryStore();
     const e = env(store);
