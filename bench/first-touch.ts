@@ -12,7 +12,9 @@
  * actor by operation and thread, during the touch and until the node is idle again (its first
  * uploads and index work done: the `settle` column). --quick: 250 keys. --alarm: the first call
  * arms a timer an hour ahead instead (bench/peers' Reminder `set`), as peers' "arming timers on new
- * keys" row does — a first touch plus an alarm index entry.
+ * keys" row does — a first touch plus an alarm index entry. --then-seconds S: afterwards, S seconds
+ * of calls round-robin over the same keys (bench/peers' "1,000 keys" row): calls/s and CPU ms per
+ * call by thread.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -29,6 +31,7 @@ const args = benchArgs({
   api: { type: 'string', default: 'library' },
   durable: { type: 'boolean' },
   alarm: { type: 'boolean' },
+  'then-seconds': { type: 'string', default: '0' },
   threads: { type: 'string', default: '2' },
 });
 const KEYS = Number(args.keys ?? (quick ? 250 : 1_000));
@@ -134,7 +137,30 @@ async function run(r: number) {
         'per actor, touch': round(x.touch / KEYS, 2),
         'per actor, settled': round(x.settle / KEYS, 2),
       }));
-    return { ms, settledMs, cpu, cpuSettled, reqRows };
+    const thenMs = Number(args['then-seconds']) * 1000;
+    let then: { calls: number; ms: number; cpu: { thread: string; ms: number }[]; window: string } | undefined;
+    if (thenMs > 0) {
+      const cpuThen = threadCpu();
+      const t1Us = process.hrtime.bigint() / 1000n;
+      const began = performance.now();
+      let calls = 0;
+      const q2 = args.durable ? '?durable=1' : '';
+      await Promise.all(
+        Array.from({ length: IN_FLIGHT }, async () => {
+          while (performance.now() - began < thenMs) {
+            const key = `bench/${cls}/k${r}-${calls++ % KEYS}`;
+            await (args.api === 'http'
+              ? httpPost(agent, `${node.url}/v1/actors/${key}/${method}${q2}`, JSON.stringify([arg]))
+              : args.durable
+                ? node.actor(key).callDurable(method, arg)
+                : node.actor(key).call(method, arg));
+          }
+        }),
+      );
+      const ms2 = performance.now() - began;
+      then = { calls, ms: ms2, cpu: cpuSince(cpuThen), window: `${t1Us}-${process.hrtime.bigint() / 1000n}` };
+    }
+    return { ms, settledMs, cpu, cpuSettled, reqRows, then };
   } finally {
     agent.destroy();
     await node.stop();
@@ -161,5 +187,12 @@ for (let r = 0; r < RUNS; r++) {
     ),
   );
   console.log(table(res.reqRows));
+  if (res.then) {
+    const t = res.then;
+    console.log(
+      `\nthen ${round(t.ms / 1000, 1)} s of calls round-robin over the ${KEYS} keys: ${Math.round((t.calls / t.ms) * 1000)} calls/s (window ${t.window})`,
+    );
+    console.log(table(t.cpu.slice(0, 6).map((c) => ({ thread: c.thread, 'CPU ms per call': round(c.ms / t.calls, 3) }))));
+  }
 }
 writeResult('first-touch', { keys: KEYS, inFlight: IN_FLIGHT, api: args.api, durable: !!args.durable, alarm: !!args.alarm, runs: results });

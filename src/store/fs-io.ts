@@ -2,9 +2,15 @@
  * Small file-system helpers shared by the FsStore modules: error codes, the transient-error set,
  * a sleep on the injected clock for lock polling, fsync of a path, and unlink/readdir that treat a missing
  * file as an answer rather than an error.
+ *
+ * The store's steps are synchronous system calls except the ones that wait for the disk (fsync,
+ * and reading a folder of thousands of names): an open, write, link, rename or unlink of a small
+ * file takes microseconds, and each one sent to libuv's thread pool cost more than itself in
+ * thread handoffs and promise callbacks (docs/benchmarks.md, "The folder bucket's system calls").
+ * An fsync waits for the disk, so it stays on the pool and the event loop goes on meanwhile.
  */
-import { readdirSync, statSync, unlinkSync, type Dirent } from 'node:fs';
-import { open, readdir, unlink } from 'node:fs/promises';
+import { closeSync, fsync, openSync, readdirSync, statSync, unlinkSync, type Dirent } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import type { Clock } from '../core/clock.js';
 
 export function codeOf(e: unknown): string | undefined {
@@ -23,17 +29,26 @@ export function sleepOn(clock: Clock, ms: number): Promise<void> {
   return ms <= 0 ? new Promise((resolve) => setImmediate(resolve)) : clock.sleep(ms);
 }
 
+/** fsync(2) of an open file on libuv's thread pool. */
+export function fsyncFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fsync(fd, (e) => (e ? reject(e) : resolve())));
+}
+
 export async function fsyncPath(file: string): Promise<void> {
-  const handle = await open(file, 'r');
+  const fd = openSync(file, 'r');
   try {
-    await handle.sync();
+    await fsyncFd(fd);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
-export async function unlinkQuiet(file: string): Promise<void> {
-  await unlink(file).catch(() => undefined);
+export function unlinkQuiet(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // gone already, or never made: nothing to clean up
+  }
 }
 
 /** Unlinks `file`; false when it was not there. */

@@ -1,7 +1,8 @@
 /**
  * FsStore's write path: how a put's body becomes the object, its condition checked atomically.
  *
- * Writes (body first written to a temp file and fsynced, outside any lock):
+ * Writes (body first written to a temp file and fsynced, outside any lock; every step a
+ * synchronous system call but the fsyncs, fs-io.ts says why):
  *   create (ifNoneMatch '*')   link(temp, target): atomic exclusive create; EEXIST → PreconditionFailed
  *   replace (ifMatch / none)   BEGIN IMMEDIATE on ~lock.db { check etag; rename(temp, target) } ROLLBACK
  *   delete                     BEGIN IMMEDIATE { unlink(target) } ROLLBACK   (in fs.ts)
@@ -29,11 +30,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import { link, mkdir, open, type FileHandle } from 'node:fs/promises';
 import * as path from 'node:path';
 import { AmbiguousWrite, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
 import { etagOf } from './etag.js';
-import { codeOf, fsyncPath, isMissing, unlinkQuiet } from './fs-io.js';
+import { codeOf, fsyncFd, fsyncPath, isMissing, unlinkQuiet } from './fs-io.js';
 import type { HostLock } from './fs-lock.js';
 import type { FsConfig } from './fs-options.js';
 import type { Target } from './fs-paths.js';
@@ -57,28 +57,34 @@ export function modeOf(condition: PutCondition | undefined): Mode {
 
 /** The version an ifMatch read before taking the lock, kept open so its inode stays unique. */
 interface Held {
-  handle: FileHandle;
+  fd: number;
   dev: bigint;
   ino: bigint;
 }
 
-/** Writes `body` to a new file in `tempDir` (fsynced if asked); returns its path. */
+/**
+ * Writes `body` to a new file in `tempDir` (fsynced if asked); returns its path. Synchronous but
+ * for the fsync (fs-io.ts says why).
+ */
 export async function writeTemp(tempDir: string, body: Uint8Array, fsync: boolean): Promise<string> {
   const file = path.join(tempDir, `${process.pid}-${randomBytes(8).toString('hex')}`);
-  const handle = await open(file, 'wx', 0o644).catch(async (e) => {
-    if (codeOf(e) !== 'ENOENT') throw e;
-    await mkdir(tempDir, { recursive: true }); // someone removed ~tmp
-    return open(file, 'wx', 0o644);
-  });
+  let fd: number;
   try {
-    await handle.writeFile(body);
-    if (fsync) await handle.sync();
+    fd = fs.openSync(file, 'wx', 0o644);
   } catch (e) {
-    await handle.close().catch(() => undefined);
-    await unlinkQuiet(file);
+    if (codeOf(e) !== 'ENOENT') throw e;
+    fs.mkdirSync(tempDir, { recursive: true }); // someone removed ~tmp
+    fd = fs.openSync(file, 'wx', 0o644);
+  }
+  try {
+    for (let at = 0; at < body.byteLength;) at += fs.writeSync(fd, body, at, body.byteLength - at);
+    if (fsync) await fsyncFd(fd);
+  } catch (e) {
+    fs.closeSync(fd);
+    unlinkQuiet(file);
     throw e;
   }
-  await handle.close();
+  fs.closeSync(fd);
   return file;
 }
 
@@ -92,43 +98,46 @@ export async function install(
   config: FsConfig,
 ): Promise<string | undefined> {
   if (mode.kind === 'create') return create(temp, target, key, config.folderRacesMax);
-  const held = mode.kind === 'match' ? await readCurrent(target, mode.etag, key) : undefined;
+  const held = mode.kind === 'match' ? readCurrent(target, mode.etag, key) : undefined;
   try {
     const expected = mode.kind === 'match' ? mode.etag : undefined;
     return await lock.run(() => replaceLocked(temp, target, expected, held, key, config.folderRacesMax), config.lockWaitMs);
   } finally {
-    await held?.handle.close();
+    if (held) fs.closeSync(held.fd);
   }
 }
 
-async function create(temp: string, target: Target, key: string, folderRacesMax: number): Promise<string | undefined> {
+function create(temp: string, target: Target, key: string, folderRacesMax: number): string | undefined {
   let createdFrom: string | undefined;
   for (let race = 0; race <= folderRacesMax; race++) {
     try {
-      await link(temp, target.file);
+      fs.linkSync(temp, target.file);
       return createdFrom;
     } catch (e) {
       if (codeOf(e) === 'EEXIST') throw new PreconditionFailed(`put ${key} with ifNoneMatch "*": the object exists`, { details: { key } });
       if (codeOf(e) !== 'ENOENT') throw e;
     }
-    createdFrom = (await mkdir(target.dir, { recursive: true })) ?? createdFrom;
+    createdFrom = fs.mkdirSync(target.dir, { recursive: true }) ?? createdFrom;
   }
   throw new StoreUnavailable(`put ${key}: its folder kept disappearing (folderRacesMax ${folderRacesMax})`);
 }
 
 /** Reads the version an ifMatch expects; fails early (unlocked) when it is not current. */
-async function readCurrent(target: Target, etag: string, key: string): Promise<Held> {
-  const handle = await open(target.file, 'r').catch((e) => {
+function readCurrent(target: Target, etag: string, key: string): Held {
+  let fd: number;
+  try {
+    fd = fs.openSync(target.file, 'r');
+  } catch (e) {
     if (isMissing(e)) throw mismatch(key, etag, null);
     throw e;
-  });
+  }
   try {
-    const current = etagOf(await handle.readFile());
+    const current = etagOf(fs.readFileSync(fd));
     if (current !== etag) throw mismatch(key, etag, current);
-    const st = await handle.stat({ bigint: true });
-    return { handle, dev: st.dev, ino: st.ino };
+    const st = fs.fstatSync(fd, { bigint: true });
+    return { fd, dev: st.dev, ino: st.ino };
   } catch (e) {
-    await handle.close();
+    fs.closeSync(fd);
     throw e;
   }
 }

@@ -25,7 +25,6 @@
  * folder fsync failed.
  */
 import * as fs from 'node:fs';
-import { readFile, rmdir } from 'node:fs/promises';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SystemClock, type Clock } from '../core/clock.js';
@@ -104,7 +103,7 @@ export class FsStore implements ObjectStore {
       const createdFrom = await this.#guard('put', key, () => install(temp, target, mode, key, this.#lock, this.#config));
       if (this.#config.fsync) await syncAfterWrite(this.root, target, createdFrom, key);
     } finally {
-      await unlinkQuiet(temp);
+      unlinkQuiet(temp);
     }
     return { etag: etagOf(body) };
   }
@@ -128,7 +127,7 @@ export class FsStore implements ObjectStore {
     );
     const dirs = [...new Set(removed.map((t) => t.dir))];
     if (this.#config.fsync) await this.#guard('delete', what, () => Promise.all(dirs.map(fsyncPath)));
-    for (const dir of dirs) await this.#pruneEmpty(dir);
+    for (const dir of dirs) this.#pruneEmpty(dir);
   }
 
   async list(options?: ListOptions): Promise<ListPage> {
@@ -179,7 +178,7 @@ export class FsStore implements ObjectStore {
   async #readOrNull(file: string, op: string, key: string): Promise<Buffer | null> {
     return this.#guard(op, key, async () => {
       try {
-        return await readFile(file);
+        return fs.readFileSync(file);
       } catch (e) {
         if (isMissing(e)) return null;
         throw e;
@@ -188,10 +187,10 @@ export class FsStore implements ObjectStore {
   }
 
   /** Removes folders a delete left empty, up to (not including) the root. */
-  async #pruneEmpty(dir: string): Promise<void> {
+  #pruneEmpty(dir: string): void {
     for (let d = dir; d.startsWith(this.root + path.sep); d = path.dirname(d)) {
       try {
-        await rmdir(d);
+        fs.rmdirSync(d);
       } catch {
         return; // ENOTEMPTY, ENOENT (a racing delete), anything else: leave it
       }
