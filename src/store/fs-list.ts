@@ -41,6 +41,8 @@ interface Entry {
    * below it), and the base of the names inside a folder.
    */
   key: string;
+  /** `key` without the base its folder's entries share: what a run orders by (shorter to compare). */
+  rel: string;
   folder: boolean;
   /** The name in `dir` (its path is made only for entries walked). */
   name: string;
@@ -49,6 +51,8 @@ interface Entry {
 
 /** Entry order: by key; an object before a continuation folder of the same text (whose keys are longer). */
 const byEntry = (a: Entry, b: Entry) => compareKeys(a.key, b.key) || Number(a.folder) - Number(b.folder);
+/** The same order within one folder, whose entries' keys all start with the folder's base. */
+const byRel = (a: Entry, b: Entry) => compareKeys(a.rel, b.rel) || Number(a.folder) - Number(b.folder);
 
 /** One folder's wanted entries, taken in order: the `want` smallest are ordered at a time. */
 class Run {
@@ -75,9 +79,9 @@ class Run {
     const last = this.#batch[this.#batch.length - 1];
     if (last !== undefined) {
       if (this.#batch === this.#rest) this.#rest = [];
-      else this.#rest = this.#rest.filter((e) => byEntry(e, last) > 0); // entries past the batch taken
+      else this.#rest = this.#rest.filter((e) => byRel(e, last) > 0); // entries past the batch taken
     }
-    this.#batch = this.#rest.length <= 2 * want ? (this.#rest = this.#rest.sort(byEntry)) : smallest(this.#rest, want);
+    this.#batch = this.#rest.length <= 2 * want ? (this.#rest = this.#rest.sort(byRel)) : smallest(this.#rest, want);
     this.#at = 0;
   }
 }
@@ -125,48 +129,70 @@ export class ListWalk {
     }
   }
 
+  /**
+   * A folder's wanted entries. Every key in it starts with `base`; when `after` and `prefix` do
+   * too (or the prefix is a prefix of the base), the tests below compare the parts past the base —
+   * a sweep's page of one due time holds keys sharing ~40 characters — and keys are made only for
+   * the entries kept.
+   */
   #entries(dirents: Dirent[], dir: string, base: string): Entry[] {
     const out: Entry[] = [];
+    // After below the base (and not a prefix of it): every key here is past it, as every rel is past ''.
+    const below = compareKeys(this.after, base) < 0;
+    const after = this.after.startsWith(base) ? this.after.slice(base.length) : below ? '' : undefined;
+    const prefix = base.startsWith(this.prefix) ? '' : this.prefix.startsWith(base) ? this.prefix.slice(base.length) : undefined;
+    const scope = after !== undefined && prefix !== undefined ? { after, prefix } : undefined;
     for (const dirent of dirents) {
       const name = dirent.name;
       if (name.startsWith(INTERNAL_MARK)) continue;
       if (name.endsWith(OBJECT_MARK)) {
-        if (dirent.isFile()) this.#addObject(out, base, name, dir);
+        if (dirent.isFile()) this.#addObject(out, base, name, dir, scope);
       } else if (!dirent.isDirectory()) continue;
-      else if (name.endsWith(CONTINUED_MARK)) this.#addFolder(out, base, name.slice(0, -1), '', name, dir);
-      else this.#addFolder(out, base, name, '/', name, dir);
+      else if (name.endsWith(CONTINUED_MARK)) this.#addFolder(out, base, name.slice(0, -1), '', name, dir, scope);
+      else this.#addFolder(out, base, name, '/', name, dir, scope);
     }
     return out;
   }
 
-  #addObject(out: Entry[], base: string, name: string, dir: string): void {
-    const text = decodeSegment(name.slice(0, -1));
-    if (text === null) return;
-    const key = base + text;
-    if (key.startsWith(this.prefix) && compareKeys(key, this.after) > 0) out.push({ key, folder: false, name, dir });
+  #addObject(out: Entry[], base: string, name: string, dir: string, scope: Scope | undefined): void {
+    const rel = decodeSegment(name.slice(0, -1));
+    if (rel === null) return;
+    const wanted = scope
+      ? rel.startsWith(scope.prefix) && compareKeys(rel, scope.after) > 0
+      : (base + rel).startsWith(this.prefix) && compareKeys(base + rel, this.after) > 0;
+    if (wanted) out.push({ key: base + rel, rel, folder: false, name, dir });
   }
 
   /** A folder (`end` "/") or a continuation folder (`end` ""): every key in it extends base + text + end. */
-  #addFolder(out: Entry[], base: string, encoded: string, end: string, name: string, dir: string): void {
+  #addFolder(out: Entry[], base: string, encoded: string, end: string, name: string, dir: string, scope: Scope | undefined): void {
     const text = decodeSegment(encoded);
-    if (text !== null && this.#mayHold(base + text + end)) out.push({ key: base + text + end, folder: true, name, dir });
-  }
-
-  /** Whether some key longer than `start` and starting with it can be wanted. */
-  #mayHold(start: string): boolean {
-    const matches = start.startsWith(this.prefix) || this.prefix.startsWith(start);
-    const allBelow = compareKeys(start, this.after) < 0 && !this.after.startsWith(start);
-    return matches && !allBelow;
+    if (text === null) return;
+    const rel = text + end;
+    if (scope ? mayHold(rel, scope.prefix, scope.after) : mayHold(base + rel, this.prefix, this.after))
+      out.push({ key: base + rel, rel, folder: true, name, dir });
   }
 }
 
-/** The `k` smallest entries, in order: a bounded max-heap over one pass. */
+/** `prefix` and `after` as seen from one folder (the parts past its base). */
+interface Scope {
+  prefix: string;
+  after: string;
+}
+
+/** Whether some key longer than `start` and starting with it can be wanted (all three seen from the same base). */
+function mayHold(start: string, prefix: string, after: string): boolean {
+  const matches = start.startsWith(prefix) || prefix.startsWith(start);
+  const allBelow = compareKeys(start, after) < 0 && !after.startsWith(start);
+  return matches && !allBelow;
+}
+
+/** The `k` smallest entries of one folder, in order: a bounded max-heap over one pass. */
 function smallest(entries: Entry[], k: number): Entry[] {
   const heap: Entry[] = [];
   const up = (i: number) => {
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (byEntry(heap[i]!, heap[parent]!) <= 0) return;
+      if (byRel(heap[i]!, heap[parent]!) <= 0) return;
       [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
       i = parent;
     }
@@ -176,8 +202,8 @@ function smallest(entries: Entry[], k: number): Entry[] {
       const l = 2 * i + 1;
       const r = l + 1;
       let top = i;
-      if (l < heap.length && byEntry(heap[l]!, heap[top]!) > 0) top = l;
-      if (r < heap.length && byEntry(heap[r]!, heap[top]!) > 0) top = r;
+      if (l < heap.length && byRel(heap[l]!, heap[top]!) > 0) top = l;
+      if (r < heap.length && byRel(heap[r]!, heap[top]!) > 0) top = r;
       if (top === i) return;
       [heap[i], heap[top]] = [heap[top]!, heap[i]!];
       i = top;
@@ -185,7 +211,7 @@ function smallest(entries: Entry[], k: number): Entry[] {
   };
   for (const e of entries) {
     if (heap.length < k) (heap.push(e), up(heap.length - 1));
-    else if (byEntry(e, heap[0]!) < 0) ((heap[0] = e), down(0));
+    else if (byRel(e, heap[0]!) < 0) ((heap[0] = e), down(0));
   }
-  return heap.sort(byEntry);
+  return heap.sort(byRel);
 }
