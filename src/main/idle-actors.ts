@@ -16,6 +16,9 @@ import type { HoldTable } from '../leases/holds.js';
 import type { ActorLanes } from './actor-lanes.js';
 import type { WorkerGroup } from './worker-group.js';
 
+/** Actors the reaper closes and releases at once. */
+export const REAP_CONCURRENCY = 16;
+
 export interface IdleActorsDeps {
   clock: Clock;
   config: Settings<'idleTimeoutMs' | 'heldActorsMax'>;
@@ -71,20 +74,30 @@ export class IdleActors {
   private async reapIdle(): Promise<void> {
     const cutoff = this.deps.clock.now() - this.deps.config.idleTimeoutMs;
     let over = this.lastUsed.size - this.deps.config.heldActorsMax;
+    const due: { key: string; address: ActorAddress }[] = [];
     for (const [key, { address, at }] of this.lastUsed) {
-      if (this.deps.stopping()) return;
       if (at > cutoff && over <= 0) break; // least recently used first: the rest are newer
       over--;
-      this.lastUsed.delete(key);
-      try {
-        await this.deps.lanes.run(key, async () => {
-          await this.deps.workers.run({ type: 'close', address });
-          await this.releaseHold(address); // in the lane: no event slips in between close and release
-        });
-      } catch (e) {
-        this.deps.log.warn({ actor: key, err: e }, 'closing an idle actor failed');
-      }
+      due.push({ key, address });
     }
+    for (const { key } of due) this.lastUsed.delete(key);
+    // A few at a time: one at a time, a node draining a large backlog took on new actors faster
+    // than it let old ones go (24,000 held against heldActorsMax 10,000 in a 100,000-alarm drain).
+    let next = 0;
+    const closeNext = async (): Promise<void> => {
+      for (let item = due[next++]; item !== undefined && !this.deps.stopping(); item = due[next++]) {
+        const { key, address } = item;
+        try {
+          await this.deps.lanes.run(key, async () => {
+            await this.deps.workers.run({ type: 'close', address });
+            await this.releaseHold(address); // in the lane: no event slips in between close and release
+          });
+        } catch (e) {
+          this.deps.log.warn({ actor: key, err: e }, 'closing an idle actor failed');
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(REAP_CONCURRENCY, due.length) }, closeNext));
   }
 
   private async releaseHold(address: ActorAddress): Promise<void> {

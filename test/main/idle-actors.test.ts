@@ -4,10 +4,10 @@ import { parseAddress, type ActorAddress } from '../../src/core/address.js';
 import { SimClock } from '../../src/core/clock.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { ActorLanes } from '../../src/main/actor-lanes.js';
-import { IdleActors } from '../../src/main/idle-actors.js';
+import { IdleActors, REAP_CONCURRENCY } from '../../src/main/idle-actors.js';
 import { ClockScheduler } from '../../src/streams/clock-scheduler.js';
 
-function setup(heldActorsMax: number, idleTimeoutMs = 60_000) {
+function setup(heldActorsMax: number, idleTimeoutMs = 60_000, release?: (name: string) => Promise<void>) {
   const clock = new SimClock(0);
   const released: string[] = [];
   const idle = new IdleActors({
@@ -16,7 +16,7 @@ function setup(heldActorsMax: number, idleTimeoutMs = 60_000) {
     log: silentLogger(),
     lanes: new ActorLanes(16),
     workers: { run: async () => ({ type: 'ok', alarmAt: null, deleted: false, ran: false }) as never },
-    holds: { release: async (a: ActorAddress) => void released.push(a.name) },
+    holds: { release: async (a: ActorAddress) => (released.push(a.name), release?.(a.name)) },
     scheduler: new ClockScheduler(clock),
     stopping: () => false,
   });
@@ -45,6 +45,22 @@ describe('IdleActors', () => {
     assert.deepEqual(released, ['b', 'c'], 'the two least recently used, down to the cap');
     assert.equal(idle.usedWithin('t/C/a', 60_000), true);
     assert.equal(idle.usedWithin('t/C/d', 60_000), true);
+    idle.stop();
+  });
+
+  it('releases several actors at once, so a node can let actors go as fast as it takes them on', async () => {
+    const waiting: (() => void)[] = [];
+    const { clock, idle, released, use } = setup(1, 60_000, () => new Promise<void>((resolve) => waiting.push(resolve)));
+    const names = Array.from({ length: REAP_CONCURRENCY + 5 }, (_, i) => `n${i}`);
+    for (const n of names) use(n);
+    await clock.advance(15_000); // one reaper round: every one but the newest is over the cap
+    assert.equal(released.length, REAP_CONCURRENCY, 'as many releases in flight as REAP_CONCURRENCY, none finished yet');
+    assert.deepEqual(released, names.slice(0, REAP_CONCURRENCY), 'least recently used first');
+    while (waiting.length > 0) {
+      waiting.splice(0).forEach((done) => done());
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.deepEqual(released, names.slice(0, -1), 'then the rest, down to the cap');
     idle.stop();
   });
 });
