@@ -52,6 +52,9 @@ export const DEFAULTS = Object.freeze({
   workerThreads: 0,
   /** Events one worker runs at once (for different actors). */
   workerConcurrency: 16,
+  /** Each worker thread's young generation (V8's nursery), MB: small, so short-lived garbage is
+   *  collected before it grows the heap (a 100,000-alarm drain's peak RSS; docs/tuning.md). */
+  workerYoungGenerationMb: 12,
   /** Open actor databases kept per worker (LRU). */
   dbCacheMax: 2048,
   /** Largest HTTP request body. */
@@ -127,6 +130,7 @@ export const RULES: Readonly<Record<keyof typeof DEFAULTS, Rule>> = {
   eventsPerTaskMax: { min: 1, max: 10_000 },
   workerThreads: { min: 0, max: 256 },
   workerConcurrency: { min: 1, max: 1024 },
+  workerYoungGenerationMb: { min: 1, max: 1024 },
   dbCacheMax: { min: 1, max: 100_000 },
   httpBodyMaxBytes: { min: 1, max: 1_073_741_824 },
   timerEntriesMax: { min: 1 },

@@ -14,7 +14,7 @@ import { ActorGivenUp, HandlerFailed, HandlerTimeout } from '../core/errors.js';
 import type { ActorEvent, BatchOutcome, EventBatch, EventResult, FinalOutcome } from '../workers/messages.js';
 import type { WorkerSetup } from '../workers/event-worker.js';
 
-export type WorkerGroupSettings = Settings<'actorQueueMax' | 'workerConcurrency' | 'workerThreads'>;
+export type WorkerGroupSettings = Settings<'actorQueueMax' | 'workerConcurrency' | 'workerThreads' | 'workerYoungGenerationMb'>;
 
 /** A batch's outcome on the main thread: a `pending` one (a durable call whose link is in flight) carries its `final`. */
 export type RunOutcome = BatchOutcome & { final?: Promise<BatchOutcome> };
@@ -47,6 +47,7 @@ export class WorkerGroup {
       maxQueue: this.config.actorQueueMax * 64,
       workerData: { ...this.setup, progress: this.finished.buffer as SharedArrayBuffer, worker } satisfies WorkerSetup,
       execArgv: EXEC_ARGV,
+      resourceLimits: { maxYoungGenerationSizeMb: this.config.workerYoungGenerationMb },
       // 'sync' parks an idle worker in Atomics.wait, which also stops its timers: the
       // replicator's group-commit timer would never fire between tasks.
       atomics: 'async',
