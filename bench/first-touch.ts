@@ -103,15 +103,15 @@ async function run(r: number) {
     const cpu0 = threadCpu();
     const started = performance.now();
     const t0Us = process.hrtime.bigint() / 1000n;
-    const q = args.durable ? '?durable=1' : '';
     const [cls, method, arg] = args.alarm ? ['Reminder', 'set', Date.now() + 3_600_000] : ['Counter', 'add', 1];
-    await pool(KEYS, (i) =>
-      args.api === 'http'
-        ? httpPost(agent, `${node.url}/v1/actors/bench/${cls}/k${r}-${i}/${method}${q}`, JSON.stringify([arg]))
-        : args.durable
-          ? node.actor(`bench/${cls}/k${r}-${i}`).callDurable(method, arg)
-          : node.actor(`bench/${cls}/k${r}-${i}`).call(method, arg),
-    );
+    /** One call to key `i` of this run, as the arguments say (HTTP or library, durable or not). */
+    const callKey = (i: number) => {
+      const name = `bench/${cls}/k${r}-${i}`;
+      if (args.api === 'http')
+        return httpPost(agent, `${node.url}/v1/actors/${name}/${method}${args.durable ? '?durable=1' : ''}`, JSON.stringify([arg]));
+      return args.durable ? node.actor(name).callDurable(method, arg) : node.actor(name).call(method, arg);
+    };
+    await pool(KEYS, callKey);
     const ms = performance.now() - started;
     const windowUs = `${t0Us}-${process.hrtime.bigint() / 1000n}`;
     console.log(`run ${r}: touch window ${windowUs} (profile-summary --window)`);
@@ -144,17 +144,9 @@ async function run(r: number) {
       const t1Us = process.hrtime.bigint() / 1000n;
       const began = performance.now();
       let calls = 0;
-      const q2 = args.durable ? '?durable=1' : '';
       await Promise.all(
         Array.from({ length: IN_FLIGHT }, async () => {
-          while (performance.now() - began < thenMs) {
-            const key = `bench/${cls}/k${r}-${calls++ % KEYS}`;
-            await (args.api === 'http'
-              ? httpPost(agent, `${node.url}/v1/actors/${key}/${method}${q2}`, JSON.stringify([arg]))
-              : args.durable
-                ? node.actor(key).callDurable(method, arg)
-                : node.actor(key).call(method, arg));
-          }
+          while (performance.now() - began < thenMs) await callKey(calls++ % KEYS);
         }),
       );
       const ms2 = performance.now() - began;

@@ -244,7 +244,7 @@ interface SystemResult {
  * Data folders of systems that ran without error, removed when every system has run: removing
  * thousands of files right before the next system's run would slow that run's file creation on
  * a filesystem such as this machine's root (ext4 without a journal: docs/benchmarks.md, "Files
- * created per actor").
+ * and system calls per actor").
  */
 const finished: string[] = [];
 

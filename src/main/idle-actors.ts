@@ -7,6 +7,7 @@
  * lane, so no event slips in between. The reaper is an RxJS interval on the injected scheduler,
  * every idleTimeoutMs/4 (at least 100 ms, at most 10 s); `stop()` ends it.
  */
+import PQueue from 'p-queue';
 import { interval, type SchedulerLike, type Subscription } from 'rxjs';
 import type { Clock } from '../core/clock.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
@@ -34,6 +35,12 @@ export interface IdleActorsDeps {
 export class IdleActors {
   private readonly lastUsed = new Map<string, { address: ActorAddress; at: number }>();
   private readonly reaper: Subscription;
+  /**
+   * Closes and releases, REAP_CONCURRENCY at once (across reaper rounds too): one at a time, a
+   * node draining a large backlog took on new actors faster than it let old ones go (24,000 held
+   * against heldActorsMax 10,000 in a 100,000-alarm drain).
+   */
+  private readonly reaping = new PQueue({ concurrency: REAP_CONCURRENCY });
 
   constructor(private readonly deps: IdleActorsDeps) {
     const reapEveryMs = Math.max(100, Math.min(deps.config.idleTimeoutMs / 4, 10_000));
@@ -65,39 +72,32 @@ export class IdleActors {
   async giveBack(address: ActorAddress): Promise<void> {
     const key = formatAddress(address);
     this.lastUsed.delete(key);
-    await this.deps.lanes.run(key, async () => {
-      await this.deps.workers.run({ type: 'close', address });
-      await this.releaseHold(address); // in the lane: no event slips in between close and release
-    });
+    await this.closeAndRelease(key, address);
   }
 
   private async reapIdle(): Promise<void> {
     const cutoff = this.deps.clock.now() - this.deps.config.idleTimeoutMs;
     let over = this.lastUsed.size - this.deps.config.heldActorsMax;
-    const due: { key: string; address: ActorAddress }[] = [];
     for (const [key, { address, at }] of this.lastUsed) {
       if (at > cutoff && over <= 0) break; // least recently used first: the rest are newer
       over--;
-      due.push({ key, address });
+      this.lastUsed.delete(key); // deleting the entry being visited: a Map's iteration goes on
+      void this.reaping.add(async () => {
+        if (this.deps.stopping()) return;
+        await this.closeAndRelease(key, address).catch((e: unknown) =>
+          this.deps.log.warn({ actor: key, err: e }, 'closing an idle actor failed'),
+        );
+      });
     }
-    for (const { key } of due) this.lastUsed.delete(key);
-    // A few at a time: one at a time, a node draining a large backlog took on new actors faster
-    // than it let old ones go (24,000 held against heldActorsMax 10,000 in a 100,000-alarm drain).
-    let next = 0;
-    const closeNext = async (): Promise<void> => {
-      for (let item = due[next++]; item !== undefined && !this.deps.stopping(); item = due[next++]) {
-        const { key, address } = item;
-        try {
-          await this.deps.lanes.run(key, async () => {
-            await this.deps.workers.run({ type: 'close', address });
-            await this.releaseHold(address); // in the lane: no event slips in between close and release
-          });
-        } catch (e) {
-          this.deps.log.warn({ actor: key, err: e }, 'closing an idle actor failed');
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(REAP_CONCURRENCY, due.length) }, closeNext));
+    await this.reaping.onIdle();
+  }
+
+  /** Close and release run in the actor's lane, so no event slips in between. */
+  private async closeAndRelease(key: string, address: ActorAddress): Promise<void> {
+    await this.deps.lanes.run(key, async () => {
+      await this.deps.workers.run({ type: 'close', address });
+      await this.releaseHold(address);
+    });
   }
 
   private async releaseHold(address: ActorAddress): Promise<void> {

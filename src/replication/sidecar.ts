@@ -55,7 +55,7 @@ export const SIDECAR_IN_PLACE_MAX = 4096;
  * Records `s`. The sidecar is rewritten after every upload, so it is rewritten in place, not
  * renamed over: a temp file and a rename create an inode and free one each time, and on ext4
  * without a journal every inode freed in the last minutes makes each later file creation scan
- * past it (docs/benchmarks.md, "Files created per actor"). A shorter record is padded with
+ * past it (docs/benchmarks.md, "Files and system calls per actor"). A shorter record is padded with
  * spaces to the file's length (JSON allows trailing whitespace), so the file never shrinks and
  * no truncate can leave it half-written.
  */
@@ -69,10 +69,12 @@ export function writeSidecar(dbPath: string, s: Sidecar): void {
   }
   const fd = openSync(path, constants.O_RDWR | constants.O_CREAT, 0o644);
   try {
-    const size = fstatSync(fd).size;
-    const record =
-      size > json.length && size <= SIDECAR_IN_PLACE_MAX ? Buffer.concat([json, Buffer.alloc(size - json.length, 0x20)]) : json;
-    if (size > SIDECAR_IN_PLACE_MAX) ftruncateSync(fd, 0); // was written by rename: start again small
+    let size = fstatSync(fd).size;
+    if (size > SIDECAR_IN_PLACE_MAX) {
+      ftruncateSync(fd, 0); // written by a rename once: start again small
+      size = 0;
+    }
+    const record = size > json.length ? Buffer.concat([json, Buffer.alloc(size - json.length, 0x20)]) : json;
     writeSync(fd, record, 0, record.length, 0);
   } finally {
     closeSync(fd);

@@ -11,6 +11,7 @@
  */
 import { closeSync, fsync, openSync, readdirSync, statSync, unlinkSync, type Dirent } from 'node:fs';
 import { readdir } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import type { Clock } from '../core/clock.js';
 
 export function codeOf(e: unknown): string | undefined {
@@ -30,9 +31,7 @@ export function sleepOn(clock: Clock, ms: number): Promise<void> {
 }
 
 /** fsync(2) of an open file on libuv's thread pool. */
-export function fsyncFd(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fsync(fd, (e) => (e ? reject(e) : resolve())));
-}
+export const fsyncFd: (fd: number) => Promise<void> = promisify(fsync);
 
 export async function fsyncPath(file: string): Promise<void> {
   const fd = openSync(file, 'r');

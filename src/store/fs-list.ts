@@ -141,7 +141,9 @@ export class ListWalk {
     const below = compareKeys(this.after, base) < 0;
     const after = this.after.startsWith(base) ? this.after.slice(base.length) : below ? '' : undefined;
     const prefix = base.startsWith(this.prefix) ? '' : this.prefix.startsWith(base) ? this.prefix.slice(base.length) : undefined;
-    const scope = after !== undefined && prefix !== undefined ? { after, prefix } : undefined;
+    // Seen from the base when both allow it; else whole keys (`lead` is put back in front of each name).
+    const scope: Scope =
+      after !== undefined && prefix !== undefined ? { lead: '', after, prefix } : { lead: base, after: this.after, prefix: this.prefix };
     for (const dirent of dirents) {
       const name = dirent.name;
       if (name.startsWith(INTERNAL_MARK)) continue;
@@ -154,27 +156,26 @@ export class ListWalk {
     return out;
   }
 
-  #addObject(out: Entry[], base: string, name: string, dir: string, scope: Scope | undefined): void {
+  #addObject(out: Entry[], base: string, name: string, dir: string, scope: Scope): void {
     const rel = decodeSegment(name.slice(0, -1));
     if (rel === null) return;
-    const wanted = scope
-      ? rel.startsWith(scope.prefix) && compareKeys(rel, scope.after) > 0
-      : (base + rel).startsWith(this.prefix) && compareKeys(base + rel, this.after) > 0;
+    const seen = scope.lead + rel;
+    const wanted = seen.startsWith(scope.prefix) && compareKeys(seen, scope.after) > 0;
     if (wanted) out.push({ key: base + rel, rel, folder: false, name, dir });
   }
 
   /** A folder (`end` "/") or a continuation folder (`end` ""): every key in it extends base + text + end. */
-  #addFolder(out: Entry[], base: string, encoded: string, end: string, name: string, dir: string, scope: Scope | undefined): void {
+  #addFolder(out: Entry[], base: string, encoded: string, end: string, name: string, dir: string, scope: Scope): void {
     const text = decodeSegment(encoded);
     if (text === null) return;
     const rel = text + end;
-    if (scope ? mayHold(rel, scope.prefix, scope.after) : mayHold(base + rel, this.prefix, this.after))
-      out.push({ key: base + rel, rel, folder: true, name, dir });
+    if (mayHold(scope.lead + rel, scope.prefix, scope.after)) out.push({ key: base + rel, rel, folder: true, name, dir });
   }
 }
 
-/** `prefix` and `after` as seen from one folder (the parts past its base). */
+/** `prefix` and `after` as one folder's names are tested against them: `lead` + name. */
 interface Scope {
+  lead: string;
   prefix: string;
   after: string;
 }
