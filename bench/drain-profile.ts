@@ -10,7 +10,7 @@
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K] [tunable=value ...]
  *   (a CPU profile per thread lands in /tmp/prof; summarise with bench/profile-summary.ts)
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, silentLogger } from '../src/core/logger.js';
@@ -20,6 +20,7 @@ import { FsStore } from '../src/store/fs.js';
 import { listAll } from '../src/store/keys.js';
 import { REPO } from '../test/cluster/harness.js';
 import { benchCommand } from './lib.js';
+import { cpuSince, threadCpu } from './support/proc-stats.js';
 
 const { positionals } = benchCommand({});
 const K = Number(positionals[0] ?? 500);
@@ -40,23 +41,6 @@ async function pool<T>(items: readonly T[], inFlight: number, op: (x: T) => Prom
       while (next < items.length) await op(items[next++]!);
     }),
   );
-}
-
-/** CPU ms (user + system) of each thread of this process so far, by thread id, with its name. */
-function threadCpu(): Map<string, { name: string; ms: number }> {
-  const tick = 10; // ms per clock tick (USER_HZ 100)
-  const out = new Map<string, { name: string; ms: number }>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(tid, { name, ms: (Number(fields[11]) + Number(fields[12])) * tick });
-    } catch {
-      // the thread ended
-    }
-  }
-  return out;
 }
 
 async function indexSize(store: FsStore): Promise<number> {
@@ -89,7 +73,7 @@ try {
   while ((await ranSoFar()) < K) await new Promise((r) => setTimeout(r, 100));
   const t1 = Date.now();
   const cpu = process.cpuUsage(cpu0);
-  const threads = threadCpu();
+  const threads = cpuSince(threads0);
   const since = Math.max(t0, at + LEASE.leasePeriodMs + LEASE.graceMs);
   const text = await b.metricsText();
   const ran = Number(/^keepwork_alarm_deliveries_total\{outcome="ran"\} (\d+)/m.exec(text)?.[1] ?? 0);
@@ -100,13 +84,7 @@ try {
     `CPU of node b's process (all threads) from its start: ${((cpu.user + cpu.system) / 1000 / K).toFixed(2)} ms per alarm ` +
       `(user ${(cpu.user / 1000 / K).toFixed(2)}, system ${(cpu.system / 1000 / K).toFixed(2)}); peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MB`,
   );
-  const perThread = [...threads]
-    .map(([tid, t]) => ({ tid, ms: t.ms - (threads0.get(tid)?.ms ?? 0) }))
-    .filter((t) => t.ms > 0)
-    .sort((x, y) => y.ms - x.ms);
-  console.log(
-    `  CPU per alarm by thread (tid: ms; ${process.pid} is the main thread): ${perThread.map((t) => `${t.tid}: ${(t.ms / K).toFixed(2)}`).join(', ')}`,
-  );
+  console.log(`  CPU per alarm by thread: ${threads.map((t) => `${t.thread} ${(t.ms / K).toFixed(2)}`).join(', ')}`);
   for (const [, op, area, thread, n] of rows)
     console.log(`  ${thread!.padEnd(6)} ${op!.padEnd(11)} ${area!.padEnd(7)} ${(Number(n) / K).toFixed(2)} per delivery`);
   console.log(

@@ -16,7 +16,7 @@
  * of calls round-robin over the same keys (bench/peers' "1,000 keys" row): calls/s and CPU ms per
  * call by thread.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +24,7 @@ import { silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
 import { benchArgs, httpPost, quick, round, table, writeResult } from './lib.js';
+import { cpuSince, threadCpu } from './support/proc-stats.js';
 
 const args = benchArgs({
   keys: { type: 'string' },
@@ -39,35 +40,6 @@ const RUNS = Number(args.runs);
 const IN_FLIGHT = 64;
 const COUNTER = new URL('../examples/counter.ts', import.meta.url).href;
 const REMINDER = new URL('./support/peers/reminder.ts', import.meta.url).href;
-
-/** CPU ms (user + system) of each thread of this process so far, by thread id (Linux /proc). */
-function threadCpu(): Map<string, { name: string; ms: number }> {
-  const out = new Map<string, { name: string; ms: number }>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(tid, { name, ms: (Number(f[11]) + Number(f[12])) * 10 });
-    } catch {
-      // the thread ended
-    }
-  }
-  return out;
-}
-
-function cpuSince(before: Map<string, { name: string; ms: number }>): { thread: string; ms: number }[] {
-  const main = String(process.pid);
-  const byName = new Map<string, number>();
-  for (const [tid, t] of threadCpu()) {
-    const ms = t.ms - (before.get(tid)?.ms ?? 0);
-    if (ms <= 0) continue;
-    const label = tid === main ? 'main' : t.name.startsWith('libuv') ? 'libuv pool' : `${t.name} ${tid}`;
-    byName.set(label, (byName.get(label) ?? 0) + ms);
-  }
-  const rows = [...byName].map(([thread, ms]) => ({ thread, ms })).sort((a, b) => b.ms - a.ms);
-  return [{ thread: 'all threads', ms: rows.reduce((sum, r) => sum + r.ms, 0) }, ...rows];
-}
 
 function requests(text: string): Map<string, number> {
   const out = new Map<string, number>();

@@ -5,7 +5,7 @@
  *
  *   arm N actors (durable calls, 64 in flight) with alarms due at T ─▶ wait for T ─▶ count the
  *   node's `ran` deliveries until N: fired/s from T, lateness p50/p99 (read back from each
- *   actor), CPU ms per alarm of the node's process from T (all threads), peak RSS.
+ *   actor), CPU ms per alarm of the node's process from T (all threads, and by thread), peak RSS.
  *
  *   npm run bench -- own-alarms [--quick] [--n 2000] [--bucket fs|memory]
  *     quick: N 1,000. Writes bench/results/own-alarms.json.
@@ -18,6 +18,7 @@ import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
 import { REPO } from '../test/cluster/harness.js';
 import { benchArgs, percentile, quick, round, table, writeResult } from './lib.js';
+import { cpuSince, threadCpu } from './support/proc-stats.js';
 
 const args = benchArgs({ n: { type: 'string' }, bucket: { type: 'string', default: 'fs' } });
 const N = Number(args.n ?? (quick ? 1_000 : 2_000));
@@ -55,10 +56,12 @@ try {
   if (armedBy >= at) throw new Error(`arming took past T (${armedBy - at} ms late): run on a quieter machine`);
   const ran = async () => (await node.metrics.deliveries.get()).values.find((v) => v.labels.outcome === 'ran')?.value ?? 0;
   await new Promise((r) => setTimeout(r, at - Date.now()));
-  const cpu0 = process.cpuUsage();
+  const cpu0 = threadCpu();
+  const t0Us = process.hrtime.bigint() / 1000n;
   while ((await ran()) < N) await new Promise((r) => setTimeout(r, 20));
   const doneAt = Date.now();
-  const cpu = process.cpuUsage(cpu0);
+  console.log(`fire window ${t0Us}-${process.hrtime.bigint() / 1000n} (monotonic µs: profile-summary --window)`);
+  const cpu = cpuSince(cpu0);
   const fired = await Promise.all(names.map(async (n) => ((await node.actor(n).call('fired')) as { at: number }[])[0]?.at ?? Number.NaN));
   await node.stop();
   const late = fired.map((f) => f - at).sort((a, b) => a - b);
@@ -69,7 +72,12 @@ try {
     'fired/s': round(N / ((doneAt - at) / 1000), 0),
     'late p50 ms': round(percentile(late, 50), 0),
     'late p99 ms': round(percentile(late, 99), 0),
-    'cpu ms/alarm': round((cpu.user + cpu.system) / 1000 / N, 2),
+    'cpu ms/alarm': round(cpu[0]!.ms / N, 2),
+    'by thread': cpu
+      .slice(1)
+      .filter((t) => t.ms / N >= 0.01)
+      .map((t) => `${t.thread} ${round(t.ms / N, 2)}`)
+      .join(', '),
     'peak RSS MB': Math.round(process.resourceUsage().maxRSS / 1024),
   };
   console.log(`\nbench/own-alarms (one node, 2 worker threads, ${N} own alarms due at once)\n`);

@@ -13,7 +13,11 @@
  *   For each size: one warm-up sweep, then SWEEPS sweeps; median and p90 duration, and store
  *   requests per sweep (a counting wrapper around the store).
  *
- *   npm run bench -- sweep [--quick] [--store memory,fs,s3] [--fs-sizes 10000,100000,1000000] [--latency-ms 20]
+ *   --same-ms: every entry due at the same overdue millisecond instead (one batch of alarms set for
+ *   one moment: their entries share one folder per class on the fs store), so each sweep reads a
+ *   page out of that one folder.
+ *
+ *   npm run bench -- sweep [--quick] [--store memory,fs,s3] [--fs-sizes 10000,100000,1000000] [--latency-ms 20] [--same-ms]
  *     quick: memory 10k / 100k / 1M, fs 10k / 30k;  full: memory 10k / 100k / 1M, fs 10k / 100k,
  *     and s3 1k / 10k / 30k when KEEPWORK_TEST_S3_URL is set. Building the index dominates the run time.
  *     --latency-ms wraps every store in a LatencyStore (src/store/latency.ts) for the measured sweeps.
@@ -46,7 +50,13 @@ const TENANT = 't';
 const SIZES: Record<string, number[]> = quick
   ? { memory: [10_000, 100_000, 1_000_000], fs: [10_000, 30_000] }
   : { memory: [10_000, 100_000, 1_000_000], fs: [10_000, 100_000], s3: [1_000, 10_000, 30_000] };
-const args = benchArgs({ store: { type: 'string' }, 'fs-sizes': { type: 'string' }, 'latency-ms': { type: 'string' } });
+const args = benchArgs({
+  store: { type: 'string' },
+  'fs-sizes': { type: 'string' },
+  'latency-ms': { type: 'string' },
+  'same-ms': { type: 'boolean' },
+});
+const SAME_MS = args['same-ms'] === true;
 const flag = (name: keyof typeof args) => args[name] as string | undefined;
 /** `--store memory,fs,s3`: which stores to run (default: all; s3 only with KEEPWORK_TEST_S3_URL). */
 const STORES = flag('store')?.split(',') ?? ['memory', 'fs', 's3'];
@@ -55,9 +65,9 @@ if (flag('fs-sizes')) SIZES.fs = flag('fs-sizes')!.split(',').map(Number);
 /** `--latency-ms N`: every request of the measured sweeps waits N ms first (an S3-like bucket). */
 const LATENCY_MS = flag('latency-ms') === undefined ? undefined : Number(flag('latency-ms'));
 
-/** Entry i: the first OVERDUE due a minute ago, the rest one second apart from an hour ahead. */
+/** Entry i: the first OVERDUE due a minute ago, the rest one second apart from an hour ahead (--same-ms: all due a minute ago). */
 function keyOf(i: number): string {
-  const dueMs = i < OVERDUE ? NOW - 60_000 : NOW + 3_600_000 + (i - OVERDUE) * 1_000;
+  const dueMs = i < OVERDUE || SAME_MS ? NOW - 60_000 : NOW + 3_600_000 + (i - OVERDUE) * 1_000;
   const name = `a${String(i).padStart(8, '0')}`;
   return entryKey({ address: parseAddress({ tenant: TENANT, className: 'C', name }), dueMs, tag: { generation: 1, nonce: 'ab' } });
 }
@@ -101,7 +111,7 @@ async function measureSweeps(kind: string, inner: ObjectStore, size: number) {
   const store = countedStore(slow, { add: (op, key) => counts.add(op, key) });
   const s = sweeper(store, new SimClock(NOW));
   const first = await s.sweepTenant(TENANT); // warm-up (and checks what a sweep sees)
-  if (first.read !== OVERDUE || first.offered !== OVERDUE)
+  if (!SAME_MS && (first.read !== OVERDUE || first.offered !== OVERDUE))
     throw new Error(`${kind} ${size}: a sweep read ${first.read} and offered ${first.offered}, expected ${OVERDUE}`);
   counts = new RequestCounts(); // count the measured sweeps only
   const ms: number[] = [];
@@ -120,7 +130,7 @@ async function measureSweeps(kind: string, inner: ObjectStore, size: number) {
   return {
     store: LATENCY_MS === undefined ? kind : `${kind} +${LATENCY_MS} ms`,
     entries: size,
-    overdue: OVERDUE,
+    overdue: SAME_MS ? size : OVERDUE,
     'sweep p50 ms': round(percentile(ms, 50), 2),
     'sweep p90 ms': round(percentile(ms, 90), 2),
     'requests per sweep': perSweep,
@@ -169,9 +179,12 @@ async function main() {
       await store.close();
     }
   }
-  console.log(`\nbench/sweep (one tenant; ${OVERDUE} overdue entries, the rest not yet due; ${SWEEPS} sweeps per size)\n`);
+  const index = SAME_MS ? 'every entry due at the same overdue millisecond' : `${OVERDUE} overdue entries, the rest not yet due`;
+  console.log(`\nbench/sweep (one tenant; ${index}; ${SWEEPS} sweeps per size)\n`);
   console.log(table(rows));
-  console.log(`\nwrote ${writeResult('sweep', { overdue: OVERDUE, sweeps: SWEEPS, rows })} (${round((Date.now() - t0) / 1000, 1)} s)`);
+  console.log(
+    `\nwrote ${writeResult(SAME_MS ? 'sweep-same-ms' : 'sweep', { overdue: SAME_MS ? 'all' : OVERDUE, sweeps: SWEEPS, rows })} (${round((Date.now() - t0) / 1000, 1)} s)`,
+  );
 }
 
 await main();

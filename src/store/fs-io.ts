@@ -1,16 +1,15 @@
 /**
  * Small file-system helpers shared by the FsStore modules: error codes, the transient-error set,
- * a sleep on the injected clock for lock polling, fsync of a path, and unlink/readdir that treat a missing
- * file as an answer rather than an error.
+ * a sleep on the injected clock for lock polling, fsync of a path, and an unlink that treats a
+ * missing file as an answer rather than an error.
  *
  * The store's steps are synchronous system calls except the ones that wait for the disk (fsync,
- * and reading a folder of thousands of names): an open, write, link, rename or unlink of a small
- * file takes microseconds, and each one sent to libuv's thread pool cost more than itself in
+ * and streaming a folder of thousands of names, fs-list.ts): an open, write, link, rename or
+ * unlink of a small file takes microseconds, and each one sent to libuv's thread pool cost more than itself in
  * thread handoffs and promise callbacks (docs/benchmarks.md, "The folder bucket's system calls").
  * An fsync waits for the disk, so it stays on the pool and the event loop goes on meanwhile.
  */
-import { closeSync, fsync, openSync, readdirSync, statSync, unlinkSync, type Dirent } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { closeSync, fsync, openSync, unlinkSync } from 'node:fs';
 import { promisify } from 'node:util';
 import type { Clock } from '../core/clock.js';
 
@@ -59,27 +58,6 @@ export function unlinkIfPresent(file: string): boolean {
     if (isMissing(e)) return false;
     throw e;
   }
-}
-
-/** A folder larger than this (st_size: about its names' bytes on ext4, xfs and tmpfs) is read off the event loop. */
-export const LARGE_FOLDER_BYTES = 64 * 1024;
-
-/**
- * A folder's entries (none when it is not there): read synchronously when it is small (fs-list.ts
- * says why), in the threadpool when its size says it holds thousands of names, so one large
- * folder (many actors due at the same millisecond) does not hold the event loop.
- */
-export function readDirentsQuick(dir: string): Dirent[] | Promise<Dirent[]> {
-  try {
-    if (statSync(dir).size <= LARGE_FOLDER_BYTES) return readdirSync(dir, { withFileTypes: true });
-  } catch (e) {
-    if (isMissing(e)) return [];
-    throw e;
-  }
-  return readdir(dir, { withFileTypes: true }).catch((e: unknown) => {
-    if (isMissing(e)) return [];
-    throw e;
-  });
 }
 
 export function asBytes(buf: Buffer): Uint8Array {

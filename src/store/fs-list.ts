@@ -22,17 +22,28 @@
  * names (fs-paths.ts), a sweep's page costs about what it returns, however large the index.
  * Small folders are read synchronously (a page reads ~4 small folders per key; a threadpool round
  * trip each cost twice the CPU and, on a loaded machine, most of the time), yielding to the event
- * loop every YIELD_EVERY folders so a 1,000-key page does not hold it for long; a folder whose
- * size says it holds thousands of names is read in the threadpool (fs-io.ts `readDirentsQuick`).
+ * loop every YIELD_EVERY folders so a 1,000-key page does not hold it for long.
+ *
+ * A folder whose size says it holds thousands of names (many actors due at the same millisecond:
+ * their entries share one folder per class) is read in the threadpool, so the event loop goes on
+ * meanwhile, and reduced at once to the `want` smallest wanted entries: the walk keeps O(limit)
+ * of it, not every name. A page of a 100,000-name folder used to keep its ~100,000 names and
+ * entries alive across the page's awaits, long enough for V8 to promote them, and the heap of a
+ * node draining such a backlog grew by hundreds of MB. If the page needs more of that folder than
+ * was kept (the entries taken were empty folders), it is read again above the last one taken,
+ * keeping twice as many each time.
  */
-import type { Dirent } from 'node:fs';
+import { readdirSync, statSync, type Dirent } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import * as path from 'node:path';
-import { readDirentsQuick } from './fs-io.js';
+import { isMissing } from './fs-io.js';
 import { CONTINUED_MARK, INTERNAL_MARK, OBJECT_MARK, decodeSegment } from './fs-paths.js';
 import { compareKeys } from './keys.js';
 
 /** Folders read between two turns of the event loop. */
 const YIELD_EVERY = 128;
+/** A folder larger than this (st_size: about its names' bytes on ext4, xfs and tmpfs) is read in the threadpool and reduced to a page (file comment). */
+export const LARGE_FOLDER_BYTES = 64 * 1024;
 
 interface Entry {
   /**
@@ -54,13 +65,25 @@ const byEntry = (a: Entry, b: Entry) => compareKeys(a.key, b.key) || Number(a.fo
 /** The same order within one folder, whose entries' keys all start with the folder's base. */
 const byRel = (a: Entry, b: Entry) => compareKeys(a.rel, b.rel) || Number(a.folder) - Number(b.folder);
 
+/** A large folder whose run kept only part of its wanted entries: where to read it again. */
+interface Rest {
+  dir: string;
+  base: string;
+  kept: number;
+}
+
 /** One folder's wanted entries, taken in order: the `want` smallest are ordered at a time. */
 class Run {
   #rest: Entry[];
   #batch: Entry[] = [];
   #at = 0;
 
-  constructor(entries: Entry[], want: number) {
+  /** `more`: the folder has wanted entries past these (a large folder, see the file comment). */
+  constructor(
+    entries: Entry[],
+    want: number,
+    readonly more?: Rest,
+  ) {
     this.#rest = entries;
     this.#refill(want);
   }
@@ -81,7 +104,7 @@ class Run {
       if (this.#batch === this.#rest) this.#rest = [];
       else this.#rest = this.#rest.filter((e) => byRel(e, last) > 0); // entries past the batch taken
     }
-    this.#batch = this.#rest.length <= 2 * want ? (this.#rest = this.#rest.sort(byRel)) : smallest(this.#rest, want);
+    this.#batch = this.#rest.length <= 2 * want ? (this.#rest = this.#rest.sort(byRel)) : smallestOf(this.#rest, want);
     this.#at = 0;
   }
 }
@@ -102,58 +125,101 @@ export class ListWalk {
     readonly limit: number,
   ) {}
 
+  /** The most entries held for one folder at a time (a large folder: at most about `limit`). */
+  heldMax = 0;
+
   async walk(dir: string, base: string): Promise<void> {
     const runs: Run[] = [];
-    const join = (d: string, b: string, names: Dirent[]) => {
-      this.foldersRead++;
-      this.namesRead += names.length;
-      const run = new Run(this.#entries(names, d, b), this.limit - this.keys.length);
-      if (run.head !== undefined) runs.push(run);
+    const read = async (d: string, b: string, want: number, above?: Entry, kept = 0) => {
+      const run = await this.#read(d, b, want, above, kept);
+      if (run?.head !== undefined) runs.push(run);
     };
-    const first = readDirentsQuick(dir); // a folder gone (a racing delete) reads as empty
-    join(dir, base, Array.isArray(first) ? first : await first);
+    await read(dir, base, this.limit); // a folder gone (a racing delete) reads as empty
     while (runs.length > 0 && this.keys.length < this.limit) {
       let min = 0;
       for (let i = 1; i < runs.length; i++) if (byEntry(runs[i]!.head!, runs[min]!.head!) < 0) min = i;
       const run = runs[min]!;
       const entry = run.take(this.limit - this.keys.length);
-      if (run.head === undefined) runs.splice(min, 1);
+      const spent = run.head === undefined;
+      if (spent) runs.splice(min, 1);
       if (!entry.folder) {
         if (this.keys.length === 0 || compareKeys(entry.key, this.keys[this.keys.length - 1]!) > 0) this.keys.push(entry.key);
-        continue;
+      } else {
+        if (this.foldersRead % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
+        await read(path.join(entry.dir, entry.name), entry.key, this.limit - this.keys.length);
       }
-      if (this.foldersRead % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
-      const sub = path.join(entry.dir, entry.name);
-      const names = readDirentsQuick(sub);
-      join(sub, entry.key, Array.isArray(names) ? names : await names);
+      const more = spent ? run.more : undefined;
+      if (more && this.keys.length < this.limit) await read(more.dir, more.base, 2 * more.kept, entry, 2 * more.kept);
     }
   }
 
   /**
-   * A folder's wanted entries. Every key in it starts with `base`; when `after` and `prefix` do
-   * too (or the prefix is a prefix of the base), the tests below compare the parts past the base —
+   * One folder's run: every wanted entry when it is small, and when it is large only the `want` smallest wanted entries
+   * (above `above`, when given) when large; undefined when the folder is not there.
+   */
+  async #read(dir: string, base: string, want: number, above?: Entry, kept = 0): Promise<Run | undefined> {
+    let size: number;
+    try {
+      size = statSync(dir).size;
+      if (size <= LARGE_FOLDER_BYTES) {
+        const dirents = readdirSync(dir, { withFileTypes: true });
+        this.foldersRead++;
+        this.namesRead += dirents.length;
+        const entries: Entry[] = [];
+        const scope = this.#scope(base);
+        for (const dirent of dirents) this.#entry(dirent, dir, base, scope, entries);
+        this.heldMax = Math.max(this.heldMax, entries.length);
+        return new Run(entries, want);
+      }
+      // Twice what the page wants: some entries yield no key (the folder of the key the page
+      // starts after; the last folder entry is taken before the key inside it), and a run spent
+      // before the page is full is read again.
+      const keep = Math.max(2 * want, kept);
+      const best = new Smallest(keep);
+      const scope = this.#scope(base);
+      const one: Entry[] = [];
+      this.foldersRead++;
+      const dirents = await readdir(dir, { withFileTypes: true });
+      this.namesRead += dirents.length;
+      for (const dirent of dirents) {
+        this.#entry(dirent, dir, base, scope, one);
+        const e = one.pop();
+        if (e && (!above || byRel(e, above) > 0)) best.add(e);
+      }
+      this.heldMax = Math.max(this.heldMax, best.size);
+      return new Run(best.sorted(), want, best.dropped ? { dir, base, kept: keep } : undefined);
+    } catch (e) {
+      if (isMissing(e)) return undefined;
+      throw e;
+    }
+  }
+
+  /**
+   * How a folder's names are tested. Every key in it starts with `base`; when `after` and `prefix`
+   * do too (or the prefix is a prefix of the base), the tests compare the parts past the base —
    * a sweep's page of one due time holds keys sharing ~40 characters — and keys are made only for
    * the entries kept.
    */
-  #entries(dirents: Dirent[], dir: string, base: string): Entry[] {
-    const out: Entry[] = [];
+  #scope(base: string): Scope {
     // After below the base (and not a prefix of it): every key here is past it, as every rel is past ''.
     const below = compareKeys(this.after, base) < 0;
     const after = this.after.startsWith(base) ? this.after.slice(base.length) : below ? '' : undefined;
     const prefix = base.startsWith(this.prefix) ? '' : this.prefix.startsWith(base) ? this.prefix.slice(base.length) : undefined;
     // Seen from the base when both allow it; else whole keys (`lead` is put back in front of each name).
-    const scope: Scope =
-      after !== undefined && prefix !== undefined ? { lead: '', after, prefix } : { lead: base, after: this.after, prefix: this.prefix };
-    for (const dirent of dirents) {
-      const name = dirent.name;
-      if (name.startsWith(INTERNAL_MARK)) continue;
-      if (name.endsWith(OBJECT_MARK)) {
-        if (dirent.isFile()) this.#addObject(out, base, name, dir, scope);
-      } else if (!dirent.isDirectory()) continue;
-      else if (name.endsWith(CONTINUED_MARK)) this.#addFolder(out, base, name.slice(0, -1), '', name, dir, scope);
-      else this.#addFolder(out, base, name, '/', name, dir, scope);
-    }
-    return out;
+    return after !== undefined && prefix !== undefined
+      ? { lead: '', after, prefix }
+      : { lead: base, after: this.after, prefix: this.prefix };
+  }
+
+  /** Adds the entry `dirent` stands for to `out` if it is wanted. */
+  #entry(dirent: Dirent, dir: string, base: string, scope: Scope, out: Entry[]): void {
+    const name = dirent.name;
+    if (name.startsWith(INTERNAL_MARK)) return;
+    if (name.endsWith(OBJECT_MARK)) {
+      if (dirent.isFile()) this.#addObject(out, base, name, dir, scope);
+    } else if (!dirent.isDirectory()) return;
+    else if (name.endsWith(CONTINUED_MARK)) this.#addFolder(out, base, name.slice(0, -1), '', name, dir, scope);
+    else this.#addFolder(out, base, name, '/', name, dir, scope);
   }
 
   #addObject(out: Entry[], base: string, name: string, dir: string, scope: Scope): void {
@@ -187,32 +253,50 @@ function mayHold(start: string, prefix: string, after: string): boolean {
   return matches && !allBelow;
 }
 
-/** The `k` smallest entries of one folder, in order: a bounded max-heap over one pass. */
-function smallest(entries: Entry[], k: number): Entry[] {
-  const heap: Entry[] = [];
-  const up = (i: number) => {
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (byRel(heap[i]!, heap[parent]!) <= 0) return;
-      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
-      i = parent;
-    }
-  };
-  const down = (i: number) => {
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let top = i;
-      if (l < heap.length && byRel(heap[l]!, heap[top]!) > 0) top = l;
-      if (r < heap.length && byRel(heap[r]!, heap[top]!) > 0) top = r;
-      if (top === i) return;
-      [heap[i], heap[top]] = [heap[top]!, heap[i]!];
-      i = top;
-    }
-  };
-  for (const e of entries) {
-    if (heap.length < k) (heap.push(e), up(heap.length - 1));
-    else if (byRel(e, heap[0]!) < 0) ((heap[0] = e), down(0));
+/**
+ * The `k` smallest entries added, in order; `dropped` says whether any were left out. Entries
+ * gather unsorted up to 2k, then are sorted and cut to k, the k-th becoming the bound that later
+ * entries must be below. V8's sort finds runs, so names that come in key order or in reverse (a
+ * folder on tmpfs lists its newest first) cost about one comparison each; random order
+ * O(log k) each.
+ */
+class Smallest {
+  #kept: Entry[] = [];
+  #bound: Entry | undefined;
+  dropped = false;
+
+  constructor(readonly k: number) {}
+
+  get size(): number {
+    return this.#kept.length;
   }
-  return heap.sort(byRel);
+
+  add(e: Entry): void {
+    if (this.#bound !== undefined && byRel(e, this.#bound) >= 0) {
+      this.dropped = true;
+      return;
+    }
+    this.#kept.push(e);
+    if (this.#kept.length >= 2 * this.k) this.#cut();
+  }
+
+  sorted(): Entry[] {
+    this.#cut();
+    return this.#kept;
+  }
+
+  #cut(): void {
+    this.#kept.sort(byRel);
+    if (this.#kept.length <= this.k) return;
+    this.#kept.length = this.k;
+    this.#bound = this.#kept[this.k - 1];
+    this.dropped = true;
+  }
+}
+
+/** The `k` smallest of one folder's entries, in order. */
+function smallestOf(entries: Entry[], k: number): Entry[] {
+  const best = new Smallest(k);
+  for (const e of entries) best.add(e);
+  return best.sorted();
 }
