@@ -50,8 +50,6 @@ export const ErrorCode = {
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
   /** An HTTP method the route does not take (GET on a method call, POST on the alarm). */
   MethodNotAllowed: 'METHOD_NOT_ALLOWED',
-  /** The actor was deleted (its chain ends in a tombstone). */
-  ActorDeleted: 'ACTOR_DELETED',
   /** The node holding the actor is live but could not be reached (or a routing loop); retry. */
   OwnerUnreachable: 'OWNER_UNREACHABLE',
   /** An idempotency key was used again with another method or other arguments; nothing ran. */

@@ -49,7 +49,7 @@ export class NodeLease {
     private readonly store: ObjectStore,
     private readonly clock: Clock,
     private readonly config: LeaseSettings,
-    private self: NodeSelf,
+    private readonly self: NodeSelf,
     private readonly log: Logger,
   ) {}
 
@@ -59,11 +59,6 @@ export class NodeLease {
 
   isValid(): boolean {
     return !this.fenced && this.clock.now() < this.validUntilMs;
-  }
-
-  /** The address other nodes forward to (known once the HTTP server listens). */
-  setAddr(addr: string): void {
-    this.self = { ...this.self, addr };
   }
 
   /**
