@@ -81,66 +81,67 @@ describe('fs store: due-time segments are nested folders', () => {
 });
 
 describe('fs store: a large folder (many actors due at one time)', () => {
-  it('keeps about a page of its entries, not every name', async () => {
+  /**
+   * Runs `check` on a store whose folder `big/` holds 4,000 objects `big/<lead><24 chars>`, put in
+   * a scattered order (and whatever `before` made first); `sorted` is their keys in byte order.
+   */
+  async function withLargeFolder(
+    lead: string,
+    check: (store: FsStore, root: string, sorted: string[]) => Promise<void>,
+    before?: (root: string) => void,
+  ): Promise<void> {
     const root = tempRoot();
     const store = new FsStore(root, { fsync: false });
     try {
-      const keys = Array.from({ length: 4_000 }, (_, i) => `big/${String((i * 7919) % 4_000).padStart(24, '0')}`);
+      before?.(root);
+      const keys = Array.from({ length: 4_000 }, (_, i) => `big/${lead}${String((i * 7919) % 4_000).padStart(24 - lead.length, '0')}`);
       for (let i = 0; i < keys.length; i += 200) await Promise.all(keys.slice(i, i + 200).map((k) => store.put(k, text(''))));
       assert.ok(statSync(join(root, 'big')).size > LARGE_FOLDER_BYTES, 'the folder is large enough to take the large-folder read');
-      const walk = new ListWalk('big/', keys[17]!, 6);
-      await walk.walk(join(root, 'big'), 'big/');
-      assert.deepEqual(
-        walk.keys,
-        [...keys]
-          .sort(byteOrder)
-          .filter((k) => byteOrder(k, keys[17]!) > 0)
-          .slice(0, 6),
-      );
-      assert.equal(walk.namesRead, 4_000);
-      assert.ok(walk.heldMax <= 2 * 6, `${walk.heldMax} entries held at once for a page of 6`);
+      await check(store, root, keys.sort(byteOrder));
     } finally {
       await store.close();
       rmSync(root, { recursive: true, force: true });
     }
+  }
+
+  /** The first `n` keys of `sorted` after `startAfter`. */
+  const pageOf = (sorted: string[], startAfter: string | undefined, n: number) =>
+    sorted.filter((k) => startAfter === undefined || byteOrder(k, startAfter) > 0).slice(0, n);
+
+  it('keeps about a page of its entries, not every name', async () => {
+    await withLargeFolder('', async (_store, root, sorted) => {
+      const walk = new ListWalk('big/', sorted[17]!, 6);
+      await walk.walk(join(root, 'big'), 'big/');
+      assert.deepEqual(walk.keys, pageOf(sorted, sorted[17], 6));
+      assert.equal(walk.namesRead, 4_000);
+      assert.ok(walk.heldMax <= 2 * 6, `${walk.heldMax} entries held at once for a page of 6`);
+    });
   });
 
   it('is read again past the empty folders a page kept', async () => {
-    const root = tempRoot();
-    const store = new FsStore(root, { fsync: false });
-    try {
-      // Empty folders first in order (a delete's prune that has not run yet), then objects.
+    // Empty folders first in order (a delete's prune that has not run yet), then objects.
+    const emptyFolders = (root: string) => {
       for (let i = 0; i < 40; i++) mkdirSync(join(root, 'big', `a${String(i).padStart(23, '0')}`), { recursive: true });
-      const keys = Array.from({ length: 4_000 }, (_, i) => `big/b${String((i * 7919) % 4_000).padStart(23, '0')}`);
-      for (let i = 0; i < keys.length; i += 200) await Promise.all(keys.slice(i, i + 200).map((k) => store.put(k, text(''))));
-      assert.ok(statSync(join(root, 'big')).size > LARGE_FOLDER_BYTES, 'the folder is large enough to take the large-folder read');
-      const sorted = [...keys].sort(byteOrder);
-      for (const startAfter of [undefined, 'big/a0', sorted[99]]) {
-        const page = await store.list({ prefix: 'big/', startAfter, maxKeys: 5 });
-        assert.deepEqual(page.keys, sorted.filter((k) => startAfter === undefined || byteOrder(k, startAfter) > 0).slice(0, 5));
-      }
-    } finally {
-      await store.close();
-      rmSync(root, { recursive: true, force: true });
-    }
+    };
+    await withLargeFolder(
+      'b',
+      async (store, _root, sorted) => {
+        for (const startAfter of [undefined, 'big/a0', sorted[99]]) {
+          const page = await store.list({ prefix: 'big/', startAfter, maxKeys: 5 });
+          assert.deepEqual(page.keys, pageOf(sorted, startAfter, 5));
+        }
+      },
+      emptyFolders,
+    );
   });
 
   it('is read off the event loop and listed in order', async () => {
-    const root = tempRoot();
-    const store = new FsStore(root, { fsync: false });
-    try {
-      const keys = Array.from({ length: 4_000 }, (_, i) => `big/${String((i * 7919) % 4_000).padStart(24, '0')}`);
-      for (let i = 0; i < keys.length; i += 200) await Promise.all(keys.slice(i, i + 200).map((k) => store.put(k, text(''))));
-      assert.ok(statSync(join(root, 'big')).size > LARGE_FOLDER_BYTES, 'the folder is large enough to take the large-folder read');
-      const sorted = [...keys].sort(byteOrder);
+    await withLargeFolder('', async (store, _root, sorted) => {
       for (const startAfter of [undefined, sorted[0], sorted[1_999], 'big/1']) {
         const page = await store.list({ prefix: 'big/', startAfter, maxKeys: 5 });
-        assert.deepEqual(page.keys, sorted.filter((k) => startAfter === undefined || byteOrder(k, startAfter) > 0).slice(0, 5));
+        assert.deepEqual(page.keys, pageOf(sorted, startAfter, 5));
       }
-    } finally {
-      await store.close();
-      rmSync(root, { recursive: true, force: true });
-    }
+    });
   });
 });
 
