@@ -42,7 +42,7 @@ import { compareKeys } from './keys.js';
 
 /** Folders read between two turns of the event loop. */
 const YIELD_EVERY = 128;
-/** A folder larger than this (st_size: about its names' bytes on ext4, xfs and tmpfs) is read in the threadpool and reduced to a page (file comment). */
+/** The default of FsStore's `largeFolderBytes`: st_size is about a folder's names' bytes on ext4, xfs and tmpfs. */
 export const LARGE_FOLDER_BYTES = 64 * 1024;
 
 interface Entry {
@@ -123,6 +123,8 @@ export class ListWalk {
     readonly prefix: string,
     readonly after: string,
     readonly limit: number,
+    /** Folders larger than this are read as large ones (file comment); FsStore's `largeFolderBytes`. */
+    readonly largeFolderBytes = LARGE_FOLDER_BYTES,
   ) {}
 
   /** The most entries held for one folder at a time (a large folder: at most about `limit`). */
@@ -161,7 +163,7 @@ export class ListWalk {
     let size: number;
     try {
       size = statSync(dir).size;
-      if (size <= LARGE_FOLDER_BYTES) {
+      if (size <= this.largeFolderBytes) {
         const dirents = readdirSync(dir, { withFileTypes: true });
         this.foldersRead++;
         this.namesRead += dirents.length;

@@ -3,6 +3,7 @@
  * `resolveFsOptions`, which refuses unknown names and out-of-range values with `BadConfig`.
  */
 import { BadConfig } from '../core/errors.js';
+import { LARGE_FOLDER_BYTES } from './fs-list.js';
 
 export interface FsStoreOptions {
   /** fsync temp files and folders (turn off only for throwaway data). */
@@ -17,6 +18,11 @@ export interface FsStoreOptions {
   folderRacesMax?: number;
   /** Keys removed per lock acquisition in `deleteMany`. */
   deleteBatchKeys?: number;
+  /**
+   * A folder whose size (st_size) is over this is listed as a large one: read in the threadpool
+   * and cut at once to the page it serves (fs-list.ts). 0 lists every folder that way.
+   */
+  largeFolderBytes?: number;
 }
 
 export const FS_STORE_DEFAULTS = Object.freeze({
@@ -26,7 +32,11 @@ export const FS_STORE_DEFAULTS = Object.freeze({
   retryBaseMs: 50,
   folderRacesMax: 16,
   deleteBatchKeys: 256,
+  largeFolderBytes: LARGE_FOLDER_BYTES,
 });
+
+/** Options that may be 0. */
+const ZERO_ALLOWED = new Set(['retryBaseMs', 'largeFolderBytes']);
 
 export type FsConfig = {
   -readonly [K in keyof typeof FS_STORE_DEFAULTS]: (typeof FS_STORE_DEFAULTS)[K] extends boolean ? boolean : number;
@@ -40,9 +50,9 @@ export function resolveFsOptions(options: FsStoreOptions = {}): FsConfig {
     if (value === undefined) continue;
     if (name === 'fsync') {
       if (typeof value !== 'boolean') throw new BadConfig(`fsync must be a boolean, got ${JSON.stringify(value)}`);
-    } else if (!Number.isSafeInteger(value) || (value as number) < (name === 'retryBaseMs' ? 0 : 1)) {
+    } else if (!Number.isSafeInteger(value) || (value as number) < (ZERO_ALLOWED.has(name) ? 0 : 1)) {
       throw new BadConfig(
-        `${name} must be a ${name === 'retryBaseMs' ? 'non-negative' : 'positive'} integer, got ${JSON.stringify(value)}`,
+        `${name} must be a ${ZERO_ALLOWED.has(name) ? 'non-negative' : 'positive'} integer, got ${JSON.stringify(value)}`,
       );
     }
     (merged as Record<string, unknown>)[name] = value;

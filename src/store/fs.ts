@@ -137,7 +137,7 @@ export class FsStore implements ObjectStore {
     const complete = segments.slice(0, -1);
     const dir = complete.length === 0 ? this.root : insideRoot(this.root, complete.flatMap(folderNames));
     const keys = await this.#guard('list', prefix, async () => {
-      const walk = new ListWalk(prefix, after, maxKeys + 1); // afresh for each attempt
+      const walk = new ListWalk(prefix, after, maxKeys + 1, this.#config.largeFolderBytes); // afresh for each attempt
       await walk.walk(dir, complete.length === 0 ? '' : complete.join('/') + '/');
       return walk.keys;
     });

@@ -173,38 +173,42 @@ describe('fs store: listing matches the memory store for index-shaped keys (prop
     }
   };
 
-  it('every prefix, startAfter and page size gives the memory store’s pages', async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.uniqueArray(key, { minLength: 1, maxLength: 30 }),
-        fc.oneof(cut, fc.constant('')),
-        fc.oneof(cut, fc.constant('')),
-        fc.integer({ min: 1, max: 7 }),
-        async (keys, rawPrefix, startAfter, pageKeys) => {
-          const root = tempRoot();
-          const fsStore = new FsStore(root, { fsync: false });
-          const memory = new MemoryStore();
-          try {
-            await Promise.all(keys.flatMap((k) => [fsStore.put(k, text(k)), memory.put(k, text(k))]));
-            const prefix = listable(rawPrefix) || undefined;
-            const options = { prefix, startAfter: startAfter || undefined };
-            const want = await allKeys(memory, { ...options, pageKeys });
-            assert.deepEqual(await allKeys(fsStore, { ...options, pageKeys }), want);
-            assert.deepEqual(want, [...want].sort(byteOrder));
-            const page = await fsStore.list({ ...options, maxKeys: pageKeys });
-            const model = await memory.list({ ...options, maxKeys: pageKeys });
-            assert.deepEqual(page.keys, model.keys);
-            assert.equal(page.continuation === undefined, model.continuation === undefined);
-            for (const k of keys.slice(0, 3)) assert.equal(Buffer.from((await fsStore.get(k))!.body).toString('utf8'), k);
-          } finally {
-            await fsStore.close();
-            rmSync(root, { recursive: true, force: true });
-          }
-        },
-      ),
-      { numRuns: 60 },
-    );
-  });
+  for (const [what, largeFolderBytes] of [
+    ['', undefined],
+    [', every folder read as a large one', 0],
+  ] as const)
+    it(`every prefix, startAfter and page size gives the memory store’s pages${what}`, async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.uniqueArray(key, { minLength: 1, maxLength: 30 }),
+          fc.oneof(cut, fc.constant('')),
+          fc.oneof(cut, fc.constant('')),
+          fc.integer({ min: 1, max: 7 }),
+          async (keys, rawPrefix, startAfter, pageKeys) => {
+            const root = tempRoot();
+            const fsStore = new FsStore(root, { fsync: false, largeFolderBytes });
+            const memory = new MemoryStore();
+            try {
+              await Promise.all(keys.flatMap((k) => [fsStore.put(k, text(k)), memory.put(k, text(k))]));
+              const prefix = listable(rawPrefix) || undefined;
+              const options = { prefix, startAfter: startAfter || undefined };
+              const want = await allKeys(memory, { ...options, pageKeys });
+              assert.deepEqual(await allKeys(fsStore, { ...options, pageKeys }), want);
+              assert.deepEqual(want, [...want].sort(byteOrder));
+              const page = await fsStore.list({ ...options, maxKeys: pageKeys });
+              const model = await memory.list({ ...options, maxKeys: pageKeys });
+              assert.deepEqual(page.keys, model.keys);
+              assert.equal(page.continuation === undefined, model.continuation === undefined);
+              for (const k of keys.slice(0, 3)) assert.equal(Buffer.from((await fsStore.get(k))!.body).toString('utf8'), k);
+            } finally {
+              await fsStore.close();
+              rmSync(root, { recursive: true, force: true });
+            }
+          },
+        ),
+        { numRuns: 60 },
+      );
+    });
 });
 
 describe('fs store: on-disk format', () => {
