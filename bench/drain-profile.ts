@@ -19,7 +19,7 @@ import type { RoutingNode } from '../src/main/node-api.js';
 import { FsStore } from '../src/store/fs.js';
 import { listAll } from '../src/store/keys.js';
 import { REPO } from '../test/cluster/harness.js';
-import { benchCommand } from './lib.js';
+import { armAllBefore, benchCommand } from './lib.js';
 import { cpuSince, threadCpu } from './support/proc-stats.js';
 
 const { positionals } = benchCommand({});
@@ -33,15 +33,6 @@ const TUNABLES = Object.fromEntries(
 );
 const CLASSES = { Alarmed: join(REPO, 'test/fixtures/cluster/alarmed.ts') };
 const LEASE = { leasePeriodMs: 3_000, graceMs: 500, skewBoundMs: 300 }; // short, yet renewals survive a loaded machine
-
-async function pool<T>(items: readonly T[], inFlight: number, op: (x: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (next < items.length) await op(items[next++]!);
-    }),
-  );
-}
 
 async function indexSize(store: FsStore): Promise<number> {
   let n = 0;
@@ -57,13 +48,8 @@ try {
   const common = { ...TUNABLES, bucket, classes: CLASSES, logger, workerThreads: 2, idleTimeoutMs: 600_000, ...LEASE };
   const a = await startNode({ ...common, dataDir: join(root, 'a'), nodeId: 'a' });
   const names = Array.from({ length: K }, (_, i) => `t/Alarmed/x${i}`);
-  // Due once every actor is armed and a has stopped: the arming rate is measured on a few first
-  // (armed an hour ahead, then again with the rest), with half as much again for a slower stretch.
-  const t0Arm = Date.now();
-  await pool(names.slice(0, 64), 32, (n) => a.actor(n).callDurable('arm', t0Arm + 3_600_000));
-  const perCallMs = (Date.now() - t0Arm) / Math.min(64, K);
-  const at = Date.now() + 3_000 + Math.ceil(perCallMs * K * 1.5);
-  await pool(names, 32, (n) => a.actor(n).callDurable('arm', at));
+  // Due once every actor is armed and a has stopped.
+  const { at } = await armAllBefore(names, 32, 3_000, (n, due) => a.actor(n).callDurable('arm', due));
   if (Date.now() > at - 500) throw new Error('arming took too long; the alarms came due on a');
   await a.stop();
   console.log(`armed ${K} alarms on node a, a stopped; index holds ${await indexSize(store)}`);

@@ -66,6 +66,27 @@ export async function measure(total: number, inFlight: number, op: (i: number) =
   };
 }
 
+/**
+ * Arms every name with one due time that comes after all of them are armed: the arming rate is
+ * measured on the first 64 (armed an hour ahead, then again with the rest), and the due time is
+ * `leadMs` plus half as much again as that rate says the whole lot takes. The caller checks
+ * `armedBy` against `at` (a slower stretch can still run past it).
+ */
+export async function armAllBefore(
+  names: readonly string[],
+  inFlight: number,
+  leadMs: number,
+  arm: (name: string, at: number) => Promise<unknown>,
+): Promise<{ at: number; startedAt: number; armedBy: number }> {
+  const startedAt = Date.now();
+  const first = names.slice(0, 64);
+  await measure(first.length, inFlight, (i) => arm(first[i]!, startedAt + 3_600_000));
+  const perCallMs = (Date.now() - startedAt) / Math.max(1, first.length);
+  const at = Date.now() + leadMs + Math.ceil(perCallMs * names.length * 1.5);
+  await measure(names.length, inFlight, (i) => arm(names[i]!, at));
+  return { at, startedAt, armedBy: Date.now() };
+}
+
 export const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 export function table(rows: Record<string, unknown>[]): string {

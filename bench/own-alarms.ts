@@ -17,22 +17,13 @@ import { silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
 import { REPO } from '../test/cluster/harness.js';
-import { benchArgs, percentile, quick, round, table, writeResult } from './lib.js';
+import { armAllBefore, benchArgs, percentile, quick, round, table, writeResult } from './lib.js';
 import { cpuSince, threadCpu } from './support/proc-stats.js';
 
 const args = benchArgs({ n: { type: 'string' }, bucket: { type: 'string', default: 'fs' } });
 const N = Number(args.n ?? (quick ? 1_000 : 2_000));
 const IN_FLIGHT = 64;
 const CLASSES = { Alarmed: join(REPO, 'test/fixtures/cluster/alarmed.ts') };
-
-async function pool<T>(items: readonly T[], op: (x: T) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < items.length) await op(items[next++]!);
-    }),
-  );
-}
 
 const root = mkdtempSync(join(tmpdir(), 'kw-own-alarms-'));
 const bucket = args.bucket === 'memory' ? 'memory:' : join(root, 'bucket');
@@ -46,13 +37,7 @@ try {
     idleTimeoutMs: 600_000,
   })) as RoutingNode;
   const names = Array.from({ length: N }, (_, i) => `own/Alarmed/a${i}`);
-  // Arm with a lead, measured first on a few actors, so every alarm is armed before T.
-  const t0 = Date.now();
-  await pool(names.slice(0, 64), (n) => node.actor(n).callDurable('arm', t0 + 3_600_000));
-  const perCallMs = (Date.now() - t0) / 64;
-  const at = Date.now() + 2_000 + Math.ceil(perCallMs * N * 1.5);
-  await pool(names, (n) => node.actor(n).callDurable('arm', at));
-  const armedBy = Date.now();
+  const { at, startedAt: t0, armedBy } = await armAllBefore(names, IN_FLIGHT, 2_000, (n, due) => node.actor(n).callDurable('arm', due));
   if (armedBy >= at) throw new Error(`arming took past T (${armedBy - at} ms late): run on a quieter machine`);
   const ran = async () => (await node.metrics.deliveries.get()).values.find((v) => v.labels.outcome === 'ran')?.value ?? 0;
   await new Promise((r) => setTimeout(r, at - Date.now()));

@@ -4,9 +4,9 @@
  * missing file as an answer rather than an error.
  *
  * The store's steps are synchronous system calls except the ones that wait for the disk (fsync,
- * and streaming a folder of thousands of names, fs-list.ts): an open, write, link, rename or
- * unlink of a small file takes microseconds, and each one sent to libuv's thread pool cost more than itself in
- * thread handoffs and promise callbacks (docs/benchmarks.md, "The folder bucket's system calls").
+ * and reading a folder of thousands of names, fs-list.ts): an open, write, link, rename or
+ * unlink of a small file takes microseconds, and each one sent to libuv's thread pool cost more
+ * than itself in thread handoffs and promise callbacks (docs/benchmarks.md, "The folder bucket's system calls").
  * An fsync waits for the disk, so it stays on the pool and the event loop goes on meanwhile.
  */
 import { closeSync, fsync, openSync, unlinkSync } from 'node:fs';

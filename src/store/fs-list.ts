@@ -151,45 +151,35 @@ export class ListWalk {
         await read(path.join(entry.dir, entry.name), entry.key, this.limit - this.keys.length);
       }
       const more = spent ? run.more : undefined;
-      if (more && this.keys.length < this.limit) await read(more.dir, more.base, 2 * more.kept, entry, 2 * more.kept);
+      if (more && this.keys.length < this.limit) await read(more.dir, more.base, this.limit - this.keys.length, entry, 2 * more.kept);
     }
   }
 
   /**
-   * One folder's run: every wanted entry when it is small, and when it is large only the `want` smallest wanted entries
-   * (above `above`, when given) when large; undefined when the folder is not there.
+   * One folder's run: every wanted entry (above `above`, when given) of a small folder; of a
+   * large one only the smallest — twice what the page wants, or `kept` if more. Twice: some
+   * entries yield no key (the folder of the key the page starts after; the last folder entry is
+   * taken before the key inside it), and a run spent before the page is full is read again.
+   * Undefined when the folder is not there.
    */
   async #read(dir: string, base: string, want: number, above?: Entry, kept = 0): Promise<Run | undefined> {
-    let size: number;
     try {
-      size = statSync(dir).size;
-      if (size <= this.largeFolderBytes) {
-        const dirents = readdirSync(dir, { withFileTypes: true });
-        this.foldersRead++;
-        this.namesRead += dirents.length;
-        const entries: Entry[] = [];
-        const scope = this.#scope(base);
-        for (const dirent of dirents) this.#entry(dirent, dir, base, scope, entries);
-        this.heldMax = Math.max(this.heldMax, entries.length);
-        return new Run(entries, want);
-      }
-      // Twice what the page wants: some entries yield no key (the folder of the key the page
-      // starts after; the last folder entry is taken before the key inside it), and a run spent
-      // before the page is full is read again.
-      const keep = Math.max(2 * want, kept);
-      const best = new Smallest(keep);
-      const scope = this.#scope(base);
-      const one: Entry[] = [];
+      const large = statSync(dir).size > this.largeFolderBytes;
+      const dirents = large ? await readdir(dir, { withFileTypes: true }) : readdirSync(dir, { withFileTypes: true });
       this.foldersRead++;
-      const dirents = await readdir(dir, { withFileTypes: true });
       this.namesRead += dirents.length;
+      const scope = this.#scope(base);
+      const best = large ? new Smallest(Math.max(2 * want, kept)) : undefined;
+      const entries: Entry[] = [];
       for (const dirent of dirents) {
-        this.#entry(dirent, dir, base, scope, one);
-        const e = one.pop();
-        if (e && (!above || byRel(e, above) > 0)) best.add(e);
+        const e = this.#entry(dirent, dir, base, scope);
+        if (!e || (above && byRel(e, above) <= 0)) continue;
+        if (best) best.add(e);
+        else entries.push(e);
       }
-      this.heldMax = Math.max(this.heldMax, best.size);
-      return new Run(best.sorted(), want, best.dropped ? { dir, base, kept: keep } : undefined);
+      const held = best ? best.sorted() : entries;
+      this.heldMax = Math.max(this.heldMax, held.length);
+      return new Run(held, want, best?.dropped ? { dir, base, kept: best.k } : undefined);
     } catch (e) {
       if (isMissing(e)) return undefined;
       throw e;
@@ -213,31 +203,30 @@ export class ListWalk {
       : { lead: base, after: this.after, prefix: this.prefix };
   }
 
-  /** Adds the entry `dirent` stands for to `out` if it is wanted. */
-  #entry(dirent: Dirent, dir: string, base: string, scope: Scope, out: Entry[]): void {
+  /** The entry `dirent` stands for, if it is wanted. */
+  #entry(dirent: Dirent, dir: string, base: string, scope: Scope): Entry | undefined {
     const name = dirent.name;
-    if (name.startsWith(INTERNAL_MARK)) return;
-    if (name.endsWith(OBJECT_MARK)) {
-      if (dirent.isFile()) this.#addObject(out, base, name, dir, scope);
-    } else if (!dirent.isDirectory()) return;
-    else if (name.endsWith(CONTINUED_MARK)) this.#addFolder(out, base, name.slice(0, -1), '', name, dir, scope);
-    else this.#addFolder(out, base, name, '/', name, dir, scope);
+    if (name.startsWith(INTERNAL_MARK)) return undefined;
+    if (name.endsWith(OBJECT_MARK)) return dirent.isFile() ? this.#object(base, name, dir, scope) : undefined;
+    if (!dirent.isDirectory()) return undefined;
+    if (name.endsWith(CONTINUED_MARK)) return this.#folder(base, name.slice(0, -1), '', name, dir, scope);
+    return this.#folder(base, name, '/', name, dir, scope);
   }
 
-  #addObject(out: Entry[], base: string, name: string, dir: string, scope: Scope): void {
+  #object(base: string, name: string, dir: string, scope: Scope): Entry | undefined {
     const rel = decodeSegment(name.slice(0, -1));
-    if (rel === null) return;
+    if (rel === null) return undefined;
     const seen = scope.lead + rel;
     const wanted = seen.startsWith(scope.prefix) && compareKeys(seen, scope.after) > 0;
-    if (wanted) out.push({ key: base + rel, rel, folder: false, name, dir });
+    return wanted ? { key: base + rel, rel, folder: false, name, dir } : undefined;
   }
 
   /** A folder (`end` "/") or a continuation folder (`end` ""): every key in it extends base + text + end. */
-  #addFolder(out: Entry[], base: string, encoded: string, end: string, name: string, dir: string, scope: Scope): void {
+  #folder(base: string, encoded: string, end: string, name: string, dir: string, scope: Scope): Entry | undefined {
     const text = decodeSegment(encoded);
-    if (text === null) return;
+    if (text === null) return undefined;
     const rel = text + end;
-    if (mayHold(scope.lead + rel, scope.prefix, scope.after)) out.push({ key: base + rel, rel, folder: true, name, dir });
+    return mayHold(scope.lead + rel, scope.prefix, scope.after) ? { key: base + rel, rel, folder: true, name, dir } : undefined;
   }
 }
 
