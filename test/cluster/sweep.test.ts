@@ -234,6 +234,23 @@ function byNode(rows: Fired[][], nodes: ClusterNode[]): string {
 }
 
 /**
+ * Waits until the index holds one entry per armed actor; returns how many extra entries of
+ * earlier arming passes it then removed by hand (0 when the re-arms removed them all).
+ */
+async function settleEntries(c: Cluster, tenant: string, actors: number, at: number): Promise<number> {
+  const settled = async () => (await entriesOf(c.store(), tenant)).length === actors;
+  return waitFor('one index entry per armed actor', 30_000, settled).then(
+    () => 0,
+    // On a loaded machine a re-arm's replica can be given up (its lease lapsed) after the durable
+    // call was answered by a retry, and the DELETE of the entry that retry's first attempt replaced
+    // is then never sent: such an entry is extra (the "one wake-up" of docs/alarm-index.md), and the earlier passes'
+    // times are not `at`, which every actor's head names (each arm was durable). Removed here so
+    // the drain below is not waiting an hour for it; nothing the test asserts depends on it.
+    () => removeEntriesNotAt(c.store(), tenant, at),
+  );
+}
+
+/**
  * Arms `actors` through `owner` for one time `at`, then kills `owner` -9 at least `leadMs` before
  * they come due. A first pass arms them all an hour ahead (it takes the holds and opens every
  * actor: the slow part) and gives the pace; then a pass sets `at`, chosen from that pace with
@@ -255,30 +272,23 @@ async function orphan(
   await armAll(owner, actors.slice(1), far);
   let passMs = Date.now() - t1;
   const abandoned: number[] = [];
+  const tenant = actors[0]!.split('/')[0]!;
   let at = 0;
+  let left = 0;
   for (let attempt = 1; ; attempt++) {
     at = Date.now() + Math.ceil(2 * passMs) + leadMs + 500;
     t1 = Date.now();
     await armAll(owner, actors, at);
+    // Each re-arm removes the entry it replaced after answering: wait for those removals, so no
+    // entry an hour ahead is left behind the kill for the drain to wait on. Part of the pass: on a
+    // machine that stalls, this wait too can run past the time.
+    if (Date.now() < at - leadMs) left = await settleEntries(c, tenant, actors.length, at);
     passMs = Date.now() - t1;
     if (Date.now() < at - leadMs) break;
     assert.ok(attempt < 3, `arming ${actors.length} alarms overran their time three times (last pass ${passMs} ms)`);
     t.diagnostic(`arming pass ${attempt} took ${passMs} ms, past its time: again, later`);
     abandoned.push(at);
   }
-  // Each re-arm removes the entry it replaced after answering: wait for those removals, so no
-  // entry an hour ahead is left behind the kill for the drain to wait on.
-  const tenant = actors[0]!.split('/')[0]!;
-  const settled = async () => (await entriesOf(c.store(), tenant)).length === actors.length;
-  const left = await waitFor('one index entry per armed actor', 30_000, settled).then(
-    () => 0,
-    // On a loaded machine a re-arm's replica can be given up (its lease lapsed) after the durable
-    // call was answered by a retry, and the DELETE of the entry that retry's first attempt replaced
-    // is then never sent: such an entry is extra (the "one wake-up" of docs/alarm-index.md), and the earlier passes'
-    // times are not `at`, which every actor's head names (each arm was durable). Removed here so
-    // the drain below is not waiting an hour for it; nothing the test asserts depends on it.
-    () => removeEntriesNotAt(c.store(), tenant, at),
-  );
   if (left > 0) t.diagnostic(`${left} extra index entries of earlier arming passes removed by hand`);
   // What is left is at `at`: one entry per armed actor, and under load perhaps a second one of the
   // same actor, written by a re-arm's first attempt whose replica was given up (its lease lapsed)
