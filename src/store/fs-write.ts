@@ -6,7 +6,7 @@
  *   create (ifNoneMatch '*')   link(temp, target): atomic exclusive create; EEXIST → PreconditionFailed
  *   replace (ifMatch / none)   BEGIN IMMEDIATE on ~lock.db { check etag; rename(temp, target) } ROLLBACK
  *   delete                     BEGIN IMMEDIATE { unlink(target) } ROLLBACK   (in fs.ts)
- * then fsync the folder. Readers see whole objects only: an object name only ever appears by an
+ * then fsync the folder (shared with other writes to it, fs-sync.ts). Readers see whole objects only: an object name only ever appears by an
  * atomic link or rename of a complete, fsynced file, and no object file is written in place.
  *
  * Concurrency argument. The host lock (fs-lock.ts) serialises every replace and delete host-wide.
@@ -33,9 +33,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { AmbiguousWrite, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
 import { etagOf } from './etag.js';
-import { codeOf, fsyncFd, fsyncPath, isMissing, unlinkQuiet } from './fs-io.js';
+import { codeOf, fsyncFd, isMissing, unlinkQuiet } from './fs-io.js';
 import type { HostLock } from './fs-lock.js';
 import type { FsConfig } from './fs-options.js';
+import type { FolderSyncs } from './fs-sync.js';
 import type { Target } from './fs-paths.js';
 import type { PutCondition } from './types.js';
 
@@ -172,14 +173,23 @@ function replaceLocked(
   }
 }
 
-/** fsyncs the object's folder and the parents (below `root`) of any folder the write created. */
-export async function syncAfterWrite(root: string, target: Target, createdFrom: string | undefined, key: string): Promise<void> {
+/**
+ * fsyncs the object's folder and the parents (below `root`) of any folder the write created, each
+ * shared with the other writes waiting for that folder (fs-sync.ts).
+ */
+export async function syncAfterWrite(
+  syncs: FolderSyncs,
+  root: string,
+  target: Target,
+  createdFrom: string | undefined,
+  key: string,
+): Promise<void> {
   const dirs = [target.dir];
   if (createdFrom !== undefined) {
     for (let d = target.dir; d !== path.dirname(createdFrom) && d.length > root.length;) dirs.push((d = path.dirname(d)));
   }
   try {
-    await Promise.all(dirs.map(fsyncPath));
+    await Promise.all(dirs.map((d) => syncs.sync(d)));
   } catch (e) {
     throw new AmbiguousWrite(`put ${key}: the object is in place but its folder could not be fsynced (${codeOf(e)})`, {
       cause: e,

@@ -32,11 +32,12 @@ import { BadConfig, BadRequest, KeepworkError, StoreUnavailable } from '../core/
 import { retry } from '../core/retry.js';
 import { etagOf } from './etag.js';
 import { checkFormat } from './fs-format.js';
-import { asBytes, codeOf, fsyncPath, isMissing, TRANSIENT, unlinkIfPresent, unlinkQuiet } from './fs-io.js';
+import { asBytes, codeOf, isMissing, TRANSIENT, unlinkIfPresent, unlinkQuiet } from './fs-io.js';
 import { ListWalk } from './fs-list.js';
 import { HostLock } from './fs-lock.js';
 import { resolveFsOptions, type FsConfig, type FsStoreOptions } from './fs-options.js';
 import { folderNames, insideRoot, LOCK_FILE_NAME, objectNames, TEMP_DIR_NAME, type Target } from './fs-paths.js';
+import { FolderSyncs } from './fs-sync.js';
 import { install, modeOf, syncAfterWrite, writeTemp } from './fs-write.js';
 import { pageOf, resolveList, validateKey } from './keys.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from './types.js';
@@ -68,6 +69,7 @@ export class FsStore implements ObjectStore {
   readonly #tempDir: string;
   readonly #lock: HostLock;
   readonly #clock: Clock;
+  readonly #syncs = new FolderSyncs();
   #closed = false;
 
   /** `clock`: what retries and the host lock's polls sleep on (the wall clock by default). */
@@ -101,7 +103,7 @@ export class FsStore implements ObjectStore {
     const temp = await this.#guard('put', key, () => writeTemp(this.#tempDir, body, this.#config.fsync));
     try {
       const createdFrom = await this.#guard('put', key, () => install(temp, target, mode, key, this.#lock, this.#config));
-      if (this.#config.fsync) await syncAfterWrite(this.root, target, createdFrom, key);
+      if (this.#config.fsync) await syncAfterWrite(this.#syncs, this.root, target, createdFrom, key);
     } finally {
       unlinkQuiet(temp);
     }
@@ -126,7 +128,7 @@ export class FsStore implements ObjectStore {
       this.#lock.run(() => batch.filter((t) => unlinkIfPresent(t.file)), this.#config.lockWaitMs),
     );
     const dirs = [...new Set(removed.map((t) => t.dir))];
-    if (this.#config.fsync) await this.#guard('delete', what, () => Promise.all(dirs.map(fsyncPath)));
+    if (this.#config.fsync) await this.#guard('delete', what, () => Promise.all(dirs.map((d) => this.#syncs.sync(d))));
     for (const dir of dirs) this.#pruneEmpty(dir);
   }
 
