@@ -45,7 +45,7 @@ const bucket = join(root, 'bucket');
 const store = new FsStore(bucket);
 try {
   const logger = process.env.KW_LOG ? createLogger({ level: process.env.KW_LOG }) : silentLogger();
-  const common = { ...TUNABLES, bucket, classes: CLASSES, logger, workerThreads: 2, idleTimeoutMs: 600_000, ...LEASE };
+  const common = { bucket, classes: CLASSES, logger, workerThreads: 2, idleTimeoutMs: 600_000, ...LEASE, ...TUNABLES };
   const a = await startNode({ ...common, dataDir: join(root, 'a'), nodeId: 'a' });
   const names = Array.from({ length: K }, (_, i) => `t/Alarmed/x${i}`);
   // Due once every actor is armed and a has stopped.

@@ -22,7 +22,8 @@
  *     cpu, rss     each survivor's CPU seconds during the drain and peak RSS (VmHWM)
  *     BullMQ       K due delayed jobs, M worker processes, one SQLite write each (bench/peer-bullmq)
  *
- *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,s3] [--mode adr,adaptive,tuned] [--no-peer] [--out drain] [--append] [--reprice]
+ *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,s3] [--mode adr,adaptive,tuned] [--threads 2] [--no-peer] [--out drain] [--append] [--reprice]
+ *   (--threads: each node's workerThreads, 2 unless given)
  *
  *   quick: K 1,000, M 2, fs, ADR defaults and tuned (~2 minutes). full: K 1k/10k/100k, M 1/2/3,
  *   fs (and s3 up to 10k), ADR defaults up to 10k (100k would take over an hour at 25/s).
@@ -54,8 +55,6 @@ const CLASS = 'Alarmed';
 const TENANT = 'drain';
 const LEASE = { leasePeriodMs: 10_000, graceMs: 5_000, skewBoundMs: 1_000 };
 const MARGIN_MS = LEASE.leasePeriodMs + LEASE.graceMs;
-/** Two worker threads per node (the default on this 2-core machine); no idle release during a run. */
-const NODE_SET = { workerThreads: 2, idleTimeoutMs: 600_000 };
 export const MODES = {
   adr: {
     label: 'ADR defaults',
@@ -88,7 +87,10 @@ const args = benchArgs({
   out: { type: 'string' },
   reprice: { type: 'boolean' },
   append: { type: 'boolean' },
+  threads: { type: 'string', default: '2' },
 });
+/** Worker threads per node (--threads; 2 is the default on this 2-core machine); no idle release during a run. */
+const NODE_SET = { workerThreads: Number(args.threads), idleTimeoutMs: 600_000 };
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
 const KS = numbers(args.k) ?? (quick ? [1000] : [1000, 10000, 100000]);
 const MS = numbers(args.m) ?? (quick ? [2] : [1, 2, 3]);

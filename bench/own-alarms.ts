@@ -20,7 +20,7 @@ import { REPO } from '../test/cluster/harness.js';
 import { armAllBefore, benchArgs, percentile, quick, round, table, writeResult } from './lib.js';
 import { cpuSince, threadCpu } from './support/proc-stats.js';
 
-const args = benchArgs({ n: { type: 'string' }, bucket: { type: 'string', default: 'fs' } });
+const args = benchArgs({ n: { type: 'string' }, bucket: { type: 'string', default: 'fs' }, threads: { type: 'string', default: '2' } });
 const N = Number(args.n ?? (quick ? 1_000 : 2_000));
 const IN_FLIGHT = 64;
 const CLASSES = { Alarmed: join(REPO, 'test/fixtures/cluster/alarmed.ts') };
@@ -33,7 +33,7 @@ try {
     dataDir: join(root, 'data'),
     classes: CLASSES,
     logger: silentLogger(),
-    workerThreads: 2,
+    workerThreads: Number(args.threads),
     idleTimeoutMs: 600_000,
   })) as RoutingNode;
   const names = Array.from({ length: N }, (_, i) => `own/Alarmed/a${i}`);
@@ -65,7 +65,7 @@ try {
       .join(', '),
     'peak RSS MB': Math.round(process.resourceUsage().maxRSS / 1024),
   };
-  console.log(`\nbench/own-alarms (one node, 2 worker threads, ${N} own alarms due at once)\n`);
+  console.log(`\nbench/own-alarms (one node, ${args.threads} worker threads, ${N} own alarms due at once)\n`);
   console.log(table([row]));
   console.log(`\nwrote ${writeResult('own-alarms', { rows: [row] })}`);
 } finally {
