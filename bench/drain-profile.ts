@@ -7,8 +7,12 @@
  *   Prints: deliveries/s, bucket requests per delivery by operation (main thread and workers,
  *   counted by wrapping the store), and the time from b's start to the last alarm fired.
  *
- *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K] [tunable=value ...]
+ *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K] [tunable=value ...] [--bucket fs|memory]
  *   (a CPU profile per thread lands in /tmp/prof; summarise with bench/profile-summary.ts)
+ *
+ * --bucket memory: both nodes on one in-memory bucket that every thread of the process shares
+ * (`memory:<name>`, src/store/shared-memory.ts), so what is left is the runtime's own cost (and
+ * the messages between threads that stand in for a bucket's network client).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,12 +21,16 @@ import { createLogger, silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
 import { FsStore } from '../src/store/fs.js';
+import { openStore } from '../src/store/open.js';
+import type { ObjectStore } from '../src/store/types.js';
 import { listAll } from '../src/store/keys.js';
 import { REPO } from '../test/cluster/harness.js';
 import { armAllBefore, benchCommand } from './lib.js';
 import { cpuSince, threadCpu } from './support/proc-stats.js';
 
-const { positionals } = benchCommand({});
+const { positionals, values } = benchCommand({ bucket: { type: 'string', default: 'fs' } });
+const MEMORY = values.bucket === 'memory';
+if (!MEMORY && values.bucket !== 'fs') throw new Error(`--bucket ${values.bucket}: fs or memory`);
 const K = Number(positionals[0] ?? 500);
 /** Tunables for both nodes, as name=value after K (e.g. alarmsInMemory=0). */
 const TUNABLES = Object.fromEntries(
@@ -34,15 +42,15 @@ const TUNABLES = Object.fromEntries(
 const CLASSES = { Alarmed: join(REPO, 'test/fixtures/cluster/alarmed.ts') };
 const LEASE = { leasePeriodMs: 3_000, graceMs: 500, skewBoundMs: 300 }; // short, yet renewals survive a loaded machine
 
-async function indexSize(store: FsStore): Promise<number> {
+async function indexSize(store: ObjectStore): Promise<number> {
   let n = 0;
   for await (const _ of listAll(store, { prefix: 'alarms/' })) n++;
   return n;
 }
 
 const root = mkdtempSync(join(tmpdir(), 'kw-drainprof-'));
-const bucket = join(root, 'bucket');
-const store = new FsStore(bucket);
+const bucket = MEMORY ? 'memory:drain-profile' : join(root, 'bucket');
+const store = MEMORY ? openStore(bucket) : new FsStore(bucket); // in memory: the host, opened before the nodes
 try {
   const logger = process.env.KW_LOG ? createLogger({ level: process.env.KW_LOG }) : silentLogger();
   const common = { bucket, classes: CLASSES, logger, workerThreads: 2, idleTimeoutMs: 600_000, ...LEASE, ...TUNABLES };

@@ -4,6 +4,7 @@
  *   file:///abs/path · file://./rel/path · ./plain/path   → FsStore (the embedded default)
  *   s3://bucket/prefix?endpoint=http://host:port&region=r → S3Store
  *   memory:                                               → MemoryStore (tests; one per call)
+ *   memory:<name>                                         → one MemoryStore for every thread of the process (shared-memory.ts)
  *   latency+<any of these>[?ms=20]                        → LatencyStore around it (benchmarks)
  */
 import { resolve } from 'node:path';
@@ -15,6 +16,7 @@ import { resolveOptions } from '../core/config.js';
 import { FsStore, parseFsUrl } from './fs.js';
 import { LATENCY_SCHEME, LatencyStore, parseLatencyUrl } from './latency.js';
 import { MemoryStore } from './memory.js';
+import { openSharedMemory, sharedMemoryName } from './shared-memory.js';
 import { S3Store, type S3Settings } from './s3.js';
 import { parseS3Url } from './s3-url.js';
 import type { ObjectStore } from './types.js';
@@ -44,6 +46,8 @@ export function openStore(url: string, deps: OpenStoreDeps = {}): ObjectStore {
     return new LatencyStore(openStore(inner, { ...deps, clock }), clock, ms);
   }
   if (url === 'memory:') return new MemoryStore({ clock });
+  const shared = sharedMemoryName(url);
+  if (shared !== null) return openSharedMemory(shared, clock);
   if (url.startsWith('s3://')) {
     return new S3Store({ ...parseS3Url(url), config: deps.config ?? resolveOptions(), random: deps.random ?? new SystemRandom(), clock });
   }

@@ -26,6 +26,7 @@ import {
 } from '../../src/store/fs.js';
 import { runConformance } from './conformance.js';
 import { elapse } from '../helpers/wait.js';
+import { tsWorkerEntry } from '../helpers/ts-worker.js';
 
 const text = (s: string) => new TextEncoder().encode(s);
 const str = (b: Uint8Array) => new TextDecoder().decode(b);
@@ -337,14 +338,6 @@ describe('fs store: options, URLs, lifecycle', () => {
     });
   });
 });
-
-/**
- * Here (Node 20.20, tsx 4.23) a worker does not inherit the `--import tsx` hooks, whether its entry
- * is a .ts file, a .mjs file or eval code; registering tsx inside the worker does work.
- */
-function tsWorkerEntry(file: URL): string {
-  return `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(file.href)}); })`;
-}
 
 describe('fs store between worker threads', () => {
   it('4 threads race compare-and-swap increments through their own clients: no lost update', async () => {
