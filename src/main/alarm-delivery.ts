@@ -5,6 +5,7 @@
  *   timer (committed alarms of actors this node ran + entries the sweep offered)
  *     ─▶ due ─▶ queue (≤ deliveriesPerSweep waiting, deliveryConcurrency running; full: the timer
  *        holds what is due until half the queue has drained)
+ *     ─▶ room for another actor (the releases past heldActorsMax keep up, idle-actors.ts)
  *     ─▶ deliver(key, at) (the Node: hold, lane, worker) ─▶ outcome:
  *          ran / stale / kept   counted; a committed retry is deferred to its time
  *          releaseHold          the empty-bucket rule: the actor is given back at once
@@ -44,6 +45,8 @@ export interface DeliveryDeps {
   deliver(address: ActorAddress, dueMs: number): Promise<EventResult | undefined>;
   /** Closes the actor and releases its hold (the empty-bucket rule). */
   giveBack(address: ActorAddress): Promise<void>;
+  /** Resolves once the node may take on another actor (idle-actors.ts: its releases keep up). */
+  actorRoom?(): Promise<void>;
 }
 
 export class AlarmDelivery {
@@ -70,9 +73,10 @@ export class AlarmDelivery {
     return this.queue.size + this.queue.pending;
   }
 
-  /** Resolves once fewer than half a sweep's deliveries wait (the adaptive sweep's cue). */
-  room(): Promise<void> {
-    return this.queue.onSizeLessThan(Math.max(1, Math.floor(this.deps.config.deliveriesPerSweep / 2)));
+  /** Resolves once fewer than half a sweep's deliveries wait and the node may take on actors (the adaptive sweep's cue). */
+  async room(): Promise<void> {
+    await this.queue.onSizeLessThan(Math.max(1, Math.floor(this.deps.config.deliveriesPerSweep / 2)));
+    await this.deps.actorRoom?.();
   }
 
   /** The actor's alarm is in the timer or its delivery is queued or running. */
@@ -129,6 +133,8 @@ export class AlarmDelivery {
     const { clock, metrics, log, config } = this.deps;
     const address = parseAddress(key);
     try {
+      await this.deps.actorRoom?.();
+      if (this.stopped) return;
       const r = await this.deps.deliver(address, at);
       if (!r) return;
       metrics.deliveries.inc({ outcome: r.type === 'error' ? 'failed' : r.ran ? 'ran' : r.removed ? 'stale' : 'kept' });

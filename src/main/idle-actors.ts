@@ -1,11 +1,17 @@
 /**
  * `IdleActors`: when this node last ran an event for each actor, and the reaper that closes the
  * actors idle past idleTimeoutMs (flush, close the database, release the hold) — plus `giveBack`,
- * the same at once for one actor (the empty-bucket rule). Past `heldActorsMax` actors, the reaper
- * also closes the least recently used ones early, so the node's per-actor state (this map, its
- * holds) stays bounded however large a backlog it drains. Close and release run in the actor's
+ * the same at once for one actor (the empty-bucket rule). Close and release run in the actor's
  * lane, so no event slips in between. The reaper is an RxJS interval on the injected scheduler,
  * every idleTimeoutMs/4 (at least 100 ms, at most 10 s); `stop()` ends it.
+ *
+ * Past `heldActorsMax` actors, the least recently used one is queued for close and release as
+ * soon as an event takes on one more, not at the next reaper round: a node draining a backlog at
+ * 700 actors a second would otherwise take on thousands between rounds, and queue as many
+ * releases at once. The queue of releases is bounded too: `room()` resolves once fewer than
+ * REAP_WAITING_MAX wait, and the alarm delivery waits for it before each delivery, so the node
+ * takes on actors no faster than it lets them go. Its per-actor state (this map, its holds, the
+ * queue) stays bounded however large a backlog it drains.
  */
 import PQueue from 'p-queue';
 import { interval, type SchedulerLike, type Subscription } from 'rxjs';
@@ -19,6 +25,8 @@ import type { WorkerGroup } from './worker-group.js';
 
 /** Actors the reaper closes and releases at once. */
 export const REAP_CONCURRENCY = 16;
+/** Actors waiting to be closed and released, at most, before `room()` holds new ones back. */
+export const REAP_WAITING_MAX = 4 * REAP_CONCURRENCY;
 
 export interface IdleActorsDeps {
   clock: Clock;
@@ -34,6 +42,13 @@ export interface IdleActorsDeps {
 
 export class IdleActors {
   private readonly lastUsed = new Map<string, { address: ActorAddress; at: number }>();
+  /**
+   * Actors a worker may have open: each event may open one, and one whose last event ran in
+   * memory (`closed`) is shut already, so letting it go is only releasing its hold — no task for
+   * its worker, which would wait behind the worker's deliveries. Read in the actor's lane, where
+   * its events also run, so an event that opens it again comes first. Bounded by the held actors.
+   */
+  private readonly mayBeOpen = new Set<string>();
   private readonly reaper: Subscription;
   /**
    * Closes and releases, REAP_CONCURRENCY at once (across reaper rounds too): one at a time, a
@@ -51,6 +66,18 @@ export class IdleActors {
   used(key: string, address: ActorAddress): void {
     this.lastUsed.delete(key); // re-insert: the map's order is least recently used first
     this.lastUsed.set(key, { address, at: this.deps.clock.now() });
+    this.mayBeOpen.add(key);
+    if (this.lastUsed.size > this.deps.config.heldActorsMax) this.reap(-Infinity);
+  }
+
+  /** The actor's last event left nothing of it open in its worker (called in the actor's lane, after `used`). */
+  closed(key: string): void {
+    this.mayBeOpen.delete(key);
+  }
+
+  /** Resolves once few enough actors wait to be closed and released that another may be taken on. */
+  room(): Promise<void> {
+    return this.reaping.onSizeLessThan(REAP_WAITING_MAX);
   }
 
   /** True when this node ran an event for the actor within the last `withinMs`. */
@@ -62,6 +89,7 @@ export class IdleActors {
   /** Forgets every last use (the node was fenced: its actors were dropped, none is to be closed). */
   forgetAll(): void {
     this.lastUsed.clear();
+    this.mayBeOpen.clear();
   }
 
   stop(): void {
@@ -76,7 +104,12 @@ export class IdleActors {
   }
 
   private async reapIdle(): Promise<void> {
-    const cutoff = this.deps.clock.now() - this.deps.config.idleTimeoutMs;
+    this.reap(this.deps.clock.now() - this.deps.config.idleTimeoutMs);
+    await this.reaping.onIdle();
+  }
+
+  /** Queues for close and release the actors last used at or before `cutoff`, and the least recently used past heldActorsMax. */
+  private reap(cutoff: number): void {
     let over = this.lastUsed.size - this.deps.config.heldActorsMax;
     for (const [key, { address, at }] of this.lastUsed) {
       if (at > cutoff && over <= 0) break; // least recently used first: the rest are newer
@@ -89,13 +122,12 @@ export class IdleActors {
         );
       });
     }
-    await this.reaping.onIdle();
   }
 
   /** Close and release run in the actor's lane, so no event slips in between. */
   private async closeAndRelease(key: string, address: ActorAddress): Promise<void> {
     await this.deps.lanes.run(key, async () => {
-      await this.deps.workers.run({ type: 'close', address });
+      if (this.mayBeOpen.delete(key)) await this.deps.workers.run({ type: 'close', address });
       await this.releaseHold(address);
     });
   }

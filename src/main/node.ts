@@ -127,6 +127,7 @@ export class Node implements RoutingNode {
       learned: (key, event, r) => {
         if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.delivery.set(key, r.alarmAt);
         if (r.type === 'ok' && r.deleted) this.delivery.clear(key);
+        if (r.type === 'ok' && r.closed) this.idle.closed(key);
       },
     });
   }
@@ -198,6 +199,7 @@ export class Node implements RoutingNode {
       metrics: this.metrics,
       deliver: (address, dueMs) => this.deliver(address, dueMs),
       giveBack: (address) => this.idle.giveBack(address),
+      actorRoom: () => this.idle.room(),
     });
   }
 

@@ -156,6 +156,11 @@ export class ActorSlots {
     return this.open.size;
   }
 
+  /** The actor is open here (closing counts as closed: an event taking it again waits for that to end). */
+  isOpen(address: ActorAddress): boolean {
+    return this.open.has(formatAddress(address));
+  }
+
   /** Closes everything without flushing (the lease was lost). */
   dropAll(): void {
     for (const slot of [...this.open.values()]) this.drop(slot.replica.address);

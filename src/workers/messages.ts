@@ -50,6 +50,8 @@ export type EventResult =
       removed?: number;
       /** A durable call's result at its commit (workers/batch.ts): its reply waits for its final result, which follows. */
       pending?: true;
+      /** The worker keeps nothing of the actor open after this event (it ran in memory): closing it is only releasing its hold. */
+      closed?: true;
     }
   | { type: 'error'; error: ErrorData; alarmAt: number | null };
 

@@ -212,11 +212,11 @@ async function withDb(
     // An actor in memory is closed once released: what the event committed goes up now, and a
     // delivery counts as done only once its outcome is in the bucket.
     if (slot.memory && !slot.replica.givenUp) await slot.replica.sync();
-    return result;
-  } catch (e) {
-    return failure(e, null);
-  } finally {
     deps.slots.release(slot);
+    return result.type === 'ok' && !deps.slots.isOpen(address) ? { ...result, closed: true } : result;
+  } catch (e) {
+    deps.slots.release(slot);
+    return failure(e, null);
   }
 }
 

@@ -1,4 +1,7 @@
 /**
+ * Room for another actor (issue 15): a delivery waits while the node's releases past
+ * heldActorsMax fall behind, so a drain takes on actors no faster than it lets them go.
+ *
  * A full alarm timer (issue 14): the event that committed the alarm already succeeded, so the
  * timer's Overloaded never reaches its caller. The alarm is left to the sweep (it stays committed
  * and indexed), counted in keepwork_timer_full_total and logged.
@@ -11,6 +14,47 @@ import { ErrorCode } from '../../src/core/errors.js';
 import { AlarmDelivery } from '../../src/main/alarm-delivery.js';
 import { NodeMetrics } from '../../src/main/metrics.js';
 import { capturedLogger } from '../helpers/log-lines.js';
+import { silentLogger } from '../../src/core/logger.js';
+
+describe('alarm delivery and room for another actor', () => {
+  it('a due alarm is not delivered until actorRoom resolves, and the adaptive cue waits for it too', async () => {
+    const clock = new SimClock(1_000_000);
+    const delivered: string[] = [];
+    let open: () => void = () => undefined;
+    let gate = new Promise<void>((resolve) => (open = resolve));
+    const d = new AlarmDelivery({
+      clock,
+      config: resolveOptions({}),
+      log: silentLogger(),
+      metrics: new NodeMetrics(),
+      deliver: async (a) => (delivered.push(a.name), undefined),
+      giveBack: async () => undefined,
+      actorRoom: () => gate,
+    });
+    const settle = async () => {
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    let cue = false;
+    void d.room().then(() => (cue = true));
+    assert.equal(d.offer('t/C/a', 999_000), true);
+    await clock.advance(1);
+    await settle();
+    assert.deepEqual(delivered, [], 'no room: the delivery waits');
+    assert.equal(d.backlog(), 1, 'it waits in the queue, counted in the backlog');
+    assert.equal(cue, false, 'the adaptive sweep waits for room too');
+    open();
+    await settle();
+    assert.deepEqual(delivered, ['a']);
+    assert.equal(cue, true);
+    gate = new Promise<void>((resolve) => (open = resolve));
+    d.offer('t/C/b', 999_000);
+    await clock.advance(1);
+    d.stop(); // stopped while waiting for room: nothing more is delivered
+    open();
+    await settle();
+    assert.deepEqual(delivered, ['a']);
+  });
+});
 
 describe('alarm delivery with a full timer', () => {
   it('set and offer do not throw: the alarm is counted, logged once a minute, and left to the sweep', async () => {

@@ -57,6 +57,7 @@ describe('delivering index entries', () => {
     fired.length = 0;
     const r = await other.deliver(A, entry!.dueMs);
     assert.equal(r.type === 'ok' && r.ran, true);
+    assert.equal(r.type === 'ok' && r.closed, true, 'run in memory: nothing of it stays open, so letting it go needs no worker task');
     assert.deepEqual(fired, ['a']);
     await other.clock.advance(25);
     assert.deepEqual(entries(store), [], 'the alarm fired and its entry is gone once that is uploaded');
@@ -71,6 +72,7 @@ describe('delivering index entries', () => {
     okResult(await e.callDurable(A, 'set', 1_900_000_000_000)); // an upload under this hold exists
     const r = await e.deliver(A, 1_800_000_000_000);
     assert.equal(r.type === 'ok' && r.removed, 2);
+    assert.equal(r.type === 'ok' && r.closed, undefined, 'an actor with a local file stays open in its worker');
     assert.deepEqual(
       entries(store).map((x) => x.dueMs),
       [1_900_000_000_000],
