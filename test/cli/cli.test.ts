@@ -50,6 +50,11 @@ describe('keepwork CLI', () => {
     });
     assert.notEqual(noClass.status, 0);
     assert.match(noClass.stderr, /classes must name at least one actor class/);
+    for (const value of ['-1', '401', '1.5', 'x']) {
+      const heap = spawnSync(process.execPath, [...CLI, 'start', '--port', '0', '--heap-growth', value], { encoding: 'utf8' });
+      assert.notEqual(heap.status, 0, value);
+      assert.match(heap.stderr, /--heap-growth.*must be an integer from 0 to 400/, value);
+    }
   });
 
   it('start --help lists every tunable with its default and unit, and no {} defaults', () => {
@@ -57,6 +62,7 @@ describe('keepwork CLI', () => {
     assert.equal(help.status, 0, help.stderr);
     assert.doesNotMatch(help.stdout, /default: \{\}/);
     assert.match(help.stdout, /--bucket <url>[\s\S]*\(default: <data>\/bucket\)/);
+    assert.match(help.stdout, /--heap-growth <pct>[\s\S]*\(default: 50\)/);
     for (const [name, value] of Object.entries(DEFAULTS)) {
       const unit = unitOf(name as keyof typeof DEFAULTS);
       assert.match(help.stdout, new RegExp(`^  ${name} +${value} +${unit.replace(/[()]/g, '\\$&')}\\b`, 'm'), `${name} ${value} ${unit}`);
