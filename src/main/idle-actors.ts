@@ -75,6 +75,11 @@ export class IdleActors {
     this.mayBeOpen.delete(key);
   }
 
+  /** Actors queued to be closed and released, or being released. */
+  backlog(): number {
+    return this.reaping.size + this.reaping.pending;
+  }
+
   /** Resolves once few enough actors wait to be closed and released that another may be taken on. */
   room(): Promise<void> {
     return this.reaping.onSizeLessThan(REAP_WAITING_MAX);

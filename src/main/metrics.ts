@@ -90,6 +90,11 @@ export class NodeMetrics {
     help: 'Deliveries queued or running',
     registers: [this.registry],
   });
+  readonly releaseBacklog = new Gauge({
+    name: 'keepwork_release_backlog',
+    help: 'Actors queued to be closed and released (idle, or past heldActorsMax), or being released',
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'keepwork_process_' });

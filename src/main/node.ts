@@ -188,6 +188,7 @@ export class Node implements RoutingNode {
     this.metrics.pendingAlarms.set(this.delivery.size);
     this.metrics.heldActors.set(this.membership.holds.heldCount());
     this.metrics.deliveryBacklog.set(this.delivery.backlog());
+    this.metrics.releaseBacklog.set(this.idle.backlog());
     return this.metrics.registry.metrics();
   }
 

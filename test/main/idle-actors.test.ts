@@ -96,6 +96,7 @@ describe('IdleActors', () => {
     for (let i = 0; i <= REAP_CONCURRENCY + REAP_WAITING_MAX; i++) use(`n${i}`);
     await settle();
     assert.equal(released.length, REAP_CONCURRENCY);
+    assert.equal(idle.backlog(), REAP_CONCURRENCY + REAP_WAITING_MAX, 'running and waiting releases, as keepwork_release_backlog shows');
     assert.equal(await roomNow(), false, `${REAP_WAITING_MAX} releases wait: no room for another actor`);
     waiting.splice(0, 1).forEach((done) => done());
     await settle();

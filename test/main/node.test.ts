@@ -171,6 +171,7 @@ describe('node (real Piscina workers)', () => {
       assert.ok(count('op="put",area="state",thread="worker"') >= 1, text);
       assert.ok(count('op="put",area="holds",thread="main"') >= 1, text);
       assert.equal(count('op="put",area="state",thread="main"'), 0, "uploads are the workers' requests");
+      assert.match(text, /^keepwork_release_backlog 0$/m, 'nothing waits to be released: the gauge is there, at 0');
     } finally {
       await b.stop();
       await store.close();
