@@ -203,21 +203,21 @@ async function withDb(
     return failure(e, null); // the chain could not be read or restored: the actor is not served
   }
   if (!slot) return absent();
+  let result: EventResult;
   try {
     if (slot.fresh) {
       await indexOnTake(deps, slot, address);
       slot.fresh = false;
     }
-    const result = await use(slot);
+    result = await use(slot);
     // An actor in memory is closed once released: what the event committed goes up now, and a
     // delivery counts as done only once its outcome is in the bucket.
     if (slot.memory && !slot.replica.givenUp) await slot.replica.sync();
-    deps.slots.release(slot);
-    return result.type === 'ok' && !deps.slots.isOpen(address) ? { ...result, closed: true } : result;
   } catch (e) {
-    deps.slots.release(slot);
-    return failure(e, null);
+    result = failure(e, null);
   }
+  deps.slots.release(slot);
+  return result.type === 'ok' && !deps.slots.isOpen(address) ? { ...result, closed: true } : result;
 }
 
 async function initOnce(deps: PipelineDeps, db: Db, def: ActorDefinition, run: GuestRun): Promise<void> {
