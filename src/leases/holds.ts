@@ -7,9 +7,18 @@
  *
  * Only while this node's lease is valid. A lost race (412) re-reads and decides again, a bounded
  * number of times.
+ *
+ * A take without the read (`expect`): the sweep offers an orphaned alarm's entry with the
+ * generation that wrote it, which is most often the actor's hold still, held by the run that died.
+ * Once one read found such a hold of a run known to be over, the next expected actor is taken
+ * with `If-Match` on the etag its hold would have if it were held by that run at that generation
+ * (every store's etag is the MD5 of the body; the table checks this on its own writes). The PUT
+ * lands only if the hold is exactly that record, and for that record the read would have decided
+ * `take` too; a 412 falls back to the read.
  */
 import type { Clock } from '../core/clock.js';
 import { ErrorCode, StoreUnavailable, isKeepworkError } from '../core/errors.js';
+import { etagOf } from '../store/etag.js';
 import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
 import { invariant } from '../core/invariant.js';
@@ -27,11 +36,19 @@ export type Ownership = { kind: 'mine'; generation: number } | { kind: 'elsewher
 const ROUNDS_MAX = 4;
 /** How many released generations are remembered (a release lands or fails long before this many more). */
 const RELEASED_MAX = 65_536;
+/** How many expected generations are remembered (the sweep offers at most a few thousand at a time). */
+const EXPECTED_MAX = 16_384;
 
 export class HoldTable {
   private readonly mine = new Map<string, { generation: number; etag: string }>();
   /** Generations this node released (per actor), whose release PUT may still be in flight. */
   private readonly released = new Map<string, number>();
+  /** Actors the sweep offered, with the generation of the entry (`expect`). */
+  private readonly expected = new Map<string, number>();
+  /** The last run over whose hold a read found (the holder an expected take assumes). */
+  private lastOverHolder: { nodeId: string; epoch: number } | undefined;
+  /** Whether this store's etags are the MD5 of the body (learnt from this table's own writes). */
+  private etagsPredictable = false;
 
   constructor(
     private readonly store: ObjectStore,
@@ -55,9 +72,12 @@ export class HoldTable {
   async acquire(a: ActorAddress): Promise<Ownership> {
     const known = this.mine.get(formatAddress(a));
     if (known) {
+      this.expected.delete(formatAddress(a));
       this.lease.check();
       return { kind: 'mine', generation: known.generation };
     }
+    const expected = await this.takeExpected(a);
+    if (expected) return expected;
     for (let round = 0; round < ROUNDS_MAX; round++) {
       this.lease.check();
       const outcome = await this.tryAcquire(a);
@@ -77,6 +97,33 @@ export class HoldTable {
     await this.store.put(holdKey(a), encodeHold(record), { ifMatch: known.etag }).catch((e: unknown) => {
       if (!isKeepworkError(e, ErrorCode.PreconditionFailed)) throw e; // someone took it already
     });
+  }
+
+  /**
+   * The actor's hold is likely at `generation` (an index entry of that generation is due): the
+   * next acquire may take it without reading it first. Bounded: the oldest are forgotten first.
+   */
+  expect(a: ActorAddress, generation: number): void {
+    const key = formatAddress(a);
+    this.expected.delete(key);
+    this.expected.set(key, generation);
+    if (this.expected.size > EXPECTED_MAX) this.expected.delete(this.expected.keys().next().value!);
+  }
+
+  /**
+   * The take without a read: If-Match on the etag of the hold `{lastOverHolder, generation, held}`.
+   * undefined: nothing to assume, or the hold is not that record (412) — read it.
+   */
+  private async takeExpected(a: ActorAddress): Promise<Ownership | undefined> {
+    const key = formatAddress(a);
+    const generation = this.expected.get(key);
+    this.expected.delete(key);
+    const holder = this.lastOverHolder;
+    if (generation === undefined || !holder || !this.etagsPredictable) return undefined;
+    if (generation < (this.released.get(key) ?? 0) || !this.nodes.isOver(holder.nodeId, holder.epoch)) return undefined;
+    this.lease.check();
+    const assumed: HoldRecord = { nodeId: holder.nodeId, epoch: holder.epoch, generation, state: 'held' };
+    return this.write(a, generation + 1, { ifMatch: etagOf(encodeHold(assumed)) });
   }
 
   /** Remembers a released generation (bounded: the oldest are forgotten first). */
@@ -136,11 +183,19 @@ export class HoldTable {
       case 'create':
         return this.write(a, 1, { ifNoneMatch: '*' });
       case 'take':
+        this.noteOverHolder(hold!);
         return this.write(a, d.generation, { ifMatch: obj!.etag });
       case 'fenceThenTake':
         if (!(await this.fence(holder!.record, holder!.etag))) return undefined;
+        this.noteOverHolder(hold!);
         return this.write(a, d.generation, { ifMatch: obj!.etag });
     }
+  }
+
+  /** A hold still `held` by another node's run that is over: the holder `takeExpected` assumes next. */
+  private noteOverHolder(hold: HoldRecord): void {
+    if (hold.state === 'held' && hold.nodeId !== this.self.nodeId && this.nodes.isOver(hold.nodeId, hold.epoch))
+      this.lastOverHolder = { nodeId: hold.nodeId, epoch: hold.epoch };
   }
 
   private async write(
@@ -150,8 +205,10 @@ export class HoldTable {
   ): Promise<Ownership | undefined> {
     this.checkNotBelowReleased(a, generation - 1, 'writing a hold on top of');
     const record: HoldRecord = { nodeId: this.self.nodeId, epoch: this.lease.epoch, generation, state: 'held' };
+    const body = encodeHold(record);
     try {
-      const { etag } = await this.store.put(holdKey(a), encodeHold(record), condition);
+      const { etag } = await this.store.put(holdKey(a), body, condition);
+      this.etagsPredictable = etag === etagOf(body);
       this.mine.set(formatAddress(a), { generation, etag });
       return { kind: 'mine', generation };
     } catch (e) {

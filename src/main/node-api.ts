@@ -76,8 +76,11 @@ export interface RoutingNode extends KeepworkNode {
   /** Prometheus text of this node's metrics. */
   metricsText(): Promise<string>;
   readonly metrics: NodeMetrics;
-  /** An index entry the sweep found overdue: delivered through the timer (its backoff horizon applies). */
-  offerEntry(address: ActorAddress, dueMs: number): boolean;
+  /**
+   * An index entry the sweep found overdue: delivered through the timer (its backoff horizon
+   * applies). `generation`: the entry's tag's, the hold the delivery expects to find (holds.ts).
+   */
+  offerEntry(address: ActorAddress, dueMs: number, generation?: number): boolean;
   /** `idempotencyKey`: only with `durable` (README "Idempotent durable calls"). */
   request(
     address: ActorAddress,

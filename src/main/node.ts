@@ -106,7 +106,7 @@ export class Node implements RoutingNode {
       live: async (maxAgeMs) =>
         (await this.membership.nodes.live(maxAgeMs)).map((r) => ({ nodeId: r.nodeId, tenants: r.tenants, classes: r.classes })),
       busy: { has: (actor) => this.busy(actor) },
-      offer: (address, dueMs) => this.offerEntry(address, dueMs),
+      offer: (address, dueMs, generation) => this.offerEntry(address, dueMs, generation),
       backlog: () => this.delivery.backlog(),
       room: () => this.delivery.room(),
       tenants: async () => this.served.tenants ?? (await indexTenants(store)),
@@ -158,9 +158,11 @@ export class Node implements RoutingNode {
     return this.delivery.size;
   }
 
-  offerEntry(address: ActorAddress, dueMs: number): boolean {
+  offerEntry(address: ActorAddress, dueMs: number, generation?: number): boolean {
     if (this.stopping || this.isFenced || !serves(this.served, address)) return false;
-    return this.delivery.offer(formatAddress(address), dueMs);
+    if (!this.delivery.offer(formatAddress(address), dueMs)) return false;
+    if (generation !== undefined) this.membership.holds.expect(address, generation);
+    return true;
   }
 
   heldActors(): number {

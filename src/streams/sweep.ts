@@ -52,8 +52,8 @@ export interface SweepDeps {
   self: () => SweepNode;
   live: (maxAgeMs: number) => Promise<SweepNode[]>;
   busy: { has(actor: string): boolean };
-  /** Offers an entry to the timer; false when it keeps what it holds. */
-  offer: (address: ActorAddress, dueMs: number) => boolean;
+  /** Offers an entry to the timer, with the generation that wrote it (tagged entries); false when it keeps what it holds. */
+  offer: (address: ActorAddress, dueMs: number, generation?: number) => boolean;
   /** Deliveries queued or running now (for "capacity is free"). */
   backlog: () => number;
   /** Resolves once the delivery queue has room for another sweep's deliveries (adaptive cadence). */
@@ -176,7 +176,7 @@ export class Sweeper {
     let offered = 0;
     let offeredAnyones = 0;
     for (const [i, e] of plan.deliveries.entries()) {
-      if (!this.d.offer(e.address, e.dueMs)) continue;
+      if (!this.d.offer(e.address, e.dueMs, e.tag?.generation)) continue;
       offered++;
       if (i >= plan.own) offeredAnyones++; // own entries come first in the plan
     }

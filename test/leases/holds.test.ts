@@ -1,6 +1,7 @@
 /**
  * HoldTable's invariant and its logged failures (issue 14): a hold's generation never decreases,
  * checked where it is read and written; releases that fail at stop are logged, not swallowed.
+ * The take of an expected hold without a read (issue 15): only of the exact record assumed.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -12,8 +13,9 @@ import { silentLogger, type Logger } from '../../src/core/logger.js';
 import { NodeDirectory } from '../../src/leases/directory.js';
 import { HoldTable } from '../../src/leases/holds.js';
 import { NodeLease } from '../../src/leases/node-lease.js';
-import { decodeNode, encodeHold, encodeNode, holdKey, nodeKey } from '../../src/leases/records.js';
+import { decodeHold, decodeNode, encodeHold, encodeNode, holdKey, nodeKey } from '../../src/leases/records.js';
 import { MemoryStore } from '../../src/store/memory.js';
+import type { ObjectStore, PutCondition } from '../../src/store/types.js';
 import { capturedLogger } from '../helpers/log-lines.js';
 
 const config = resolveOptions({ leasePeriodMs: 10_000, graceMs: 5_000, skewBoundMs: 1_000 });
@@ -81,3 +83,81 @@ describe('errors that used to be swallowed are logged', () => {
     );
   });
 });
+
+describe('an expected hold is taken without reading it first', () => {
+  const B = parseAddress('t/C/y');
+  const dead = { nodeId: 'n2', epoch: 3 };
+  const held = (generation: number, holder = dead) => encodeHold({ ...holder, generation, state: 'held' });
+
+  /** n1 with n2's run 3 over (its record fenced) holding A and B at generation 5; records the requests on B's hold. */
+  async function afterTakeover(store0?: (s: MemoryStore) => ObjectStore) {
+    const n = await node();
+    const record = { nodeId: 'n2', epoch: 3, addr: 'http://n2', tenants: null, classes: ['C'], expiresAtMs: 0, state: 'fenced' as const };
+    await n.store.put(nodeKey('n2'), encodeNode(record));
+    n.nodes.observe(record);
+    await n.store.put(holdKey(A), held(5));
+    await n.store.put(holdKey(B), held(5));
+    const store = store0 ? store0(n.store) : n.store;
+    const holds = new HoldTable(store, n.clock, config, n.lease, n.nodes, { nodeId: 'n1' }, silentLogger());
+    assert.deepEqual(await holds.acquire(A), { kind: 'mine', generation: 6 }); // read, then take: learns n2's run
+    const onB: string[] = [];
+    n.store.setFaults((r) => (r.key === holdKey(B) && onB.push(r.op), undefined));
+    return { ...n, holds, onB };
+  }
+
+  it('the hold of the run the last take found over, at the entry’s generation: one PUT, no GET', async () => {
+    const { holds, onB, store } = await afterTakeover();
+    holds.expect(B, 5);
+    assert.deepEqual(await holds.acquire(B), { kind: 'mine', generation: 6 });
+    assert.deepEqual(onB, ['put']);
+    assert.deepEqual(decodeHold((await store.get(holdKey(B)))!.body), { nodeId: 'n1', epoch: 1, generation: 6, state: 'held' });
+  });
+
+  it('a hold that moved on since the entry was written: the PUT fails, the read decides (the later hold is kept)', async () => {
+    const { holds, onB, store } = await afterTakeover();
+    await store.put(holdKey(B), held(8));
+    onB.length = 0;
+    holds.expect(B, 5);
+    assert.deepEqual(await holds.acquire(B), { kind: 'mine', generation: 9 });
+    assert.deepEqual(onB, ['put', 'get', 'put']);
+  });
+
+  it('a hold of a live node is never taken by the guess: the read finds it and the call goes there', async () => {
+    const { holds, store, clock } = await afterTakeover();
+    const live = {
+      nodeId: 'n3',
+      epoch: 1,
+      addr: 'http://n3',
+      tenants: null,
+      classes: ['C'],
+      expiresAtMs: clock.now() + 60_000,
+      state: 'live' as const,
+    };
+    await store.put(nodeKey('n3'), encodeNode(live));
+    await store.put(holdKey(B), held(5, { nodeId: 'n3', epoch: 1 }));
+    holds.expect(B, 5);
+    assert.deepEqual(await holds.acquire(B), { kind: 'elsewhere', nodeId: 'n3', addr: 'http://n3' });
+    assert.deepEqual(decodeHold((await store.get(holdKey(B)))!.body).nodeId, 'n3');
+  });
+
+  it('a store whose etags are not the MD5 of the body: no guess, the hold is read first', async () => {
+    const { holds, onB } = await afterTakeover(otherEtags);
+    holds.expect(B, 5);
+    assert.deepEqual(await holds.acquire(B), { kind: 'mine', generation: 6 });
+    assert.deepEqual(onB, ['get', 'put']);
+  });
+});
+
+/** The same store with etags of another form ("v-" + MD5), as an S3 with server-side encryption by KMS answers. */
+function otherEtags(s: MemoryStore): ObjectStore {
+  const wrap = <T extends { etag: string } | null>(o: T): T => (o ? { ...o, etag: `v-${o.etag}` } : o);
+  return new Proxy(s, {
+    get(target, prop, receiver) {
+      if (prop === 'get') return async (key: string) => wrap(await target.get(key));
+      if (prop === 'put')
+        return async (key: string, body: Uint8Array, c?: PutCondition) =>
+          wrap(await target.put(key, body, c && 'ifMatch' in c ? { ifMatch: c.ifMatch.replace(/^v-/, '') } : c));
+      return Reflect.get(target, prop, receiver) as unknown;
+    },
+  });
+}

@@ -20,7 +20,7 @@ function setup(options: KeepworkOptions = {}, classes = ['C'], others: string[] 
   const clock = new SimClock(NOW);
   const store = new MemoryStore({ clock });
   const config = resolveOptions(options);
-  const offered: { address: ActorAddress; dueMs: number }[] = [];
+  const offered: { address: ActorAddress; dueMs: number; generation?: number }[] = [];
   let backlog = 0;
   const busy = new Set<string>();
   const self = { nodeId: 'n1', tenants: null, classes };
@@ -33,15 +33,15 @@ function setup(options: KeepworkOptions = {}, classes = ['C'], others: string[] 
     self: () => self,
     live: async () => [self, ...others.map((nodeId) => ({ nodeId, tenants: null, classes }))],
     busy,
-    offer: (address, dueMs) => (offered.push({ address, dueMs }), true),
+    offer: (address, dueMs, generation) => (offered.push({ address, dueMs, generation }), true),
     backlog: () => backlog,
     tenants: async () => ['t'],
     scheduler: new ClockScheduler(clock),
     ...extra,
   });
-  const add = (name: string, overdueMs: number, className = 'C') =>
+  const add = (name: string, overdueMs: number, className = 'C', generation = 1) =>
     store.put(
-      entryKey({ address: parseAddress({ tenant: 't', className, name }), dueMs: NOW - overdueMs, tag: { generation: 1, nonce: 'ab' } }),
+      entryKey({ address: parseAddress({ tenant: 't', className, name }), dueMs: NOW - overdueMs, tag: { generation, nonce: 'ab' } }),
       new Uint8Array(0),
     );
   return { clock, store, config, sweeper, offered, busy, add, setBacklog: (n: number) => (backlog = n) };
@@ -60,6 +60,20 @@ describe('the sweep', () => {
     assert.equal(r.read, 1);
     assert.equal(r.nextDueMs, NOW - 5_000, 'the first entry not yet overdue enough');
     assert.equal(r.full, false);
+  });
+
+  it('offers each entry with the generation in its tag (the hold its delivery expects to find)', async () => {
+    const s = setup();
+    await s.add('a', 20_000, 'C', 7);
+    await s.add('b', 20_000, 'C', 2);
+    await s.sweeper.sweepTenant('t');
+    assert.deepEqual(
+      s.offered.map((o) => [o.address.name, o.generation]),
+      [
+        ['a', 7],
+        ['b', 2],
+      ],
+    );
   });
 
   it('reads at most sweepPageEntries per sweep and resumes after the last entry read (past stuck entries)', async () => {
