@@ -9,12 +9,13 @@
  * number of times.
  *
  * A take without the read (`expect`): the sweep offers an orphaned alarm's entry with the
- * generation that wrote it, which is most often the actor's hold still, held by the run that died.
- * Once one read found such a hold of a run known to be over, the next expected actor is taken
- * with `If-Match` on the etag its hold would have if it were held by that run at that generation
- * (every store's etag is the MD5 of the body; the table checks this on its own writes). The PUT
- * lands only if the hold is exactly that record, and for that record the read would have decided
- * `take` too; a 412 falls back to the read.
+ * generation that wrote it, which is most often the actor's hold still — held by the run that
+ * died, or released by a node that stopped. Once a read found another node's hold takeable as it
+ * stood (released, or held by a run known to be over), the next expected actor is taken with
+ * `If-Match` on the etag its hold would have if it were that node's, same epoch and state, at the
+ * entry's generation (every store's etag is the MD5 of the body; the table checks this on its own
+ * writes). The PUT lands only if the hold is exactly that record, and for that record the read
+ * would have decided `take` too; a 412 falls back to the read.
  */
 import type { Clock } from '../core/clock.js';
 import { ErrorCode, StoreUnavailable, isKeepworkError } from '../core/errors.js';
@@ -45,8 +46,8 @@ export class HoldTable {
   private readonly released = new Map<string, number>();
   /** Actors the sweep offered, with the generation of the entry (`expect`). */
   private readonly expected = new Map<string, number>();
-  /** The last run over whose hold a read found (the holder an expected take assumes). */
-  private lastOverHolder: { nodeId: string; epoch: number } | undefined;
+  /** The hold a read last found takeable as it stood (released, or held by a run that is over): what an expected take assumes. */
+  private lastTakeable: Omit<HoldRecord, 'generation'> | undefined;
   /** Whether this store's etags are the MD5 of the body (learnt from this table's own writes). */
   private etagsPredictable = false;
 
@@ -111,18 +112,18 @@ export class HoldTable {
   }
 
   /**
-   * The take without a read: If-Match on the etag of the hold `{lastOverHolder, generation, held}`.
+   * The take without a read: If-Match on the etag of the hold `{…lastTakeable, generation}`.
    * undefined: nothing to assume, or the hold is not that record (412) — read it.
    */
   private async takeExpected(a: ActorAddress): Promise<Ownership | undefined> {
     const key = formatAddress(a);
     const generation = this.expected.get(key);
     this.expected.delete(key);
-    const holder = this.lastOverHolder;
-    if (generation === undefined || !holder || !this.etagsPredictable) return undefined;
-    if (generation < (this.released.get(key) ?? 0) || !this.nodes.isOver(holder.nodeId, holder.epoch)) return undefined;
+    const like = this.lastTakeable;
+    if (generation === undefined || !like || !this.etagsPredictable || generation < (this.released.get(key) ?? 0)) return undefined;
+    if (like.state === 'held' && !this.nodes.isOver(like.nodeId, like.epoch)) return undefined; // (never: a run stays over)
     this.lease.check();
-    const assumed: HoldRecord = { nodeId: holder.nodeId, epoch: holder.epoch, generation, state: 'held' };
+    const assumed: HoldRecord = { nodeId: like.nodeId, epoch: like.epoch, generation, state: like.state };
     return this.write(a, generation + 1, { ifMatch: etagOf(encodeHold(assumed)) });
   }
 
@@ -183,19 +184,23 @@ export class HoldTable {
       case 'create':
         return this.write(a, 1, { ifNoneMatch: '*' });
       case 'take':
-        this.noteOverHolder(hold!);
+        this.noteTakeable(hold!);
         return this.write(a, d.generation, { ifMatch: obj!.etag });
       case 'fenceThenTake':
         if (!(await this.fence(holder!.record, holder!.etag))) return undefined;
-        this.noteOverHolder(hold!);
+        this.noteTakeable(hold!);
         return this.write(a, d.generation, { ifMatch: obj!.etag });
     }
   }
 
-  /** A hold still `held` by another node's run that is over: the holder `takeExpected` assumes next. */
-  private noteOverHolder(hold: HoldRecord): void {
-    if (hold.state === 'held' && hold.nodeId !== this.self.nodeId && this.nodes.isOver(hold.nodeId, hold.epoch))
-      this.lastOverHolder = { nodeId: hold.nodeId, epoch: hold.epoch };
+  /**
+   * A hold taken as it stood — another node's, released or held by a run known to be over (for
+   * either, any generation is takeable): what `takeExpected` assumes next.
+   */
+  private noteTakeable(hold: HoldRecord): void {
+    if (hold.nodeId === this.self.nodeId) return;
+    if (hold.state === 'released' || this.nodes.isOver(hold.nodeId, hold.epoch))
+      this.lastTakeable = { nodeId: hold.nodeId, epoch: hold.epoch, state: hold.state };
   }
 
   private async write(

@@ -113,6 +113,19 @@ describe('an expected hold is taken without reading it first', () => {
     assert.deepEqual(decodeHold((await store.get(holdKey(B)))!.body), { nodeId: 'n1', epoch: 1, generation: 6, state: 'held' });
   });
 
+  it('after a released hold was read and taken, a released one of the same node and epoch is taken the same way', async () => {
+    const { holds, onB, store } = await afterTakeover();
+    const C = parseAddress('t/C/z');
+    const released = (generation: number) => encodeHold({ ...dead, generation, state: 'released' });
+    await store.put(holdKey(C), released(2));
+    await store.put(holdKey(B), released(4));
+    assert.deepEqual(await holds.acquire(C), { kind: 'mine', generation: 3 }); // read: learns "n2's, released"
+    onB.length = 0;
+    holds.expect(B, 4);
+    assert.deepEqual(await holds.acquire(B), { kind: 'mine', generation: 5 });
+    assert.deepEqual(onB, ['put']);
+  });
+
   it('a hold that moved on since the entry was written: the PUT fails, the read decides (the later hold is kept)', async () => {
     const { holds, onB, store } = await afterTakeover();
     await store.put(holdKey(B), held(8));
