@@ -50,6 +50,8 @@ export class HoldTable {
   private lastTakeable: Omit<HoldRecord, 'generation'> | undefined;
   /** Whether this store's etags are the MD5 of the body (learnt from this table's own writes). */
   private etagsPredictable = false;
+  /** Holds written by this table: after a read of the hold, without one (`expect`), and expected takes whose PUT found another hold (412). */
+  readonly takes = { read: 0, expected: 0, expectedMissed: 0 };
 
   constructor(
     private readonly store: ObjectStore,
@@ -124,7 +126,9 @@ export class HoldTable {
     if (like.state === 'held' && !this.nodes.isOver(like.nodeId, like.epoch)) return undefined; // (never: a run stays over)
     this.lease.check();
     const assumed: HoldRecord = { nodeId: like.nodeId, epoch: like.epoch, generation, state: like.state };
-    return this.write(a, generation + 1, { ifMatch: etagOf(encodeHold(assumed)) });
+    const taken = await this.write(a, generation + 1, { ifMatch: etagOf(encodeHold(assumed)) }, 'expected');
+    if (!taken) this.takes.expectedMissed++;
+    return taken;
   }
 
   /** Remembers a released generation (bounded: the oldest are forgotten first). */
@@ -207,6 +211,7 @@ export class HoldTable {
     a: ActorAddress,
     generation: number,
     condition: { ifNoneMatch: '*' } | { ifMatch: string },
+    how: 'read' | 'expected' = 'read',
   ): Promise<Ownership | undefined> {
     this.checkNotBelowReleased(a, generation - 1, 'writing a hold on top of');
     const record: HoldRecord = { nodeId: this.self.nodeId, epoch: this.lease.epoch, generation, state: 'held' };
@@ -215,6 +220,7 @@ export class HoldTable {
       const { etag } = await this.store.put(holdKey(a), body, condition);
       this.etagsPredictable = etag === etagOf(body);
       this.mine.set(formatAddress(a), { generation, etag });
+      this.takes[how]++;
       return { kind: 'mine', generation };
     } catch (e) {
       if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return undefined;

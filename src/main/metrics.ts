@@ -70,6 +70,13 @@ export class NodeMetrics {
   });
   readonly pendingAlarms = new Gauge({ name: 'keepwork_timer_alarms', help: 'Alarms in this node’s timer', registers: [this.registry] });
   readonly heldActors = new Gauge({ name: 'keepwork_held_actors', help: 'Actors this node holds', registers: [this.registry] });
+  readonly holdTakes = new Counter({
+    name: 'keepwork_hold_takes_total',
+    help: 'Holds this node wrote to take an actor: after reading the hold (read), without reading it (expected), and expected takes that found another hold and read it after all (expected_missed)',
+    labelNames: ['how'] as const,
+    registers: [this.registry],
+  });
+  private holdTakesSeen = { read: 0, expected: 0, expectedMissed: 0 };
   readonly fenced = new Gauge({
     name: 'keepwork_node_fenced',
     help: '1 from the moment this node found its lease fenced until it has rejoined under a new epoch',
@@ -102,6 +109,15 @@ export class NodeMetrics {
     // same values stay in the `…_active_{handles,requests,resources}` gauges by type.
     for (const what of ['handles', 'requests', 'resources'])
       this.registry.removeSingleMetric(`keepwork_process_nodejs_active_${what}_total`);
+  }
+
+  /** Brings keepwork_hold_takes_total up to the hold table's counts (holds.ts `takes`). */
+  countHoldTakes(takes: { read: number; expected: number; expectedMissed: number }): void {
+    const seen = this.holdTakesSeen;
+    this.holdTakes.inc({ how: 'read' }, takes.read - seen.read);
+    this.holdTakes.inc({ how: 'expected' }, takes.expected - seen.expected);
+    this.holdTakes.inc({ how: 'expected_missed' }, takes.expectedMissed - seen.expectedMissed);
+    this.holdTakesSeen = { ...takes };
   }
 
   private collectRequests(): void {

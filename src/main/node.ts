@@ -189,6 +189,7 @@ export class Node implements RoutingNode {
   async metricsText(): Promise<string> {
     this.metrics.pendingAlarms.set(this.delivery.size);
     this.metrics.heldActors.set(this.membership.holds.heldCount());
+    this.metrics.countHoldTakes(this.membership.holds.takes);
     this.metrics.deliveryBacklog.set(this.delivery.backlog());
     this.metrics.releaseBacklog.set(this.idle.backlog());
     return this.metrics.registry.metrics();

@@ -178,6 +178,41 @@ describe('node (real Piscina workers)', () => {
     }
   });
 
+  it('a second orphaned alarm of the same stopped node: its hold is taken without a read (keepwork_hold_takes_total)', async () => {
+    const dir = tempDir();
+    const bucket = join(dir, 'bucket');
+    const a = await start(join(dir, 'a'), { bucket });
+    const at = Date.now() + 4_000;
+    for (const name of ['o1', 'o2']) await a.actor(`t/Probe/${name}`).callDurable('setAlarm', at);
+    await a.stop(); // clean: both holds released by a, at generation 1
+    const store = new FsStore(bucket);
+    const entries = new Map<string, ReturnType<typeof parseEntryKey>>();
+    for await (const k of listAll(store, { prefix: 'alarms/' })) entries.set(parseEntryKey(k)!.address.name, parseEntryKey(k));
+    const b = (await start(join(dir, 'b'), { bucket })) as RoutingNode;
+    try {
+      const takes = async () => {
+        const text = await b.metricsText();
+        return (how: string) => Number(new RegExp(`^keepwork_hold_takes_total\\{how="${how}"\\} (\\d+)`, 'm').exec(text)?.[1]);
+      };
+      for (const name of ['o1', 'o2']) {
+        const e = entries.get(name)!;
+        assert.equal(b.offerEntry(e.address, e.dueMs, e.tag!.generation), true);
+        await waitFor(
+          `the alarm of ${name} on b`,
+          20_000,
+          async () => ((await b.actor(`t/Probe/${name}`).call('fired')) as unknown[]).length === 1,
+        );
+      }
+      const count = await takes();
+      assert.equal(count('read'), 1, 'o1: read, found released by a, taken');
+      assert.equal(count('expected'), 1, 'o2: taken with If-Match on the hold a released, without a read');
+      assert.equal(count('expected_missed'), 0);
+    } finally {
+      await b.stop();
+      await store.close();
+    }
+  });
+
   it('a fenced node rejoins by itself under a new epoch: holds dropped, timer refilled from its data, sweep restarted, counted', async () => {
     const dir = tempDir();
     const bucket = join(dir, 'bucket');
