@@ -110,6 +110,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     dirLock,
   });
   try {
+    await workers.loadClasses(Object.keys(classUrls));
     node.refillTimer(dataDir);
     if (http) node.serveHttp(http);
     node.startSweeping();

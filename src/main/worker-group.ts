@@ -10,7 +10,7 @@ import { availableParallelism } from 'node:os';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { KeepworkOptions, Settings } from '../core/config.js';
-import { ActorGivenUp, HandlerFailed, HandlerTimeout } from '../core/errors.js';
+import { ActorGivenUp, HandlerFailed, HandlerTimeout, reviveError } from '../core/errors.js';
 import type { ActorEvent, BatchOutcome, EventBatch, EventResult, FinalOutcome } from '../workers/messages.js';
 import type { WorkerSetup } from '../workers/event-worker.js';
 
@@ -153,6 +153,17 @@ export class WorkerGroup {
   /** Runs `event` on every worker (e.g. closeAll). */
   async broadcast(event: ActorEvent): Promise<void> {
     await Promise.all(this.pools.map((p) => p.run(event)));
+  }
+
+  /**
+   * Every worker loads the classes now (at start) rather than at their first event, which then
+   * waited for it: a module compiled and imported per thread (hundreds of ms from TypeScript).
+   * Rejects with the first worker's error.
+   */
+  async loadClasses(classNames: string[]): Promise<void> {
+    const results = (await Promise.all(this.pools.map((p) => p.run({ type: 'loadClasses', classNames })))) as EventResult[];
+    const failed = results.find((r) => r.type === 'error');
+    if (failed?.type === 'error') throw reviveError(failed.error);
   }
 
   async destroy(): Promise<void> {

@@ -29,7 +29,9 @@ export type ActorEvent =
   | { type: 'dropAll' }
   | { type: 'close'; address: ActorAddress }
   /** Closes every open database of the worker (clean shutdown). */
-  | { type: 'closeAll' };
+  | { type: 'closeAll' }
+  /** Loads these actor classes now (at the node's start), not at their first event. */
+  | { type: 'loadClasses'; classNames: string[] };
 
 /** An error as data (core/errors.ts): code, message, details, and the thrower's stack (a handler's own frames). */
 export type ErrorData = ErrorJSON;

@@ -53,6 +53,11 @@ export async function runEvent(deps: PipelineDeps, event: ActorEvent, committed?
     case 'dropAll':
       deps.slots.dropAll();
       return ok(null, false);
+    case 'loadClasses':
+      return Promise.all(event.classNames.map((c) => deps.loadClass(c))).then(
+        () => ok(null, false),
+        (err: unknown) => failure(err, null),
+      );
   }
 }
 

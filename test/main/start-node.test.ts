@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -36,6 +36,30 @@ function occupy(): Promise<Server> {
   const server = createServer();
   return new Promise((ok, fail) => server.once('error', fail).listen(0, '127.0.0.1', () => ok(server)));
 }
+
+describe('startNode: classes', () => {
+  it('every worker thread has loaded the classes when the start returns (the first calls do not wait for it)', async () => {
+    const dir = tempDir();
+    const loads = join(dir, 'loads.txt');
+    const cls = join(dir, 'counted.mjs');
+    writeFileSync(
+      cls,
+      `import { appendFileSync } from 'node:fs';
+import { threadId } from 'node:worker_threads';
+appendFileSync(${JSON.stringify(loads)}, threadId + '\\n');
+export default { methods: { ping: () => 'pong' } };
+`,
+    );
+    const node = await startNode(options(join(dir, 'node'), { classes: { Counted: cls }, workerThreads: 2 }));
+    try {
+      const threads = readFileSync(loads, 'utf8').trim().split('\n').map(Number);
+      assert.equal(threads.filter((t) => t === 0).length, 1, 'the main thread checked it once');
+      assert.equal(new Set(threads.filter((t) => t !== 0)).size, 2, `each of the 2 workers loaded it: ${threads.join(',')}`);
+    } finally {
+      await node.stop();
+    }
+  });
+});
 
 describe('startNode: what fails the start before the node joins', () => {
   it('a bad class module fails with BAD_CLASS naming the class, its path and the problem; nothing is written', async () => {
