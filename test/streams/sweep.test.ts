@@ -172,6 +172,13 @@ describe('the sweep', () => {
     const many = await s.sweeper.sweepTenant('t');
     assert.equal(many.read, 2048, 'a full page');
     assert.deepEqual(asked, [128, 256, 512, 1000, 152]);
+    asked.length = 0;
+    const next = await s.sweeper.sweepTenant('t');
+    assert.equal(next.read, 957, 'the rest of the backlog, up to the entries not yet due');
+    assert.equal(asked[0], 1000, 'after a full page, the next sweep of the backlog lists 1,000 at once');
+    asked.length = 0;
+    await s.sweeper.sweepTenant('t');
+    assert.equal(asked[0], FIRST_LIST_KEYS, 'the backlog gone, a sweep starts small again');
   });
 
   it('counts the entries it offers from another live node’s shard (anyone’s, three margins overdue) apart from its own', async () => {
