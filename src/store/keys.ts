@@ -10,7 +10,7 @@
  * same as UTF-8 byte order.
  */
 import { BadKey, BadRequest } from '../core/errors.js';
-import { LIST_MAX_KEYS, type ListOptions, type ListPage, type ObjectStore } from './types.js';
+import { LIST_ASK_MAX, LIST_MAX_KEYS, type ListOptions, type ListPage, type ObjectStore } from './types.js';
 
 export const KEY_MAX_BYTES = 1024;
 
@@ -64,8 +64,8 @@ export interface ResolvedList {
 export function resolveList(options: ListOptions = {}): ResolvedList {
   const prefix = validatePrefix(options.prefix);
   const maxKeys = options.maxKeys ?? LIST_MAX_KEYS;
-  if (!Number.isInteger(maxKeys) || maxKeys < 1 || maxKeys > LIST_MAX_KEYS) {
-    throw new BadRequest(`maxKeys must be an integer from 1 to ${LIST_MAX_KEYS}, got ${maxKeys}`);
+  if (!Number.isInteger(maxKeys) || maxKeys < 1 || maxKeys > LIST_ASK_MAX) {
+    throw new BadRequest(`maxKeys must be an integer from 1 to ${LIST_ASK_MAX}, got ${maxKeys}`);
   }
   let after = options.startAfter ?? '';
   if (options.continuation !== undefined) {

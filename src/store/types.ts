@@ -35,7 +35,11 @@ export interface ListOptions {
   prefix?: string;
   /** Only keys strictly after this one (it need not exist). */
   startAfter?: string;
-  /** At most this many keys (1..1000; default 1000). */
+  /**
+   * At most this many keys (1..LIST_ASK_MAX; default 1000). A page may hold fewer and still have
+   * a `continuation`: S3 returns at most 1,000 keys per page (LIST_MAX_KEYS), the local stores up
+   * to `maxKeys`.
+   */
   maxKeys?: number;
   /** The `continuation` of the previous page. */
   continuation?: string;
@@ -60,4 +64,7 @@ export interface ObjectStore {
   close(): Promise<void>;
 }
 
+/** The most keys S3 returns in one page, and the default page size. */
 export const LIST_MAX_KEYS = 1000;
+/** The largest `maxKeys` a caller may ask for (a local store answers it in one page). */
+export const LIST_ASK_MAX = 10_000;

@@ -307,9 +307,24 @@ const CASES: Record<string, Case> = {
     await rejectsWith(s.deleteMany(['ok', 'a//b']), ErrorCode.BadKey);
     assert.deepEqual(await allKeys(s), []);
   },
+  'a maxKeys above 1,000: every key once, in order, in pages of at most maxKeys (S3: of at most 1,000)': async (s) => {
+    const want = Array.from({ length: 1_050 }, (_, i) => `big/${String(i).padStart(4, '0')}`);
+    for (let i = 0; i < want.length; i += 50) await Promise.all(want.slice(i, i + 50).map((k) => s.put(k, text('x'))));
+    const got: string[] = [];
+    let continuation: string | undefined;
+    let pages = 0;
+    do {
+      const page = await s.list({ prefix: 'big/', maxKeys: 2_000, continuation });
+      assert.ok(page.keys.length <= 1_000 || page.keys.length === want.length, `a page of ${page.keys.length}`);
+      got.push(...page.keys);
+      continuation = page.continuation;
+      pages++;
+    } while (continuation !== undefined && pages < 5);
+    assert.deepEqual(got, want);
+  },
   'bad list options are refused with BAD_REQUEST': async (s) => {
     await rejectsWith(s.list({ maxKeys: 0 }), ErrorCode.BadRequest);
-    await rejectsWith(s.list({ maxKeys: 1001 }), ErrorCode.BadRequest);
+    await rejectsWith(s.list({ maxKeys: 10_001 }), ErrorCode.BadRequest);
     await rejectsWith(s.list({ prefix: 'a//' }), ErrorCode.BadKey);
   },
 };

@@ -359,7 +359,7 @@ describe('S3Store against a scripted fake server', () => {
     assert.equal(q.get('start-after'), 'root/a/b');
     assert.equal(q.get('max-keys'), '2');
     assert.equal(q.get('continuation-token'), 'opaque-1');
-    await assert.rejects(store.list({ maxKeys: 1001 }), { code: ErrorCode.BadRequest });
+    await assert.rejects(store.list({ maxKeys: 10_001 }), { code: ErrorCode.BadRequest });
   });
 
   it('deleteMany sends batches of 1000 and retries the keys reported as failed', async () => {
