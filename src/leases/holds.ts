@@ -15,7 +15,8 @@
  * `If-Match` on the etag its hold would have if it were that node's, same epoch and state, at the
  * entry's generation (every store's etag is the MD5 of the body; the table checks this on its own
  * writes). The PUT lands only if the hold is exactly that record, and for that record the read
- * would have decided `take` too; a 412 falls back to the read.
+ * would have decided `take` too; a 412 falls back to the read. A missed guess costs a request, so
+ * after one the table reads again until a read shows that a guess would have been right.
  */
 import type { Clock } from '../core/clock.js';
 import { ErrorCode, StoreUnavailable, isKeepworkError } from '../core/errors.js';
@@ -40,6 +41,9 @@ const RELEASED_MAX = 65_536;
 /** How many expected generations are remembered (the sweep offers at most a few thousand at a time). */
 const EXPECTED_MAX = 16_384;
 
+/** Test seam: told of every take without a read (`expect`), and whether its PUT landed (the simulator counts them). */
+export const holdHooks: { onExpectedTake?: (taken: boolean) => void } = {};
+
 export class HoldTable {
   private readonly mine = new Map<string, { generation: number; etag: string }>();
   /** Generations this node released (per actor), whose release PUT may still be in flight. */
@@ -48,6 +52,8 @@ export class HoldTable {
   private readonly expected = new Map<string, number>();
   /** The hold a read last found takeable as it stood (released, or held by a run that is over): what an expected take assumes. */
   private lastTakeable: Omit<HoldRecord, 'generation'> | undefined;
+  /** Whether expected takes guess: since a read found a hold a guess would have taken, and no guess missed since. */
+  private guessing = false;
   /** Whether this store's etags are the MD5 of the body (learnt from this table's own writes). */
   private etagsPredictable = false;
   /** Holds written by this table: after a read of the hold, without one (`expect`), and expected takes whose PUT found another hold (412). */
@@ -79,11 +85,13 @@ export class HoldTable {
       this.lease.check();
       return { kind: 'mine', generation: known.generation };
     }
-    const expected = await this.takeExpected(a);
-    if (expected) return expected;
+    const generation = this.expected.get(formatAddress(a));
+    this.expected.delete(formatAddress(a));
+    const guessed = generation === undefined ? undefined : await this.takeExpected(a, generation);
+    if (guessed) return guessed;
     for (let round = 0; round < ROUNDS_MAX; round++) {
       this.lease.check();
-      const outcome = await this.tryAcquire(a);
+      const outcome = await this.tryAcquire(a, generation);
       if (outcome) return outcome;
     }
     throw new StoreUnavailable(`could not settle the hold of ${formatAddress(a)} after ${ROUNDS_MAX} rounds of races`);
@@ -115,19 +123,21 @@ export class HoldTable {
 
   /**
    * The take without a read: If-Match on the etag of the hold `{…lastTakeable, generation}`.
-   * undefined: nothing to assume, or the hold is not that record (412) — read it.
+   * undefined: nothing to assume (no guess since the last one missed, until a read shows one
+   * would have been right), or the hold is not that record (412) — read it.
    */
-  private async takeExpected(a: ActorAddress): Promise<Ownership | undefined> {
-    const key = formatAddress(a);
-    const generation = this.expected.get(key);
-    this.expected.delete(key);
+  private async takeExpected(a: ActorAddress, generation: number): Promise<Ownership | undefined> {
     const like = this.lastTakeable;
-    if (generation === undefined || !like || !this.etagsPredictable || generation < (this.released.get(key) ?? 0)) return undefined;
+    if (!this.guessing || !like || !this.etagsPredictable || generation < (this.released.get(formatAddress(a)) ?? 0)) return undefined;
     if (like.state === 'held' && !this.nodes.isOver(like.nodeId, like.epoch)) return undefined; // (never: a run stays over)
     this.lease.check();
     const assumed: HoldRecord = { nodeId: like.nodeId, epoch: like.epoch, generation, state: like.state };
     const taken = await this.write(a, generation + 1, { ifMatch: etagOf(encodeHold(assumed)) }, 'expected');
-    if (!taken) this.takes.expectedMissed++;
+    if (!taken) {
+      this.takes.expectedMissed++;
+      this.guessing = false;
+    }
+    holdHooks.onExpectedTake?.(taken !== undefined);
     return taken;
   }
 
@@ -160,7 +170,8 @@ export class HoldTable {
   }
 
   /** undefined: lost a race, decide again. */
-  private async tryAcquire(a: ActorAddress): Promise<Ownership | undefined> {
+  /** `expected`: the generation the sweep's entry named, if any (whether a guess would have been right). */
+  private async tryAcquire(a: ActorAddress, expected?: number): Promise<Ownership | undefined> {
     const obj = await this.store.get(holdKey(a));
     const hold = obj ? decodeHold(obj.body) : null;
     this.checkNotBelowReleased(a, hold?.generation ?? 0, 'the bucket holds');
@@ -188,23 +199,25 @@ export class HoldTable {
       case 'create':
         return this.write(a, 1, { ifNoneMatch: '*' });
       case 'take':
-        this.noteTakeable(hold!);
+        this.noteTakeable(hold!, expected);
         return this.write(a, d.generation, { ifMatch: obj!.etag });
       case 'fenceThenTake':
         if (!(await this.fence(holder!.record, holder!.etag))) return undefined;
-        this.noteTakeable(hold!);
+        this.noteTakeable(hold!, expected);
         return this.write(a, d.generation, { ifMatch: obj!.etag });
     }
   }
 
   /**
-   * A hold taken as it stood — another node's, released or held by a run known to be over (for
-   * either, any generation is takeable): what `takeExpected` assumes next.
+   * A hold read and taken as it stood — another node's, released or held by a run known to be
+   * over (for either, any generation is takeable): what `takeExpected` assumes next. Guesses
+   * start (again) once such a read found the generation the sweep's entry named: a guess would
+   * have been right.
    */
-  private noteTakeable(hold: HoldRecord): void {
-    if (hold.nodeId === this.self.nodeId) return;
-    if (hold.state === 'released' || this.nodes.isOver(hold.nodeId, hold.epoch))
-      this.lastTakeable = { nodeId: hold.nodeId, epoch: hold.epoch, state: hold.state };
+  private noteTakeable(hold: HoldRecord, expected: number | undefined): void {
+    const takeable = hold.nodeId !== this.self.nodeId && (hold.state === 'released' || this.nodes.isOver(hold.nodeId, hold.epoch));
+    if (takeable) this.lastTakeable = { nodeId: hold.nodeId, epoch: hold.epoch, state: hold.state };
+    if (expected !== undefined) this.guessing = takeable && hold.generation === expected;
   }
 
   private async write(

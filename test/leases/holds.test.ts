@@ -99,7 +99,8 @@ describe('an expected hold is taken without reading it first', () => {
     await n.store.put(holdKey(B), held(5));
     const store = store0 ? store0(n.store) : n.store;
     const holds = new HoldTable(store, n.clock, config, n.lease, n.nodes, { nodeId: 'n1' }, silentLogger());
-    assert.deepEqual(await holds.acquire(A), { kind: 'mine', generation: 6 }); // read, then take: learns n2's run
+    holds.expect(A, 5);
+    assert.deepEqual(await holds.acquire(A), { kind: 'mine', generation: 6 }); // read, then take: a guess would have been right
     const onB: string[] = [];
     n.store.setFaults((r) => (r.key === holdKey(B) && onB.push(r.op), undefined));
     return { ...n, holds, onB };
@@ -119,6 +120,7 @@ describe('an expected hold is taken without reading it first', () => {
     const released = (generation: number) => encodeHold({ ...dead, generation, state: 'released' });
     await store.put(holdKey(C), released(2));
     await store.put(holdKey(B), released(4));
+    holds.expect(C, 2);
     assert.deepEqual(await holds.acquire(C), { kind: 'mine', generation: 3 }); // read: learns "n2's, released"
     onB.length = 0;
     holds.expect(B, 4);
@@ -133,6 +135,34 @@ describe('an expected hold is taken without reading it first', () => {
     holds.expect(B, 5);
     assert.deepEqual(await holds.acquire(B), { kind: 'mine', generation: 9 });
     assert.deepEqual(onB, ['put', 'get', 'put']);
+  });
+
+  it('after a missed guess the next expected actor is read first, until a read shows a guess would have been right', async () => {
+    const { holds, store, clock } = await afterTakeover();
+    const [C, D] = [parseAddress('t/C/z'), parseAddress('t/C/w')];
+    const live = {
+      nodeId: 'n3',
+      epoch: 1,
+      addr: 'http://n3',
+      tenants: null,
+      classes: ['C'],
+      expiresAtMs: clock.now() + 60_000,
+      state: 'live' as const,
+    };
+    await store.put(nodeKey('n3'), encodeNode(live));
+    await store.put(holdKey(B), held(5, { nodeId: 'n3', epoch: 1 })); // a live node's since: the guess misses, the read forwards
+    for (const x of [C, D]) await store.put(holdKey(x), held(5));
+    const onCD: string[] = [];
+    const name = (key: string) => (key === holdKey(C) ? 'C' : key === holdKey(D) ? 'D' : undefined);
+    store.setFaults((r) => (name(r.key) && onCD.push(`${name(r.key)} ${r.op}`), undefined));
+    holds.expect(B, 5);
+    assert.deepEqual(await holds.acquire(B), { kind: 'elsewhere', nodeId: 'n3', addr: 'http://n3' });
+    holds.expect(C, 5);
+    assert.deepEqual(await holds.acquire(C), { kind: 'mine', generation: 6 }); // read (no guess after a miss); it confirms
+    holds.expect(D, 5);
+    assert.deepEqual(await holds.acquire(D), { kind: 'mine', generation: 6 }); // guessed again
+    assert.deepEqual(onCD, ['C get', 'C put', 'D put']);
+    assert.deepEqual(holds.takes, { read: 2, expected: 1, expectedMissed: 1 });
   });
 
   it('a hold of a live node is never taken by the guess: the read finds it and the call goes there', async () => {

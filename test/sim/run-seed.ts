@@ -27,6 +27,7 @@ import { invariantHooks } from '../../src/core/invariant.js';
 import { keyOf } from '../../src/alarms/owner.js';
 import { parseIndexed } from '../../src/alarms/keys.js';
 import { actorDbHooks } from '../../src/workers/actor-db.js';
+import { holdHooks } from '../../src/leases/holds.js';
 import { decodeHold, decodeNode, HOLDS_PREFIX, NODES_PREFIX } from '../../src/leases/records.js';
 import { Cluster, simAddress } from './cluster.js';
 import { Drivers } from './drivers.js';
@@ -54,6 +55,9 @@ export const CHECK_EVERY_MS = 50;
 
 export interface RunStats {
   takeovers: number;
+  /** Takes of an orphaned alarm's actor without reading its hold (holds.ts `expect`), and those whose guess missed. */
+  expectedTakes: number;
+  expectedMisses: number;
   alarmsSet: number;
   alarmsFired: number;
   invariantTicks: number;
@@ -112,6 +116,8 @@ class Run {
   readonly fireLog: string[] = [];
   readonly holders = new Map<string, string>();
   takeovers = 0;
+  expectedTakes = 0;
+  expectedMisses = 0;
   fencedNodes = 0;
   readonly nodeStates = new Map<string, string>();
   private readonly records = new Map<string, { etag: string; value: unknown }>();
@@ -237,6 +243,7 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
   const root = scratchRoot();
   const run = new Run(p, variant, root);
   actorDbHooks.onOpen = (db) => run.cluster.handles.push(db);
+  holdHooks.onExpectedTake = (taken) => (taken ? run.expectedTakes++ : run.expectedMisses++);
   invariantHooks.onFailure = (e) => (run.internal ??= { message: e.stack ?? e.message, atMs: run.clock.now() - START_MS });
   let verdict: Verdict = 'ok';
   let message: string | undefined;
@@ -248,6 +255,7 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
     message = e instanceof Error ? (e.stack ?? e.message) : String(e);
   } finally {
     actorDbHooks.onOpen = undefined;
+    holdHooks.onExpectedTake = undefined;
     invariantHooks.onFailure = undefined;
     await new Promise((r) => setImmediate(r)); // let the last promise reactions run before handles close
     run.cluster.shutdown();
@@ -256,6 +264,8 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
   const c = run.cluster.stats;
   const stats: RunStats = {
     takeovers: run.takeovers,
+    expectedTakes: run.expectedTakes,
+    expectedMisses: run.expectedMisses,
     alarmsSet: run.drivers.work.alarmsSet + run.rescheduled,
     alarmsFired: run.alarmsFired,
     invariantTicks: run.invariant.ticks,

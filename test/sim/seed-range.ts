@@ -41,6 +41,7 @@ export function seedRangeTests(part: number, o: RangeOptions = {}): void {
     console.log(formatTotals(totals));
     assert.equal(totals.seeds, to - from + 1);
     assert.ok(totals.takeovers > 0 && totals.alarmsSet > 0 && totals.invariantTicks > 0, 'the runs did something');
+    assert.ok(totals.expectedTakes > 0, 'some orphaned alarm’s actor was taken without a read of its hold (holds.ts expect)');
     // Under the fault aimed at a joining node's first upload the rules keep every entry: it must happen.
     if (o.firstUploadDelayed && to === part * PER_FILE)
       assert.ok(totals.firstUploadsDelayed > 0, "the fault aimed at a joining node's first upload never happened");

@@ -4,6 +4,8 @@ import type { RunResult } from './run-seed.js';
 /** The per-seed counters summed over seeds (each a number in RunStats). */
 const SUMMED = [
   'takeovers',
+  'expectedTakes',
+  'expectedMisses',
   'alarmsSet',
   'alarmsFired',
   'invariantTicks',
@@ -37,7 +39,7 @@ export function addTotals(t: Totals, r: RunResult): void {
 
 export function formatTotals(t: Totals): string {
   return (
-    `TOTAL seeds=${t.seeds} failed=${t.failed.length}${t.failed.length ? ` [${t.failed.join(',')}]` : ''} takeovers=${t.takeovers} alarms=${t.alarmsSet}` +
+    `TOTAL seeds=${t.seeds} failed=${t.failed.length}${t.failed.length ? ` [${t.failed.join(',')}]` : ''} takeovers=${t.takeovers} (expected takes ${t.expectedTakes}, missed ${t.expectedMisses}) alarms=${t.alarmsSet}` +
     ` fired=${t.alarmsFired} invariantChecks=${t.invariantTicks} (actor checks ${t.actorChecks}) knownExceptions=${t.knownExceptions}` +
     ` crashes=${t.crashes} fencedNodes=${t.fencedNodes} rejoins=${t.rejoins} quickRestarts=${t.quickRestarts} cuts=${t.cuts} joins=${t.joins} aimedFaults=${t.aimed} (joiners' first uploads delayed ${t.firstUploadsDelayed}) wall=${(t.wallMs / 1000).toFixed(1)}s`
   );
