@@ -89,6 +89,21 @@ describe('an expected hold is taken without reading it first', () => {
   const dead = { nodeId: 'n2', epoch: 3 };
   const held = (generation: number, holder = dead) => encodeHold({ ...holder, generation, state: 'held' });
 
+  /** B's hold at generation 5, held by n3, whose lease is live. */
+  async function heldByLiveN3(store: MemoryStore, nowMs: number) {
+    const live = {
+      nodeId: 'n3',
+      epoch: 1,
+      addr: 'http://n3',
+      tenants: null,
+      classes: ['C'],
+      expiresAtMs: nowMs + 60_000,
+      state: 'live' as const,
+    };
+    await store.put(nodeKey('n3'), encodeNode(live));
+    await store.put(holdKey(B), held(5, { nodeId: 'n3', epoch: 1 }));
+  }
+
   /** n1 with n2's run 3 over (its record fenced) holding A and B at generation 5; records the requests on B's hold. */
   async function afterTakeover(store0?: (s: MemoryStore) => ObjectStore) {
     const n = await node();
@@ -140,17 +155,7 @@ describe('an expected hold is taken without reading it first', () => {
   it('after a missed guess the next expected actor is read first, until a read shows a guess would have been right', async () => {
     const { holds, store, clock } = await afterTakeover();
     const [C, D] = [parseAddress('t/C/z'), parseAddress('t/C/w')];
-    const live = {
-      nodeId: 'n3',
-      epoch: 1,
-      addr: 'http://n3',
-      tenants: null,
-      classes: ['C'],
-      expiresAtMs: clock.now() + 60_000,
-      state: 'live' as const,
-    };
-    await store.put(nodeKey('n3'), encodeNode(live));
-    await store.put(holdKey(B), held(5, { nodeId: 'n3', epoch: 1 })); // a live node's since: the guess misses, the read forwards
+    await heldByLiveN3(store, clock.now()); // a live node's since: the guess misses, the read forwards
     for (const x of [C, D]) await store.put(holdKey(x), held(5));
     const onCD: string[] = [];
     const name = (key: string) => (key === holdKey(C) ? 'C' : key === holdKey(D) ? 'D' : undefined);
@@ -167,17 +172,7 @@ describe('an expected hold is taken without reading it first', () => {
 
   it('a hold of a live node is never taken by the guess: the read finds it and the call goes there', async () => {
     const { holds, store, clock } = await afterTakeover();
-    const live = {
-      nodeId: 'n3',
-      epoch: 1,
-      addr: 'http://n3',
-      tenants: null,
-      classes: ['C'],
-      expiresAtMs: clock.now() + 60_000,
-      state: 'live' as const,
-    };
-    await store.put(nodeKey('n3'), encodeNode(live));
-    await store.put(holdKey(B), held(5, { nodeId: 'n3', epoch: 1 }));
+    await heldByLiveN3(store, clock.now());
     holds.expect(B, 5);
     assert.deepEqual(await holds.acquire(B), { kind: 'elsewhere', nodeId: 'n3', addr: 'http://n3' });
     assert.deepEqual(decodeHold((await store.get(holdKey(B)))!.body).nodeId, 'n3');
