@@ -79,14 +79,14 @@ export class HoldTable {
   }
 
   async acquire(a: ActorAddress): Promise<Ownership> {
-    const known = this.mine.get(formatAddress(a));
+    const key = formatAddress(a);
+    const generation = this.expected.get(key);
+    if (generation !== undefined) this.expected.delete(key);
+    const known = this.mine.get(key);
     if (known) {
-      this.expected.delete(formatAddress(a));
       this.lease.check();
       return { kind: 'mine', generation: known.generation };
     }
-    const generation = this.expected.get(formatAddress(a));
-    this.expected.delete(formatAddress(a));
     const guessed = generation === undefined ? undefined : await this.takeExpected(a, generation);
     if (guessed) return guessed;
     for (let round = 0; round < ROUNDS_MAX; round++) {
@@ -94,7 +94,7 @@ export class HoldTable {
       const outcome = await this.tryAcquire(a, generation);
       if (outcome) return outcome;
     }
-    throw new StoreUnavailable(`could not settle the hold of ${formatAddress(a)} after ${ROUNDS_MAX} rounds of races`);
+    throw new StoreUnavailable(`could not settle the hold of ${key} after ${ROUNDS_MAX} rounds of races`);
   }
 
   /** Gives the actor back (after its replication is done). */

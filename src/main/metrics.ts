@@ -76,7 +76,6 @@ export class NodeMetrics {
     labelNames: ['how'] as const,
     registers: [this.registry],
   });
-  private holdTakesSeen = { read: 0, expected: 0, expectedMissed: 0 };
   readonly fenced = new Gauge({
     name: 'keepwork_node_fenced',
     help: '1 from the moment this node found its lease fenced until it has rejoined under a new epoch',
@@ -111,13 +110,12 @@ export class NodeMetrics {
       this.registry.removeSingleMetric(`keepwork_process_nodejs_active_${what}_total`);
   }
 
-  /** Brings keepwork_hold_takes_total up to the hold table's counts (holds.ts `takes`). */
+  /** Sets keepwork_hold_takes_total to the hold table's counts (holds.ts `takes`), as collectRequests does for requests. */
   countHoldTakes(takes: { read: number; expected: number; expectedMissed: number }): void {
-    const seen = this.holdTakesSeen;
-    this.holdTakes.inc({ how: 'read' }, takes.read - seen.read);
-    this.holdTakes.inc({ how: 'expected' }, takes.expected - seen.expected);
-    this.holdTakes.inc({ how: 'expected_missed' }, takes.expectedMissed - seen.expectedMissed);
-    this.holdTakesSeen = { ...takes };
+    this.holdTakes.reset();
+    this.holdTakes.inc({ how: 'read' }, takes.read);
+    this.holdTakes.inc({ how: 'expected' }, takes.expected);
+    this.holdTakes.inc({ how: 'expected_missed' }, takes.expectedMissed);
   }
 
   private collectRequests(): void {

@@ -209,7 +209,7 @@ export class Sweeper {
     const pageEntries = this.d.config.sweepPageEntries;
     let keysMax = this.backlogged.delete(tenant) ? Math.min(pageEntries, LIST_ASK_MAX) : FIRST_LIST_KEYS;
     for (; entries.length < pageEntries; keysMax = Math.min(LIST_MAX_KEYS, keysMax * 2)) {
-      const want = Math.min(keysMax, this.d.config.sweepPageEntries - entries.length);
+      const want = Math.min(keysMax, pageEntries - entries.length);
       const page = await this.d.store.list({ prefix: tenantPrefix(tenant), startAfter, maxKeys: want });
       for (const key of page.keys) {
         if (compareKeys(key, bound) >= 0) {

@@ -178,6 +178,18 @@ describe('an expected hold is taken without reading it first', () => {
     assert.deepEqual(decodeHold((await store.get(holdKey(B)))!.body).nodeId, 'n3');
   });
 
+  it('an entry older than a generation this node released is not guessed from: the hold is read (no INTERNAL)', async () => {
+    const { holds, onB, store } = await afterTakeover();
+    holds.expect(B, 5);
+    assert.deepEqual(await holds.acquire(B), { kind: 'mine', generation: 6 }); // guessed
+    await holds.release(B); // this node released generation 6
+    await store.put(holdKey(B), held(7)); // n2's run took it since (as far as this test goes)
+    onB.length = 0;
+    holds.expect(B, 5); // an entry written under generation 5, still in the index
+    assert.deepEqual(await holds.acquire(B), { kind: 'mine', generation: 8 });
+    assert.deepEqual(onB, ['get', 'put']);
+  });
+
   it('a store whose etags are not the MD5 of the body: no guess, the hold is read first', async () => {
     const { holds, onB } = await afterTakeover(otherEtags);
     holds.expect(B, 5);

@@ -10,7 +10,7 @@ import { silentLogger } from '../../src/core/logger.js';
 import { listChain } from '../../src/replication/chain.js';
 import { FsStore } from '../../src/store/fs.js';
 import { listAll } from '../../src/store/keys.js';
-import { parseEntryKey } from '../../src/alarms/keys.js';
+import { parseEntryKey, type IndexEntry } from '../../src/alarms/keys.js';
 import { decodeHold, decodeNode, encodeNode, holdKey, nodeKey } from '../../src/leases/records.js';
 import { tempDirs } from '../helpers/temp.js';
 import { waitFor } from '../helpers/wait.js';
@@ -140,21 +140,30 @@ describe('node (real Piscina workers)', () => {
     }
   });
 
-  it('an overdue index entry offered to a node that never ran the actor delivers its alarm there', async () => {
+  /**
+   * Node a sets an alarm on each of `names`, then stops cleanly (its holds released; in a cluster
+   * the index entries are what remains); node b starts on the same bucket. The entries by name.
+   */
+  async function orphansOfStoppedNode(names: string[]) {
     const dir = tempDir();
     const bucket = join(dir, 'bucket');
     const a = await start(join(dir, 'a'), { bucket });
     // Far enough ahead that it is not due before the stop: a durable call's alarm reaches the timer at its commit
     // (group commit), and a first call on a loaded machine took over a second.
     const at = Date.now() + 4_000;
-    await a.actor('t/Probe/orphan').callDurable('setAlarm', at);
-    await a.stop(); // clean: its hold is released; in a cluster its entry is what remains
+    for (const name of names) await a.actor(`t/Probe/${name}`).callDurable('setAlarm', at);
+    await a.stop();
     const store = new FsStore(bucket);
-    const keys: string[] = [];
-    for await (const k of listAll(store, { prefix: 'alarms/' })) keys.push(k);
-    assert.equal(keys.length, 1);
-    const entry = parseEntryKey(keys[0]!)!;
+    const entries = new Map<string, IndexEntry>();
+    for await (const k of listAll(store, { prefix: 'alarms/' })) entries.set(parseEntryKey(k)!.address.name, parseEntryKey(k)!);
     const b = (await start(join(dir, 'b'), { bucket })) as RoutingNode;
+    return { store, entries, b };
+  }
+
+  it('an overdue index entry offered to a node that never ran the actor delivers its alarm there', async () => {
+    const { store, entries, b } = await orphansOfStoppedNode(['orphan']);
+    assert.equal(entries.size, 1);
+    const entry = entries.get('orphan')!;
     try {
       assert.equal(b.offerEntry(entry.address, entry.dueMs), true);
       await waitFor('the alarm on b', 20_000, async () => ((await b.actor('t/Probe/orphan').call('fired')) as unknown[]).length === 1);
@@ -179,16 +188,7 @@ describe('node (real Piscina workers)', () => {
   });
 
   it('a second orphaned alarm of the same stopped node: its hold is taken without a read (keepwork_hold_takes_total)', async () => {
-    const dir = tempDir();
-    const bucket = join(dir, 'bucket');
-    const a = await start(join(dir, 'a'), { bucket });
-    const at = Date.now() + 4_000;
-    for (const name of ['o1', 'o2']) await a.actor(`t/Probe/${name}`).callDurable('setAlarm', at);
-    await a.stop(); // clean: both holds released by a, at generation 1
-    const store = new FsStore(bucket);
-    const entries = new Map<string, ReturnType<typeof parseEntryKey>>();
-    for await (const k of listAll(store, { prefix: 'alarms/' })) entries.set(parseEntryKey(k)!.address.name, parseEntryKey(k));
-    const b = (await start(join(dir, 'b'), { bucket })) as RoutingNode;
+    const { store, entries, b } = await orphansOfStoppedNode(['o1', 'o2']); // both holds released by a, at generation 1
     try {
       const takes = async () => {
         const text = await b.metricsText();
