@@ -2,7 +2,7 @@
  * bench/first-touch: the first call to N new keys (the counter example's `add`), 64 in flight, on
  * one node with the folder bucket — what creating an actor costs.
  *
- *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable] [--alarm]
+ *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable] [--alarm] [--new-in-memory]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/first-touch.ts --keys 1000
  *   (a CPU profile per thread lands in /tmp/prof; summarise the touch alone with
  *   `tsx bench/profile-summary.ts --window <the window the bench prints> /tmp/prof/*.cpuprofile`)
@@ -14,7 +14,7 @@
  * arms a timer an hour ahead instead (bench/peers' Reminder `set`), as peers' "arming timers on new
  * keys" row does — a first touch plus an alarm index entry. --then-seconds S: afterwards, S seconds
  * of calls round-robin over the same keys (bench/peers' "1,000 keys" row): calls/s and CPU ms per
- * call by thread.
+ * call by thread. --new-in-memory: the node runs with `newActorsInMemory` 1 (docs/tuning.md).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -34,6 +34,7 @@ const args = benchArgs({
   alarm: { type: 'boolean' },
   'then-seconds': { type: 'string', default: '0' },
   threads: { type: 'string', default: '2' },
+  'new-in-memory': { type: 'boolean' },
 });
 const KEYS = Number(args.keys ?? (quick ? 250 : 1_000));
 const RUNS = Number(args.runs);
@@ -65,6 +66,7 @@ async function run(r: number) {
     classes: { Counter: COUNTER, Reminder: REMINDER },
     port: 0,
     workerThreads: Number(args.threads),
+    newActorsInMemory: args['new-in-memory'] ? 1 : 0,
     logger: silentLogger(),
   })) as RoutingNode;
   const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });

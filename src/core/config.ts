@@ -87,6 +87,11 @@ export const DEFAULTS = Object.freeze({
    *  bucket, its change uploaded from memory, nothing written to the local disk); 0: restored
    *  into a local file, as for calls. */
   alarmsInMemory: 1,
+  /** 1: an event that creates a new actor (nothing in the bucket, no local file) runs it in memory
+   *  and replies once its first link is in the bucket, writing nothing to the local disk; the
+   *  actor's next call moves it to a local file (its image, no bucket read). 0: the new actor gets
+   *  its file at once. */
+  newActorsInMemory: 0,
   /** Idempotency keys of durable calls an actor remembers, at most (the oldest are pruned first). */
   idempotencyKeysMax: 1_000,
   /** An idempotency key is remembered this long after its call (then the key may run again). */
@@ -144,6 +149,7 @@ export const RULES: Readonly<Record<keyof typeof DEFAULTS, Rule>> = {
   sweepMinGapMs: { min: 1 },
   deliveryConcurrency: { min: 1, max: 10_000 },
   alarmsInMemory: { min: 0, max: 1 },
+  newActorsInMemory: { min: 0, max: 1 },
   heldActorsMax: { min: 1, max: 10_000_000 },
   idempotencyKeysMax: { min: 1, max: 1_000_000 },
   idempotencyRetentionMs: { min: 1 },

@@ -39,8 +39,8 @@ export interface TakeContext {
   saveSidecar(): void;
 }
 
-export async function take(t: TakeContext): Promise<TakeResult> {
-  const seqs = await listChain(t.deps.store, t.address);
+export async function take(t: TakeContext, listed?: number[]): Promise<TakeResult> {
+  const seqs = listed ?? (await listChain(t.deps.store, t.address));
   const local = existsSync(t.dbPath);
   const side = readSidecar(t.dbPath);
   if (seqs.length === 0) return takeEmptyBucket(t, local, side);
@@ -94,6 +94,19 @@ export async function takeInMemory(t: TakeContext): Promise<{ state: TakeResult;
   pos.snapshotBytes = result.base.header.size;
   pos.snapshots = [{ seq: result.base.seq, atMs: result.base.header.atMs }];
   return { state: 'ready', image };
+}
+
+/**
+ * For an event that creates the actor when it does not exist, with no local file: when the bucket
+ * has no chain for it either, the actor is new and starts as `empty` in memory (memory form, see
+ * memory-image.ts; the replica's `attachNew`), its first link the snapshot of its first commit;
+ * otherwise the chain's links, for `take` to restore into a local file without listing them again.
+ */
+export async function takeNew(t: TakeContext, empty: Buffer): Promise<{ image: Buffer } | { seqs: number[] }> {
+  const seqs = await listChain(t.deps.store, t.address);
+  if (seqs.length > 0) return { seqs };
+  t.pos.foundNothing = true;
+  return { image: empty };
 }
 
 function name(t: TakeContext): string {

@@ -25,12 +25,12 @@ import { invariantFailure } from '../core/invariant.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { createLink, deleteLinksBelow, type RetryDeps } from './chain.js';
 import { ChainPosition, type InMemory } from './chain-position.js';
-import { diffImages, forBucket } from './memory-image.js';
+import { diffImages, forBucket, headerPageSize } from './memory-image.js';
 import { encodeLink, type LinkKind } from './link.js';
 import { committedImage } from './image.js';
 import { checkpointDue, nextLinkKind } from './link-policy.js';
 import type { ReplicaDb, ReplicaDeps } from './replica-deps.js';
-import { take, takeInMemory, type TakeContext, type TakeResult } from './replica-take.js';
+import { take, takeInMemory, takeNew, type TakeContext, type TakeResult } from './replica-take.js';
 import { removeSidecar, writeSidecar } from './sidecar.js';
 import { captureWal, encodeDelta, type WalCursor } from './wal.js';
 
@@ -87,9 +87,17 @@ export class ActorReplica {
     return this.pos.foundNothing;
   }
 
-  /** Before the database opens: brings the local file in line with the chain (replica-take.ts). */
-  take(): Promise<TakeResult> {
-    return take(this.takeContext());
+  /** Before the database opens: brings the local file in line with the chain (replica-take.ts); `seqs`, a listing of it already made. */
+  take(seqs?: number[]): Promise<TakeResult> {
+    return take(this.takeContext(), seqs);
+  }
+
+  /**
+   * An actor that the event may create, with no local file: when the bucket has nothing for it, it
+   * starts in memory as `empty`; otherwise the chain's listing, for `take` (replica-take.ts).
+   */
+  takeNew(empty: Buffer): Promise<{ image: Buffer } | { seqs: number[] }> {
+    return takeNew(this.takeContext(), empty);
   }
 
   /**
@@ -108,6 +116,37 @@ export class ActorReplica {
   /** True when the actor lives in memory (see takeInMemory). */
   get inMemory(): boolean {
     return this.pos.memory !== null;
+  }
+
+  /**
+   * The image of an actor in memory whose every commit is in the bucket, as a local file holds it
+   * (WAL mode), for `toFile`. Throws if anything committed is not uploaded yet.
+   */
+  fileImage(db: ReplicaDb): Buffer {
+    const m = this.pos.memory;
+    if (!m || this.givenUp || this.pos.head === null) throw invariantFailure(`${this.name()} cannot go to a file now`);
+    const now = db.serialize();
+    if (diffImages(m.uploaded, now, m.pageSize) !== null) throw invariantFailure(`${this.name()} holds commits the bucket does not have`);
+    return forBucket(now);
+  }
+
+  /** The actor left memory for a local file holding the head's image (`fileImage`): its sidecar says so. */
+  toFile(db: ReplicaDb): void {
+    this.pos.memory = null;
+    this.pos.cursor = null;
+    this.attach(db);
+    this.saveSidecar();
+  }
+
+  /**
+   * A new actor opened in memory (`takeNew`): what it holds now — an empty database with its
+   * address — counts as nothing to upload, so an event that commits nothing uploads nothing, and
+   * the first commit goes up as the snapshot of the whole image (link 1).
+   */
+  attachNew(db: ReplicaDb): void {
+    const uploaded = db.serialize();
+    this.pos.memory = { pageSize: headerPageSize(uploaded), uploaded, captured: null };
+    this.attach(db);
   }
 
   attach(db: ReplicaDb): void {
@@ -176,9 +215,9 @@ export class ActorReplica {
     return !this.givenUp && !this.closed && this.leaseValid();
   }
 
-  /** A commit happened: schedule a group-commit upload. */
+  /** A commit happened: schedule a group-commit upload (an actor in memory is synced by its event instead: pipeline.ts withDb). */
   committed(): void {
-    if (this.timer || this.givenUp) return;
+    if (this.timer || this.givenUp || this.pos.memory) return;
     this.timer = this.deps.clock.setTimer(this.deps.config.replicationDelayMs, () => {
       this.timer = undefined;
       this.sync().catch(() => undefined); // failures are recorded in givenUp and logged
@@ -242,7 +281,8 @@ export class ActorReplica {
     if (!db || !db.open) return;
     const captured = this.pos.memory ? this.captureMemory(db, this.pos.memory) : captureWal(`${this.dbPath}-wal`, this.pos.cursor);
     const first = this.pos.head === null || this.pos.deleted; // a chain (re)starts with a snapshot
-    if (!captured.delta && !first) return; // no frames: no change
+    // No frames (no change) — and a new actor in memory that has committed nothing has no chain yet.
+    if (!captured.delta && (!first || this.pos.memory)) return;
     const deletes = this.pendingDeletes.splice(0); // registered after commits this capture holds
     await this.uploadCaptured(captured, first); // if it fails the entries stay: extra ones are harmless
     void this.deleteEntries(deletes); // not awaited: a durable reply waits for its link, not for cleanup

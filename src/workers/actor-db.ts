@@ -16,6 +16,7 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSy
 import { mkdir, open } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { formatAddress, nameHex, type ActorAddress } from '../core/address.js';
+import { forMemory } from '../replication/memory-image.js';
 
 export type Db = Database.Database;
 
@@ -47,30 +48,34 @@ export function actorDbPath(dataDir: string, a: ActorAddress): string {
  */
 export const actorDbHooks: { onOpen?: (db: Db) => void } = {};
 
-/** Opens (creating when `create`) the actor's database; null when it does not exist and !create. */
-export function openActorDb(path: string, address: ActorAddress, create: boolean): Db | null {
+/**
+ * Opens (creating when `create`) the actor's database; null when it does not exist and !create.
+ * A file created here holds `image` (default: a new actor's empty database).
+ */
+export function openActorDb(path: string, address: ActorAddress, create: boolean, image: Buffer = newFileImage()): Db | null {
   const created = !existsSync(path);
   if (created) {
     if (!create) return null;
-    createActorDbFile(path);
+    createActorDbFile(path, image);
   }
   return openFile(path, address, created);
 }
 
 /**
- * Creates a new actor's database (there is no file at `path`) with its file written and fsynced
+ * Creates an actor's database (there is no file at `path`) from `image` (a WAL-mode database;
+ * default: a new actor's empty one), its file written and fsynced
  * on libuv's thread pool, so the worker's event loop goes on meanwhile (actor-slots.ts); the
  * simulator keeps to openActorDb, every file operation synchronous. The WAL and shm files are
  * made empty there too (a stale pair of an earlier file of that name is emptied, as
  * beforeNewFile would remove it), so that SQLite's open finds them instead of creating them.
  */
-export async function createActorDb(path: string, address: ActorAddress): Promise<Db> {
+export async function createActorDb(path: string, address: ActorAddress, image: Buffer = newFileImage()): Promise<Db> {
   await mkdir(dirname(path), { recursive: true });
   const tmp = `${path}.new`;
   const writeFile = async () => {
     const handle = await open(tmp, 'w', 0o644);
     try {
-      await handle.writeFile(newFileImage());
+      await handle.writeFile(image);
       await handle.sync();
     } finally {
       await handle.close();
@@ -118,6 +123,13 @@ function newFileImage(): Buffer {
   return emptyImage;
 }
 
+/** A new actor's database as SQLite opens it in memory (memory-image.ts `forMemory`); shared, since opening copies it. */
+let emptyMemoryImage: Buffer | undefined;
+
+export function newMemoryImage(): Buffer {
+  return (emptyMemoryImage ??= forMemory(newFileImage()));
+}
+
 /**
  * Creates a new actor's file in one piece: written to a temp file, fsynced, renamed into place.
  * One fsync, where letting SQLite create it (a rollback-journal transaction to switch an empty
@@ -126,12 +138,12 @@ function newFileImage(): Buffer {
  * header and folder fsyncs are not needed (openFile). The name is made durable by the folder
  * fsync SQLite does at the first checkpoint (nothing of the actor is synced before that anyway).
  */
-function createActorDbFile(path: string): void {
+function createActorDbFile(path: string, image: Buffer): void {
   mkdirSync(dirname(path), { recursive: true });
   const tmp = beforeNewFile(path);
   const fd = openSync(tmp, 'w', 0o644);
   try {
-    writeSync(fd, newFileImage());
+    writeSync(fd, image);
     fsyncSync(fd);
   } finally {
     closeSync(fd);

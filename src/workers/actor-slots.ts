@@ -13,7 +13,7 @@ import type { Settings } from '../core/config.js';
 import { ActorReplica, type ReplicaDeps } from '../replication/replica.js';
 import { removeSidecar } from '../replication/sidecar.js';
 import { existsSync } from 'node:fs';
-import { actorDbPath, createActorDb, openActorDb, openMemoryActorDb, removeActorDb, type Db } from './actor-db.js';
+import { actorDbPath, createActorDb, newMemoryImage, openActorDb, openMemoryActorDb, removeActorDb, type Db } from './actor-db.js';
 
 export interface Slot {
   readonly db: Db;
@@ -21,8 +21,13 @@ export interface Slot {
   users: number;
   /** Just taken: the owner has not yet checked its index entry (R4 of docs/alarm-index.md, migration). */
   fresh: boolean;
-  /** Kept in memory for one event (an alarm of an actor with no local file): closed once released. */
+  /** In memory, not in a local file: an alarm of an actor with no local file, or a new actor. */
   readonly memory: boolean;
+  /**
+   * A new actor in memory stays open like a file's actor; its next event, if nothing else is using
+   * it, moves it to a local file first (`toFile`). Any other actor in memory is closed once released.
+   */
+  readonly keep?: boolean;
 }
 
 export interface SlotsSettings {
@@ -30,6 +35,8 @@ export interface SlotsSettings {
   max: number;
   /** Actors with no local file are taken into memory for events that do not create them. */
   inMemory: boolean;
+  /** An event that creates a new actor (nothing in the bucket, no local file) runs it in memory. */
+  newInMemory?: boolean;
   /**
    * A new actor's file is written and fsynced on libuv's thread pool, not on the worker thread
    * (actor-db.ts createActorDb). Off in the simulator: virtual time needs synchronous file I/O.
@@ -42,10 +49,10 @@ const UPLOADED_UNDER_MAX = 4096;
 
 /** The slots' settings from the node's resolved config. */
 export function slotsSettings(
-  config: Settings<'dbCacheMax' | 'alarmsInMemory'>,
+  config: Settings<'dbCacheMax' | 'alarmsInMemory' | 'newActorsInMemory'>,
   extra: Pick<SlotsSettings, 'createOffThread'> = {},
 ): SlotsSettings {
-  return { max: config.dbCacheMax, inMemory: config.alarmsInMemory === 1, ...extra };
+  return { max: config.dbCacheMax, inMemory: config.alarmsInMemory === 1, newInMemory: config.newActorsInMemory === 1, ...extra };
 }
 
 export class ActorSlots {
@@ -54,6 +61,7 @@ export class ActorSlots {
 
   private readonly max: number;
   private readonly inMemory: boolean;
+  private readonly newInMemory: boolean;
   private readonly createOffThread: boolean;
   /**
    * Actors whose chain ends with a link this worker uploaded under the hold generation named,
@@ -70,6 +78,7 @@ export class ActorSlots {
   ) {
     this.max = settings.max;
     this.inMemory = settings.inMemory;
+    this.newInMemory = settings.newInMemory === true;
     this.createOffThread = settings.createOffThread === true;
   }
 
@@ -88,6 +97,7 @@ export class ActorSlots {
     }
     if (slot) {
       this.open.delete(key); // re-insert: most recently used last
+      if (slot.keep && slot.users === 0 && create && !slot.replica.firstUpload()) slot = await this.moving(key, this.toFile(slot));
     } else {
       slot = await this.take(address, create, generation, onTake);
       if (!slot) return null;
@@ -103,7 +113,7 @@ export class ActorSlots {
     // Only this slot: a durable call waiting for its upload may release a slot closed (idle) and reopened meanwhile.
     if (slot.replica.givenUp) {
       if (this.open.get(formatAddress(slot.replica.address)) === slot) this.drop(slot.replica.address);
-    } else if (slot.memory && slot.users === 0) void this.close(slot.replica.address);
+    } else if (slot.memory && !slot.keep && slot.users === 0) void this.close(slot.replica.address);
     this.evict();
   }
 
@@ -170,7 +180,8 @@ export class ActorSlots {
     const path = actorDbPath(this.dataDir, address);
     const replica = new ActorReplica(this.replicaDeps, address, path, generation);
     if (this.uploadedUnder.get(formatAddress(address)) === generation) replica.uploadedUnderHold = true;
-    if (!create && this.inMemory && !existsSync(path)) {
+    const noFile = !existsSync(path);
+    if (noFile && !create && this.inMemory) {
       const { state, image } = await replica.takeInMemory();
       onTake?.(state);
       if (state !== 'ready' || !image) return null;
@@ -178,14 +189,60 @@ export class ActorSlots {
       replica.attach(db);
       return { db, replica, users: 0, fresh: true, memory: true };
     }
-    const state = await replica.take();
+    let seqs: number[] | undefined;
+    if (noFile && create && this.newInMemory) {
+      const taken = await replica.takeNew(newMemoryImage());
+      if ('image' in taken) {
+        onTake?.('absent');
+        replica.newFile = true; // its first upload waits for its first event's commit
+        const db = openMemoryActorDb(taken.image, address);
+        replica.attachNew(db);
+        return { db, replica, users: 0, fresh: true, memory: true, keep: true };
+      }
+      seqs = taken.seqs;
+    }
+    const state = await replica.take(seqs);
     onTake?.(state);
     if (state !== 'ready' && !create) return null;
-    const noFile = !existsSync(path);
-    replica.newFile = noFile && replica.foundNothing;
-    const db = this.createOffThread && noFile ? await createActorDb(path, address) : openActorDb(path, address, true)!;
+    const created = !existsSync(path); // the take restores a file when the bucket has the actor
+    replica.newFile = created && replica.foundNothing;
+    const db = this.createOffThread && created ? await createActorDb(path, address) : openActorDb(path, address, true)!;
     replica.attach(db);
     return { db, replica, users: 0, fresh: true, memory: false };
+  }
+
+  /**
+   * A new actor kept in memory, all of it in the bucket (an event in memory replies only once its
+   * commit is up), goes to a local file holding the same image: its next events are plain calls
+   * again, without restoring it from the bucket.
+   */
+  private async toFile(slot: Slot): Promise<Slot> {
+    const { replica } = slot;
+    let image: Buffer;
+    try {
+      image = replica.fileImage(slot.db);
+    } finally {
+      slot.db.close(); // in memory: on a failure the next take restores the actor from the bucket
+    }
+    const db = this.createOffThread
+      ? await createActorDb(replica.dbPath, replica.address, image)
+      : openActorDb(replica.dbPath, replica.address, true, image)!;
+    replica.toFile(db);
+    return { db, replica, users: 0, fresh: false, memory: false };
+  }
+
+  /** While `work` moves the actor's slot, a close (or a take) of it waits for that to end. */
+  private async moving(key: string, work: Promise<Slot>): Promise<Slot> {
+    const done = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.closing.set(key, done);
+    try {
+      return await work;
+    } finally {
+      this.closing.delete(key);
+    }
   }
 
   private remember(key: string, replica: ActorReplica): void {

@@ -108,6 +108,8 @@ export function drawParams(seed: number): SimParams {
   // Drawn last, so every other parameter of a seed stays what it was before this one existed:
   // half the seeds take actors with no local file into memory for alarms, half restore to disk.
   config.alarmsInMemory = r.int(2);
+  // Drawn after it, for the same reason: half the seeds start new actors in memory.
+  config.newActorsInMemory = r.int(2);
   return params;
 }
 
@@ -120,7 +122,7 @@ export function describeParams(p: SimParams): string {
   const c = p.config;
   return (
     `nodes=${p.nodes} joiners=${p.joiners} actors=${p.actors} lease=${c.leasePeriodMs} grace=${c.graceMs} sweep=${c.alarmSweepMs}` +
-    ` adaptive=${c.sweepAdaptive} memory=${c.alarmsInMemory} idle=${c.idleTimeoutMs} calls/${p.callGapMs}ms faults/${p.faultGapMs}ms step=${p.alarmStepMs}` +
+    ` adaptive=${c.sweepAdaptive} memory=${c.alarmsInMemory} newInMemory=${c.newActorsInMemory} idle=${c.idleTimeoutMs} calls/${p.callGapMs}ms faults/${p.faultGapMs}ms step=${p.alarmStepMs}` +
     ` fail=${f.failP} timeout=${f.timeoutP}@${f.timeoutAfterMs}ms landLate<${f.landLateMaxMs}ms spikes=${f.spikeP}` +
     ` handlerFail=${p.handlerFailP} reschedule=${p.rescheduleP}`
   );

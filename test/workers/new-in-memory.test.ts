@@ -1,0 +1,109 @@
+/**
+ * New actors in memory (`newActorsInMemory`, actor-slots.ts `takeNew`/`toFile`): the first call to
+ * an actor the bucket has never seen runs without a local file and replies once its link is in the
+ * bucket; its next call moves it to a local file holding the same image, without reading the bucket.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { after, describe, it } from 'node:test';
+import { parseAddress } from '../../src/core/address.js';
+import { listChain } from '../../src/replication/chain.js';
+import { readSidecar } from '../../src/replication/sidecar.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import type { ListOptions } from '../../src/store/types.js';
+import { actorDbPath } from '../../src/workers/actor-db.js';
+import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
+import { InlineActors, okResult } from './harness.js';
+
+const Counter = defineActor({
+  init: (ctx: ActorContext) => ctx.sql.exec('CREATE TABLE c (n INTEGER NOT NULL); INSERT INTO c VALUES (0)'),
+  methods: {
+    add: (ctx: ActorContext, by: number) => {
+      ctx.sql.prepare('UPDATE c SET n = n + ?').run(by);
+      return (ctx.sql.prepare('SELECT n FROM c').get() as { n: number }).n;
+    },
+    fail: () => {
+      throw new Error('no');
+    },
+  },
+});
+
+const A = 't/Counter/a';
+const address = parseAddress(A);
+const envs: InlineActors[] = [];
+after(async () => {
+  for (const e of envs) await e.cleanup();
+});
+
+/** A memory bucket that counts the reads of the actor's state (LIST and GET under state/). */
+class CountingStore extends MemoryStore {
+  stateReads = 0;
+  override async get(key: string) {
+    if (key.startsWith('state/')) this.stateReads++;
+    return super.get(key);
+  }
+  override async list(opts: ListOptions = {}) {
+    if (opts.prefix?.startsWith('state/')) this.stateReads++;
+    return super.list(opts);
+  }
+}
+
+function env(store: MemoryStore, newActorsInMemory: 0 | 1): InlineActors {
+  // A long replication delay: anything in the bucket right after a call was put there by the call.
+  const e = new InlineActors({ Counter }, { replicationDelayMs: 60_000, newActorsInMemory }, store);
+  envs.push(e);
+  return e;
+}
+
+describe('new actors in memory', () => {
+  it('the first call writes no local file and replies once its link is in the bucket', async () => {
+    const store = new MemoryStore();
+    const e = env(store, 1);
+    assert.equal(okResult(await e.call(A, 'add', 5)), 5);
+    const path = actorDbPath(e.dataDir, address);
+    assert.equal(existsSync(path), false, 'no local file');
+    assert.deepEqual(await listChain(store, address), [1], 'link 1 is up before the reply');
+
+    const off = env(new MemoryStore(), 0);
+    okResult(await off.call(A, 'add', 5));
+    assert.equal(existsSync(actorDbPath(off.dataDir, address)), true, 'with 0 the new actor gets its file at once');
+    assert.deepEqual(await listChain(off.store, address), [], 'and a plain call replies before its upload');
+  });
+
+  it('the next call moves it to a local file without reading the bucket, and goes on as a file actor', async () => {
+    const store = new CountingStore();
+    const e = env(store, 1);
+    okResult(await e.call(A, 'add', 5));
+    const reads = store.stateReads;
+    assert.equal(okResult(await e.call(A, 'add', 2)), 7);
+    assert.equal(store.stateReads, reads, 'the image came from memory');
+    const path = actorDbPath(e.dataDir, address);
+    assert.equal(existsSync(path), true);
+    assert.equal(readSidecar(path)?.seq, 1, 'the sidecar says the file was link 1 before this call');
+    assert.deepEqual(await listChain(store, address), [1], 'a plain call on the file replies before its upload again');
+
+    await e.restart({ replicationDelayMs: 60_000, newActorsInMemory: 1 }); // close: flushed
+    assert.deepEqual(await listChain(store, address), [1, 2]);
+    assert.equal(okResult(await e.call(A, 'add', 1)), 8);
+  });
+
+  it('after a kill the first call is in the bucket: another data dir restores it', async () => {
+    const store = new MemoryStore();
+    const e = env(store, 1);
+    okResult(await e.call(A, 'add', 5));
+    e.crash({ replicationDelayMs: 60_000, newActorsInMemory: 1 });
+    const other = env(store, 1);
+    other.generation = 1;
+    assert.equal(okResult(await other.call(A, 'add', 1)), 6);
+  });
+
+  it('a first call that fails leaves nothing behind, and the next one creates the actor', async () => {
+    const store = new MemoryStore();
+    const e = env(store, 1);
+    assert.equal((await e.call(A, 'fail')).type, 'error');
+    assert.deepEqual(await listChain(store, address), [], 'nothing committed, nothing uploaded');
+    assert.equal(existsSync(actorDbPath(e.dataDir, address)), false);
+    assert.equal(okResult(await e.call(A, 'add', 3)), 3);
+    assert.deepEqual(await listChain(store, address), [1]);
+  });
+});
