@@ -12,13 +12,15 @@
  */
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { mkdir, open } from 'node:fs/promises';
+import { closeSync, existsSync, fsync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { dirname, join } from 'node:path';
 import { formatAddress, nameHex, type ActorAddress } from '../core/address.js';
 import { forMemory } from '../replication/memory-image.js';
 
 export type Db = Database.Database;
+
+const fsyncOnPool = promisify(fsync);
 
 export type MetaKey = 'address' | 'initialized' | 'deleted' | 'alarm_failures' | 'alarm_indexed' | 'owner_fence';
 
@@ -63,27 +65,20 @@ export function openActorDb(path: string, address: ActorAddress, create: boolean
 
 /**
  * Creates an actor's database (there is no file at `path`) from `image` (a WAL-mode database;
- * default: a new actor's empty one), its file written and fsynced
- * on libuv's thread pool, so the worker's event loop goes on meanwhile (actor-slots.ts); the
- * simulator keeps to openActorDb, every file operation synchronous. The WAL and shm files are
- * made empty there too (a stale pair of an earlier file of that name is emptied, as
- * beforeNewFile would remove it), so that SQLite's open finds them instead of creating them.
+ * default: a new actor's empty one), its file fsynced on libuv's thread pool, so the worker's
+ * event loop goes on while the disk works (actor-slots.ts); every other step is a synchronous
+ * system call of microseconds, cheaper than a round trip through the pool. The simulator keeps to
+ * openActorDb, every file operation synchronous.
  */
 export async function createActorDb(path: string, address: ActorAddress, image: Buffer = newFileImage()): Promise<Db> {
-  await mkdir(dirname(path), { recursive: true });
-  const tmp = `${path}.new`;
-  const writeFile = async () => {
-    const handle = await open(tmp, 'w', 0o644);
-    try {
-      await handle.writeFile(image);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  };
-  const empty = async (suffix: string) => (await open(path + suffix, 'w', 0o644)).close();
-  await Promise.all([writeFile(), empty('-wal'), empty('-shm')]);
-  renameSync(tmp, path);
+  const fd = startNewFile(path, image);
+  try {
+    await fsyncOnPool(fd);
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+  finishNewFile(path, fd);
   return openFile(path, address, true);
 }
 
@@ -93,12 +88,12 @@ function openFile(path: string, address: ActorAddress, created: boolean): Db {
   db.pragma('journal_mode = WAL');
   // A new file's first commit starts a brand-new WAL: its header fsync (and the folder's) guards
   // against frames of an earlier WAL in the same file being read as new after a power loss, and
-  // there are none (beforeNewFile). synchronous=NORMAL syncs the WAL, then its folder, at the
+  // there are none (startNewFile). synchronous=NORMAL syncs the WAL, then its folder, at the
   // first checkpoint, which also syncs the file.
   db.pragma(created ? 'synchronous = OFF' : 'synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('cache_size = -512'); // 512 KiB per open actor: many actors stay open per worker
-  db.exec(SCHEMA);
+  if (!created) db.exec(SCHEMA); // a file created here holds an image with the tables
   if (readMeta(db, 'address') === null) writeMeta(db, 'address', formatAddress(address));
   if (created) db.pragma('synchronous = NORMAL');
   return db;
@@ -139,22 +134,38 @@ export function newMemoryImage(): Buffer {
  * fsync SQLite does at the first checkpoint (nothing of the actor is synced before that anyway).
  */
 function createActorDbFile(path: string, image: Buffer): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = beforeNewFile(path);
-  const fd = openSync(tmp, 'w', 0o644);
+  const fd = startNewFile(path, image);
   try {
-    writeSync(fd, image);
     fsyncSync(fd);
-  } finally {
+  } catch (e) {
     closeSync(fd);
+    throw e;
   }
-  renameSync(tmp, path);
+  finishNewFile(path, fd);
 }
 
-/** A stale WAL or shm of an earlier file of that name belongs to no database now: removed. Returns the temp file's name. */
-function beforeNewFile(path: string): string {
+/**
+ * The first half of a new file: a stale WAL or shm of an earlier file of that name belongs to no
+ * database now and is removed; `image` is written to the temp file, whose descriptor is returned
+ * for the caller to fsync.
+ */
+function startNewFile(path: string, image: Buffer): number {
+  mkdirSync(dirname(path), { recursive: true });
   for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
-  return `${path}.new`;
+  const fd = openSync(`${path}.new`, 'w', 0o644);
+  try {
+    writeSync(fd, image);
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+  return fd;
+}
+
+/** The second half, once the temp file is fsynced: its name appears, whole. */
+function finishNewFile(path: string, fd: number): void {
+  closeSync(fd);
+  renameSync(`${path}.new`, path);
 }
 
 /**
