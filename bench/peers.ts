@@ -2,7 +2,8 @@
  * bench/peers: keepwork against Restate and Cloudflare's workerd on this machine, one system at a
  * time, with the same load client (an undici Pool, 64 calls in flight over HTTP/1.1 keep-alive).
  * Each system runs the same Counter (add(n) on durable state, returns the total) and Reminder
- * (set(atMs); records when it fired): keepwork twice, with plain calls and with durable calls.
+ * (set(atMs); records when it fired): keepwork three times — plain calls, durable calls, and plain
+ * calls with `newActorsInMemory` 1 (docs/tuning.md).
  *
  *   hot key          add(1) on one key for D seconds: calls/s, p50/p99
  *   first touch      the first call to 1,000 new keys (64 in flight): total time
@@ -16,7 +17,7 @@
  * bench/peers/ (package.json + package-lock.json), installed here on first use with
  * `npm ci --prefix bench/peers`; the project's npm ci and npm test never touch them.
  *
- *   npm run bench -- peers [--quick] [--only keepwork-plain,keepwork-durable,restate,workerd]
+ *   npm run bench -- peers [--quick] [--only keepwork-plain,keepwork-durable,keepwork-new-in-memory,restate,workerd]
  *
  * --quick: D = 4 s and 500 timers (full: D = 15 s, 2,000 timers, 3 kill -9 trials). Writes
  * bench/results/peers.json (peers-quick.json with --quick).
@@ -309,6 +310,7 @@ function tableOf(results: SystemResult[]): string {
 const SYSTEMS: Record<string, () => System> = {
   'keepwork-plain': () => new KeepworkSystem(false),
   'keepwork-durable': () => new KeepworkSystem(true),
+  'keepwork-new-in-memory': () => new KeepworkSystem(false, ['newActorsInMemory=1']),
   restate: () => new RestateSystem(),
   workerd: () => new WorkerdSystem(),
 };

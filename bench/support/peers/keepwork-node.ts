@@ -1,14 +1,16 @@
 /**
  * One keepwork node for bench/peers, as its own process (so the bench can kill -9 it): forked with
- * an IPC channel and `DATA_DIR PORT` arguments, it starts a node through the public API with a
+ * an IPC channel and `DATA_DIR PORT [name=value ...]` arguments (the last: tunables), it starts a node through the public API with a
  * folder bucket in DATA_DIR/bucket and the bench's Counter and Reminder, then sends { url }.
  * Logs (warn and up) go to stdout, which the bench sends to a file.
  */
 import { join } from 'node:path';
 import { createLogger, startNode } from '../../../src/index.js';
 
-const [dataDir, port] = process.argv.slice(2);
+const [dataDir, port, ...tunables] = process.argv.slice(2);
+const settings = Object.fromEntries(tunables.map((t) => t.split('=')).map(([name, value]) => [name!, Number(value)]));
 const node = await startNode({
+  ...settings,
   dataDir: join(dataDir!, 'node'),
   bucket: join(dataDir!, 'bucket'),
   nodeId: 'bench',

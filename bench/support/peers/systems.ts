@@ -94,11 +94,17 @@ export class KeepworkSystem implements System {
   /** Starts refused after a kill -9 (the node's own lease was still live). */
   refusedStarts = 0;
 
-  constructor(private readonly durable: boolean) {
-    this.label = durable ? 'keepwork durable' : 'keepwork plain';
+  /** `tunables`: name=value settings for the node (keepwork-node.ts), e.g. newActorsInMemory=1. */
+  constructor(
+    private readonly durable: boolean,
+    private readonly tunables: string[] = [],
+  ) {
+    const kind = durable ? 'durable' : 'plain';
+    this.label = ['keepwork', kind, ...tunables].join(' ');
     this.about = durable
       ? 'keepwork, every write a durable call (?durable=1: replies once its link is in the folder bucket)'
       : 'keepwork, plain calls (reply after the local SQLite commit; uploaded within replicationDelayMs)';
+    if (tunables.length > 0) this.about += `, with ${tunables.join(', ')} (docs/tuning.md)`;
   }
 
   async start(dir: string): Promise<string> {
@@ -110,7 +116,7 @@ export class KeepworkSystem implements System {
 
   private spawn(wait: boolean): Promise<void> {
     const log = logTo(this.dir, 'keepwork');
-    const child = fork(KEEPWORK_NODE, [this.dir, String(this.port)], {
+    const child = fork(KEEPWORK_NODE, [this.dir, String(this.port), ...this.tunables], {
       execArgv: ['--import', 'tsx'],
       stdio: ['ignore', log, log, 'ipc'],
       env: { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' }, // as `npm start` and the cluster harness
