@@ -50,15 +50,12 @@ export function actorDbPath(dataDir: string, a: ActorAddress): string {
  */
 export const actorDbHooks: { onOpen?: (db: Db) => void } = {};
 
-/**
- * Opens (creating when `create`) the actor's database; null when it does not exist and !create.
- * A file created here holds `image` (default: a new actor's empty database).
- */
-export function openActorDb(path: string, address: ActorAddress, create: boolean, image: Buffer = newFileImage()): Db | null {
+/** Opens (creating when `create`) the actor's database; null when it does not exist and !create. */
+export function openActorDb(path: string, address: ActorAddress, create: boolean): Db | null {
   const created = !existsSync(path);
   if (created) {
     if (!create) return null;
-    createActorDbFile(path, image);
+    createActorDbFile(path, newFileImage());
   }
   return openFile(path, address, created);
 }
@@ -79,6 +76,12 @@ export async function createActorDb(path: string, address: ActorAddress, image: 
     throw e;
   }
   finishNewFile(path, fd);
+  return openFile(path, address, true);
+}
+
+/** createActorDb with every step synchronous, the fsync too (the simulator's path). */
+export function createActorDbSync(path: string, address: ActorAddress, image: Buffer): Db {
+  createActorDbFile(path, image);
   return openFile(path, address, true);
 }
 

@@ -13,7 +13,16 @@ import type { Settings } from '../core/config.js';
 import { ActorReplica, type ReplicaDeps } from '../replication/replica.js';
 import { removeSidecar } from '../replication/sidecar.js';
 import { existsSync } from 'node:fs';
-import { actorDbPath, createActorDb, newMemoryImage, openActorDb, openMemoryActorDb, removeActorDb, type Db } from './actor-db.js';
+import {
+  actorDbPath,
+  createActorDb,
+  createActorDbSync,
+  newMemoryImage,
+  openActorDb,
+  openMemoryActorDb,
+  removeActorDb,
+  type Db,
+} from './actor-db.js';
 
 export interface Slot {
   readonly db: Db;
@@ -226,7 +235,7 @@ export class ActorSlots {
     }
     const db = this.createOffThread
       ? await createActorDb(replica.dbPath, replica.address, image)
-      : openActorDb(replica.dbPath, replica.address, true, image)!;
+      : createActorDbSync(replica.dbPath, replica.address, image);
     replica.toFile(db);
     return { db, replica, users: 0, fresh: false, memory: false };
   }
