@@ -45,8 +45,9 @@ export class ActorReplica {
   /** A link was uploaded by this replica, i.e. under its hold (the history ends with our own). */
   uploadedUnderHold = false;
   /**
-   * The take found nothing in the bucket and the local file was created for this hold: it holds
-   * no commit anyone was told of, so its first upload waits for its first event's commit.
+   * The take found nothing in the bucket and the database was created for this hold (a new local
+   * file, or a new actor in memory): it holds no commit anyone was told of, so its first upload
+   * waits for its first event's commit.
    */
   newFile = false;
   /** Index entries to DELETE once the next link is in the bucket (the state no longer names them). */

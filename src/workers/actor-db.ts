@@ -52,12 +52,8 @@ export const actorDbHooks: { onOpen?: (db: Db) => void } = {};
 
 /** Opens (creating when `create`) the actor's database; null when it does not exist and !create. */
 export function openActorDb(path: string, address: ActorAddress, create: boolean): Db | null {
-  const created = !existsSync(path);
-  if (created) {
-    if (!create) return null;
-    createActorDbFile(path, newFileImage());
-  }
-  return openFile(path, address, created);
+  if (!existsSync(path)) return create ? createActorDbSync(path, address) : null;
+  return openFile(path, address, false);
 }
 
 /**
@@ -76,12 +72,6 @@ export async function createActorDb(path: string, address: ActorAddress, image: 
     throw e;
   }
   finishNewFile(path, fd);
-  return openFile(path, address, true);
-}
-
-/** createActorDb with every step synchronous, the fsync too (the simulator's path). */
-export function createActorDbSync(path: string, address: ActorAddress, image: Buffer): Db {
-  createActorDbFile(path, image);
   return openFile(path, address, true);
 }
 
@@ -129,14 +119,15 @@ export function newMemoryImage(): Buffer {
 }
 
 /**
- * Creates a new actor's file in one piece: written to a temp file, fsynced, renamed into place.
+ * createActorDb with every step synchronous, the fsync too (the simulator's path, and openActorDb):
+ * the file is written in one piece — to a temp file, fsynced, renamed into place.
  * One fsync, where letting SQLite create it (a rollback-journal transaction to switch an empty
  * file to WAL, at the default synchronous=FULL) took four on the worker thread — journal twice,
  * its folder, the file — and a journal file created and unlinked; and the first commit's WAL
  * header and folder fsyncs are not needed (openFile). The name is made durable by the folder
  * fsync SQLite does at the first checkpoint (nothing of the actor is synced before that anyway).
  */
-function createActorDbFile(path: string, image: Buffer): void {
+export function createActorDbSync(path: string, address: ActorAddress, image: Buffer = newFileImage()): Db {
   const fd = startNewFile(path, image);
   try {
     fsyncSync(fd);
@@ -145,6 +136,7 @@ function createActorDbFile(path: string, image: Buffer): void {
     throw e;
   }
   finishNewFile(path, fd);
+  return openFile(path, address, true);
 }
 
 /**

@@ -215,7 +215,7 @@ export class ActorSlots {
     if (state !== 'ready' && !create) return null;
     const created = !existsSync(path); // the take restores a file when the bucket has the actor
     replica.newFile = created && replica.foundNothing;
-    const db = this.createOffThread && created ? await createActorDb(path, address) : openActorDb(path, address, true)!;
+    const db = created ? await this.createDb(path, address) : openActorDb(path, address, true)!;
     replica.attach(db);
     return { db, replica, users: 0, fresh: true, memory: false };
   }
@@ -233,11 +233,14 @@ export class ActorSlots {
     } finally {
       slot.db.close(); // in memory: on a failure the next take restores the actor from the bucket
     }
-    const db = this.createOffThread
-      ? await createActorDb(replica.dbPath, replica.address, image)
-      : createActorDbSync(replica.dbPath, replica.address, image);
+    const db = await this.createDb(replica.dbPath, replica.address, image);
     replica.toFile(db);
     return { db, replica, users: 0, fresh: false, memory: false };
+  }
+
+  /** A new database file at `path` (holding `image`, default a new actor's empty one), written off the thread when the settings say so. */
+  private createDb(path: string, address: ActorAddress, image?: Buffer): Promise<Db> | Db {
+    return this.createOffThread ? createActorDb(path, address, image) : createActorDbSync(path, address, image);
   }
 
   /** While `work` moves the actor's slot, a close (or a take) of it waits for that to end. */
