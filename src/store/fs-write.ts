@@ -4,7 +4,8 @@
  * Writes (body first written to a temp file and fsynced, outside any lock; every step a
  * synchronous system call but the fsyncs, fs-io.ts says why):
  *   create (ifNoneMatch '*')   link(temp, target): atomic exclusive create; EEXIST → PreconditionFailed
- *   replace (ifMatch / none)   BEGIN IMMEDIATE on ~lock.db { check etag; rename(temp, target) } ROLLBACK
+ *   unconditional              link(temp, target) as a create; EEXIST → as a replace without etag
+ *   replace (ifMatch)          BEGIN IMMEDIATE on ~lock.db { check etag; rename(temp, target) } ROLLBACK
  *   delete                     BEGIN IMMEDIATE { unlink(target) } ROLLBACK   (in fs.ts)
  * then fsync the folder (shared with other writes to it, fs-sync.ts). Readers see whole objects only: an object name only ever appears by an
  * atomic link or rename of a complete, fsynced file, and no object file is written in place.
@@ -18,7 +19,10 @@
  * and no create can succeed because the target exists throughout. A create needs the target
  * absent: it cannot slip into a locked section (the target exists there), and against a lone
  * unlink or rename the kernel orders the two directory operations. So all operations are
- * linearisable without creates ever taking the lock.
+ * linearisable without creates ever taking the lock. An unconditional write to an absent key
+ * (every alarm index entry: a fresh key each time) is such a create, so it tries the link first
+ * and takes the lock only when the key exists; the lock is what keeps a rename from landing
+ * between an ifMatch writer's check and its own rename.
  *
  * The expensive work (writing and fsyncing the temp file, reading the version an ifMatch expects)
  * is done before the lock; the section itself is a few synchronous syscalls. A write that meets
@@ -98,24 +102,32 @@ export async function install(
   lock: HostLock,
   config: FsConfig,
 ): Promise<string | undefined> {
-  if (mode.kind === 'create') return create(temp, target, key, config.folderRacesMax);
+  let createdFrom: string | undefined;
+  if (mode.kind !== 'match') {
+    const linked = linkNew(temp, target, key, config.folderRacesMax);
+    if (!linked.exists) return linked.createdFrom;
+    if (mode.kind === 'create') throw new PreconditionFailed(`put ${key} with ifNoneMatch "*": the object exists`, { details: { key } });
+    createdFrom = linked.createdFrom;
+  }
   const held = mode.kind === 'match' ? readCurrent(target, mode.etag, key) : undefined;
   try {
     const expected = mode.kind === 'match' ? mode.etag : undefined;
-    return await lock.run(() => replaceLocked(temp, target, expected, held, key, config.folderRacesMax), config.lockWaitMs);
+    const made = await lock.run(() => replaceLocked(temp, target, expected, held, key, config.folderRacesMax), config.lockWaitMs);
+    return made ?? createdFrom;
   } finally {
     if (held) fs.closeSync(held.fd);
   }
 }
 
-function create(temp: string, target: Target, key: string, folderRacesMax: number): string | undefined {
+/** link(temp, target): the object appears whole if the key was absent; `exists` if it was not. */
+function linkNew(temp: string, target: Target, key: string, folderRacesMax: number): { exists: boolean; createdFrom?: string } {
   let createdFrom: string | undefined;
   for (let race = 0; race <= folderRacesMax; race++) {
     try {
       fs.linkSync(temp, target.file);
-      return createdFrom;
+      return { exists: false, createdFrom };
     } catch (e) {
-      if (codeOf(e) === 'EEXIST') throw new PreconditionFailed(`put ${key} with ifNoneMatch "*": the object exists`, { details: { key } });
+      if (codeOf(e) === 'EEXIST') return { exists: true, createdFrom };
       if (codeOf(e) !== 'ENOENT') throw e;
     }
     createdFrom = fs.mkdirSync(target.dir, { recursive: true }) ?? createdFrom;

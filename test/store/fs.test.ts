@@ -318,16 +318,21 @@ describe('fs store: options, URLs, lifecycle', () => {
 
   it('a write waits for the host lock held by another client, and gives up after lockWaitMs', async () => {
     await withStore(async (store, root) => {
+      await store.put('k', text('w'));
       const Database = (await import('better-sqlite3')).default;
       const holder = new Database(join(root, LOCK_FILE_NAME), { timeout: 0 });
       holder.prepare('BEGIN IMMEDIATE').run();
       const impatient = new FsStore(root, { lockWaitMs: 50 });
       try {
         await assert.rejects(impatient.put('k', text('x')), { code: ErrorCode.StoreUnavailable, message: /lockWaitMs/ });
+        await assert.rejects(impatient.put('k', text('x'), { ifMatch: etagOf(text('w')) }), { code: ErrorCode.StoreUnavailable });
         await impatient.put('c', text('creates need no lock'), { ifNoneMatch: '*' });
+        await impatient.put('u', text('nor an unconditional write of an absent key'));
+        assert.equal(str((await store.get('u'))!.body), 'nor an unconditional write of an absent key');
+        assert.equal(str((await store.get('k'))!.body), 'w', 'the refused writes changed nothing');
         const waiting = store.put('k', text('y'));
         await elapse(30); // a window in which the write must not land
-        assert.equal(await store.get('k'), null, 'still waiting');
+        assert.equal(str((await store.get('k'))!.body), 'w', 'still waiting');
         holder.prepare('COMMIT').run();
         await waiting;
         assert.equal(str((await store.get('k'))!.body), 'y');
