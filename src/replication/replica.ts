@@ -131,10 +131,14 @@ export class ActorReplica {
     return forBucket(now);
   }
 
-  /** The actor left memory for a local file holding the head's image (`fileImage`): its sidecar says so. */
+  /**
+   * The actor left memory for a local file holding the head's image (`fileImage`): its sidecar
+   * says so. What the new file's WAL holds already (page 1 rewritten as it is, actor-db.ts) is
+   * that image too, so the cursor starts past it.
+   */
   toFile(db: ReplicaDb): void {
     this.pos.memory = null;
-    this.pos.cursor = null;
+    this.pos.cursor = captureWal(`${this.dbPath}-wal`, null).cursor;
     this.attach(db);
     this.saveSidecar();
   }
