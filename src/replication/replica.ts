@@ -144,6 +144,17 @@ export class ActorReplica {
   }
 
   /**
+   * The file, equal to the head after take() with nothing left to upload, had its empty WAL
+   * started with page 1 as it is (actor-db.ts `startWal`): that frame is the head's image, so the
+   * cursor starts past it, and the sidecar says so (after a kill it is not a local commit).
+   */
+  walStarted(): void {
+    if (this.pos.memory || this.pos.unuploaded > 0) throw invariantFailure(`${this.name()} started a WAL with commits to upload`);
+    this.pos.cursor = captureWal(`${this.dbPath}-wal`, null).cursor;
+    this.saveSidecar();
+  }
+
+  /**
    * A new actor opened in memory (`takeNew`): what it holds now — an empty database with its
    * address — counts as nothing to upload, so an event that commits nothing uploads nothing, and
    * the first commit goes up as the snapshot of the whole image (link 1).

@@ -12,7 +12,7 @@
  */
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fsync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { dirname, join } from 'node:path';
 import { formatAddress, nameHex, type ActorAddress } from '../core/address.js';
@@ -102,6 +102,25 @@ function openFile(path: string, address: ActorAddress, created: boolean): Db {
  */
 function rewritePageOne(db: Db): void {
   db.pragma(`application_id = ${Number(db.pragma('application_id', { simple: true }))}`);
+}
+
+/**
+ * For a file opened with no WAL, or an empty one (closed cleanly, or checkpointed with TRUNCATE):
+ * starts its WAL with page 1 rewritten as it is, at synchronous=OFF, as a new file's first commit
+ * is (see above), and says whether it did. The header fsync SQLite skips then guards against
+ * frames of an earlier WAL being read as new after a power loss, and an empty WAL has none. The
+ * caller decides whether that frame counts as uploaded (ActorReplica.walStarted).
+ */
+export function startWal(db: Db, path: string): boolean {
+  const wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
+  if (wal !== undefined && wal.size > 0) return false;
+  db.pragma('synchronous = OFF');
+  try {
+    rewritePageOne(db);
+  } finally {
+    db.pragma('synchronous = NORMAL');
+  }
+  return true;
 }
 
 /**

@@ -21,6 +21,7 @@ import {
   openActorDb,
   openMemoryActorDb,
   removeActorDb,
+  startWal,
   type Db,
 } from './actor-db.js';
 
@@ -217,6 +218,7 @@ export class ActorSlots {
     replica.newFile = created && replica.foundNothing;
     const db = created ? await this.createDb(path, address) : openActorDb(path, address, true)!;
     replica.attach(db);
+    if (!created && replica.unuploaded === 0 && startWal(db, path)) replica.walStarted();
     return { db, replica, users: 0, fresh: true, memory: false };
   }
 
