@@ -15,12 +15,26 @@ import type { ObjectStore } from '../../src/store/types.js';
 import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
 import { NonceSource } from '../../src/alarms/keys.js';
 import { SAFE_RULES } from '../../src/alarms/rules.js';
-import type { ActorDefinition } from '../../src/workers/define-actor.js';
+import { defineActor, type ActorContext, type ActorDefinition } from '../../src/workers/define-actor.js';
 import type { EventResult } from '../../src/workers/messages.js';
 import { runEvent } from '../../src/workers/pipeline.js';
 import type { PipelineDeps } from '../../src/workers/deps.js';
 
 let nextSeed = 1;
+
+/** A counter for the pipeline's tests: `add(by)` returns the new total, `fail` throws. */
+export const Counter = defineActor({
+  init: (ctx: ActorContext) => ctx.sql.exec('CREATE TABLE c (n INTEGER NOT NULL); INSERT INTO c VALUES (0)'),
+  methods: {
+    add: (ctx: ActorContext, by: number) => {
+      ctx.sql.prepare('UPDATE c SET n = n + ?').run(by);
+      return (ctx.sql.prepare('SELECT n FROM c').get() as { n: number }).n;
+    },
+    fail: () => {
+      throw new Error('no');
+    },
+  },
+});
 
 export class InlineActors {
   deps: PipelineDeps;

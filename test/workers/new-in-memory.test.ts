@@ -12,21 +12,7 @@ import { readSidecar } from '../../src/replication/sidecar.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { ListOptions } from '../../src/store/types.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
-import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from './harness.js';
-
-const Counter = defineActor({
-  init: (ctx: ActorContext) => ctx.sql.exec('CREATE TABLE c (n INTEGER NOT NULL); INSERT INTO c VALUES (0)'),
-  methods: {
-    add: (ctx: ActorContext, by: number) => {
-      ctx.sql.prepare('UPDATE c SET n = n + ?').run(by);
-      return (ctx.sql.prepare('SELECT n FROM c').get() as { n: number }).n;
-    },
-    fail: () => {
-      throw new Error('no');
-    },
-  },
-});
+import { Counter, InlineActors, okResult } from './harness.js';
 
 const A = 't/Counter/a';
 const address = parseAddress(A);

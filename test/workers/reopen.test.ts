@@ -10,18 +10,7 @@ import { parseAddress } from '../../src/core/address.js';
 import { readSidecar } from '../../src/replication/sidecar.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
-import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from './harness.js';
-
-const Counter = defineActor({
-  init: (ctx: ActorContext) => ctx.sql.exec('CREATE TABLE c (n INTEGER NOT NULL); INSERT INTO c VALUES (0)'),
-  methods: {
-    add: (ctx: ActorContext, by: number) => {
-      ctx.sql.prepare('UPDATE c SET n = n + ?').run(by);
-      return (ctx.sql.prepare('SELECT n FROM c').get() as { n: number }).n;
-    },
-  },
-});
+import { Counter, InlineActors, okResult } from './harness.js';
 
 const A = 't/Counter/a';
 // A long replication delay: nothing is uploaded behind the test's back.
