@@ -131,22 +131,18 @@ export class ActorReplica {
     return forBucket(now);
   }
 
-  /**
-   * The actor left memory for a local file holding the head's image (`fileImage`): its sidecar
-   * says so. What the new file's WAL holds already (page 1 rewritten as it is, actor-db.ts) is
-   * that image too, so the cursor starts past it.
-   */
+  /** The actor left memory for a local file holding the head's image (`fileImage`), its WAL started (`walStarted`). */
   toFile(db: ReplicaDb): void {
     this.pos.memory = null;
-    this.pos.cursor = captureWal(`${this.dbPath}-wal`, null).cursor;
     this.attach(db);
-    this.saveSidecar();
+    this.walStarted();
   }
 
   /**
-   * The file, equal to the head after take() with nothing left to upload, had its empty WAL
-   * started with page 1 as it is (actor-db.ts `startWal`): that frame is the head's image, so the
-   * cursor starts past it, and the sidecar says so (after a kill it is not a local commit).
+   * The file equals the head (after take() with nothing left to upload, or a move out of memory)
+   * and its empty WAL was started with page 1 as it is (actor-db.ts `startWal`): that frame is
+   * the head's image, so the cursor starts past it, and the sidecar says so (after a kill it is
+   * not a local commit).
    */
   walStarted(): void {
     if (this.pos.memory || this.pos.unuploaded > 0) throw invariantFailure(`${this.name()} started a WAL with commits to upload`);

@@ -12,15 +12,13 @@
  */
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fsync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
-import { promisify } from 'node:util';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { formatAddress, nameHex, type ActorAddress } from '../core/address.js';
 import { forMemory } from '../replication/memory-image.js';
+import { fsyncFd } from '../store/fs-io.js';
 
 export type Db = Database.Database;
-
-const fsyncOnPool = promisify(fsync);
 
 export type MetaKey = 'address' | 'initialized' | 'deleted' | 'alarm_failures' | 'alarm_indexed' | 'owner_fence';
 
@@ -66,7 +64,7 @@ export function openActorDb(path: string, address: ActorAddress, create: boolean
 export async function createActorDb(path: string, address: ActorAddress, image: Buffer = newFileImage()): Promise<Db> {
   const fd = startNewFile(path, image);
   try {
-    await fsyncOnPool(fd);
+    await fsyncFd(fd);
   } catch (e) {
     closeSync(fd);
     throw e;
@@ -88,35 +86,27 @@ function openFile(path: string, address: ActorAddress, created: boolean): Db {
   db.pragma('cache_size = -512'); // 512 KiB per open actor: many actors stay open per worker
   if (!created) db.exec(SCHEMA); // a file created here holds an image with the tables
   if (readMeta(db, 'address') === null) writeMeta(db, 'address', formatAddress(address));
-  else if (created) rewritePageOne(db); // an image that has its address (an actor leaving memory)
   if (created) db.pragma('synchronous = NORMAL');
   return db;
 }
 
 /**
- * Commits page 1 unchanged (`application_id` set to what it is: SQLite writes the page whatever
- * the value), so that the new WAL's first commit, with its header, is made here at
- * synchronous=OFF. Otherwise the actor's first event would make it at NORMAL: the WAL header and
- * the folder fsynced on the worker thread, which on a journaled disk made a new actor's second
- * call (the move out of memory, `newActorsInMemory`) three times the cost of its first.
- */
-function rewritePageOne(db: Db): void {
-  db.pragma(`application_id = ${Number(db.pragma('application_id', { simple: true }))}`);
-}
-
-/**
- * For a file opened with no WAL, or an empty one (closed cleanly, or checkpointed with TRUNCATE):
- * starts its WAL with page 1 rewritten as it is, at synchronous=OFF, as a new file's first commit
- * is (see above), and says whether it did. The header fsync SQLite skips then guards against
- * frames of an earlier WAL being read as new after a power loss, and an empty WAL has none. The
- * caller decides whether that frame counts as uploaded (ActorReplica.walStarted).
+ * For a file opened with no WAL, or an empty one (closed cleanly, checkpointed with TRUNCATE, or
+ * just written from an image that has its address): starts its WAL by committing page 1 as it
+ * is (`application_id` set to what it is: SQLite writes the page whatever the value) at
+ * synchronous=OFF, as a new file's first commit is (openFile), and says whether it did. Otherwise
+ * the first event's commit would start it at NORMAL: the WAL header (and, the first time, its
+ * folder) fsynced on the worker thread, which on a journaled disk made a new actor's move out of
+ * memory three times the cost of its first call. That header fsync guards against frames of an
+ * earlier WAL being read as new after a power loss, and an empty WAL has none. The caller decides
+ * whether the frame counts as uploaded (ActorReplica.walStarted).
  */
 export function startWal(db: Db, path: string): boolean {
   const wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
   if (wal !== undefined && wal.size > 0) return false;
   db.pragma('synchronous = OFF');
   try {
-    rewritePageOne(db);
+    db.pragma(`application_id = ${Number(db.pragma('application_id', { simple: true }))}`);
   } finally {
     db.pragma('synchronous = NORMAL');
   }

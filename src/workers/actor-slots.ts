@@ -236,6 +236,7 @@ export class ActorSlots {
       slot.db.close(); // in memory: on a failure the next take restores the actor from the bucket
     }
     const db = await this.createDb(replica.dbPath, replica.address, image);
+    startWal(db, replica.dbPath); // the image has its address: nothing was committed at the open
     replica.toFile(db);
     return { db, replica, users: 0, fresh: false, memory: false };
   }
