@@ -11,6 +11,11 @@
  * Fails (exit 1, one `file:line:col message` line each) on an upward or sideways import, static
  * (`import`/`export … from`) or dynamic (`import('…')`), type-only imports included.
  *
+ * Also: a package that is heavy to load and needed only by one kind of bucket (the AWS SDK, ~22 MB
+ * resident in each thread that loads it) is imported by one module alone, which the rest of `src/`
+ * loads on demand: `LOADED_ON_DEMAND` maps each such package to its module. Elsewhere the package
+ * may be imported for types only, and the module only with `import('…')` or `import type`.
+ *
  *   tsx scripts/lint-layers.ts [--root DIR]     (default: the project root)
  */
 import { readFileSync } from 'node:fs';
@@ -34,6 +39,12 @@ export const LAYERS: Readonly<Record<string, number>> = Object.freeze({
   '.': 9,
 });
 
+/** Package prefix → the one module (relative to `src/`) that imports it; others load that module with `import()`. */
+export const LOADED_ON_DEMAND: Readonly<Record<string, string>> = Object.freeze({
+  '@aws-sdk/': 'store/s3-client.ts',
+  '@smithy/': 'store/s3-client.ts',
+});
+
 /** The layer of a path relative to `src/` (`main/node.ts` → `main`, `index.ts` → `.`). */
 export function layerOf(pathInSrc: string): string {
   const parts = pathInSrc.split('/');
@@ -53,22 +64,38 @@ export function importRule(from: string, to: string): string | undefined {
   return rb === ra ? `${a} imports ${b}, a layer beside it (${to})` : `${a} imports ${b}, a layer above it (${to})`;
 }
 
-function specifiers(source: ts.SourceFile): { text: string; node: ts.Node }[] {
-  const out: { text: string; node: ts.Node }[] = [];
+/** How a module is imported: `loaded` when the import loads it at once (a static import that is not for types only). */
+interface Specifier {
+  text: string;
+  node: ts.Node;
+  loaded: boolean;
+}
+
+function typeOnly(node: ts.ImportDeclaration | ts.ExportDeclaration): boolean {
+  if (ts.isExportDeclaration(node)) return node.isTypeOnly;
+  const clause = node.importClause;
+  if (!clause) return false; // `import 'x'`: loaded for its effects
+  if (clause.isTypeOnly) return true;
+  const named = clause.namedBindings;
+  return !clause.name && named !== undefined && ts.isNamedImports(named) && named.elements.every((e) => e.isTypeOnly);
+}
+
+function specifiers(source: ts.SourceFile): Specifier[] {
+  const out: Specifier[] = [];
   const visit = (node: ts.Node) => {
     if (
       (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
       node.moduleSpecifier &&
       ts.isStringLiteral(node.moduleSpecifier)
     ) {
-      out.push({ text: node.moduleSpecifier.text, node });
+      out.push({ text: node.moduleSpecifier.text, node, loaded: !typeOnly(node) });
     } else if (
       ts.isCallExpression(node) &&
       node.expression.kind === ts.SyntaxKind.ImportKeyword &&
       node.arguments[0] &&
       ts.isStringLiteralLike(node.arguments[0])
     ) {
-      out.push({ text: node.arguments[0].text, node });
+      out.push({ text: node.arguments[0].text, node, loaded: false });
     }
     ts.forEachChild(node, visit);
   };
@@ -81,16 +108,28 @@ export function lintLayersSource(file: string, text: string): Violation[] {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const from = relative('src', file);
   const out: Violation[] = [];
-  for (const { text: spec, node } of specifiers(source)) {
-    if (!spec.startsWith('.')) continue;
-    const to = relative('src', join(dirname(file), spec)).replace(/\.js$/, '.ts');
-    if (to.startsWith('..')) continue;
-    const rule = importRule(from, to);
+  for (const { text: spec, node, loaded } of specifiers(source)) {
+    const to = spec.startsWith('.') ? relative('src', join(dirname(file), spec)).replace(/\.js$/, '.ts') : undefined;
+    if (to?.startsWith('..')) continue;
+    const rule = to === undefined ? onDemandRule(from, spec, loaded) : (importRule(from, to) ?? onDemandRule(from, to, loaded));
     if (!rule) continue;
     const { line, character } = source.getLineAndCharacterOfPosition(node.getStart());
     out.push({ file, line: line + 1, column: character + 1, rule });
   }
   return out;
+}
+
+/**
+ * Why `from` may not load `to` (a package, or a module relative to `src/`) at once, or undefined:
+ * a `LOADED_ON_DEMAND` package is loaded by its module alone, and that module by no other at once.
+ */
+export function onDemandRule(from: string, to: string, loaded: boolean): string | undefined {
+  if (!loaded) return undefined;
+  for (const [prefix, module] of Object.entries(LOADED_ON_DEMAND)) {
+    if (to.startsWith(prefix) && from !== module) return `${to} is loaded on demand: import it in src/${module} alone (or \`import type\`)`;
+    if (to === module && from !== module) return `src/${module} is loaded on demand: use \`await import('…')\` (or \`import type\`)`;
+  }
+  return undefined;
 }
 
 export function lintLayers(root: string): Violation[] {

@@ -19,31 +19,20 @@
  *   retries exhausted, or a 412 after an unknown attempt ──→ GET: our body → success (its etag)
  *                                                             else → AmbiguousWrite
  *
- * Server differences handled here:
- * - RGW rejects the quoted etag the SDK sends in `If-Match` (412 even when current): a build-step
- *   middleware strips the quotes from that header.
+ * The SDK's client and how it is set up are in s3-client.ts, loaded at the store's first request.
+ *
+ * Server differences handled here (and, for the etag quotes and checksums, in s3-client.ts):
  * - If-Match on a missing key: AWS answers 404 NoSuchKey, RGW 412; both become PreconditionFailed.
  * - Concurrent If-Match losers on RGW often get 500 (its ECANCELED) instead of 412: a 5xx on a
  *   conditional write is ambiguous, resolved by the read-back above. AWS may answer 409
  *   ConditionalRequestConflict, which it documents as "not applied, retry".
  * - RGW error bodies carry no message: errors are classified by name and HTTP status only.
- * - Streamed bodies with the SDK's default checksums get 411 from RGW (or are stored with their
- *   chunk trailers by other servers): bodies are sent as Buffers, checksums only when required.
- * - The SDK's own retries are off (`maxAttempts: 1`): this file retries, within the config's budget.
+ * - Bodies are sent as Buffers: streamed ones get 411 from RGW with the SDK's default checksums
+ *   (or are stored with their chunk trailers by other servers).
+ * - The SDK's own retries are off: this file retries, within the config's budget.
  */
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
-import {
-  DeleteObjectCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-  type PutObjectCommandInput,
-} from '@aws-sdk/client-s3';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type { PutObjectCommandInput } from '@aws-sdk/client-s3';
+import type { S3ClientOptions, S3Requests } from './s3-client.js';
 import type { Clock } from '../core/clock.js';
 import { AmbiguousWrite, BadKey, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
 import type { Random } from '../core/random.js';
@@ -78,45 +67,6 @@ export interface S3StoreOptions {
 
 const DELETE_BATCH_KEYS = 1000;
 
-// ---------------------------------------------------------------------------------------------
-// Client
-
-/** Strips the quotes around the etag in `If-Match` (RGW answers 412 to the quoted form). */
-function unquoteIfMatch(client: S3Client): void {
-  client.middlewareStack.add(
-    (next) => async (args) => {
-      const headers = (args.request as { headers?: Record<string, string> } | undefined)?.headers;
-      if (headers) {
-        for (const name of Object.keys(headers)) {
-          if (name.toLowerCase() === 'if-match') headers[name] = unquoteEtag(headers[name]!);
-        }
-      }
-      return next(args);
-    },
-    { step: 'build', name: 'keepworkUnquoteIfMatch', override: true },
-  );
-}
-
-function makeClient(options: S3StoreOptions): S3Client {
-  const agent = { keepAlive: true, maxSockets: options.config.storeSocketsMax };
-  const client = new S3Client({
-    region: options.region,
-    endpoint: options.endpoint,
-    forcePathStyle: options.forcePathStyle ?? options.endpoint !== undefined,
-    maxAttempts: 1,
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-    requestHandler: new NodeHttpHandler({
-      httpAgent: new HttpAgent(agent),
-      httpsAgent: new HttpsAgent(agent),
-      requestTimeout: options.config.storeRequestTimeoutMs,
-      connectionTimeout: options.config.storeRequestTimeoutMs,
-    }),
-  });
-  unquoteIfMatch(client);
-  return client;
-}
-
 function toBuffer(body: Uint8Array): Buffer {
   return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }
@@ -131,7 +81,9 @@ function etagFrom(etag: string | undefined, what: string): string {
 
 export class S3Store implements ObjectStore {
   readonly description: string;
-  private readonly client: S3Client;
+  private readonly clientOptions: S3ClientOptions;
+  /** Set at the first request: the SDK is loaded then, not when the store is made (s3-client.ts). */
+  private requests: Promise<S3Requests> | undefined;
   private readonly bucket: string;
   private readonly root: string;
   private readonly config: S3Settings;
@@ -146,14 +98,20 @@ export class S3Store implements ObjectStore {
     this.random = options.random;
     this.clock = options.clock;
     this.description = `s3://${this.bucket}/${this.root}`;
-    this.client = makeClient(options);
+    this.clientOptions = {
+      endpoint: options.endpoint,
+      region: options.region,
+      forcePathStyle: options.forcePathStyle ?? options.endpoint !== undefined,
+      socketsMax: options.config.storeSocketsMax,
+      requestTimeoutMs: options.config.storeRequestTimeoutMs,
+    };
   }
 
   async get(key: string): Promise<StoredObject | null> {
     const Key = this.fullKey(key);
     return this.attempt(`GET ${key}`, async () => {
       try {
-        const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key }));
+        const res = await (await this.client()).get({ Bucket: this.bucket, Key });
         const body = res.Body ? await res.Body.transformToByteArray() : new Uint8Array(0);
         return { body, etag: etagFrom(res.ETag, `GET ${key}`) };
       } catch (e) {
@@ -167,7 +125,7 @@ export class S3Store implements ObjectStore {
     const Key = this.fullKey(key);
     return this.attempt(`HEAD ${key}`, async () => {
       try {
-        const res = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key }));
+        const res = await (await this.client()).head({ Bucket: this.bucket, Key });
         return { etag: etagFrom(res.ETag, `HEAD ${key}`), size: res.ContentLength ?? 0 };
       } catch (e) {
         if (classifyS3Error(e) === 'notFound') return null;
@@ -200,7 +158,7 @@ export class S3Store implements ObjectStore {
     const Key = this.fullKey(key);
     await this.attempt(`DELETE ${key}`, async () => {
       try {
-        await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key }));
+        await (await this.client()).delete({ Bucket: this.bucket, Key });
       } catch (e) {
         if (classifyS3Error(e) !== 'notFound') throw e;
       }
@@ -220,16 +178,15 @@ export class S3Store implements ObjectStore {
     if (continuation !== undefined && (typeof continuation !== 'string' || continuation === ''))
       throw new BadRequest('malformed continuation token');
     const startAfter = options.startAfter ? this.root + options.startAfter : undefined;
+    const client = await this.client();
     const res = await this.attempt(`LIST ${prefix}`, () =>
-      this.client.send(
-        new ListObjectsV2Command({
-          Bucket: this.bucket,
-          Prefix: this.root + prefix,
-          StartAfter: startAfter,
-          MaxKeys: Math.min(maxKeys, LIST_MAX_KEYS),
-          ContinuationToken: continuation,
-        }),
-      ),
+      client.list({
+        Bucket: this.bucket,
+        Prefix: this.root + prefix,
+        StartAfter: startAfter,
+        MaxKeys: Math.min(maxKeys, LIST_MAX_KEYS),
+        ContinuationToken: continuation,
+      }),
     );
     const keys = (res.Contents ?? [])
       .map((o) => o.Key ?? '')
@@ -239,10 +196,18 @@ export class S3Store implements ObjectStore {
   }
 
   async close(): Promise<void> {
-    this.client.destroy();
+    const requests = this.requests;
+    this.requests = undefined;
+    if (requests) (await requests).destroy();
   }
 
   // -- internals -------------------------------------------------------------------------------
+
+  /** The SDK's client, loaded and made at the first request. */
+  private client(): Promise<S3Requests> {
+    this.requests ??= import('./s3-client.js').then(({ S3Requests }) => new S3Requests(this.clientOptions));
+    return this.requests;
+  }
 
   private fullKey(key: string): string {
     const full = this.root + validateKey(key);
@@ -252,7 +217,7 @@ export class S3Store implements ObjectStore {
   }
 
   private async sendPut(input: PutObjectCommandInput, key: string): Promise<{ etag: string }> {
-    const res = await this.client.send(new PutObjectCommand(input));
+    const res = await (await this.client()).put(input);
     return { etag: etagFrom(res.ETag, `PUT ${key}`) };
   }
 
@@ -322,10 +287,9 @@ export class S3Store implements ObjectStore {
   private async deleteBatch(keys: string[]): Promise<void> {
     let pending = keys;
     const once = async () => {
+      const client = await this.client();
       const res = await this.attempt(`DELETE ${pending.length} keys`, () =>
-        this.client.send(
-          new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: pending.map((Key) => ({ Key })), Quiet: true } }),
-        ),
+        client.deleteMany({ Bucket: this.bucket, Delete: { Objects: pending.map((Key) => ({ Key })), Quiet: true } }),
       );
       const failed = (res.Errors ?? []).filter((x) => x.Code !== 'NoSuchKey');
       if (failed.length === 0) return;

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { importRule, layerOf, lintLayersSource } from '../../scripts/lint-layers.js';
+import { importRule, layerOf, lintLayersSource, onDemandRule } from '../../scripts/lint-layers.js';
 
 describe('layer lint', () => {
   it('places files in their layer', () => {
@@ -47,6 +47,28 @@ describe('layer lint', () => {
       v.map((x) => x.line),
       [2, 3, 4],
     );
+  });
+
+  it('keeps the AWS SDK behind store/s3-client.ts, which the rest loads on demand', () => {
+    assert.equal(onDemandRule('store/s3-client.ts', '@aws-sdk/client-s3', true), undefined);
+    assert.equal(onDemandRule('store/s3.ts', '@aws-sdk/client-s3', false), undefined, 'import type');
+    assert.equal(onDemandRule('store/s3.ts', 'store/s3-client.ts', false), undefined, "import('./s3-client.js')");
+    assert.match(onDemandRule('store/s3.ts', '@aws-sdk/client-s3', true)!, /loaded on demand: import it in src\/store\/s3-client.ts alone/);
+    assert.match(onDemandRule('store/open.ts', 'store/s3-client.ts', true)!, /use `await import/);
+    const code = [
+      "import { S3Client } from '@aws-sdk/client-s3';", // loads the SDK: refused
+      "import type { PutObjectCommandInput } from '@aws-sdk/client-s3';",
+      "import { type GetObjectCommandInput } from '@aws-sdk/client-s3';",
+      "import { NodeHttpHandler } from '@smithy/node-http-handler';", // refused
+      "import type { S3Requests } from './s3-client.js';",
+      "import { S3Requests as R } from './s3-client.js';", // refused
+      "const m = await import('./s3-client.js');",
+    ].join('\n');
+    assert.deepEqual(
+      lintLayersSource('src/store/s3.ts', code).map((x) => x.line),
+      [1, 4, 6],
+    );
+    assert.deepEqual(lintLayersSource('src/store/s3-client.ts', code.split('\n').slice(0, 4).join('\n')), []);
   });
 
   it('fails the command on an upward import planted in src/store, and passes once it is gone', () => {

@@ -1,0 +1,110 @@
+/**
+ * The AWS SDK side of `S3Store`: one `S3Client` set up for keepwork's servers, and the six
+ * requests the store sends. It is its own module so that `S3Store` can load it on its first
+ * request (`import('./s3-client.js')`): the SDK is ~22 MB of resident memory in each thread that
+ * loads it, and a node on the folder bucket loads it in none of its threads.
+ *
+ * How the client is set up:
+ * - RGW rejects the quoted etag the SDK sends in `If-Match` (412 even when current): a build-step
+ *   middleware strips the quotes from that header.
+ * - Bodies are sent as Buffers, with checksums only when required (streamed bodies with the SDK's
+ *   default checksums get 411 from RGW).
+ * - The SDK's own retries are off (`maxAttempts: 1`): s3.ts retries, within the config's budget.
+ * - Sockets are kept alive, at most `storeSocketsMax` of them; the request timeout bounds both
+ *   connecting and waiting for an answer.
+ */
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import {
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  type DeleteObjectCommandInput,
+  type DeleteObjectsCommandInput,
+  type GetObjectCommandInput,
+  type HeadObjectCommandInput,
+  type ListObjectsV2CommandInput,
+  type PutObjectCommandInput,
+} from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { unquoteEtag } from './etag.js';
+
+export interface S3ClientOptions {
+  endpoint?: string;
+  region: string;
+  forcePathStyle: boolean;
+  socketsMax: number;
+  requestTimeoutMs: number;
+}
+
+/** Strips the quotes around the etag in `If-Match` (RGW answers 412 to the quoted form). */
+function unquoteIfMatch(client: S3Client): void {
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      const headers = (args.request as { headers?: Record<string, string> } | undefined)?.headers;
+      if (headers) {
+        for (const name of Object.keys(headers)) {
+          if (name.toLowerCase() === 'if-match') headers[name] = unquoteEtag(headers[name]!);
+        }
+      }
+      return next(args);
+    },
+    { step: 'build', name: 'keepworkUnquoteIfMatch', override: true },
+  );
+}
+
+/** The requests `S3Store` sends, each one SDK command on one client. */
+export class S3Requests {
+  private readonly client: S3Client;
+
+  constructor(options: S3ClientOptions) {
+    const agent = { keepAlive: true, maxSockets: options.socketsMax };
+    this.client = new S3Client({
+      region: options.region,
+      endpoint: options.endpoint,
+      forcePathStyle: options.forcePathStyle,
+      maxAttempts: 1,
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      requestHandler: new NodeHttpHandler({
+        httpAgent: new HttpAgent(agent),
+        httpsAgent: new HttpsAgent(agent),
+        requestTimeout: options.requestTimeoutMs,
+        connectionTimeout: options.requestTimeoutMs,
+      }),
+    });
+    unquoteIfMatch(this.client);
+  }
+
+  get(input: GetObjectCommandInput) {
+    return this.client.send(new GetObjectCommand(input));
+  }
+
+  head(input: HeadObjectCommandInput) {
+    return this.client.send(new HeadObjectCommand(input));
+  }
+
+  put(input: PutObjectCommandInput) {
+    return this.client.send(new PutObjectCommand(input));
+  }
+
+  delete(input: DeleteObjectCommandInput) {
+    return this.client.send(new DeleteObjectCommand(input));
+  }
+
+  deleteMany(input: DeleteObjectsCommandInput) {
+    return this.client.send(new DeleteObjectsCommand(input));
+  }
+
+  list(input: ListObjectsV2CommandInput) {
+    return this.client.send(new ListObjectsV2Command(input));
+  }
+
+  destroy(): void {
+    this.client.destroy();
+  }
+}
