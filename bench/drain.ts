@@ -22,8 +22,8 @@
  *     cpu, rss     each survivor's CPU seconds during the drain and peak RSS (VmHWM)
  *     BullMQ       K due delayed jobs, M worker processes, one SQLite write each (bench/peer-bullmq)
  *
- *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,s3] [--mode adr,adaptive,tuned] [--threads 2] [--no-peer] [--out drain] [--append] [--reprice]
- *   (--threads: each node's workerThreads, 2 unless given)
+ *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,s3] [--mode adr,adaptive,tuned] [--threads 2] [--set name=value …] [--no-peer] [--out drain] [--append] [--reprice]
+ *   (--threads: each node's workerThreads, 2 unless given; --set: any other tunable, for every node)
  *
  *   quick: K 1,000, M 2, fs, ADR defaults and tuned (~2 minutes). full: K 1k/10k/100k, M 1/2/3,
  *   fs (and s3 up to 10k), ADR defaults up to 10k (100k would take over an hour at 25/s).
@@ -88,9 +88,20 @@ const args = benchArgs({
   reprice: { type: 'boolean' },
   append: { type: 'boolean' },
   threads: { type: 'string', default: '2' },
+  set: { type: 'string', multiple: true },
 });
-/** Worker threads per node (--threads; 2 is the default on this 2-core machine); no idle release during a run. */
-const NODE_SET = { workerThreads: Number(args.threads), idleTimeoutMs: 600_000 };
+/** `--set name=value` (repeatable): a tunable for every node, over the mode's own (docs/tuning.md). */
+function tunables(pairs: readonly string[] = []): Record<string, number> {
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const m = /^([A-Za-z]+)=(-?\d+)$/.exec(pair);
+      if (!m) throw new Error(`--set expects name=integer, got ${JSON.stringify(pair)}`);
+      return [m[1]!, Number(m[2])];
+    }),
+  );
+}
+/** Worker threads per node (--threads; 2 is the default on this 2-core machine); no idle release during a run; `--set`. */
+const NODE_SET = { workerThreads: Number(args.threads), idleTimeoutMs: 600_000, ...tunables(args.set) };
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
 const KS = numbers(args.k) ?? (quick ? [1000] : [1000, 10000, 100000]);
 const MS = numbers(args.m) ?? (quick ? [2] : [1, 2, 3]);
