@@ -12,9 +12,10 @@
  * (`import`/`export … from`) or dynamic (`import('…')`), type-only imports included.
  *
  * Also: a package that is heavy to load and needed only by one kind of bucket (the AWS SDK, ~22 MB
- * resident in each thread that loads it) is imported by one module alone, which the rest of `src/`
- * loads on demand: `LOADED_ON_DEMAND` maps each such package to its module. Elsewhere the package
- * may be imported for types only, and the module only with `import('…')` or `import type`.
+ * resident in each thread that loads it) is loaded on demand: `LOADED_ON_DEMAND` lists them, and
+ * `src/` imports them with `import('…')` or for types only (`import type`), never with a static
+ * import that loads them when the module does. (A bare package, not a module of `src/`: from a
+ * worker thread, tsx's hooks do not reach `import()` of a `.ts` file; see class-loader.ts.)
  *
  *   tsx scripts/lint-layers.ts [--root DIR]     (default: the project root)
  */
@@ -39,11 +40,8 @@ export const LAYERS: Readonly<Record<string, number>> = Object.freeze({
   '.': 9,
 });
 
-/** Package prefix → the one module (relative to `src/`) that imports it; others load that module with `import()`. */
-export const LOADED_ON_DEMAND: Readonly<Record<string, string>> = Object.freeze({
-  '@aws-sdk/': 'store/s3-client.ts',
-  '@smithy/': 'store/s3-client.ts',
-});
+/** Packages (by prefix) that `src/` loads with `import()` only (their users: src/store/s3-client.ts). */
+export const LOADED_ON_DEMAND: readonly string[] = Object.freeze(['@aws-sdk/', '@smithy/']);
 
 /** The layer of a path relative to `src/` (`main/node.ts` → `main`, `index.ts` → `.`). */
 export function layerOf(pathInSrc: string): string {
@@ -109,9 +107,14 @@ export function lintLayersSource(file: string, text: string): Violation[] {
   const from = relative('src', file);
   const out: Violation[] = [];
   for (const { text: spec, node, loaded } of specifiers(source)) {
-    const to = spec.startsWith('.') ? relative('src', join(dirname(file), spec)).replace(/\.js$/, '.ts') : undefined;
-    if (to?.startsWith('..')) continue;
-    const rule = to === undefined ? onDemandRule(from, spec, loaded) : (importRule(from, to) ?? onDemandRule(from, to, loaded));
+    let rule: string | undefined;
+    if (spec.startsWith('.')) {
+      const to = relative('src', join(dirname(file), spec)).replace(/\.js$/, '.ts');
+      if (to.startsWith('..')) continue;
+      rule = importRule(from, to);
+    } else {
+      rule = onDemandRule(spec, loaded);
+    }
     if (!rule) continue;
     const { line, character } = source.getLineAndCharacterOfPosition(node.getStart());
     out.push({ file, line: line + 1, column: character + 1, rule });
@@ -119,17 +122,10 @@ export function lintLayersSource(file: string, text: string): Violation[] {
   return out;
 }
 
-/**
- * Why `from` may not load `to` (a package, or a module relative to `src/`) at once, or undefined:
- * a `LOADED_ON_DEMAND` package is loaded by its module alone, and that module by no other at once.
- */
-export function onDemandRule(from: string, to: string, loaded: boolean): string | undefined {
-  if (!loaded) return undefined;
-  for (const [prefix, module] of Object.entries(LOADED_ON_DEMAND)) {
-    if (to.startsWith(prefix) && from !== module) return `${to} is loaded on demand: import it in src/${module} alone (or \`import type\`)`;
-    if (to === module && from !== module) return `src/${module} is loaded on demand: use \`await import('…')\` (or \`import type\`)`;
-  }
-  return undefined;
+/** Why a package may not be imported so (`loaded`: by a static import that is not for types only), or undefined. */
+export function onDemandRule(pkg: string, loaded: boolean): string | undefined {
+  if (!loaded || !LOADED_ON_DEMAND.some((prefix) => pkg.startsWith(prefix))) return undefined;
+  return `${pkg} is loaded on demand: use \`await import('${pkg}')\` (or \`import type\`)`;
 }
 
 export function lintLayers(root: string): Violation[] {

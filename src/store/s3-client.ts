@@ -1,8 +1,10 @@
 /**
  * The AWS SDK side of `S3Store`: one `S3Client` set up for keepwork's servers, and the six
- * requests the store sends. It is its own module so that `S3Store` can load it on its first
- * request (`import('./s3-client.js')`): the SDK is ~22 MB of resident memory in each thread that
- * loads it, and a node on the folder bucket loads it in none of its threads.
+ * requests the store sends. `connect` loads the SDK (`import('@aws-sdk/client-s3')`), so a
+ * thread loads it only at its first request to an S3 bucket: it is ~22 MB of resident memory in
+ * each thread that loads it, and a node on the folder bucket loads it in none of its threads.
+ * The layer lint (scripts/lint-layers.ts, `LOADED_ON_DEMAND`) keeps every other import of the SDK
+ * to types only.
  *
  * How the client is set up:
  * - RGW rejects the quoted etag the SDK sends in `If-Match` (412 even when current): a build-step
@@ -15,22 +17,15 @@
  */
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
-import {
-  DeleteObjectCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
+import type {
+  DeleteObjectCommandInput,
+  DeleteObjectsCommandInput,
+  GetObjectCommandInput,
+  HeadObjectCommandInput,
+  ListObjectsV2CommandInput,
+  PutObjectCommandInput,
   S3Client,
-  type DeleteObjectCommandInput,
-  type DeleteObjectsCommandInput,
-  type GetObjectCommandInput,
-  type HeadObjectCommandInput,
-  type ListObjectsV2CommandInput,
-  type PutObjectCommandInput,
 } from '@aws-sdk/client-s3';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { unquoteEtag } from './etag.js';
 
 export interface S3ClientOptions {
@@ -39,6 +34,30 @@ export interface S3ClientOptions {
   forcePathStyle: boolean;
   socketsMax: number;
   requestTimeoutMs: number;
+}
+
+type Sdk = typeof import('@aws-sdk/client-s3');
+
+/** Loads the SDK and makes the client (once per store: `S3Store` keeps the promise). */
+export async function connect(options: S3ClientOptions): Promise<S3Requests> {
+  const [sdk, { NodeHttpHandler }] = await Promise.all([import('@aws-sdk/client-s3'), import('@smithy/node-http-handler')]);
+  const agent = { keepAlive: true, maxSockets: options.socketsMax };
+  const client = new sdk.S3Client({
+    region: options.region,
+    endpoint: options.endpoint,
+    forcePathStyle: options.forcePathStyle,
+    maxAttempts: 1,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: new NodeHttpHandler({
+      httpAgent: new HttpAgent(agent),
+      httpsAgent: new HttpsAgent(agent),
+      requestTimeout: options.requestTimeoutMs,
+      connectionTimeout: options.requestTimeoutMs,
+    }),
+  });
+  unquoteIfMatch(client);
+  return new S3Requests(sdk, client);
 }
 
 /** Strips the quotes around the etag in `If-Match` (RGW answers 412 to the quoted form). */
@@ -59,49 +78,33 @@ function unquoteIfMatch(client: S3Client): void {
 
 /** The requests `S3Store` sends, each one SDK command on one client. */
 export class S3Requests {
-  private readonly client: S3Client;
-
-  constructor(options: S3ClientOptions) {
-    const agent = { keepAlive: true, maxSockets: options.socketsMax };
-    this.client = new S3Client({
-      region: options.region,
-      endpoint: options.endpoint,
-      forcePathStyle: options.forcePathStyle,
-      maxAttempts: 1,
-      requestChecksumCalculation: 'WHEN_REQUIRED',
-      responseChecksumValidation: 'WHEN_REQUIRED',
-      requestHandler: new NodeHttpHandler({
-        httpAgent: new HttpAgent(agent),
-        httpsAgent: new HttpsAgent(agent),
-        requestTimeout: options.requestTimeoutMs,
-        connectionTimeout: options.requestTimeoutMs,
-      }),
-    });
-    unquoteIfMatch(this.client);
-  }
+  constructor(
+    private readonly sdk: Sdk,
+    private readonly client: S3Client,
+  ) {}
 
   get(input: GetObjectCommandInput) {
-    return this.client.send(new GetObjectCommand(input));
+    return this.client.send(new this.sdk.GetObjectCommand(input));
   }
 
   head(input: HeadObjectCommandInput) {
-    return this.client.send(new HeadObjectCommand(input));
+    return this.client.send(new this.sdk.HeadObjectCommand(input));
   }
 
   put(input: PutObjectCommandInput) {
-    return this.client.send(new PutObjectCommand(input));
+    return this.client.send(new this.sdk.PutObjectCommand(input));
   }
 
   delete(input: DeleteObjectCommandInput) {
-    return this.client.send(new DeleteObjectCommand(input));
+    return this.client.send(new this.sdk.DeleteObjectCommand(input));
   }
 
   deleteMany(input: DeleteObjectsCommandInput) {
-    return this.client.send(new DeleteObjectsCommand(input));
+    return this.client.send(new this.sdk.DeleteObjectsCommand(input));
   }
 
   list(input: ListObjectsV2CommandInput) {
-    return this.client.send(new ListObjectsV2Command(input));
+    return this.client.send(new this.sdk.ListObjectsV2Command(input));
   }
 
   destroy(): void {

@@ -19,7 +19,8 @@
  *   retries exhausted, or a 412 after an unknown attempt ──→ GET: our body → success (its etag)
  *                                                             else → AmbiguousWrite
  *
- * The SDK's client and how it is set up are in s3-client.ts, loaded at the store's first request.
+ * The SDK's client and how it is set up are in s3-client.ts, which loads the SDK at the store's
+ * first request.
  *
  * Server differences handled here (and, for the etag quotes and checksums, in s3-client.ts):
  * - If-Match on a missing key: AWS answers 404 NoSuchKey, RGW 412; both become PreconditionFailed.
@@ -32,7 +33,7 @@
  * - The SDK's own retries are off: this file retries, within the config's budget.
  */
 import type { PutObjectCommandInput } from '@aws-sdk/client-s3';
-import type { S3ClientOptions, S3Requests } from './s3-client.js';
+import { connect, type S3ClientOptions, type S3Requests } from './s3-client.js';
 import type { Clock } from '../core/clock.js';
 import { AmbiguousWrite, BadKey, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
 import type { Random } from '../core/random.js';
@@ -205,7 +206,7 @@ export class S3Store implements ObjectStore {
 
   /** The SDK's client, loaded and made at the first request. */
   private client(): Promise<S3Requests> {
-    this.requests ??= import('./s3-client.js').then(({ S3Requests }) => new S3Requests(this.clientOptions));
+    this.requests ??= connect(this.clientOptions);
     return this.requests;
   }
 

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { Piscina } from 'piscina';
 import { SystemClock, type Clock } from '../../src/core/clock.js';
 import { ErrorCode } from '../../src/core/errors.js';
 import { SeededRandom, SystemRandom } from '../../src/core/random.js';
@@ -405,5 +406,34 @@ describe('S3Store against a scripted fake server', () => {
     });
     await assert.rejects(store.deleteMany(['x', 'y']), { code: ErrorCode.StoreUnavailable, message: /refused.*root\/x: AccessDenied/ });
     assert.equal(fake.seen.length, 1);
+  });
+});
+
+describe('S3Store in a worker thread', () => {
+  it('loads the AWS SDK at its first request there (a GET of an absent key answers null)', async () => {
+    process.env.AWS_ACCESS_KEY_ID ??= 'fake-access-key';
+    process.env.AWS_SECRET_ACCESS_KEY ??= 'fake-secret-key';
+    const fake = new FakeS3();
+    const endpoint = await fake.start();
+    fake.script([]);
+    // As src/main/worker-group.ts starts the event workers when keepwork runs from its sources.
+    const execArgv = process.execArgv.join(' ').includes('tsx') ? process.execArgv : [...process.execArgv, '--import', 'tsx'];
+    const pool = new Piscina({
+      filename: new URL('../fixtures/workers/s3-first-request.ts', import.meta.url).href,
+      execArgv,
+      minThreads: 1,
+      maxThreads: 1,
+    });
+    try {
+      const url = `s3://${BUCKET}/root?endpoint=${encodeURIComponent(endpoint)}&region=us-east-1`;
+      assert.equal(await pool.run(url), 'absent');
+      assert.deepEqual(
+        fake.seen.map((x) => `${x.method} ${x.key}`),
+        ['GET root/some/key'],
+      );
+    } finally {
+      await pool.destroy();
+      await fake.stop();
+    }
   });
 });
