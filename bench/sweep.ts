@@ -60,7 +60,11 @@ const SAME_MS = args['same-ms'] === true;
 const flag = (name: keyof typeof args) => args[name] as string | undefined;
 /** `--store memory,fs,s3`: which stores to run (default: all; s3 only with KEEPWORK_TEST_S3_URL). */
 const STORES = flag('store')?.split(',') ?? ['memory', 'fs', 's3'];
-/** `--fs-sizes 10000,100000,1000000`: index sizes on the fs store (1M: about 4M inodes, several minutes to build). */
+/**
+ * `--fs-sizes 10000,100000,1000000`: index sizes on the fs store. 1M entries one second apart take
+ * ~5M inodes (more than a default /dev/shm has: `mount -o remount,nr_inodes=8000000 /dev/shm`)
+ * and ~80 s to build on tmpfs.
+ */
 if (flag('fs-sizes')) SIZES.fs = flag('fs-sizes')!.split(',').map(Number);
 /** `--latency-ms N`: every request of the measured sweeps waits N ms first (an S3-like bucket). */
 const LATENCY_MS = flag('latency-ms') === undefined ? undefined : Number(flag('latency-ms'));
