@@ -34,6 +34,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAddress, type ActorAddress } from '../src/core/address.js';
 import { parseEntryKey, tenantPrefix } from '../src/alarms/keys.js';
+import { parseTunable } from '../src/cli/tunables-help.js';
 import { FsStore, parseFsUrl } from '../src/store/fs.js';
 import { listAll } from '../src/store/keys.js';
 import { openStore } from '../src/store/open.js';
@@ -94,9 +95,9 @@ const args = benchArgs({
 function tunables(pairs: readonly string[] = []): Record<string, number> {
   return Object.fromEntries(
     pairs.map((pair) => {
-      const m = /^([A-Za-z]+)=(-?\d+)$/.exec(pair);
-      if (!m) throw new Error(`--set expects name=integer, got ${JSON.stringify(pair)}`);
-      return [m[1]!, Number(m[2])];
+      const parsed = parseTunable(pair);
+      if (!parsed) throw new Error(`--set expects name=integer, got ${JSON.stringify(pair)}`);
+      return parsed;
     }),
   );
 }

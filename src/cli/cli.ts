@@ -9,7 +9,7 @@ import { createLogger } from '../core/logger.js';
 import { isKeepworkError } from '../core/errors.js';
 import { defaultBucketUrl } from '../store/open.js';
 import { startNode } from '../http/start.js';
-import { tunablesHelp } from './tunables-help.js';
+import { parseTunable, tunablesHelp } from './tunables-help.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -43,9 +43,9 @@ function classPair(value: string, previous: Record<string, string> = {}): Record
 }
 
 function tunable(value: string, previous: Record<string, number> = {}): Record<string, number> {
-  const m = /^([A-Za-z]+)=(-?\d+)$/.exec(value);
-  if (!m) throw new InvalidArgumentError('expected name=integer, e.g. leasePeriodMs=2000');
-  return { ...previous, [m[1]!]: Number(m[2]) };
+  const parsed = parseTunable(value);
+  if (!parsed) throw new InvalidArgumentError('expected name=integer, e.g. leasePeriodMs=2000');
+  return { ...previous, [parsed[0]]: parsed[1] };
 }
 
 function list(value: string): string[] {

@@ -1,12 +1,18 @@
 /**
  * The tunables section of `keepwork start --help`, generated from `DEFAULTS` and `RULES`
  * (src/core/config.ts) so it lists every tunable with its default, unit and range and never goes
- * stale. Units come from the names (STYLE: names end in their unit): …Ms in milliseconds, …Bytes
+ * stale; and `parseTunable`, the `--set name=value` form (the CLI's and bench/drain's). Units come from the names (STYLE: names end in their unit): …Ms in milliseconds, …Bytes
  * in bytes, a 0–1 range is a switch, anything else a count.
  */
 import { DEFAULTS, RULES } from '../core/config.js';
 
 type Tunable = keyof typeof DEFAULTS;
+
+/** `name=integer` (`leasePeriodMs=2000`) → its name and value; undefined for any other text. */
+export function parseTunable(text: string): [name: string, value: number] | undefined {
+  const m = /^([A-Za-z]+)=(-?\d+)$/.exec(text);
+  return m ? [m[1]!, Number(m[2])] : undefined;
+}
 
 export function unitOf(name: Tunable): string {
   if (name.endsWith('Ms')) return 'ms';

@@ -22,7 +22,8 @@ export type RunOutcome = BatchOutcome & { final?: Promise<BatchOutcome> };
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
 const WORKER_URL = new URL('../workers/event-worker' + (FROM_SOURCE ? '.ts' : '.js'), import.meta.url).href;
 /** Running from TypeScript sources (tsx): workers, and the .ts class modules they load, need tsx too. */
-const EXEC_ARGV = FROM_SOURCE && !process.execArgv.join(' ').includes('tsx') ? [...process.execArgv, '--import', 'tsx'] : process.execArgv;
+export const WORKER_EXEC_ARGV =
+  FROM_SOURCE && !process.execArgv.join(' ').includes('tsx') ? [...process.execArgv, '--import', 'tsx'] : process.execArgv;
 
 export class WorkerGroup {
   private readonly pools: Piscina[];
@@ -46,7 +47,7 @@ export class WorkerGroup {
       concurrentTasksPerWorker: this.config.workerConcurrency,
       maxQueue: this.config.actorQueueMax * 64,
       workerData: { ...this.setup, progress: this.finished.buffer as SharedArrayBuffer, worker } satisfies WorkerSetup,
-      execArgv: EXEC_ARGV,
+      execArgv: WORKER_EXEC_ARGV,
       resourceLimits: { maxYoungGenerationSizeMb: this.config.workerYoungGenerationMb },
       // 'sync' parks an idle worker in Atomics.wait, which also stops its timers: the
       // replicator's group-commit timer would never fire between tasks.

@@ -9,6 +9,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Piscina } from 'piscina';
+import { WORKER_EXEC_ARGV } from '../../src/main/worker-group.js';
 import { SystemClock, type Clock } from '../../src/core/clock.js';
 import { ErrorCode } from '../../src/core/errors.js';
 import { SeededRandom, SystemRandom } from '../../src/core/random.js';
@@ -416,11 +417,9 @@ describe('S3Store in a worker thread', () => {
     const fake = new FakeS3();
     const endpoint = await fake.start();
     fake.script([]);
-    // As src/main/worker-group.ts starts the event workers when keepwork runs from its sources.
-    const execArgv = process.execArgv.join(' ').includes('tsx') ? process.execArgv : [...process.execArgv, '--import', 'tsx'];
     const pool = new Piscina({
       filename: new URL('../fixtures/workers/s3-first-request.ts', import.meta.url).href,
-      execArgv,
+      execArgv: WORKER_EXEC_ARGV, // as the node starts its event workers
       minThreads: 1,
       maxThreads: 1,
     });
