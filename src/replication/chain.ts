@@ -160,8 +160,9 @@ export async function restoreImage(
 ): Promise<RestoreResult | (Extract<RestoreResult, { state: 'restored' }> & { image: Buffer })> {
   const r = await fetchFromSnapshot(store, a, options);
   if (r.state !== 'links') return r;
+  const base = r.fetched[0]!.link.payload; // decodeLink's own buffer: the image is built in it
   const image = imageOf(
-    r.fetched[0]!.link.payload,
+    Buffer.from(base.buffer, base.byteOffset, base.byteLength),
     r.fetched.slice(1).map((f) => decodeDelta(f.link.payload)),
   );
   return { ...restored(r.fetched), image };

@@ -12,7 +12,7 @@
  * magic, the version, the header's fields and the checksum, and throws `CorruptLink` otherwise.
  */
 import { createHash } from 'node:crypto';
-import { deflateSync, inflateSync } from 'node:zlib';
+import { deflateSync, inflateSync, type ZlibOptions } from 'node:zlib';
 import { CorruptLink } from '../core/errors.js';
 
 export type LinkKind = 'snapshot' | 'delta' | 'tombstone';
@@ -68,14 +68,25 @@ export function decodeLink(body: Uint8Array, expectSeq?: number): Link {
     throw new CorruptLink(`link holds seq ${header.seq}, expected ${expectSeq}`, { details: { seq: expectSeq } });
   let payload: Buffer;
   try {
-    payload = inflateSync(buf.subarray(8 + len));
+    payload = inflateSync(buf.subarray(8 + len), inflateOptions(header.size));
   } catch (e) {
-    throw new CorruptLink(`link ${header.seq}: payload does not decompress: ${(e as Error).message}`, { details: { seq: header.seq } });
+    const why =
+      (e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE'
+        ? `payload inflates past the ${header.size} bytes its header names`
+        : `payload does not decompress: ${(e as Error).message}`;
+    throw new CorruptLink(`link ${header.seq}: ${why}`, { details: { seq: header.seq } });
   }
   if (payload.length !== header.size || sha256(payload) !== header.sha256) {
     throw new CorruptLink(`link ${header.seq}: payload checksum mismatch`, { details: { seq: header.seq } });
   }
   return { header, payload: new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength) };
+}
+
+/** Inflating into one buffer of the payload's size: the default 16 KB chunks, then a concatenation of them, would allocate each image about three times. */
+const ONE_CHUNK_MAX = 64 * 1024 * 1024;
+function inflateOptions(size: number): ZlibOptions {
+  // One byte of room past the payload: with none, zlib reports the output full and Node adds a chunk.
+  return { chunkSize: Math.min(Math.max(size + 1, 64), ONE_CHUNK_MAX), maxOutputLength: Math.max(size, 1) };
 }
 
 function parseHeader(bytes: Buffer): LinkHeader {

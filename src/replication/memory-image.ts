@@ -10,7 +10,12 @@
  * Every image in the bucket is a WAL-mode database (that is how nodes keep actors on disk), but
  * SQLite refuses to open a WAL-mode image in memory (SQLITE_CANTOPEN), so an image is switched to
  * rollback mode (1) on its way into memory and back to WAL mode on its way out: the chain never
- * sees the difference. Pure functions; the caller owns the buffers.
+ * sees the difference.
+ *
+ * Restoring builds the image in the buffer the snapshot was inflated into, without copies: a
+ * worker restores hundreds of actors a second, and every image-sized buffer that outlives a
+ * young-generation collection counts towards V8's next full one (docs/benchmarks.md, "What
+ * starts a worker's full collections").
  */
 import { checkDelta, isValidPageSize, type PageDelta } from './pages.js';
 
@@ -41,20 +46,33 @@ export function forMemory(image: Uint8Array): Buffer {
   return withVersions(image, ROLLBACK);
 }
 
+/** A bucket image the caller owns, switched to the form SQLite opens in memory in place. */
+export function intoMemoryForm(image: Buffer): Buffer {
+  image[WRITE_VERSION_AT] = ROLLBACK;
+  image[READ_VERSION_AT] = ROLLBACK;
+  return image;
+}
+
 /** A copy of an in-memory image as the bucket keeps it (WAL mode). */
 export function forBucket(image: Uint8Array): Buffer {
   return withVersions(image, WAL);
 }
 
-/** The snapshot `base` with every delta applied in order (a new buffer). */
-export function imageOf(base: Uint8Array, deltas: readonly PageDelta[]): Buffer {
-  let image = Buffer.from(base);
+/**
+ * The snapshot `base` with every delta applied in order. `base` is the caller's and is changed in
+ * place: the result is `base` itself unless a delta changes the page count.
+ */
+export function imageOf(base: Buffer, deltas: readonly PageDelta[]): Buffer {
+  let image = base;
   for (const delta of deltas) {
     checkDelta(delta);
-    const next = Buffer.alloc(delta.pageCountAfter * delta.pageSize);
-    image.copy(next, 0, 0, Math.min(image.length, next.length));
-    for (const { pgno, data } of delta.pages) next.set(data, (pgno - 1) * delta.pageSize);
-    image = next;
+    const size = delta.pageCountAfter * delta.pageSize;
+    if (size !== image.length) {
+      const next = Buffer.alloc(size);
+      image.copy(next, 0, 0, Math.min(image.length, size));
+      image = next;
+    }
+    for (const { pgno, data } of delta.pages) image.set(data, (pgno - 1) * delta.pageSize);
   }
   return image;
 }

@@ -18,7 +18,7 @@ import { ActorGivenUp } from '../core/errors.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { fsyncFile, listChain, restoreChain, restoreImage } from './chain.js';
 import type { ChainPosition, Head } from './chain-position.js';
-import { forMemory, headerPageSize } from './memory-image.js';
+import { headerPageSize, intoMemoryForm } from './memory-image.js';
 import { decodeLink } from './link.js';
 import type { ReplicaDeps } from './replica-deps.js';
 import { readSidecar, removeSidecar, type Sidecar } from './sidecar.js';
@@ -88,7 +88,7 @@ export async function takeInMemory(t: TakeContext): Promise<{ state: TakeResult;
     return { state: 'deleted' };
   }
   if (!('image' in result)) throw new Error('restoreImage returned no image');
-  const image = forMemory(result.image);
+  const image = intoMemoryForm(result.image);
   pos.memory = { pageSize: headerPageSize(image), uploaded: image, captured: null };
   pos.linksSinceSnapshot = result.links - 1;
   pos.snapshotBytes = result.base.header.size;

@@ -302,8 +302,10 @@ export class ActorReplica {
 
   /** The pages the in-memory database changed since the head's image. */
   private captureMemory(db: ReplicaDb, m: InMemory): ReturnType<typeof captureWal> {
-    m.captured = db.serialize();
-    return { delta: diffImages(m.uploaded, m.captured, m.pageSize), cursor: null };
+    const now = db.serialize();
+    const delta = diffImages(m.uploaded, now, m.pageSize);
+    m.captured = delta ? now : null; // an unchanged image is not kept: it would only outlive its use
+    return { delta, cursor: null };
   }
 
   private async deleteEntries(keys: string[]): Promise<void> {

@@ -5,6 +5,7 @@
  * wrong is INTERNAL. Before, each was a plain Error and reached callers as HANDLER_FAILED.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -55,6 +56,25 @@ describe('decode errors carry codes', () => {
     body[body.length - 40]! ^= 1;
     assert.throws(() => decodeLink(body, 2), coded(ErrorCode.CorruptLink, /checksum/));
     assert.throws(() => decodeLink(encodeLink(fields, new Uint8Array(8)), 3), coded(ErrorCode.CorruptLink, /expected 3/));
+  });
+
+  it('a link whose header names another payload size: CORRUPT_LINK, and no bigger buffer than it names', () => {
+    const payload = new Uint8Array(5000).fill(7);
+    const fields = { seq: 1, kind: 'snapshot' as const, generation: 1, nodeId: 'n', epoch: 1, atMs: 0, pageSize: 1000, pageCount: 5 };
+    // Sealed as a writer that lied about `size` would seal it: every checksum matches.
+    const lying = (size: number) => {
+      const good = Buffer.from(encodeLink(fields, payload));
+      const len = good.readUInt32BE(4);
+      const header = { ...(JSON.parse(good.subarray(8, 8 + len).toString('utf8')) as object), size };
+      const json = Buffer.from(JSON.stringify(header));
+      const lenBytes = Buffer.alloc(4);
+      lenBytes.writeUInt32BE(json.length);
+      const unsealed = Buffer.concat([good.subarray(0, 4), lenBytes, json, good.subarray(8 + len, good.length - 32)]);
+      return Buffer.concat([unsealed, createHash('sha256').update(unsealed).digest()]);
+    };
+    assert.equal(decodeLink(encodeLink(fields, payload), 1).payload.length, 5000);
+    assert.throws(() => decodeLink(lying(100), 1), coded(ErrorCode.CorruptLink, /inflates past the 100 bytes its header names/));
+    assert.throws(() => decodeLink(lying(9000), 1), coded(ErrorCode.CorruptLink, /payload checksum mismatch/));
   });
 
   it('a WAL cursor off its frame boundary (a damaged sidecar): CORRUPT_STATE', () => {
