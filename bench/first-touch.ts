@@ -1,8 +1,8 @@
 /**
- * bench/first-touch: the first call to N new keys (the counter example's `add`), 64 in flight, on
- * one node with the folder bucket — what creating an actor costs.
+ * bench/first-touch: the first call to N new keys (the counter example's `add`), 64 in flight
+ * (`--in-flight`), on one node with the folder bucket — what creating an actor costs.
  *
- *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable] [--alarm] [--new-in-memory]
+ *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable] [--alarm] [--new-in-memory] [--in-flight 64]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/first-touch.ts --keys 1000
  *   (a CPU profile per thread lands in /tmp/prof; summarise the touch alone with
  *   `tsx bench/profile-summary.ts --window <the window the bench prints> /tmp/prof/*.cpuprofile`)
@@ -35,10 +35,12 @@ const args = benchArgs({
   'then-seconds': { type: 'string', default: '0' },
   threads: { type: 'string', default: '2' },
   'new-in-memory': { type: 'boolean' },
+  'in-flight': { type: 'string', default: '64' },
 });
 const KEYS = Number(args.keys ?? (quick ? 250 : 1_000));
 const RUNS = Number(args.runs);
-const IN_FLIGHT = 64;
+const IN_FLIGHT = Number(args['in-flight']);
+if (!Number.isInteger(IN_FLIGHT) || IN_FLIGHT < 1) throw new Error(`--in-flight ${args['in-flight']}: a whole number ≥ 1`);
 const COUNTER = new URL('../examples/counter.ts', import.meta.url).href;
 const REMINDER = new URL('./support/peers/reminder.ts', import.meta.url).href;
 

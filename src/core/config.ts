@@ -92,6 +92,9 @@ export const DEFAULTS = Object.freeze({
    *  actor's next call moves it to a local file (its image, no bucket read). 0: the new actor gets
    *  its file at once. */
   newActorsInMemory: 0,
+  /** New actors' database files each worker keeps made and fsynced ahead of need (workers/spare-files.ts);
+   *  a new actor's file is one of them, renamed into place. 0: each is written and fsynced at its first call. */
+  spareActorFiles: 32,
   /** Idempotency keys of durable calls an actor remembers, at most (the oldest are pruned first). */
   idempotencyKeysMax: 1_000,
   /** An idempotency key is remembered this long after its call (then the key may run again). */
@@ -150,6 +153,7 @@ export const RULES: Readonly<Record<keyof typeof DEFAULTS, Rule>> = {
   deliveryConcurrency: { min: 1, max: 10_000 },
   alarmsInMemory: { min: 0, max: 1 },
   newActorsInMemory: { min: 0, max: 1 },
+  spareActorFiles: { min: 0, max: 10_000 },
   heldActorsMax: { min: 1, max: 10_000_000 },
   idempotencyKeysMax: { min: 1, max: 1_000_000 },
   idempotencyRetentionMs: { min: 1 },

@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path';
 import { formatAddress, nameHex, type ActorAddress } from '../core/address.js';
 import { forMemory } from '../replication/memory-image.js';
 import { fsyncFd } from '../store/fs-io.js';
+import type { SpareActorFiles } from './spare-files.js';
 
 export type Db = Database.Database;
 
@@ -47,6 +48,15 @@ export function actorDbPath(dataDir: string, a: ActorAddress): string {
  * folds the WAL into the file, which a real crash never does). Unset in production.
  */
 export const actorDbHooks: { onOpen?: (db: Db) => void } = {};
+
+/**
+ * Creates an actor's database from a spare file (spare-files.ts: a new actor's empty image,
+ * already fsynced) renamed into place; null when none could be had (the caller writes the file).
+ */
+export function createActorDbFromSpare(spares: SpareActorFiles, path: string, address: ActorAddress): Db | null {
+  clearTarget(path);
+  return spares.moveTo(path) ? openFile(path, address, true) : null;
+}
 
 /** Opens (creating when `create`) the actor's database; null when it does not exist and !create. */
 export function openActorDb(path: string, address: ActorAddress, create: boolean): Db | null {
@@ -119,7 +129,7 @@ export function startWal(db: Db, path: string): boolean {
  */
 let emptyImage: Buffer | undefined;
 
-function newFileImage(): Buffer {
+export function newFileImage(): Buffer {
   if (!emptyImage) {
     const mem = new Database(':memory:');
     mem.exec(SCHEMA);
@@ -161,13 +171,11 @@ export function createActorDbSync(path: string, address: ActorAddress, image: Bu
 }
 
 /**
- * The first half of a new file: a stale WAL or shm of an earlier file of that name belongs to no
- * database now and is removed; `image` is written to the temp file, whose descriptor is returned
- * for the caller to fsync.
+ * The first half of a new file: its place cleared (clearTarget), `image` written to the temp
+ * file, whose descriptor is returned for the caller to fsync.
  */
 function startNewFile(path: string, image: Buffer): number {
-  mkdirSync(dirname(path), { recursive: true });
-  for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
+  clearTarget(path);
   const fd = openSync(`${path}.new`, 'w', 0o644);
   try {
     writeSync(fd, image);
@@ -176,6 +184,12 @@ function startNewFile(path: string, image: Buffer): number {
     throw e;
   }
   return fd;
+}
+
+/** Makes the file's folder; a stale WAL or shm of an earlier file of that name belongs to no database now and is removed. */
+function clearTarget(path: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  for (const suffix of ['-wal', '-shm']) rmSync(path + suffix, { force: true });
 }
 
 /** The second half, once the temp file is fsynced: its name appears, whole. */

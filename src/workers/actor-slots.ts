@@ -16,6 +16,7 @@ import { existsSync } from 'node:fs';
 import {
   actorDbPath,
   createActorDb,
+  createActorDbFromSpare,
   createActorDbSync,
   newMemoryImage,
   openActorDb,
@@ -24,6 +25,7 @@ import {
   startWal,
   type Db,
 } from './actor-db.js';
+import type { SpareActorFiles } from './spare-files.js';
 
 export interface Slot {
   readonly db: Db;
@@ -52,6 +54,8 @@ export interface SlotsSettings {
    * (actor-db.ts createActorDb). Off in the simulator: virtual time needs synchronous file I/O.
    */
   createOffThread?: boolean;
+  /** New actors' files made ahead (spare-files.ts): a new actor's file is one of them, renamed into place. */
+  spares?: SpareActorFiles;
 }
 
 /** Actors remembered as fenced under their hold (see `uploadedUnder`). */
@@ -60,7 +64,7 @@ const UPLOADED_UNDER_MAX = 4096;
 /** The slots' settings from the node's resolved config. */
 export function slotsSettings(
   config: Settings<'dbCacheMax' | 'alarmsInMemory' | 'newActorsInMemory'>,
-  extra: Pick<SlotsSettings, 'createOffThread'> = {},
+  extra: Pick<SlotsSettings, 'createOffThread' | 'spares'> = {},
 ): SlotsSettings {
   return { max: config.dbCacheMax, inMemory: config.alarmsInMemory === 1, newInMemory: config.newActorsInMemory === 1, ...extra };
 }
@@ -73,6 +77,7 @@ export class ActorSlots {
   private readonly inMemory: boolean;
   private readonly newInMemory: boolean;
   private readonly createOffThread: boolean;
+  private readonly spares: SpareActorFiles | undefined;
   /**
    * Actors whose chain ends with a link this worker uploaded under the hold generation named,
    * remembered past close (an actor in memory is closed after every event) so the owner fence
@@ -90,6 +95,7 @@ export class ActorSlots {
     this.inMemory = settings.inMemory;
     this.newInMemory = settings.newInMemory === true;
     this.createOffThread = settings.createOffThread === true;
+    this.spares = settings.spares;
   }
 
   /**
@@ -241,8 +247,13 @@ export class ActorSlots {
     return { db, replica, users: 0, fresh: false, memory: false };
   }
 
-  /** A new database file at `path` (holding `image`, default a new actor's empty one), written off the thread when the settings say so. */
+  /**
+   * A new database file at `path` (holding `image`, default a new actor's empty one): a spare
+   * renamed into place when one is ready, else written here, off the thread when the settings say so.
+   */
   private createDb(path: string, address: ActorAddress, image?: Buffer): Promise<Db> | Db {
+    const db = !image && this.spares ? createActorDbFromSpare(this.spares, path, address) : null;
+    if (db) return db;
     return this.createOffThread ? createActorDb(path, address, image) : createActorDbSync(path, address, image);
   }
 

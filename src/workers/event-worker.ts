@@ -3,6 +3,7 @@
  * thread (real clock and randomness, a DB cache, the class loader) and runs each event, or each
  * event of a batch (batch.ts), counting the events it has finished in `progress`.
  */
+import { join } from 'node:path';
 import { workerData } from 'node:worker_threads';
 import { SystemClock } from '../core/clock.js';
 import { createLogger } from '../core/logger.js';
@@ -15,6 +16,8 @@ import { DeleteBatcher } from '../store/delete-batch.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
 import { ActorSlots, slotsSettings } from './actor-slots.js';
+import { newFileImage } from './actor-db.js';
+import { SpareActorFiles } from './spare-files.js';
 import type { ActorEvent, BatchOutcome, EventBatch, EventResult, FinalOutcome } from './messages.js';
 import { runBatch } from './batch.js';
 import { runEvent } from './pipeline.js';
@@ -54,6 +57,8 @@ const writer = {
   },
 };
 const leaseValid = () => clock.now() < Number(Atomics.load(validUntil, 0));
+const spares = new SpareActorFiles(join(setup.dataDir, 'spare', String(setup.worker)), config.spareActorFiles, newFileImage(), log);
+spares.start();
 const deps: PipelineDeps = {
   clock,
   random,
@@ -62,7 +67,7 @@ const deps: PipelineDeps = {
   store,
   nonces: new NonceSource(random),
   rules: SAFE_RULES,
-  slots: new ActorSlots(setup.dataDir, slotsSettings(config, { createOffThread: true }), {
+  slots: new ActorSlots(setup.dataDir, slotsSettings(config, { createOffThread: true, spares }), {
     store,
     clock,
     random,

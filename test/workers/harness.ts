@@ -13,6 +13,7 @@ import { resolveOptions, type KeepworkOptions } from '../../src/core/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
+import type { SpareActorFiles } from '../../src/workers/spare-files.js';
 import { NonceSource } from '../../src/alarms/keys.js';
 import { SAFE_RULES } from '../../src/alarms/rules.js';
 import { defineActor, type ActorContext, type ActorDefinition } from '../../src/workers/define-actor.js';
@@ -43,6 +44,8 @@ export class InlineActors {
   leaseValid = true;
   /** The hold generation events run under (a real node gets it from its hold). */
   generation = 0;
+  /** New actors' files made ahead (the worker's spare-files.ts); taken up by the next makeDeps (restart, crash). */
+  spares: SpareActorFiles | undefined;
 
   constructor(
     readonly classes: Record<string, ActorDefinition>,
@@ -69,7 +72,7 @@ export class InlineActors {
       store: this.store,
       nonces: new NonceSource(random),
       rules: SAFE_RULES,
-      slots: new ActorSlots(this.dataDir, slotsSettings(config), {
+      slots: new ActorSlots(this.dataDir, slotsSettings(config, { spares: this.spares }), {
         store: this.store,
         clock: this.clock,
         random,

@@ -1,0 +1,120 @@
+/**
+ * New actors' database files, made before they are needed: creating an actor renames one into
+ * place instead of waiting for a new file's fsync.
+ *
+ * Every new actor's file holds the same bytes (actor-db.ts `newFileImage`: an empty WAL-mode
+ * database with keepwork's tables; the actor's address is its first commit). Such a file must be
+ * fsynced before its name appears, or a power loss could leave the name with no bytes behind it.
+ * On a journaled disk that fsync is a journal commit, several milliseconds under load, and every
+ * new actor's first call waited for it. So each worker keeps `target` of them ready in a folder
+ * of its own, each fsynced before it counts as ready:
+ *
+ *   <dataDir>/spare/<worker index>/<n>.db
+ *
+ *   moveTo(path) ─▶ a ready file renamed to the new actor's path (actor-db.ts createActorDbFromSpare)
+ *               └▶ start making the next one, its fsync on libuv's pool, off any event's path
+ *
+ * A rename within one file system keeps the bytes it names durable; the new name is made durable
+ * by the folder fsync SQLite makes at the actor's first checkpoint, as for a file made in place.
+ * The folder is emptied when the worker starts (a file of an earlier run may be half written). A
+ * failure to make one turns spares off for the worker, with a warning: actors are then created
+ * as before, each file written and fsynced at its first call.
+ */
+import { closeSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from '../core/logger.js';
+import { fsyncFd, isMissing, unlinkQuiet } from '../store/fs-io.js';
+
+export class SpareActorFiles {
+  private readonly ready: string[] = [];
+  private making = 0;
+  private next = 0;
+  private off = false;
+  private idle: (() => void)[] = [];
+
+  /** `image`: the bytes of a new actor's file; `target`: files kept ready (0: none). */
+  constructor(
+    private readonly dir: string,
+    private readonly target: number,
+    private readonly image: Uint8Array,
+    private readonly log: Logger,
+  ) {}
+
+  /** Empties the folder (what an earlier run left) and starts making the files. */
+  start(): void {
+    if (this.target === 0) return;
+    try {
+      rmSync(this.dir, { recursive: true, force: true });
+      mkdirSync(this.dir, { recursive: true });
+    } catch (e) {
+      this.turnOff(e);
+      return;
+    }
+    this.fill();
+  }
+
+  /**
+   * Renames a ready file to `path` (whose folder exists); false when none is ready or the rename
+   * failed (a spare removed by hand; another file system: spares then turn off), and the caller
+   * makes the file itself.
+   */
+  moveTo(path: string): boolean {
+    const file = this.ready.pop();
+    this.fill();
+    if (file === undefined) return false;
+    try {
+      renameSync(file, path);
+      return true;
+    } catch (e) {
+      unlinkQuiet(file);
+      if (!isMissing(e)) this.turnOff(e);
+      return false;
+    }
+  }
+
+  /** Files ready now. */
+  get readyCount(): number {
+    return this.ready.length;
+  }
+
+  /** Resolves once no file is being made (tests; every file started is then ready or failed). */
+  settled(): Promise<void> {
+    return this.making === 0 ? Promise.resolve() : new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  private fill(): void {
+    while (!this.off && this.ready.length + this.making < this.target) {
+      const file = join(this.dir, `${this.next++}.db`);
+      this.making++;
+      this.make(file)
+        .then(
+          () => this.ready.push(file),
+          (e: unknown) => this.turnOff(e),
+        )
+        .finally(() => {
+          this.making--;
+          if (this.making === 0) for (const resolve of this.idle.splice(0)) resolve();
+        });
+    }
+  }
+
+  private async make(file: string): Promise<void> {
+    const fd = openSync(file, 'wx', 0o644);
+    try {
+      for (let at = 0; at < this.image.byteLength;) at += writeSync(fd, this.image, at, this.image.byteLength - at);
+      await fsyncFd(fd);
+    } catch (e) {
+      closeSync(fd);
+      unlinkQuiet(file);
+      throw e;
+    }
+    closeSync(fd);
+  }
+
+  private turnOff(e: unknown): void {
+    if (this.off) return;
+    this.off = true;
+    for (const file of this.ready.splice(0)) unlinkQuiet(file);
+    this.log.warn({ err: e, dir: this.dir }, 'making spare actor files failed; new actors get their files written as they are created');
+  }
+}
