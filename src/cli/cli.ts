@@ -81,7 +81,7 @@ program
     '--heap-growth <pct>',
     'V8 collects the old generation once it has grown this many percent past what the last full GC kept (0: V8 decides)',
     percent,
-    50,
+    20,
   )
   .addHelpText('after', tunablesHelp())
   .hook('preAction', (_program, command) => bucketOfData(command))

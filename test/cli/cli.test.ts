@@ -62,7 +62,7 @@ describe('keepwork CLI', () => {
     assert.equal(help.status, 0, help.stderr);
     assert.doesNotMatch(help.stdout, /default: \{\}/);
     assert.match(help.stdout, /--bucket <url>[\s\S]*\(default: <data>\/bucket\)/);
-    assert.match(help.stdout, /--heap-growth <pct>[\s\S]*\(default: 50\)/);
+    assert.match(help.stdout, /--heap-growth <pct>[\s\S]*\(default: 20\)/);
     for (const [name, value] of Object.entries(DEFAULTS)) {
       const unit = unitOf(name as keyof typeof DEFAULTS);
       assert.match(help.stdout, new RegExp(`^  ${name} +${value} +${unit.replace(/[()]/g, '\\$&')}\\b`, 'm'), `${name} ${value} ${unit}`);
