@@ -12,9 +12,9 @@ import { listChain, restoreChain } from '../../src/replication/chain.js';
 import { MemoryStore, type StoreRequest } from '../../src/store/memory.js';
 import { defineActor, type ActorContext, type AlarmInfo } from '../../src/workers/define-actor.js';
 import { InlineActors, okResult } from '../workers/harness.js';
+import { tempDirs } from '../helpers/temp.js';
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 let failAlarm = false;
@@ -39,6 +39,7 @@ const Rem = defineActor({
 const A = 't/Rem/a';
 const address = parseAddress(A);
 const envs: InlineActors[] = [];
+const tmp = tempDirs('kw-owner-'); // restored copies of a chain, removed when the tests end
 after(async () => {
   for (const e of envs) await e.cleanup();
 });
@@ -235,7 +236,7 @@ describe('alarm index, owner side (through the pipeline)', () => {
     await joined.clock.advance(25);
     const writes = r.log.filter((x) => x.op === 'put').map((x) => x.key.split('/')[0]);
     assert.deepEqual(writes, ['alarms', 'state'], 'the entry first, then link 1');
-    const restoredDir = mkdtempSync(join(tmpdir(), 'kw-r4-'));
+    const restoredDir = tmp();
     const out = join(restoredDir, 'x.db');
     await restoreChain(r.store, address, out);
     const db = new Database(out, { readonly: true });
@@ -279,7 +280,7 @@ describe('alarm index, owner side (through the pipeline)', () => {
     assert.equal(res.type, 'error', 'the handler threw after its checkpoint');
     const [key] = entries(r.store);
     assert.equal(parseEntryKey(key!)!.dueMs, 1_900_000_000_000);
-    const restoredDir = mkdtempSync(join(tmpdir(), 'kw-cp-'));
+    const restoredDir = tmp();
     await restoreChain(r.store, address, join(restoredDir, 'x.db'));
     const db = new Database(join(restoredDir, 'x.db'), { readonly: true });
     const at = (db.prepare('SELECT at FROM _keep_alarm').get() as { at: number }).at;

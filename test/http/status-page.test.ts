@@ -45,8 +45,11 @@ async function shows<T>(page: Page, what: string, check: () => Promise<T | null 
   }
 }
 
+// At the file's level, so that the folders go after the describe's own `after` has stopped the
+// nodes (a node still running when they went wrote its releases back into a new bucket folder).
+const temp = tempDirs('kw-status-page-');
+
 describe('status page', { skip: !executablePath && 'no Chromium (see the message above)' }, () => {
-  const temp = tempDirs('kw-status-page-');
   let a: KeepworkNode;
   let b: KeepworkNode;
   let browser: Browser;
