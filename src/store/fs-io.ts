@@ -9,7 +9,7 @@
  * than itself in thread handoffs and promise callbacks (docs/benchmarks.md, "The folder bucket's system calls").
  * An fsync waits for the disk, so it stays on the pool and the event loop goes on meanwhile.
  */
-import { closeSync, fsync, openSync, unlinkSync } from 'node:fs';
+import { closeSync, fsync, openSync, statfsSync, unlinkSync } from 'node:fs';
 import { promisify } from 'node:util';
 import type { Clock } from '../core/clock.js';
 
@@ -27,6 +27,28 @@ export const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EBUSY', 'EINTR'
 /** Sleeps `ms` on the injected clock; 0 (or less) only yields one turn of the event loop (the host lock's quick polls). */
 export function sleepOn(clock: Clock, ms: number): Promise<void> {
   return ms <= 0 ? new Promise((resolve) => setImmediate(resolve)) : clock.sleep(ms);
+}
+
+/** statfs(2) types of the file systems that live in memory only: fsync(2) on them does nothing. */
+const MEMORY_FILE_SYSTEMS = new Set([
+  0x01021994, // tmpfs (also /dev/shm)
+  0x858458f6, // ramfs
+]);
+
+/**
+ * Whether fsync(2) does nothing on the file system holding `path`: tmpfs or ramfs, whose files are
+ * gone at a power loss anyway, while a crashed process's writes stay in the page cache without one.
+ * There an fsync would only cost its trip through libuv's thread pool: ~0.1 ms of CPU over the
+ * threads involved (a wake-up, a context switch, the pool's lock, a promise), which was a fifth of
+ * a delivered alarm's CPU on tmpfs (docs/benchmarks.md, "fsync on tmpfs"). False when in doubt
+ * (statfs failed: the path is not there yet, or the platform has no statfs).
+ */
+export function fsyncDoesNothing(path: string): boolean {
+  try {
+    return MEMORY_FILE_SYSTEMS.has(Number(statfsSync(path).type));
+  } catch {
+    return false;
+  }
 }
 
 /** fsync(2) of an open file on libuv's thread pool. */

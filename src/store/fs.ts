@@ -32,7 +32,7 @@ import { BadConfig, BadRequest, KeepworkError, StoreUnavailable } from '../core/
 import { retry } from '../core/retry.js';
 import { etagOf } from './etag.js';
 import { checkFormat } from './fs-format.js';
-import { asBytes, codeOf, isMissing, TRANSIENT, unlinkIfPresent, unlinkQuiet } from './fs-io.js';
+import { asBytes, codeOf, fsyncDoesNothing, isMissing, TRANSIENT, unlinkIfPresent, unlinkQuiet } from './fs-io.js';
 import { ListWalk } from './fs-list.js';
 import { HostLock } from './fs-lock.js';
 import { resolveFsOptions, type FsConfig, type FsStoreOptions } from './fs-options.js';
@@ -70,6 +70,8 @@ export class FsStore implements ObjectStore {
   readonly #lock: HostLock;
   readonly #clock: Clock;
   readonly #syncs = new FolderSyncs();
+  /** `fsync` asked for, on a file system where it does something (fs-io.ts `fsyncDoesNothing`). */
+  readonly #fsync: boolean;
   #closed = false;
 
   /** `clock`: what retries and the host lock's polls sleep on (the wall clock by default). */
@@ -81,7 +83,15 @@ export class FsStore implements ObjectStore {
     this.#tempDir = path.join(this.root, TEMP_DIR_NAME);
     fs.mkdirSync(this.#tempDir, { recursive: true });
     checkFormat(this.root, this.#tempDir);
+    // One answer for the whole bucket: a write links its temp file into place, which fails across
+    // file systems, so every object lives on the file system of the temp folder.
+    this.#fsync = this.#config.fsync && !fsyncDoesNothing(this.#tempDir);
     this.#lock = new HostLock(path.join(this.root, LOCK_FILE_NAME), this.#config.lockWaitMs, clock);
+  }
+
+  /** Whether writes and deletes are fsynced: `fsync` asked for, on a file system where fsync does something. */
+  get fsyncs(): boolean {
+    return this.#fsync;
   }
 
   async get(key: string): Promise<StoredObject | null> {
@@ -100,10 +110,10 @@ export class FsStore implements ObjectStore {
     const target = this.#target(key);
     const mode = modeOf(condition);
     if (!(body instanceof Uint8Array)) throw new BadRequest(`put ${key}: body must be a Uint8Array`);
-    const temp = await this.#guard('put', key, () => writeTemp(this.#tempDir, body, this.#config.fsync));
+    const temp = await this.#guard('put', key, () => writeTemp(this.#tempDir, body, this.#fsync));
     try {
       const createdFrom = await this.#guard('put', key, () => install(temp, target, mode, key, this.#lock, this.#config));
-      if (this.#config.fsync) await syncAfterWrite(this.#syncs, this.root, target, createdFrom, key);
+      if (this.#fsync) await syncAfterWrite(this.#syncs, this.root, target, createdFrom, key);
     } finally {
       unlinkQuiet(temp);
     }
@@ -128,7 +138,7 @@ export class FsStore implements ObjectStore {
       this.#lock.run(() => batch.filter((t) => unlinkIfPresent(t.file)), this.#config.lockWaitMs),
     );
     const dirs = [...new Set(removed.map((t) => t.dir))];
-    if (this.#config.fsync) await this.#guard('delete', what, () => Promise.all(dirs.map((d) => this.#syncs.sync(d))));
+    if (this.#fsync) await this.#guard('delete', what, () => Promise.all(dirs.map((d) => this.#syncs.sync(d))));
     for (const dir of dirs) this.#pruneEmpty(dir);
   }
 

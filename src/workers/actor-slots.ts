@@ -54,6 +54,8 @@ export interface SlotsSettings {
    * (actor-db.ts createActorDb). Off in the simulator: virtual time needs synchronous file I/O.
    */
   createOffThread?: boolean;
+  /** False where fsync does nothing (the data dir on tmpfs): a new actor's file is not fsynced. */
+  fsyncNewFiles?: boolean;
   /** New actors' files made ahead (spare-files.ts): a new actor's file is one of them, renamed into place. */
   spares?: SpareActorFiles;
 }
@@ -64,7 +66,7 @@ const UPLOADED_UNDER_MAX = 4096;
 /** The slots' settings from the node's resolved config. */
 export function slotsSettings(
   config: Settings<'dbCacheMax' | 'alarmsInMemory' | 'newActorsInMemory'>,
-  extra: Pick<SlotsSettings, 'createOffThread' | 'spares'> = {},
+  extra: Pick<SlotsSettings, 'createOffThread' | 'fsyncNewFiles' | 'spares'> = {},
 ): SlotsSettings {
   return { max: config.dbCacheMax, inMemory: config.alarmsInMemory === 1, newInMemory: config.newActorsInMemory === 1, ...extra };
 }
@@ -77,6 +79,7 @@ export class ActorSlots {
   private readonly inMemory: boolean;
   private readonly newInMemory: boolean;
   private readonly createOffThread: boolean;
+  private readonly fsyncNewFiles: boolean;
   private readonly spares: SpareActorFiles | undefined;
   /**
    * Actors whose chain ends with a link this worker uploaded under the hold generation named,
@@ -95,6 +98,7 @@ export class ActorSlots {
     this.inMemory = settings.inMemory;
     this.newInMemory = settings.newInMemory === true;
     this.createOffThread = settings.createOffThread === true;
+    this.fsyncNewFiles = settings.fsyncNewFiles !== false;
     this.spares = settings.spares;
   }
 
@@ -254,7 +258,7 @@ export class ActorSlots {
   private createDb(path: string, address: ActorAddress, image?: Buffer): Promise<Db> | Db {
     const db = !image && this.spares ? createActorDbFromSpare(this.spares, path, address) : null;
     if (db) return db;
-    return this.createOffThread ? createActorDb(path, address, image) : createActorDbSync(path, address, image);
+    return this.createOffThread ? createActorDb(path, address, image, this.fsyncNewFiles) : createActorDbSync(path, address, image);
   }
 
   /** While `work` moves the actor's slot, a close (or a take) of it waits for that to end. */

@@ -32,12 +32,16 @@ export class SpareActorFiles {
   private off = false;
   private idle: (() => void)[] = [];
 
-  /** `image`: the bytes of a new actor's file; `target`: files kept ready (0: none). */
+  /**
+   * `image`: the bytes of a new actor's file; `target`: files kept ready (0: none); `fsync`: false
+   * where fsync does nothing (the data dir on tmpfs: fs-io.ts `fsyncDoesNothing`).
+   */
   constructor(
     private readonly dir: string,
     private readonly target: number,
     private readonly image: Uint8Array,
     private readonly log: Logger,
+    private readonly fsync = true,
   ) {}
 
   /** Empties the folder (what an earlier run left) and starts making the files. */
@@ -102,7 +106,7 @@ export class SpareActorFiles {
     const fd = openSync(file, 'wx', 0o644);
     try {
       for (let at = 0; at < this.image.byteLength;) at += writeSync(fd, this.image, at, this.image.byteLength - at);
-      await fsyncFd(fd);
+      if (this.fsync) await fsyncFd(fd);
     } catch (e) {
       closeSync(fd);
       unlinkQuiet(file);

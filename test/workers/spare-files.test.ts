@@ -51,6 +51,16 @@ describe('spare actor files', () => {
     assert.equal(moved, ready - 1);
   });
 
+  it('makes its files without fsync where fsync does nothing (fsync false), the same bytes', async () => {
+    const folder = join(dir(), 'spare', '1');
+    const spares = new SpareActorFiles(folder, 2, newFileImage(), silentLogger(), false);
+    spares.start();
+    await spares.settled();
+    assert.equal(spares.readyCount, 2);
+    for (const f of readdirSync(folder)) assert.ok(readFileSync(join(folder, f)).equals(newFileImage()));
+    assert.equal(spares.moveTo(join(dir(), 'c.db')), true);
+  });
+
   it('turns itself off with a warning when it cannot make its folder; nothing is offered', async () => {
     const blocker = join(dir(), 'a-file');
     writeFileSync(blocker, '');
