@@ -253,11 +253,19 @@ export class ActorSlots {
 
   /**
    * A new database file at `path` (holding `image`, default a new actor's empty one): a spare
-   * renamed into place when one is ready, else written here, off the thread when the settings say so.
+   * renamed into place when one is ready (or, while one is being made, when it is: spare-files.ts),
+   * else written here, off the thread when the settings say so.
    */
   private createDb(path: string, address: ActorAddress, image?: Buffer): Promise<Db> | Db {
-    const db = !image && this.spares ? createActorDbFromSpare(this.spares, path, address) : null;
+    const spares = image ? undefined : this.spares;
+    const db = spares ? createActorDbFromSpare(spares, path, address) : null;
     if (db) return db;
+    if (spares?.comingSoon)
+      return spares.nextMade().then(() => createActorDbFromSpare(spares, path, address) ?? this.createOwnFile(path, address));
+    return this.createOwnFile(path, address, image);
+  }
+
+  private createOwnFile(path: string, address: ActorAddress, image?: Buffer): Promise<Db> | Db {
     return this.createOffThread ? createActorDb(path, address, image, this.fsyncNewFiles) : createActorDbSync(path, address, image);
   }
 

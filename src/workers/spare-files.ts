@@ -13,7 +13,11 @@
  *
  *   moveTo(path) ─▶ a ready file renamed to the new actor's path (actor-db.ts createActorDbFromSpare)
  *               └▶ start making the next one, its fsync on libuv's pool, off any event's path
+ *   none ready, some being made ─▶ nextMade(): wait for the next one to finish, then moveTo again
  *
+ * Waiting beats making a file of one's own: a burst of new actors uses the spares up, and a file
+ * started now queues its fsync behind every one already in libuv's pool, the spares' too (on a
+ * journaled disk under a burst, 60–100 ms); the spare that finishes next was started earlier.
  * A rename within one file system keeps the bytes it names durable; the new name is made durable
  * by the folder fsync SQLite makes at the actor's first checkpoint, as for a file made in place.
  * The folder is emptied when the worker starts (a file of an earlier run may be half written). A
@@ -31,6 +35,8 @@ export class SpareActorFiles {
   private next = 0;
   private off = false;
   private idle: (() => void)[] = [];
+  /** Callers of nextMade(), each let go when a file being made is finished (ready, or failed). */
+  private waiting: (() => void)[] = [];
 
   /**
    * `image`: the bytes of a new actor's file; `target`: files kept ready (0: none); `fsync`: false
@@ -76,6 +82,16 @@ export class SpareActorFiles {
     }
   }
 
+  /** Whether a file is being made that nextMade() can wait for (none ready now, spares on). */
+  get comingSoon(): boolean {
+    return !this.off && this.ready.length === 0 && this.making > 0;
+  }
+
+  /** Resolves when the next file being made is finished, ready or failed (at once if none is being made). */
+  nextMade(): Promise<void> {
+    return this.making === 0 || this.off ? Promise.resolve() : new Promise((resolve) => this.waiting.push(resolve));
+  }
+
   /** Files ready now. */
   get readyCount(): number {
     return this.ready.length;
@@ -97,7 +113,8 @@ export class SpareActorFiles {
         )
         .finally(() => {
           this.making--;
-          if (this.making === 0) for (const resolve of this.idle.splice(0)) resolve();
+          this.waiting.shift()?.();
+          if (this.making === 0) for (const resolve of [...this.idle.splice(0), ...this.waiting.splice(0)]) resolve();
         });
     }
   }
@@ -119,6 +136,7 @@ export class SpareActorFiles {
     if (this.off) return;
     this.off = true;
     for (const file of this.ready.splice(0)) unlinkQuiet(file);
+    for (const resolve of this.waiting.splice(0)) resolve();
     this.log.warn({ err: e, dir: this.dir }, 'making spare actor files failed; new actors get their files written as they are created');
   }
 }

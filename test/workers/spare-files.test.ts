@@ -51,6 +51,34 @@ describe('spare actor files', () => {
     assert.equal(moved, ready - 1);
   });
 
+  it('lets a caller wait for the file being made when none is ready, and go when that one fails', async () => {
+    const folder = join(dir(), 'spare', '2');
+    const { log, lines } = capturedLogger();
+    const spares = new SpareActorFiles(folder, 1, newFileImage(), log);
+    spares.start();
+    await spares.settled();
+    assert.equal(spares.comingSoon, false, 'one is ready');
+    assert.equal(spares.moveTo(join(dir(), 'd0.db')), true);
+    assert.equal(spares.readyCount, 0);
+    assert.equal(spares.comingSoon, true, 'the replacement is being made');
+    await spares.nextMade();
+    assert.equal(spares.readyCount, 1, 'the wait ends with the replacement ready');
+    assert.equal(spares.moveTo(join(dir(), 'd1.db')), true);
+
+    // Its folder gone, the replacement this moveTo starts fails: the waiter is let go, spares are off.
+    await spares.settled();
+    rmSync(folder, { recursive: true, force: true });
+    assert.equal(spares.moveTo(join(dir(), 'd2.db')), false, 'the ready file went with its folder');
+    assert.equal(spares.comingSoon, true, 'a replacement is being made');
+    await spares.nextMade();
+    assert.equal(spares.comingSoon, false);
+    assert.equal(spares.moveTo(join(dir(), 'd3.db')), false, 'spares are off');
+    assert.ok(
+      lines.some((l) => String(l.msg).includes('making spare actor files failed')),
+      'the failure was logged',
+    );
+  });
+
   it('makes its files without fsync where fsync does nothing (fsync false), the same bytes', async () => {
     const folder = join(dir(), 'spare', '1');
     const spares = new SpareActorFiles(folder, 2, newFileImage(), silentLogger(), false);
