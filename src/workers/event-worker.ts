@@ -60,7 +60,13 @@ const writer = {
 const leaseValid = () => clock.now() < Number(Atomics.load(validUntil, 0));
 /** The data dir on tmpfs: fsyncs of its files do nothing, and are not made (fs-io.ts). */
 const fsyncNewFiles = !fsyncDoesNothing(setup.dataDir);
-const spares = new SpareActorFiles(join(setup.dataDir, 'spare', String(setup.worker)), config.spareActorFiles, newFileImage(), log, fsyncNewFiles);
+const spares = new SpareActorFiles(
+  join(setup.dataDir, 'spare', String(setup.worker)),
+  config.spareActorFiles,
+  newFileImage(),
+  log,
+  fsyncNewFiles,
+);
 spares.start();
 const deps: PipelineDeps = {
   clock,
