@@ -34,14 +34,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAddress, type ActorAddress } from '../src/core/address.js';
 import { parseEntryKey, tenantPrefix } from '../src/alarms/keys.js';
-import { parseTunable } from '../src/cli/tunables-help.js';
 import { FsStore, parseFsUrl } from '../src/store/fs.js';
 import { listAll } from '../src/store/keys.js';
 import { openStore } from '../src/store/open.js';
 import type { ObjectStore } from '../src/store/types.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Cluster, REPO, mustCall, type ClusterNode } from '../test/cluster/harness.js';
-import { benchArgs, numbers, percentile, quick, round, words, writeResult } from './lib.js';
+import { benchArgs, numbers, percentile, quick, round, setPairs, words, writeResult } from './lib.js';
 import { runBullmqPeer, type PeerResult } from './peer-bullmq.js';
 import { cloneBacklog, copyPuts, readTemplate } from './support/backlog.js';
 import { ceiling, storeRates, type Rates } from './support/ceiling.js';
@@ -91,18 +90,8 @@ const args = benchArgs({
   threads: { type: 'string', default: '2' },
   set: { type: 'string', multiple: true },
 });
-/** `--set name=value` (repeatable): a tunable for every node, over the mode's own (docs/tuning.md). */
-function tunables(pairs: readonly string[] = []): Record<string, number> {
-  return Object.fromEntries(
-    pairs.map((pair) => {
-      const parsed = parseTunable(pair);
-      if (!parsed) throw new Error(`--set expects name=integer, got ${JSON.stringify(pair)}`);
-      return parsed;
-    }),
-  );
-}
 /** Worker threads per node (--threads; 2 is the default on this 2-core machine); no idle release during a run; `--set`. */
-const NODE_SET = { workerThreads: Number(args.threads), idleTimeoutMs: 600_000, ...tunables(args.set) };
+const NODE_SET = { workerThreads: Number(args.threads), idleTimeoutMs: 600_000, ...setPairs(args.set) };
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
 const KS = numbers(args.k) ?? (quick ? [1000] : [1000, 10000, 100000]);
 const MS = numbers(args.m) ?? (quick ? [2] : [1, 2, 3]);

@@ -6,6 +6,8 @@ import { request, type Agent } from 'node:http';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { parseTunable } from '../src/cli/tunables-help.js';
+import { resolveOptions } from '../src/core/config.js';
 
 export const quick = process.argv.includes('--quick');
 
@@ -30,6 +32,23 @@ export function benchCommand<O extends Options>(options: O): { values: Parsed<O>
     allowPositionals: true,
   });
   return { values: r.values as Parsed<O>, positionals: r.positionals };
+}
+
+/**
+ * `--set name=value` (repeatable): tunables for the bench's keepwork nodes (docs/tuning.md),
+ * checked here, before any node starts: a pair that is not name=integer, an unknown name or a value
+ * out of range is refused.
+ */
+export function setPairs(pairs: readonly string[] = []): Record<string, number> {
+  const set = Object.fromEntries(
+    pairs.map((pair) => {
+      const parsed = parseTunable(pair);
+      if (!parsed) throw new Error(`--set expects name=integer, got ${JSON.stringify(pair)}`);
+      return parsed;
+    }),
+  );
+  resolveOptions(set);
+  return set;
 }
 
 /** `--k 1000,10000` → [1000, 10000]; undefined when the option was not given. */

@@ -17,7 +17,9 @@
  * bench/peers/ (package.json + package-lock.json), installed here on first use with
  * `npm ci --prefix bench/peers`; the project's npm ci and npm test never touch them.
  *
- *   npm run bench -- peers [--quick] [--only keepwork-plain,keepwork-durable,keepwork-new-in-memory,restate,workerd]
+ *   npm run bench -- peers [--quick] [--only keepwork-plain,keepwork-durable,keepwork-new-in-memory,restate,workerd] [--set name=value …]
+ *
+ * --set (repeatable): a tunable for every keepwork system (docs/tuning.md), named in its column.
  *
  * --quick: D = 4 s and 500 timers (full: D = 15 s, 2,000 timers, 3 kill -9 trials). Writes
  * bench/results/peers.json (peers-quick.json with --quick).
@@ -27,7 +29,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { benchArgs, quick, round, table, words, writeResult } from './lib.js';
+import { benchArgs, quick, round, setPairs, table, words, writeResult } from './lib.js';
 import { cell, lostWrites, summarizeFiring, summarizeLoad, type FiringSummary, type LoadSummary } from './support/peers/stats.js';
 import {
   KeepworkSystem,
@@ -307,16 +309,20 @@ function tableOf(results: SystemResult[]): string {
   ]);
 }
 
+const args = benchArgs({ only: { type: 'string' }, set: { type: 'string', multiple: true } });
+/** `--set`: for every keepwork system, after its own tunables. */
+const SET = Object.entries(setPairs(args.set)).map(([name, value]) => `${name}=${value}`);
+
 const SYSTEMS: Record<string, () => System> = {
-  'keepwork-plain': () => new KeepworkSystem(false),
-  'keepwork-durable': () => new KeepworkSystem(true),
-  'keepwork-new-in-memory': () => new KeepworkSystem(false, ['newActorsInMemory=1']),
+  'keepwork-plain': () => new KeepworkSystem(false, SET),
+  'keepwork-durable': () => new KeepworkSystem(true, SET),
+  'keepwork-new-in-memory': () => new KeepworkSystem(false, ['newActorsInMemory=1', ...SET]),
   restate: () => new RestateSystem(),
   workerd: () => new WorkerdSystem(),
 };
 
 async function main() {
-  const names = words(benchArgs({ only: { type: 'string' } }).only) ?? Object.keys(SYSTEMS);
+  const names = words(args.only) ?? Object.keys(SYSTEMS);
   for (const n of names) if (!SYSTEMS[n]) throw new Error(`--only: unknown system ${n} (${Object.keys(SYSTEMS).join(', ')})`);
   const Pool = ensurePeers();
   const t0 = performance.now();
