@@ -9,7 +9,7 @@
  * than itself in thread handoffs and promise callbacks (docs/benchmarks.md, "The folder bucket's system calls").
  * An fsync waits for the disk, so it stays on the pool and the event loop goes on meanwhile.
  */
-import { closeSync, fsync, openSync, statfsSync, unlinkSync } from 'node:fs';
+import { closeSync, fsync, openSync, statfsSync, unlinkSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import type { Clock } from '../core/clock.js';
 
@@ -61,6 +61,22 @@ export async function fsyncPath(file: string): Promise<void> {
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Writes `body` into the new, empty file open on `fd` (named `file`), fsyncs it if asked, and closes
+ * it; on a failure the file is closed and removed. Synchronous but for the fsync.
+ */
+export async function fillNewFile(fd: number, file: string, body: Uint8Array, fsync: boolean): Promise<void> {
+  try {
+    for (let at = 0; at < body.byteLength;) at += writeSync(fd, body, at, body.byteLength - at);
+    if (fsync) await fsyncFd(fd);
+  } catch (e) {
+    closeSync(fd);
+    unlinkQuiet(file);
+    throw e;
+  }
+  closeSync(fd);
 }
 
 export function unlinkQuiet(file: string): void {

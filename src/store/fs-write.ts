@@ -37,7 +37,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { AmbiguousWrite, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
 import { etagOf } from './etag.js';
-import { codeOf, fsyncFd, isMissing, unlinkQuiet } from './fs-io.js';
+import { codeOf, fillNewFile, isMissing } from './fs-io.js';
 import type { HostLock } from './fs-lock.js';
 import type { FsConfig } from './fs-options.js';
 import type { FolderSyncs } from './fs-sync.js';
@@ -89,15 +89,7 @@ export async function writeTemp(tempDir: string, body: Uint8Array, fsync: boolea
     fs.mkdirSync(tempDir, { recursive: true }); // someone removed ~tmp
     fd = fs.openSync(file, 'wx', 0o644);
   }
-  try {
-    for (let at = 0; at < body.byteLength;) at += fs.writeSync(fd, body, at, body.byteLength - at);
-    if (fsync) await fsyncFd(fd);
-  } catch (e) {
-    fs.closeSync(fd);
-    unlinkQuiet(file);
-    throw e;
-  }
-  fs.closeSync(fd);
+  await fillNewFile(fd, file, body, fsync);
   return file;
 }
 

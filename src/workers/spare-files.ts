@@ -24,10 +24,10 @@
  * failure to make one turns spares off for the worker, with a warning: actors are then created
  * as before, each file written and fsynced at its first call.
  */
-import { closeSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../core/logger.js';
-import { fsyncFd, isMissing, unlinkQuiet } from '../store/fs-io.js';
+import { fillNewFile, isMissing, unlinkQuiet } from '../store/fs-io.js';
 
 export class SpareActorFiles {
   private readonly ready: string[] = [];
@@ -119,17 +119,9 @@ export class SpareActorFiles {
     }
   }
 
+  /** Async, so that a failed open is a rejection (fill's `turnOff`), not a throw out of moveTo. */
   private async make(file: string): Promise<void> {
-    const fd = openSync(file, 'wx', 0o644);
-    try {
-      for (let at = 0; at < this.image.byteLength;) at += writeSync(fd, this.image, at, this.image.byteLength - at);
-      if (this.fsync) await fsyncFd(fd);
-    } catch (e) {
-      closeSync(fd);
-      unlinkQuiet(file);
-      throw e;
-    }
-    closeSync(fd);
+    await fillNewFile(openSync(file, 'wx', 0o644), file, this.image, this.fsync);
   }
 
   private turnOff(e: unknown): void {
