@@ -17,13 +17,18 @@
  *                  from the drain curve, to its 0.5 s resolution)
  *     requests     store requests per delivery by operation: main thread
  *                  + workers (keepwork_store_requests_total{thread="main"|"worker"})
- *     ceiling      the store's own ops/s at the delivery concurrency (bench/support/ceiling.ts)
+ *     in flight    deliveries a survivor ran at once, on average over the samples (every 500 ms)
+ *                  taken while alarms ran (keepwork_deliveries_running: up to deliveryConcurrency,
+ *                  more while the bucket's latency is the limit)
+ *     ceiling      the store's own ops/s at that concurrency (bench/support/ceiling.ts)
  *                  priced by those requests; drain rate (all nodes) / ceiling
  *     cpu, rss     each survivor's CPU seconds during the drain and peak RSS (VmHWM)
  *     BullMQ       K due delayed jobs, M worker processes, one SQLite write each (bench/peer-bullmq)
  *
- *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,s3] [--mode adr,adaptive,tuned] [--threads 2] [--set name=value …] [--no-peer] [--out drain] [--append] [--reprice]
- *   (--threads: each node's workerThreads, 2 unless given; --set: any other tunable, for every node)
+ *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,latency,s3] [--latency-ms 20] [--mode adr,adaptive,tuned] [--threads 2] [--set name=value …] [--no-peer] [--out drain] [--append] [--reprice]
+ *   (--threads: each node's workerThreads, 2 unless given; --set: any other tunable, for every node;
+ *   --store latency: the folder bucket with every request delayed by --latency-ms on the clock, no
+ *   CPU while it waits — src/store/latency.ts, an S3-like round trip without S3's CPU)
  *
  *   quick: K 1,000, M 2, fs, ADR defaults and tuned (~2 minutes). full: K 1k/10k/100k, M 1/2/3,
  *   fs (and s3 up to 10k), ADR defaults up to 10k (100k would take over an hour at 25/s).
@@ -35,6 +40,7 @@ import { join } from 'node:path';
 import { parseAddress, type ActorAddress } from '../src/core/address.js';
 import { parseEntryKey, tenantPrefix } from '../src/alarms/keys.js';
 import { FsStore, parseFsUrl } from '../src/store/fs.js';
+import { LATENCY_SCHEME, parseLatencyUrl } from '../src/store/latency.js';
 import { listAll } from '../src/store/keys.js';
 import { openStore } from '../src/store/open.js';
 import type { ObjectStore } from '../src/store/types.js';
@@ -82,6 +88,7 @@ const args = benchArgs({
   k: { type: 'string' },
   m: { type: 'string' },
   store: { type: 'string' },
+  'latency-ms': { type: 'string', default: '20' },
   mode: { type: 'string' },
   'no-peer': { type: 'boolean' },
   out: { type: 'string' },
@@ -96,6 +103,10 @@ const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
 const KS = numbers(args.k) ?? (quick ? [1000] : [1000, 10000, 100000]);
 const MS = numbers(args.m) ?? (quick ? [2] : [1, 2, 3]);
 const STORES = words(args.store) ?? (quick || !S3_URL ? ['fs'] : ['fs', 's3']);
+for (const s of STORES) if (!['fs', 'latency', 's3'].includes(s)) throw new Error(`--store ${s}: not one of fs, latency, s3`);
+/** Delay of every request of `--store latency`, ms. */
+const LATENCY_MS = Number(args['latency-ms']);
+if (!Number.isFinite(LATENCY_MS) || LATENCY_MS < 0) throw new Error(`--latency-ms ${args['latency-ms']}: a number ≥ 0`);
 const MODE_LIST = (words(args.mode) ?? (quick ? ['adr', 'tuned'] : ['adr', 'adaptive', 'tuned'])) as Mode[];
 for (const m of MODE_LIST) if (!(m in MODES)) throw new Error(`--mode ${m}: not one of ${Object.keys(MODES).join(', ')}`);
 const PEER = !args['no-peer'];
@@ -124,6 +135,8 @@ export interface DrainRow {
   deliveries: Record<string, number>;
   requestsPerDelivery: { main: Record<string, number>; worker: Record<string, number>; total: number };
   storeRates: Rates;
+  /** Deliveries a survivor ran at once on average during the drain: the ceiling's concurrency (older rows: absent, 32 or the mode's). */
+  inFlight?: number;
   ceilingPerSec: number;
   ratioToCeiling: number;
   bullmqPerWorkerPerSec?: number;
@@ -135,15 +148,25 @@ export interface DrainRow {
   curve: [number, number][];
 }
 
+/** Folders of `--store latency` buckets, removed with their cluster. */
+const latencyFolders = new Map<string, string>();
+
 function bucketFor(store: string, run: string): string | undefined {
   if (store === 'fs') return undefined;
+  if (store === 'latency') {
+    const dir = mkdtempSync(join(tmpdir(), `kw-bench-latency-${run}-`));
+    const url = `${LATENCY_SCHEME}file://${dir}?ms=${LATENCY_MS}`;
+    latencyFolders.set(url, dir);
+    return url;
+  }
   if (!S3_URL) throw new Error('--store s3 needs KEEPWORK_TEST_S3_URL (eval "$(bash scripts/s3-test-server.sh env)")');
   return S3_URL.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/bench-drain-${process.pid}-${run}/`);
 }
 
 /** The store the backlog is copied with: for a folder, without fsync (throwaway data, 3–5× faster). */
 function copyStore(c: Cluster): ObjectStore {
-  return c.bucket.startsWith('file://') ? new FsStore(parseFsUrl(c.bucket), { fsync: false }) : openStore(c.bucket);
+  const folder = c.bucket.startsWith(LATENCY_SCHEME) ? parseLatencyUrl(c.bucket).inner : c.bucket;
+  return folder.startsWith('file://') ? new FsStore(parseFsUrl(folder), { fsync: false }) : openStore(c.bucket);
 }
 
 function startCluster(store: string, run: string): Cluster {
@@ -229,6 +252,8 @@ async function makeBacklog(c: Cluster, a: ClusterNode, actors: ActorAddress[]): 
 interface Sample {
   t: number;
   ran: number;
+  /** The most deliveries running on one survivor (keepwork_deliveries_running) at this sample. */
+  inFlight: number;
 }
 
 /** Scrapes every survivor until K alarms ran and the index is empty; the drain curve. */
@@ -251,7 +276,8 @@ async function watchDrain(
       );
     const scrapes = await Promise.all(survivors.map((s) => scrape(s.url)));
     const ran = scrapes.reduce((n, s) => n + total(s, 'keepwork_alarm_deliveries_total', 'outcome="ran"'), 0);
-    samples.push({ t: Date.now(), ran });
+    const inFlight = Math.max(...scrapes.map((s) => total(s, 'keepwork_deliveries_running')));
+    samples.push({ t: Date.now(), ran, inFlight });
     bar.update(ran, `${Math.round((Date.now() - at) / 100) / 10} s since T`);
     if (ran >= k && (await pendingEntries(c.store())) === 0) {
       bar.done(`drained ${round((Date.now() - at) / 1000, 1)} s after T`);
@@ -259,6 +285,12 @@ async function watchDrain(
     }
     if (Date.now() > at + boundMs) throw new Error(`${label}: ${ran} of ${k} alarms ran ${boundMs} ms after their time`);
   }
+}
+
+/** Deliveries running on a survivor, on average over the samples taken while alarms ran (at least 1). */
+function meanInFlight(samples: Sample[]): number {
+  const during = samples.filter((x, i) => i > 0 && x.ran > samples[i - 1]!.ran);
+  return Math.max(1, Math.round(during.reduce((n, x) => n + x.inFlight, 0) / Math.max(1, during.length)));
 }
 
 /** The first time the curve reached `n` alarms (ms), or NaN. */
@@ -316,9 +348,14 @@ async function run(storeKind: string, mode: Mode, k: number, m: number): Promise
     const rss = survivors.map((s) => peakRssMb(s.pid));
     const wallS = (Date.now() - t0) / 1000;
     const exact = k <= READBACK_MAX ? await readBack(survivors[0]!, actors) : undefined;
-    const rates = await ratesFor(storeKind, c, (set as { deliveryConcurrency?: number }).deliveryConcurrency ?? 32);
+    // The ceiling at the deliveries a survivor ran at once on average while alarms ran (at least
+    // 1): deliveryConcurrency, or more where delivery-limit.ts raised it for the bucket's latency.
+    // (A node without the gauge — a build from before it — ran deliveryConcurrency at most.)
+    const fixed = (set as { deliveryConcurrency?: number }).deliveryConcurrency ?? 32;
+    const inFlight = samples.some((x) => x.inFlight > 0) ? meanInFlight(samples) : fixed;
+    const rates = await ratesFor(storeKind, c, inFlight);
     failed = false;
-    return summarize({ storeKind, mode, k, m, at, copyEnd, drainedAt, samples, before, after, cpuSec, wallS, rss, exact, rates });
+    return summarize({ storeKind, mode, k, m, at, copyEnd, drainedAt, samples, before, after, cpuSec, wallS, rss, exact, rates, inFlight });
   } finally {
     await disposeCluster(c, failed);
   }
@@ -340,6 +377,7 @@ interface RunData {
   rss: number[];
   exact: { firedAt: number[]; duplicates: number } | undefined;
   rates: Rates;
+  inFlight: number;
 }
 
 function summarize(d: RunData): DrainRow {
@@ -389,6 +427,7 @@ function summarize(d: RunData): DrainRow {
       ),
     },
     storeRates: d.rates,
+    inFlight: d.inFlight,
     ceilingPerSec: Math.round(ceil),
     ratioToCeiling: round(k / burstS / ceil, 3),
     cpuSecPerNode: d.cpuSec.map((s) => round(s, 1)),
@@ -407,7 +446,11 @@ async function disposeCluster(c: Cluster, failed: boolean): Promise<void> {
       await n.exited;
     }
   }
-  if (!c.bucket.startsWith('file://')) {
+  const latencyFolder = latencyFolders.get(c.bucket);
+  if (latencyFolder !== undefined) {
+    rmSync(latencyFolder, { recursive: true, force: true });
+    latencyFolders.delete(c.bucket);
+  } else if (!c.bucket.startsWith('file://')) {
     // RGW keeps objects in RAM: remove this run's prefix.
     const keys: string[] = [];
     for await (const key of listAll(c.store())) keys.push(key);
@@ -470,12 +513,15 @@ function save(rows: DrainRow[], peers: PeerResult[], startedAt: number): string[
 /** Store rates for `--reprice`: a fresh temp folder, or a fresh S3 prefix, at that concurrency. */
 async function freshRates(storeKind: string, inFlight: number): Promise<Rates> {
   const dir = mkdtempSync(join(tmpdir(), 'kw-bench-reprice-'));
-  const store = openStore(storeKind === 'fs' ? dir : bucketFor(storeKind, `reprice-${inFlight}`)!);
+  const url = storeKind === 'fs' ? dir : bucketFor(storeKind, `reprice-${inFlight}`)!;
+  const store = openStore(url);
   try {
     return await storeRates(store, inFlight, quick ? 300 : 1000);
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
+    const latencyFolder = latencyFolders.get(url);
+    if (latencyFolder !== undefined) rmSync(latencyFolder, { recursive: true, force: true });
   }
 }
 
@@ -484,8 +530,9 @@ async function reprice(): Promise<void> {
   const cache = new Map<string, Rates>();
   for (const r of data.rows) {
     const set = Object.values(MODES).find((x) => x.label === r.mode)!.set as { deliveryConcurrency?: number };
-    const key = `${r.store}/${set.deliveryConcurrency ?? 32}`;
-    if (!cache.has(key)) cache.set(key, await freshRates(r.store, set.deliveryConcurrency ?? 32));
+    const inFlight = r.inFlight ?? set.deliveryConcurrency ?? 32;
+    const key = `${r.store}/${inFlight}`;
+    if (!cache.has(key)) cache.set(key, await freshRates(r.store, inFlight));
     r.storeRates = cache.get(key)!;
     const ceil = ceiling(r.storeRates, sumOps([r.requestsPerDelivery.main, r.requestsPerDelivery.worker]));
     r.ceilingPerSec = Math.round(ceil);

@@ -20,6 +20,7 @@ export function mainRows(rows: DrainRow[]): Record<string, unknown>[] {
     '/s/node burst': r.perNodePerSecBurst,
     '/s/node since readable': r.perNodePerSecSinceReadable,
     'req/delivery': r.requestsPerDelivery.total,
+    'in flight': r.inFlight ?? '',
     'ceiling /s': r.ceilingPerSec,
     'rate/ceiling': r.ratioToCeiling,
     'BullMQ /s/worker': r.bullmqPerWorkerPerSec ?? '',

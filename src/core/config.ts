@@ -51,7 +51,7 @@ export const DEFAULTS = Object.freeze({
   /** Worker threads running actor events (0: one per core, at most 4). */
   workerThreads: 0,
   /** Events one worker runs at once (for different actors). */
-  workerConcurrency: 16,
+  workerConcurrency: 64,
   /** Each worker thread's young generation (V8's nursery), MB: small, so short-lived garbage is
    *  collected before it grows the heap (a 100,000-alarm drain's peak RSS; docs/tuning.md). */
   workerYoungGenerationMb: 12,
@@ -78,8 +78,11 @@ export const DEFAULTS = Object.freeze({
   sweepAdaptive: 1,
   /** Shortest pause between two sweeps of one tenant in adaptive mode. */
   sweepMinGapMs: 200,
-  /** Deliveries the node runs at once (the bounded queue behind the timer). */
+  /** Deliveries the node runs at once (the bounded queue behind the timer), at least... */
   deliveryConcurrency: 32,
+  /** ...and at most: more run while the bucket's round trips, not the node's threads, are what
+   *  deliveries wait for (main/delivery-limit.ts; on S3, not on a folder). */
+  deliveryConcurrencyMax: 256,
   /** Actors a node keeps (held, with their state on the main thread) past an event, at most:
    *  beyond it the least recently used are closed and released before idleTimeoutMs. */
   heldActorsMax: 10_000,
@@ -151,6 +154,7 @@ export const RULES: Readonly<Record<keyof typeof DEFAULTS, Rule>> = {
   sweepAdaptive: { min: 0, max: 1 },
   sweepMinGapMs: { min: 1 },
   deliveryConcurrency: { min: 1, max: 10_000 },
+  deliveryConcurrencyMax: { min: 1, max: 10_000 },
   alarmsInMemory: { min: 0, max: 1 },
   newActorsInMemory: { min: 0, max: 1 },
   spareActorFiles: { min: 0, max: 10_000 },
@@ -184,6 +188,13 @@ export function resolveOptions(options: KeepworkOptions = {}): ResolvedConfig {
   if (merged.anyonesDeliveriesPerSweep > merged.deliveriesPerSweep) {
     throw new BadConfig(
       `anyonesDeliveriesPerSweep (${merged.anyonesDeliveriesPerSweep}) must not exceed deliveriesPerSweep (${merged.deliveriesPerSweep})`,
+    );
+  }
+  if (options.deliveryConcurrencyMax === undefined) {
+    merged.deliveryConcurrencyMax = Math.max(merged.deliveryConcurrencyMax, merged.deliveryConcurrency);
+  } else if (merged.deliveryConcurrencyMax < merged.deliveryConcurrency) {
+    throw new BadConfig(
+      `deliveryConcurrencyMax (${merged.deliveryConcurrencyMax}) must not be less than deliveryConcurrency (${merged.deliveryConcurrency})`,
     );
   }
   if (merged.skewBoundMs >= merged.leasePeriodMs) {

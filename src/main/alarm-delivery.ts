@@ -3,8 +3,9 @@
  * what happens to each delivery's outcome (docs/architecture.md).
  *
  *   timer (committed alarms of actors this node ran + entries the sweep offered)
- *     ─▶ due ─▶ queue (≤ deliveriesPerSweep waiting, deliveryConcurrency running; full: the timer
- *        holds what is due until half the queue has drained)
+ *     ─▶ due ─▶ queue (≤ deliveriesPerSweep waiting; running: from deliveryConcurrency up to
+ *        deliveryConcurrencyMax while the bucket's round trips are the limit, delivery-limit.ts;
+ *        full: the timer holds what is due until half the queue has drained)
  *     ─▶ room for another actor (the releases past heldActorsMax keep up, idle-actors.ts)
  *     ─▶ deliver(key, at) (the Node: hold, lane, worker) ─▶ outcome:
  *          ran / stale / kept   counted; a committed retry is deferred to its time
@@ -29,9 +30,12 @@ import { parseAddress, type ActorAddress } from '../core/address.js';
 import { ErrorCode, isKeepworkError } from '../core/errors.js';
 import { AlarmTimer } from '../alarms/timer.js';
 import type { EventResult } from '../workers/messages.js';
+import { DeliveryLimit } from './delivery-limit.js';
 import type { NodeMetrics } from './metrics.js';
 
-export type DeliverySettings = Settings<'deliveriesPerSweep' | 'deliveryConcurrency' | 'timerEntriesMax' | 'leasePeriodMs' | 'retryMaxMs'>;
+export type DeliverySettings = Settings<
+  'deliveriesPerSweep' | 'deliveryConcurrency' | 'deliveryConcurrencyMax' | 'timerEntriesMax' | 'leasePeriodMs' | 'retryMaxMs'
+>;
 
 /** At most one "timer full" log line per this long. */
 const TIMER_FULL_LOG_EVERY_MS = 60_000;
@@ -52,6 +56,7 @@ export interface DeliveryDeps {
 export class AlarmDelivery {
   private readonly timer: AlarmTimer;
   private readonly queue: PQueue;
+  private readonly limit: DeliveryLimit;
   /** Actors with a delivery queued or running. */
   private readonly delivering = new Set<string>();
   private stopped = false;
@@ -60,12 +65,24 @@ export class AlarmDelivery {
 
   constructor(private readonly deps: DeliveryDeps) {
     this.timer = new AlarmTimer(deps.clock, (key, at) => this.queueDelivery(key, at), deps.config.timerEntriesMax);
-    this.queue = new PQueue({ concurrency: deps.config.deliveryConcurrency });
+    const { deliveryConcurrency, deliveryConcurrencyMax } = deps.config;
+    this.limit = new DeliveryLimit(deliveryConcurrency, deliveryConcurrencyMax);
+    this.queue = new PQueue({ concurrency: this.limit.limit });
   }
 
   /** Alarms in the timer. */
   get size(): number {
     return this.timer.size;
+  }
+
+  /** Deliveries that may run at once now (delivery-limit.ts). */
+  get concurrency(): number {
+    return this.limit.limit;
+  }
+
+  /** Deliveries running now. */
+  get running(): number {
+    return this.queue.pending;
   }
 
   /** Deliveries queued or running. */
@@ -135,8 +152,10 @@ export class AlarmDelivery {
     try {
       await this.deps.actorRoom?.();
       if (this.stopped) return;
+      const startMs = clock.now();
       const r = await this.deps.deliver(address, at);
       if (!r) return;
+      this.queue.concurrency = this.limit.ended(clock.now() - startMs, this.queue.size > 0);
       metrics.deliveries.inc({ outcome: r.type === 'error' ? 'failed' : r.ran ? 'ran' : r.removed ? 'stale' : 'kept' });
       metrics.feed.delivered(key, at, r, clock.now());
       if (r.type === 'ok' && r.removed) metrics.staleRemoved.inc(r.removed);

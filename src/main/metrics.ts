@@ -96,6 +96,16 @@ export class NodeMetrics {
     help: 'Deliveries queued or running',
     registers: [this.registry],
   });
+  readonly deliveryConcurrency = new Gauge({
+    name: 'keepwork_delivery_concurrency',
+    help: 'Deliveries the node may run at once now: deliveryConcurrency, more while the bucket’s round trips are the limit',
+    registers: [this.registry],
+  });
+  readonly deliveriesRunning = new Gauge({
+    name: 'keepwork_deliveries_running',
+    help: 'Deliveries running now',
+    registers: [this.registry],
+  });
   readonly releaseBacklog = new Gauge({
     name: 'keepwork_release_backlog',
     help: 'Actors queued to be closed and released (idle, or past heldActorsMax), or being released',

@@ -191,6 +191,8 @@ export class Node implements RoutingNode {
     this.metrics.heldActors.set(this.membership.holds.heldCount());
     this.metrics.countHoldTakes(this.membership.holds.takes);
     this.metrics.deliveryBacklog.set(this.delivery.backlog());
+    this.metrics.deliveryConcurrency.set(this.delivery.concurrency);
+    this.metrics.deliveriesRunning.set(this.delivery.running);
     this.metrics.releaseBacklog.set(this.idle.backlog());
     return this.metrics.registry.metrics();
   }

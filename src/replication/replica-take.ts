@@ -42,7 +42,8 @@ export interface TakeContext {
 export async function take(t: TakeContext, listed?: number[]): Promise<TakeResult> {
   const seqs = listed ?? (await listChain(t.deps.store, t.address));
   const local = existsSync(t.dbPath);
-  const side = readSidecar(t.dbPath);
+  // Without a file its sidecar says nothing (and reading a missing one throws inside readSidecar).
+  const side = local ? readSidecar(t.dbPath) : undefined;
   if (seqs.length === 0) return takeEmptyBucket(t, local, side);
   const headSeq = seqs[seqs.length - 1]!;
   const trusted = local && side !== undefined && walIntact(t, side);

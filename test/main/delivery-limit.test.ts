@@ -1,0 +1,95 @@
+/**
+ * How many deliveries run at once (issue 15: the ADR's numbers must not cap throughput): more
+ * than deliveryConcurrency only while a delivery takes no longer with more in flight, i.e. while
+ * the bucket's round trips, not the node's threads, are the limit.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { SimClock } from '../../src/core/clock.js';
+import { resolveOptions } from '../../src/core/config.js';
+import { BadConfig } from '../../src/core/errors.js';
+import { AlarmDelivery } from '../../src/main/alarm-delivery.js';
+import { DeliveryLimit } from '../../src/main/delivery-limit.js';
+import { NodeMetrics } from '../../src/main/metrics.js';
+import { silentLogger } from '../../src/core/logger.js';
+
+/** Feeds `n` deliveries whose durations `ms(limit, i)` gives, all with others waiting. */
+function feed(l: DeliveryLimit, n: number, ms: (limit: number, i: number) => number, waiting = true): number[] {
+  const seen: number[] = [];
+  for (let i = 0; i < n; i++) seen.push(l.ended(ms(l.limit, i), waiting));
+  return seen;
+}
+
+describe('delivery limit', () => {
+  it('grows from min to max while deliveries take as long as ever and others wait', () => {
+    const l = new DeliveryLimit(32, 256);
+    assert.equal(l.limit, 32);
+    const seen = feed(l, 5_000, () => 80);
+    assert.equal(l.limit, 256);
+    assert.ok(seen.every((x, i) => i === 0 || x >= seen[i - 1]!), 'it only grows');
+    assert.ok(seen.some((x) => x > 32 && x < 256), 'by steps, not at once');
+  });
+
+  it('does not grow while nothing waits for a slot (the limit is not what holds the node back)', () => {
+    const l = new DeliveryLimit(32, 256);
+    feed(l, 5_000, () => 80, false);
+    assert.equal(l.limit, 32);
+  });
+
+  it('stays at min where deliveries wait for each other (a bucket without latency: the threads are the limit)', () => {
+    const l = new DeliveryLimit(32, 256);
+    // Each window: one delivery started on an idle node, the rest queued behind it for the threads.
+    feed(l, 5_000, (limit, i) => 1 + (i % limit) * 2);
+    assert.equal(l.limit, 32);
+  });
+
+  it('settles near the knee where the threads become the limit, and follows a bucket that slows down', () => {
+    const l = new DeliveryLimit(32, 256);
+    // 80 ms of round trips; past 40 in flight the threads are full and each delivery takes longer.
+    // (The most of the last deliveries' limits: a probe window runs at min now and then.)
+    const knee = Math.max(...feed(l, 20_000, (limit) => Math.max(80, limit * 2)).slice(-3_000));
+    assert.ok(knee > 40 && knee <= 70, `settled at ${knee}`);
+    // Round trips of 200 ms: the threads are full only past 100 in flight.
+    const later = Math.max(...feed(l, 40_000, (limit) => Math.max(200, limit * 2)).slice(-3_000));
+    assert.ok(later > 100 && later <= 170, `settled at ${later}`);
+  });
+
+  it('refuses bounds that are not whole numbers with 1 ≤ min ≤ max', () => {
+    assert.throws(() => new DeliveryLimit(0, 10), RangeError);
+    assert.throws(() => new DeliveryLimit(10, 5), RangeError);
+    assert.throws(() => new DeliveryLimit(1.5, 5), RangeError);
+  });
+});
+
+describe('deliveryConcurrencyMax', () => {
+  it('defaults to 256, follows a larger deliveryConcurrency, and may not be set below it', () => {
+    assert.equal(resolveOptions({}).deliveryConcurrencyMax, 256);
+    assert.equal(resolveOptions({ deliveryConcurrency: 500 }).deliveryConcurrencyMax, 500);
+    assert.equal(resolveOptions({ deliveryConcurrency: 8, deliveryConcurrencyMax: 8 }).deliveryConcurrencyMax, 8);
+    assert.throws(() => resolveOptions({ deliveryConcurrency: 64, deliveryConcurrencyMax: 32 }), BadConfig);
+  });
+
+  it('a node whose deliveries wait 80 ms on the bucket runs more than deliveryConcurrency at once', async () => {
+    const clock = new SimClock(1_000_000);
+    let running = 0;
+    let most = 0;
+    const d = new AlarmDelivery({
+      clock,
+      config: resolveOptions({ deliveriesPerSweep: 2_048 }),
+      log: silentLogger(),
+      metrics: new NodeMetrics(),
+      deliver: async () => {
+        most = Math.max(most, ++running);
+        await clock.sleep(80);
+        running--;
+        return { type: 'ok', ran: true, result: null } as never;
+      },
+      giveBack: async () => undefined,
+    });
+    for (let i = 0; i < 2_000; i++) assert.equal(d.offer(`t/C/a${i}`, 999_000), true);
+    await clock.advance(30_000);
+    await d.drained();
+    assert.ok(most > 32, `at most ${most} ran at once`);
+    assert.ok(d.concurrency > 32 && d.concurrency <= 256, `limit ${d.concurrency}`);
+  });
+});
