@@ -25,16 +25,17 @@
  * loop every YIELD_EVERY folders so a 1,000-key page does not hold it for long.
  *
  * A folder whose size says it holds thousands of names (many actors due at the same millisecond:
- * their entries share one folder per class) is read in the threadpool, so the event loop goes on
- * meanwhile, and reduced at once to the `want` smallest wanted entries: the walk keeps O(limit)
- * of it, not every name. A page of a 100,000-name folder used to keep its ~100,000 names and
- * entries alive across the page's awaits, long enough for V8 to promote them, and the heap of a
- * node draining such a backlog grew by hundreds of MB. If the page needs more of that folder than
- * was kept (the entries taken were empty folders), it is read again above the last one taken,
- * keeping twice as many each time.
+ * their entries share one folder per class) is streamed (`opendir`, LARGE_CHUNK names per
+ * system call, a turn of the event loop after each chunk) and reduced as it goes to the `want`
+ * smallest wanted entries: the walk keeps O(limit) of it, and no more than a chunk of names is
+ * alive at once. A page of a 100,000-name folder used to keep its ~100,000 names and entries
+ * alive across the page's awaits, long enough for V8 to promote them, and the heap of a node
+ * draining such a backlog grew by hundreds of MB; reading it whole in the threadpool (`readdir`)
+ * still built all 100,000 names at once, and cost twice the CPU of the stream. If the page needs
+ * more of that folder than was kept (the entries taken were empty folders), it is read again
+ * above the last one taken, keeping twice as many each time.
  */
-import { readdirSync, statSync, type Dirent } from 'node:fs';
-import { readdir } from 'node:fs/promises';
+import { opendirSync, readdirSync, statSync, type Dirent } from 'node:fs';
 import * as path from 'node:path';
 import { isMissing } from './fs-io.js';
 import { CONTINUED_MARK, INTERNAL_MARK, OBJECT_MARK, decodeSegment } from './fs-paths.js';
@@ -42,6 +43,8 @@ import { compareKeys } from './keys.js';
 
 /** Folders read between two turns of the event loop. */
 const YIELD_EVERY = 128;
+/** Names of a large folder read per system call, and between two turns of the event loop. */
+const LARGE_CHUNK = 1024;
 /** The default of FsStore's `largeFolderBytes`: st_size is about a folder's names' bytes on ext4, xfs and tmpfs. */
 export const LARGE_FOLDER_BYTES = 64 * 1024;
 
@@ -58,6 +61,24 @@ interface Entry {
   /** The name in `dir` (its path is made only for entries walked). */
   name: string;
   dir: string;
+}
+
+/**
+ * Calls `each` for every name in `dir`, LARGE_CHUNK at a time with a turn of the event loop
+ * between chunks; returns how many. Throws as opendir does (a missing folder: ENOENT).
+ */
+async function streamFolder(dir: string, each: (d: Dirent) => void): Promise<number> {
+  const handle = opendirSync(dir, { bufferSize: LARGE_CHUNK });
+  let n = 0;
+  try {
+    for (let d = handle.readSync(); d !== null; d = handle.readSync()) {
+      each(d);
+      if (++n % LARGE_CHUNK === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+  } finally {
+    handle.closeSync();
+  }
+  return n;
 }
 
 /** Entry order: by key; an object before a continuation folder of the same text (whose keys are longer). */
@@ -165,17 +186,21 @@ export class ListWalk {
   async #read(dir: string, base: string, want: number, above?: Entry, kept = 0): Promise<Run | undefined> {
     try {
       const large = statSync(dir).size > this.largeFolderBytes;
-      const dirents = large ? await readdir(dir, { withFileTypes: true }) : readdirSync(dir, { withFileTypes: true });
-      this.foldersRead++;
-      this.namesRead += dirents.length;
       const scope = this.#scope(base);
       const best = large ? new Smallest(Math.max(2 * want, kept)) : undefined;
       const entries: Entry[] = [];
-      for (const dirent of dirents) {
+      const add = (dirent: Dirent) => {
         const e = this.#entry(dirent, dir, base, scope);
-        if (!e || (above && byRel(e, above) <= 0)) continue;
+        if (!e || (above && byRel(e, above) <= 0)) return;
         if (best) best.add(e);
         else entries.push(e);
+      };
+      this.foldersRead++;
+      if (best) this.namesRead += await streamFolder(dir, add);
+      else {
+        const dirents = readdirSync(dir, { withFileTypes: true });
+        this.namesRead += dirents.length;
+        dirents.forEach(add);
       }
       const held = best ? best.sorted() : entries;
       this.heldMax = Math.max(this.heldMax, held.length);
