@@ -19,8 +19,9 @@ export interface FsStoreOptions {
   /** Keys removed per lock acquisition in `deleteMany`. */
   deleteBatchKeys?: number;
   /**
-   * A folder whose size (st_size) is over this is listed as a large one: read in the threadpool
-   * and cut at once to the page it serves (fs-list.ts). 0 lists every folder that way.
+   * A folder whose size (st_size) is over this is listed as a large one: streamed a chunk of
+   * names at a time and cut as it goes to the page it serves (fs-list.ts). 0 lists every folder
+   * that way.
    */
   largeFolderBytes?: number;
 }
