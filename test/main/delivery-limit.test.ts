@@ -26,8 +26,14 @@ describe('delivery limit', () => {
     assert.equal(l.limit, 32);
     const seen = feed(l, 5_000, () => 80);
     assert.equal(l.limit, 256);
-    assert.ok(seen.every((x, i) => i === 0 || x >= seen[i - 1]!), 'it only grows');
-    assert.ok(seen.some((x) => x > 32 && x < 256), 'by steps, not at once');
+    assert.ok(
+      seen.every((x, i) => i === 0 || x >= seen[i - 1]!),
+      'it only grows',
+    );
+    assert.ok(
+      seen.some((x) => x > 32 && x < 256),
+      'by steps, not at once',
+    );
   });
 
   it('does not grow while nothing waits for a slot (the limit is not what holds the node back)', () => {
