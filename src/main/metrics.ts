@@ -16,11 +16,7 @@ export class NodeMetrics {
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
-  readonly staleRemoved = new Counter({
-    name: 'keepwork_index_stale_removed_total',
-    help: 'Stale index entries removed at delivery',
-    registers: [this.registry],
-  });
+  readonly staleRemoved = this.counter('keepwork_index_stale_removed_total', 'Stale index entries removed at delivery');
   readonly tardiness = new Histogram({
     name: 'keepwork_alarm_tardiness_seconds',
     help: 'How late an alarm delivery started after its due time',
@@ -68,49 +64,43 @@ export class NodeMetrics {
     registers: [this.registry],
     collect: () => this.collectRequests(),
   });
-  readonly pendingAlarms = new Gauge({ name: 'keepwork_timer_alarms', help: 'Alarms in this node’s timer', registers: [this.registry] });
-  readonly heldActors = new Gauge({ name: 'keepwork_held_actors', help: 'Actors this node holds', registers: [this.registry] });
+  readonly pendingAlarms = this.gauge('keepwork_timer_alarms', 'Alarms in this node’s timer');
+  readonly heldActors = this.gauge('keepwork_held_actors', 'Actors this node holds');
   readonly holdTakes = new Counter({
     name: 'keepwork_hold_takes_total',
     help: 'Holds this node wrote to take an actor: after reading the hold (read), without reading it (expected), and expected takes that found another hold and read it after all (expected_missed)',
     labelNames: ['how'] as const,
     registers: [this.registry],
   });
-  readonly fenced = new Gauge({
-    name: 'keepwork_node_fenced',
-    help: '1 from the moment this node found its lease fenced until it has rejoined under a new epoch',
-    registers: [this.registry],
-  });
-  readonly rejoins = new Counter({
-    name: 'keepwork_node_rejoins_total',
-    help: 'Times this node rejoined under a new epoch after its lease was fenced',
-    registers: [this.registry],
-  });
-  readonly timerFull = new Counter({
-    name: 'keepwork_timer_full_total',
-    help: 'Alarms the timer could not hold (timerEntriesMax reached); they stay committed and indexed for the sweep',
-    registers: [this.registry],
-  });
-  readonly deliveryBacklog = new Gauge({
-    name: 'keepwork_delivery_backlog',
-    help: 'Deliveries queued or running',
-    registers: [this.registry],
-  });
-  readonly deliveryConcurrency = new Gauge({
-    name: 'keepwork_delivery_concurrency',
-    help: 'Deliveries the node may run at once now: deliveryConcurrency, more while the bucket’s round trips are the limit',
-    registers: [this.registry],
-  });
-  readonly deliveriesRunning = new Gauge({
-    name: 'keepwork_deliveries_running',
-    help: 'Deliveries running now',
-    registers: [this.registry],
-  });
-  readonly releaseBacklog = new Gauge({
-    name: 'keepwork_release_backlog',
-    help: 'Actors queued to be closed and released (idle, or past heldActorsMax), or being released',
-    registers: [this.registry],
-  });
+  readonly fenced = this.gauge(
+    'keepwork_node_fenced',
+    '1 from the moment this node found its lease fenced until it has rejoined under a new epoch',
+  );
+  readonly rejoins = this.counter('keepwork_node_rejoins_total', 'Times this node rejoined under a new epoch after its lease was fenced');
+  readonly timerFull = this.counter(
+    'keepwork_timer_full_total',
+    'Alarms the timer could not hold (timerEntriesMax reached); they stay committed and indexed for the sweep',
+  );
+  readonly deliveryBacklog = this.gauge('keepwork_delivery_backlog', 'Deliveries queued or running');
+  readonly deliveryConcurrency = this.gauge(
+    'keepwork_delivery_concurrency',
+    'Deliveries the node may run at once now: deliveryConcurrency, more while the bucket’s round trips are the limit',
+  );
+  readonly deliveriesRunning = this.gauge('keepwork_deliveries_running', 'Deliveries running now');
+  readonly releaseBacklog = this.gauge(
+    'keepwork_release_backlog',
+    'Actors queued to be closed and released (idle, or past heldActorsMax), or being released',
+  );
+
+  /** A counter without labels, in this node's registry. */
+  private counter(name: string, help: string): Counter {
+    return new Counter({ name, help, registers: [this.registry] });
+  }
+
+  /** A gauge without labels, in this node's registry. */
+  private gauge(name: string, help: string): Gauge {
+    return new Gauge({ name, help, registers: [this.registry] });
+  }
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'keepwork_process_' });
