@@ -155,7 +155,8 @@ export class AlarmDelivery {
       const startMs = clock.now();
       const r = await this.deps.deliver(address, at);
       if (!r) return;
-      this.queue.concurrency = this.limit.ended(clock.now() - startMs, this.queue.size > 0);
+      const limit = this.limit.ended(clock.now() - startMs, this.queue.size > 0);
+      if (limit !== this.queue.concurrency) this.queue.concurrency = limit; // the setter walks the queue: only at a window's change
       metrics.deliveries.inc({ outcome: r.type === 'error' ? 'failed' : r.ran ? 'ran' : r.removed ? 'stale' : 'kept' });
       metrics.feed.delivered(key, at, r, clock.now());
       if (r.type === 'ok' && r.removed) metrics.staleRemoved.inc(r.removed);
