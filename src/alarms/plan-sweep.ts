@@ -49,27 +49,63 @@ export interface Plan {
   anyonesLeftBehind: number;
 }
 
-export function planSweep(p: PlanInput): Plan {
-  const own: IndexEntry[] = [];
-  const anyones: IndexEntry[] = [];
-  const seen = new Set<string>();
-  let skipped = 0;
-  const anyonesBefore = p.nowMs - p.anyonesAfterMargins * p.marginMs;
-  for (const e of [...p.entries].sort((a, b) => a.dueMs - b.dueMs)) {
-    const key = formatAddress(e.address);
-    if (seen.has(key) || p.busy.has(key) || !p.self.classes.includes(e.address.className)) {
-      skipped++;
-      continue;
-    }
-    const shard = shardOwner(key, shardNodes(p.live, e.address.tenant, e.address.className));
-    if (shard === p.self.nodeId) own.push(e);
-    else if (e.dueMs <= anyonesBefore) anyones.push(e);
-    else {
-      skipped++;
-      continue;
-    }
-    seen.add(key);
+/** What sorting entries needs of a plan's input (not its cap, reserve or rotation). */
+export type SortInput = Pick<PlanInput, 'live' | 'self' | 'busy' | 'nowMs' | 'marginMs' | 'anyonesAfterMargins'>;
+
+/**
+ * Sorts entries, given in due order, into own, anyone's and skipped, as planSweep does: the
+ * sweep feeds it while it reads (to stop once reading on could not change the plan), then plans
+ * from it.
+ */
+export class EntrySorter {
+  readonly own: IndexEntry[] = [];
+  readonly anyones: IndexEntry[] = [];
+  skipped = 0;
+  readonly #seen = new Set<string>();
+  readonly #anyonesBefore: number;
+
+  constructor(private readonly p: SortInput) {
+    this.#anyonesBefore = p.nowMs - p.anyonesAfterMargins * p.marginMs;
   }
+
+  add(e: IndexEntry): void {
+    const key = formatAddress(e.address);
+    if (this.#seen.has(key) || this.p.busy.has(key) || !this.p.self.classes.includes(e.address.className)) {
+      this.skipped++;
+      return;
+    }
+    const shard = shardOwner(key, shardNodes(this.p.live, e.address.tenant, e.address.className));
+    if (shard === this.p.self.nodeId) this.own.push(e);
+    else if (e.dueMs <= this.#anyonesBefore) this.anyones.push(e);
+    else {
+      this.skipped++;
+      return;
+    }
+    this.#seen.add(key);
+  }
+
+  /**
+   * Whether entries read after these could no longer change which own entries a plan of `cap`
+   * takes, nor give anyone's more of the reserve: own entries fill the cap, or fill what the
+   * reserve leaves and anyone's fill the reserve. Later entries would only be left behind (or, for
+   * anyone's, widen the rotation), so a sweep reading a backlog stops there (issue 15).
+   */
+  fills(cap: number, anyonesReserve: number): boolean {
+    const reserve = Math.min(anyonesReserve, cap);
+    const own = this.own.length;
+    return own >= cap || (own >= cap - reserve && this.anyones.length >= reserve);
+  }
+}
+
+export function planSweep(p: PlanInput): Plan {
+  const sorter = new EntrySorter(p);
+  for (const e of [...p.entries].sort((a, b) => a.dueMs - b.dueMs)) sorter.add(e);
+  return planSorted(sorter, p);
+}
+
+/** The plan of entries already sorted (EntrySorter), in due order. */
+export function planSorted(sorted: EntrySorter, p: Pick<PlanInput, 'cap' | 'anyonesReserve' | 'random'>): Plan {
+  const { own, anyones, skipped } = sorted;
   const reserve = Math.min(p.anyonesReserve, anyones.length, p.cap);
   const ownTaken = own.slice(0, p.cap - reserve);
   const rotated = rotate(anyones, p.random);

@@ -4,7 +4,8 @@
  * them to the node's timer (its backoff horizon applies; the timer feeds a bounded queue).
  *
  *   schedule (RxJS, per tenant) ─▶ sweepTenant: LIST from cursor, ≤ sweepPageEntries, stop at
- *   the first entry not that overdue ─▶ planSweep (live nodes, own first, anyone's reserve) ─▶
+ *   the first entry not that overdue, or once the entries read fill the plan ─▶ plan (live
+ *   nodes, own first, anyone's reserve: plan-sweep.ts) ─▶
  *   offer ≤ deliveriesPerSweep ─▶ next delay: alarmSweepMs (the design's fixed cadence), or adaptive — at once
  *   after a full sweep when capacity is free, else at the next entry's due time + margin.
  *
@@ -22,7 +23,7 @@ import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import { dueBound, parseEntryKey, tenantPrefix, type IndexEntry } from '../alarms/keys.js';
-import { planSweep, type SweepNode } from '../alarms/plan-sweep.js';
+import { EntrySorter, planSorted, type SweepNode } from '../alarms/plan-sweep.js';
 import { nextSweepDelayMs, waitsForRoom } from './sweep-cadence.js';
 import type { Settings } from '../core/config.js';
 
@@ -156,16 +157,22 @@ export class Sweeper {
     const { config } = this.d;
     const now = this.d.clock.now();
     const startCursor = this.cursors.get(tenant);
-    const { entries, before, lastKey, reachedEnd, nextDueMs } = await this.read(tenant, dueBound(tenant, now - config.marginMs));
     const live = await this.d.live(config.sweepAdaptive ? Math.min(1_000, config.alarmSweepMs) : config.alarmSweepMs);
-    const plan = planSweep({
-      entries,
+    const sorter = new EntrySorter({
       live,
       self: this.d.self(),
       busy: this.d.busy,
       nowMs: now,
       marginMs: config.marginMs,
       anyonesAfterMargins: config.anyonesAfterMargins,
+    });
+    const { entries, before, lastKey, reachedEnd, nextDueMs } = await this.read(
+      tenant,
+      dueBound(tenant, now - config.marginMs),
+      sorter,
+      live.length,
+    );
+    const plan = planSorted(sorter, {
       cap: config.deliveriesPerSweep,
       anyonesReserve: config.anyonesDeliveriesPerSweep,
       random: this.d.random,
@@ -188,16 +195,19 @@ export class Sweeper {
   }
 
   /**
-   * Lists from the cursor: at most sweepPageEntries entries, stopping at the first key ≥ bound.
+   * Lists from the cursor: at most sweepPageEntries entries, stopping at the first key ≥ bound, or
+   * once the entries read fill the plan (`sorter`: reading on would only leave more behind).
    * Pages start smaller and double (FIRST_LIST_KEYS, then up to 1,000): the store cannot stop at
    * the bound itself, and most sweeps find few overdue entries — a 1,000-key page cost the folder
    * store 1,000 keys' worth of folder reads (about 3,000) per sweep however few were due, while
-   * S3 answers 128 keys or 1,000 in one request alike. A sweep after one that filled its page
-   * (a backlog being drained) asks for the whole page at once: one LIST on the folder store,
-   * which returns up to what is asked, instead of five, each of which read every name of a large
-   * due-time folder; three on S3 (1,000 keys a page) instead of five.
+   * S3 answers 128 keys or 1,000 in one request alike. A sweep after one that stopped with more
+   * to read (a backlog being drained) asks at once for what it expects to fill its plan: its cap
+   * for each live node (its share of the entries), and a quarter more, within the page; one LIST
+   * on the folder store, whose every LIST reads each name of a large due-time folder. It used to
+   * ask for the whole page of 2,048 and offer 256 of them, so a backlog's entries were each read
+   * about eight times before they were offered (issue 15).
    */
-  private async read(tenant: string, bound: string) {
+  private async read(tenant: string, bound: string, sorter: EntrySorter, liveNodes: number) {
     const entries: IndexEntry[] = [];
     /** For each entry, the key read just before it (a cursor that reads it again; undefined: the start). */
     const before = new Map<IndexEntry, string | undefined>();
@@ -206,9 +216,11 @@ export class Sweeper {
     let lastKey: string | undefined;
     let nextDueMs: number | undefined;
     let reachedEnd = false;
-    const pageEntries = this.d.config.sweepPageEntries;
-    let keysMax = this.backlogged.delete(tenant) ? Math.min(pageEntries, LIST_ASK_MAX) : FIRST_LIST_KEYS;
-    for (; entries.length < pageEntries; keysMax = Math.min(LIST_MAX_KEYS, keysMax * 2)) {
+    const { sweepPageEntries: pageEntries, deliveriesPerSweep: cap, anyonesDeliveriesPerSweep: reserve } = this.d.config;
+    const fills = () => sorter.fills(cap, reserve);
+    const expected = Math.max(FIRST_LIST_KEYS, Math.ceil((cap * Math.max(1, liveNodes) * 5) / 4));
+    let keysMax = this.backlogged.delete(tenant) ? Math.min(pageEntries, LIST_ASK_MAX, expected) : FIRST_LIST_KEYS;
+    for (; entries.length < pageEntries && !fills(); keysMax = Math.min(LIST_MAX_KEYS, keysMax * 2)) {
       const want = Math.min(keysMax, pageEntries - entries.length);
       const page = await this.d.store.list({ prefix: tenantPrefix(tenant), startAfter, maxKeys: want });
       for (const key of page.keys) {
@@ -218,7 +230,7 @@ export class Sweeper {
         }
         lastKey = key;
         const e = parseEntryKey(key);
-        if (e) (entries.push(e), before.set(e, previous));
+        if (e) (entries.push(e), before.set(e, previous), sorter.add(e));
         previous = key;
       }
       if (page.continuation === undefined || page.keys.length === 0) {
@@ -227,7 +239,7 @@ export class Sweeper {
       }
       startAfter = lastKey;
     }
-    if (!reachedEnd && entries.length >= pageEntries) this.backlogged.add(tenant);
+    if (!reachedEnd) this.backlogged.add(tenant); // stopped at the page or a full plan: more to read
     return { entries, before, lastKey, reachedEnd, nextDueMs };
   }
 }

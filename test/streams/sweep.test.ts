@@ -158,6 +158,52 @@ describe('the sweep', () => {
     }
   });
 
+  it('a backlog’s entries are each read about once: a sweep stops listing once its plan is full (issue 15)', async () => {
+    // Defaults: pages of 2,048, 256 deliveries per sweep. Each sweep used to read a whole page and
+    // offer 256 of it, so every entry of a backlog was read about eight times before it was offered.
+    const s = setup();
+    const listed: number[] = [];
+    const list = s.store.list.bind(s.store);
+    s.store.list = async (o) => {
+      const page = await list(o);
+      listed.push(page.keys.length);
+      return page;
+    };
+    const total = 3_000;
+    for (let i = 0; i < total; i++) await s.add(`e${String(i).padStart(5, '0')}`, 20_000 + total - i);
+    const perSweep: number[] = [];
+    while (s.offered.length < total && perSweep.length < 50) {
+      const from = s.offered.length;
+      const r = await s.sweeper.sweepTenant('t');
+      perSweep.push(r.offered);
+      for (const o of s.offered.slice(from))
+        await s.store.delete(entryKey({ address: o.address, dueMs: o.dueMs, tag: { generation: 1, nonce: 'ab' } })); // delivered
+    }
+    assert.equal(new Set(s.offered.map((o) => formatAddress(o.address))).size, total, 'every entry offered once');
+    assert.ok(
+      perSweep.slice(0, -1).every((n) => n === s.config.deliveriesPerSweep),
+      `each sweep but the last offers a full cap: ${perSweep.join(' ')}`,
+    );
+    const read = listed.reduce((a, b) => a + b, 0);
+    assert.ok(read <= 1.5 * total, `${read} keys listed to offer ${total} (${listed.join(' ')})`);
+  });
+
+  it('with another live node, a sweep reads until its own entries and anyone’s reserve are both filled', async () => {
+    const s = setup({}, ['C'], ['n2']);
+    const names = Array.from({ length: 3_000 }, (_, i) => `e${String(i).padStart(5, '0')}`);
+    for (const n of names) await s.add(n, 4 * s.config.marginMs + 3_000 - Number(n.slice(1)));
+    const r = await s.sweeper.sweepTenant('t');
+    const reserve = s.config.anyonesDeliveriesPerSweep;
+    assert.deepEqual([r.offered, r.offeredAnyones], [s.config.deliveriesPerSweep, reserve]);
+    assert.ok(r.read < s.config.sweepPageEntries / 2, `${r.read} entries read for a plan of ${r.offered}`);
+    const theirs = names.slice(0, r.read).filter((n) => shardOwner(`t/C/${n}`, ['n1', 'n2']) === 'n2').length;
+    assert.ok(
+      r.read - theirs >= s.config.deliveriesPerSweep - reserve && theirs >= reserve,
+      'both parts of the plan were filled before it stopped',
+    );
+    assert.equal(r.full, true);
+  });
+
   it('lists a small page first and doubles it: few overdue entries cost one short LIST, a backlog a few more', async () => {
     const s = setup({ sweepPageEntries: 2048, deliveriesPerSweep: 4096 });
     const asked: number[] = [];
