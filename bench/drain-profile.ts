@@ -7,12 +7,14 @@
  *   Prints: deliveries/s, bucket requests per delivery by operation (main thread and workers,
  *   counted by wrapping the store), and the time from b's start to the last alarm fired.
  *
- *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K] [tunable=value ...] [--bucket fs|memory]
+ *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K] [tunable=value ...] [--bucket fs|memory|s3]
  *   (a CPU profile per thread lands in /tmp/prof; summarise with bench/profile-summary.ts)
  *
  * --bucket memory: both nodes on one in-memory bucket that every thread of the process shares
  * (`memory:<name>`, src/store/shared-memory.ts), so what is left is the runtime's own cost (and
  * the messages between threads that stand in for a bucket's network client).
+ * --bucket s3: KEEPWORK_TEST_S3_URL (scripts/s3-test-server.sh) under a fresh prefix, so the
+ * node's own cost of S3 requests (the AWS SDK's) shows in its threads' profiles.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,7 +32,9 @@ import { cpuSince, threadCpu } from './support/proc-stats.js';
 
 const { positionals, values } = benchCommand({ bucket: { type: 'string', default: 'fs' } });
 const MEMORY = values.bucket === 'memory';
-if (!MEMORY && values.bucket !== 'fs') throw new Error(`--bucket ${values.bucket}: fs or memory`);
+const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
+if (!['fs', 'memory', 's3'].includes(values.bucket!)) throw new Error(`--bucket ${values.bucket}: fs, memory or s3`);
+if (values.bucket === 's3' && !S3_URL) throw new Error('--bucket s3 needs KEEPWORK_TEST_S3_URL (eval "$(bash scripts/s3-test-server.sh env)")');
 const K = Number(positionals[0] ?? 500);
 /** Tunables for both nodes, as name=value after K (e.g. alarmsInMemory=0). */
 const TUNABLES = Object.fromEntries(
@@ -49,8 +53,13 @@ async function indexSize(store: ObjectStore): Promise<number> {
 }
 
 const root = mkdtempSync(join(tmpdir(), 'kw-drainprof-'));
-const bucket = MEMORY ? 'memory:drain-profile' : join(root, 'bucket');
-const store = MEMORY ? openStore(bucket) : new FsStore(bucket); // in memory: the host, opened before the nodes
+const bucket =
+  values.bucket === 's3'
+    ? S3_URL!.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/bench-drain-profile-${process.pid}/`)
+    : MEMORY
+      ? 'memory:drain-profile'
+      : join(root, 'bucket');
+const store = values.bucket === 'fs' ? new FsStore(bucket) : openStore(bucket); // in memory: the host, opened before the nodes
 try {
   const logger = process.env.KW_LOG ? createLogger({ level: process.env.KW_LOG }) : silentLogger();
   const common = { bucket, classes: CLASSES, logger, workerThreads: 2, idleTimeoutMs: 600_000, ...LEASE, ...TUNABLES };
