@@ -66,6 +66,7 @@ export async function measure(total: number, inFlight: number, op: (i: number) =
   const latencies: number[] = [];
   let next = 0;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const lane = async () => {
     while (next < total) {
       const i = next++;
@@ -76,10 +77,13 @@ export async function measure(total: number, inFlight: number, op: (i: number) =
   };
   await Promise.all(Array.from({ length: inFlight }, lane));
   const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   latencies.sort((a, b) => a - b);
   return {
     ops: total,
     opsPerSec: Math.round(total / seconds),
+    /** CPU of this process (every thread) per op, ms: the client's cost where the server runs elsewhere. */
+    cpuMsPerOp: round((cpu.user + cpu.system) / 1000 / total, 3),
     p50Ms: round(percentile(latencies, 50)),
     p99Ms: round(percentile(latencies, 99)),
   };

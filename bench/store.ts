@@ -1,6 +1,7 @@
 /**
  * bench/store: put, get and list operations per second of each bucket kind at 1 and 32 requests
- * in flight (100-byte bodies; lists of 1000-key pages over the keys put). The S3 leg runs when
+ * in flight (100-byte bodies; lists of 1000-key pages over the keys put), and the CPU of this
+ * process per request (for S3, the client's own cost: the SDK, signing, HTTP). The S3 leg runs when
  * KEEPWORK_TEST_S3_URL is set (scripts/s3-test-server.sh up; eval "$(… env)").
  *
  *   npm run bench -- store [--quick]
@@ -31,11 +32,14 @@ async function benchStore(kind: string, store: ObjectStore) {
       inFlight,
       'put/s': put.opsPerSec,
       'put p50 ms': put.p50Ms,
+      'put CPU ms': put.cpuMsPerOp,
       'create/s': create.opsPerSec,
       'get/s': get.opsPerSec,
       'get p50 ms': get.p50Ms,
+      'get CPU ms': get.cpuMsPerOp,
       'list/s': list.opsPerSec,
       'list p50 ms': list.p50Ms,
+      'list CPU ms': list.cpuMsPerOp,
     });
   }
   const keys: string[] = [];
