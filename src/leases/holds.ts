@@ -17,6 +17,11 @@
  * writes). The PUT lands only if the hold is exactly that record, and for that record the read
  * would have decided `take` too; a 412 falls back to the read. A missed guess costs a request, so
  * after one the table reads again until a read shows that a guess would have been right.
+ *
+ * A create without the read: while new actors are being created (a burst of first calls), the
+ * hold is created with `If-None-Match: *` at once, as a read that found none would decide; a 412
+ * (the actor exists) falls back to the read and stops these tries until a read finds no hold
+ * again. On S3 that is one request and one round trip less per new actor.
  */
 import type { Clock } from '../core/clock.js';
 import { ErrorCode, StoreUnavailable, isKeepworkError } from '../core/errors.js';
@@ -54,10 +59,12 @@ export class HoldTable {
   private lastTakeable: Omit<HoldRecord, 'generation'> | undefined;
   /** Whether expected takes guess: since a read found a hold a guess would have taken, and no guess missed since. */
   private guessing = false;
+  /** Whether an actor the sweep did not offer is created without a read first (createUnread). */
+  private creating = false;
   /** Whether this store's etags are the MD5 of the body (learnt from this table's own writes). */
   private etagsPredictable = false;
   /** Holds written by this table: after a read of the hold, without one (`expect`), and expected takes whose PUT found another hold (412). */
-  readonly takes = { read: 0, expected: 0, expectedMissed: 0 };
+  readonly takes = { read: 0, expected: 0, expectedMissed: 0, created: 0, createdMissed: 0 };
 
   constructor(
     private readonly store: ObjectStore,
@@ -87,7 +94,7 @@ export class HoldTable {
       this.lease.check();
       return { kind: 'mine', generation: known.generation };
     }
-    const guessed = generation === undefined ? undefined : await this.takeExpected(a, generation);
+    const guessed = generation === undefined ? await this.createUnread(a) : await this.takeExpected(a, generation);
     if (guessed) return guessed;
     for (let round = 0; round < ROUNDS_MAX; round++) {
       this.lease.check();
@@ -139,6 +146,23 @@ export class HoldTable {
     }
     holdHooks.onExpectedTake?.(taken !== undefined);
     return taken;
+  }
+
+  /**
+   * The create without a read: `If-None-Match: *` at generation 1, what a read that found no hold
+   * decides. Tried while new actors are being created (the last read of an actor the sweep did
+   * not offer found none, and no try missed since), never for an actor this node released (its
+   * hold exists, at a higher generation). undefined: not tried, or the hold exists (412) — read it.
+   */
+  private async createUnread(a: ActorAddress): Promise<Ownership | undefined> {
+    if (!this.creating || this.released.has(formatAddress(a))) return undefined;
+    this.lease.check();
+    const made = await this.write(a, 1, { ifNoneMatch: '*' }, 'created');
+    if (!made) {
+      this.takes.createdMissed++;
+      this.creating = false;
+    }
+    return made;
   }
 
   /** Remembers a released generation (bounded: the oldest are forgotten first). */
@@ -197,6 +221,7 @@ export class HoldTable {
       case 'forward':
         return { kind: 'elsewhere', nodeId: d.nodeId, addr: d.addr };
       case 'create':
+        if (expected === undefined) this.creating = true; // new actors: the next may be new too
         return this.write(a, 1, { ifNoneMatch: '*' });
       case 'take':
         this.noteTakeable(hold!, expected);
@@ -224,7 +249,7 @@ export class HoldTable {
     a: ActorAddress,
     generation: number,
     condition: { ifNoneMatch: '*' } | { ifMatch: string },
-    how: 'read' | 'expected' = 'read',
+    how: 'read' | 'expected' | 'created' = 'read',
   ): Promise<Ownership | undefined> {
     this.checkNotBelowReleased(a, generation - 1, 'writing a hold on top of');
     const record: HoldRecord = { nodeId: this.self.nodeId, epoch: this.lease.epoch, generation, state: 'held' };

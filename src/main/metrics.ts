@@ -111,11 +111,13 @@ export class NodeMetrics {
   }
 
   /** Sets keepwork_hold_takes_total to the hold table's counts (holds.ts `takes`), as collectRequests does for requests. */
-  countHoldTakes(takes: { read: number; expected: number; expectedMissed: number }): void {
+  countHoldTakes(takes: { read: number; expected: number; expectedMissed: number; created: number; createdMissed: number }): void {
     this.holdTakes.reset();
     this.holdTakes.inc({ how: 'read' }, takes.read);
     this.holdTakes.inc({ how: 'expected' }, takes.expected);
     this.holdTakes.inc({ how: 'expected_missed' }, takes.expectedMissed);
+    this.holdTakes.inc({ how: 'created' }, takes.created);
+    this.holdTakes.inc({ how: 'created_missed' }, takes.createdMissed);
   }
 
   private collectRequests(): void {

@@ -167,7 +167,7 @@ describe('an expected hold is taken without reading it first', () => {
     holds.expect(D, 5);
     assert.deepEqual(await holds.acquire(D), { kind: 'mine', generation: 6 }); // guessed again
     assert.deepEqual(onCD, ['C get', 'C put', 'D put']);
-    assert.deepEqual(holds.takes, { read: 2, expected: 1, expectedMissed: 1 });
+    assert.deepEqual(holds.takes, { read: 2, expected: 1, expectedMissed: 1, created: 0, createdMissed: 0 });
   });
 
   it('a hold of a live node is never taken by the guess: the read finds it and the call goes there', async () => {
@@ -211,3 +211,52 @@ function otherEtags(s: MemoryStore): ObjectStore {
     },
   });
 }
+
+describe('a new actor’s hold created without a read', () => {
+  const B = parseAddress('t/C/y');
+  const C = parseAddress('t/C/z');
+
+  function countGets(store: MemoryStore): { gets: number } {
+    const counted = { gets: 0 };
+    const get = store.get.bind(store);
+    store.get = (key, ...rest) => (counted.gets++, get(key, ...rest));
+    return counted;
+  }
+
+  it('once a read found no hold, the next new actors are created with If-None-Match and no GET', async () => {
+    const { store, holds } = await node();
+    const counted = countGets(store);
+    assert.deepEqual(await holds.acquire(A), { kind: 'mine', generation: 1 });
+    assert.equal(counted.gets, 1, 'the first one is read: nothing says actors are new yet');
+    assert.deepEqual(await holds.acquire(B), { kind: 'mine', generation: 1 });
+    assert.deepEqual(await holds.acquire(C), { kind: 'mine', generation: 1 });
+    assert.equal(counted.gets, 1, 'the next ones are not');
+    assert.deepEqual(holds.takes, { read: 1, expected: 0, expectedMissed: 0, created: 2, createdMissed: 0 });
+    assert.equal(decodeHold((await store.get(holdKey(C)))!.body).generation, 1);
+  });
+
+  it('an actor whose hold exists: the create fails, the read decides, and the next actor is read first', async () => {
+    const { store, lease, holds } = await node();
+    await holds.acquire(A); // read, none: creating
+    const other = { nodeId: 'n2', epoch: lease.epoch, generation: 4, state: 'released' as const };
+    await store.put(holdKey(B), encodeHold(other)); // released by another node: takeable
+    const counted = countGets(store);
+    assert.deepEqual(await holds.acquire(B), { kind: 'mine', generation: 5 }, 'taken at the next generation, as a read decides');
+    assert.equal(counted.gets, 1);
+    assert.deepEqual(holds.takes, { read: 2, expected: 0, expectedMissed: 0, created: 0, createdMissed: 1 });
+    await holds.acquire(C);
+    assert.equal(counted.gets, 2, 'after the miss, a new actor is read first again');
+    assert.equal(holds.takes.created, 0);
+  });
+
+  it('never for an actor this node released (its hold exists at a higher generation)', async () => {
+    const { store, holds } = await node();
+    await holds.acquire(A);
+    await holds.acquire(B); // created without a read
+    await holds.release(B);
+    const counted = countGets(store);
+    assert.deepEqual(await holds.acquire(B), { kind: 'mine', generation: 2 });
+    assert.equal(counted.gets, 1, 'read first');
+    assert.deepEqual(holds.takes, { read: 2, expected: 0, expectedMissed: 0, created: 1, createdMissed: 0 });
+  });
+});
