@@ -34,7 +34,8 @@ const { positionals, values } = benchCommand({ bucket: { type: 'string', default
 const MEMORY = values.bucket === 'memory';
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
 if (!['fs', 'memory', 's3'].includes(values.bucket!)) throw new Error(`--bucket ${values.bucket}: fs, memory or s3`);
-if (values.bucket === 's3' && !S3_URL) throw new Error('--bucket s3 needs KEEPWORK_TEST_S3_URL (eval "$(bash scripts/s3-test-server.sh env)")');
+if (values.bucket === 's3' && !S3_URL)
+  throw new Error('--bucket s3 needs KEEPWORK_TEST_S3_URL (eval "$(bash scripts/s3-test-server.sh env)")');
 const K = Number(positionals[0] ?? 500);
 /** Tunables for both nodes, as name=value after K (e.g. alarmsInMemory=0). */
 const TUNABLES = Object.fromEntries(
