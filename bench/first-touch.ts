@@ -2,7 +2,7 @@
  * bench/first-touch: the first call to N new keys (the counter example's `add`), 64 in flight
  * (`--in-flight`), on one node with the folder bucket — what creating an actor costs.
  *
- *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable] [--alarm] [--new-in-memory] [--in-flight 64]
+ *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable] [--alarm] [--new-in-memory] [--in-flight 64] [--latency-ms N]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/first-touch.ts --keys 1000
  *   (a CPU profile per thread lands in /tmp/prof; summarise the touch alone with
  *   `tsx bench/profile-summary.ts --window <the window the bench prints> /tmp/prof/*.cpuprofile`)
@@ -15,6 +15,8 @@
  * keys" row does — a first touch plus an alarm index entry. --then-seconds S: afterwards, S seconds
  * of calls round-robin over the same keys (bench/peers' "1,000 keys" row): calls/s and CPU ms per
  * call by thread. --new-in-memory: the node runs with `newActorsInMemory` 1 (docs/tuning.md).
+ * --latency-ms N: the folder bucket behind the LatencyStore (`latency+file://…?ms=N`), every
+ * request N ms late as on S3; the table adds each call's p50 and p99 latency.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -23,7 +25,7 @@ import { join } from 'node:path';
 import { silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
-import { benchArgs, httpPost, quick, round, table, writeResult } from './lib.js';
+import { benchArgs, httpPost, percentile, quick, round, table, writeResult } from './lib.js';
 import { cpuSince, threadCpu } from './support/proc-stats.js';
 
 const args = benchArgs({
@@ -36,10 +38,13 @@ const args = benchArgs({
   threads: { type: 'string', default: '2' },
   'new-in-memory': { type: 'boolean' },
   'in-flight': { type: 'string', default: '64' },
+  'latency-ms': { type: 'string', default: '0' },
 });
 const KEYS = Number(args.keys ?? (quick ? 250 : 1_000));
 const RUNS = Number(args.runs);
 const IN_FLIGHT = Number(args['in-flight']);
+const LATENCY_MS = Number(args['latency-ms']);
+if (!Number.isInteger(LATENCY_MS) || LATENCY_MS < 0) throw new Error(`--latency-ms ${args['latency-ms']}: a whole number ≥ 0`);
 if (!Number.isInteger(IN_FLIGHT) || IN_FLIGHT < 1) throw new Error(`--in-flight ${args['in-flight']}: a whole number ≥ 1`);
 const COUNTER = new URL('../examples/counter.ts', import.meta.url).href;
 const REMINDER = new URL('./support/peers/reminder.ts', import.meta.url).href;
@@ -64,7 +69,7 @@ async function run(r: number) {
   const dataDir = mkdtempSync(join(tmpdir(), 'kw-bench-touch-'));
   const node = (await startNode({
     dataDir,
-    bucket: join(dataDir, 'bucket'),
+    bucket: LATENCY_MS > 0 ? `latency+file://${join(dataDir, 'bucket')}?ms=${LATENCY_MS}` : join(dataDir, 'bucket'),
     classes: { Counter: COUNTER, Reminder: REMINDER },
     port: 0,
     workerThreads: Number(args.threads),
@@ -87,8 +92,15 @@ async function run(r: number) {
         return httpPost(agent, `${node.url}/v1/actors/${name}/${method}${args.durable ? '?durable=1' : ''}`, JSON.stringify([arg]));
       return args.durable ? node.actor(name).callDurable(method, arg) : node.actor(name).call(method, arg);
     };
-    await pool(KEYS, callKey);
+    const latencies: number[] = [];
+    await pool(KEYS, async (i) => {
+      const t = performance.now();
+      await callKey(i);
+      latencies.push(performance.now() - t);
+    });
     const ms = performance.now() - started;
+    latencies.sort((x, y) => x - y);
+    const callMs = { p50: round(percentile(latencies, 50), 1), p99: round(percentile(latencies, 99), 1) };
     const windowUs = `${t0Us}-${process.hrtime.bigint() / 1000n}`;
     console.log(`run ${r}: touch window ${windowUs} (profile-summary --window)`);
     const cpu = cpuSince(cpu0);
@@ -128,7 +140,7 @@ async function run(r: number) {
       const ms2 = performance.now() - began;
       then = { calls, ms: ms2, cpu: cpuSince(cpuThen), window: `${t1Us}-${process.hrtime.bigint() / 1000n}` };
     }
-    return { ms, settledMs, cpu, cpuSettled, reqRows, then };
+    return { ms, callMs, settledMs, cpu, cpuSettled, reqRows, then };
   } finally {
     agent.destroy();
     await node.stop();
@@ -142,8 +154,8 @@ for (let r = 0; r < RUNS; r++) {
   const res = await run(r);
   results.push({ ...res, load });
   console.log(
-    `\nfirst touch of ${KEYS} new keys (${args.api}${args.durable ? ', durable' : ''}${args.alarm ? ', arming an alarm' : ''}, ${IN_FLIGHT} in flight, fs bucket, ${args.threads} workers), ` +
-      `load ${load}: ${round(res.ms / 1000, 2)} s (${Math.round((KEYS / res.ms) * 1000)} actors/s); idle again after ${round(res.settledMs / 1000, 2)} s`,
+    `\nfirst touch of ${KEYS} new keys (${args.api}${args.durable ? ', durable' : ''}${args.alarm ? ', arming an alarm' : ''}, ${IN_FLIGHT} in flight, fs bucket${LATENCY_MS ? ` + ${LATENCY_MS} ms per request` : ''}, ${args.threads} workers), ` +
+      `load ${load}: ${round(res.ms / 1000, 2)} s (${Math.round((KEYS / res.ms) * 1000)} actors/s; a call p50 ${res.callMs.p50}, p99 ${res.callMs.p99} ms); idle again after ${round(res.settledMs / 1000, 2)} s`,
   );
   console.log(
     table(
