@@ -85,10 +85,11 @@ export class EntrySorter {
   }
 
   /**
-   * Whether entries read after these could no longer change which own entries a plan of `cap`
-   * takes, nor give anyone's more of the reserve: own entries fill the cap, or fill what the
-   * reserve leaves and anyone's fill the reserve. Later entries would only be left behind (or, for
-   * anyone's, widen the rotation), so a sweep reading a backlog stops there (issue 15).
+   * Whether a sweep reading a backlog may stop here (issue 15): own entries fill what the reserve
+   * leaves and anyone's fill the reserve (entries read later could only be left behind, or widen
+   * the rotation), or own entries alone fill the cap (anyone's met so far keep their share of the
+   * reserve; those further on are met by the sweeps after, as the cursor moves on). Either way the
+   * plan is full, and its own entries are the earliest ones a plan of everything would take.
    */
   fills(cap: number, anyonesReserve: number): boolean {
     const reserve = Math.min(anyonesReserve, cap);

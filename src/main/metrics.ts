@@ -6,6 +6,15 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { RequestCounts } from '../store/request-counts.js';
 import { StatusFeed } from './status-feed.js';
 
+/** keepwork_hold_takes_total's `how` label for each count of the hold table (holds.ts `takes`). */
+const HOLD_TAKE_LABELS = {
+  read: 'read',
+  expected: 'expected',
+  expectedMissed: 'expected_missed',
+  created: 'created',
+  createdMissed: 'created_missed',
+} as const;
+
 export class NodeMetrics {
   readonly registry = new Registry();
   /** Recent deliveries and samples over time, for the status page (not Prometheus series). */
@@ -68,7 +77,7 @@ export class NodeMetrics {
   readonly heldActors = this.gauge('keepwork_held_actors', 'Actors this node holds');
   readonly holdTakes = new Counter({
     name: 'keepwork_hold_takes_total',
-    help: 'Holds this node wrote to take an actor: after reading the hold (read), without reading it (expected), and expected takes that found another hold and read it after all (expected_missed)',
+    help: 'Holds this node wrote to take an actor: after reading the hold (read), without reading it (expected; a new actor: created), and tries without a read that found another hold and read it after all (expected_missed, created_missed)',
     labelNames: ['how'] as const,
     registers: [this.registry],
   });
@@ -111,13 +120,9 @@ export class NodeMetrics {
   }
 
   /** Sets keepwork_hold_takes_total to the hold table's counts (holds.ts `takes`), as collectRequests does for requests. */
-  countHoldTakes(takes: { read: number; expected: number; expectedMissed: number; created: number; createdMissed: number }): void {
+  countHoldTakes(takes: Record<keyof typeof HOLD_TAKE_LABELS, number>): void {
     this.holdTakes.reset();
-    this.holdTakes.inc({ how: 'read' }, takes.read);
-    this.holdTakes.inc({ how: 'expected' }, takes.expected);
-    this.holdTakes.inc({ how: 'expected_missed' }, takes.expectedMissed);
-    this.holdTakes.inc({ how: 'created' }, takes.created);
-    this.holdTakes.inc({ how: 'created_missed' }, takes.createdMissed);
+    for (const [field, how] of Object.entries(HOLD_TAKE_LABELS)) this.holdTakes.inc({ how }, takes[field as keyof typeof HOLD_TAKE_LABELS]);
   }
 
   private collectRequests(): void {

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { formatAddress, parseAddress } from '../../src/core/address.js';
 import { SeededRandom } from '../../src/core/random.js';
 import type { IndexEntry } from '../../src/alarms/keys.js';
-import { checkPlan, planSweep, type SweepNode } from '../../src/alarms/plan-sweep.js';
+import { EntrySorter, checkPlan, planSorted, planSweep, type SweepNode } from '../../src/alarms/plan-sweep.js';
 import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
 import { shardOwner } from '../../src/alarms/shard.js';
 
@@ -193,5 +193,57 @@ describe('the plan’s invariant (INTERNAL on a planted wrong plan)', () => {
   });
   it('two deliveries to one actor stop there', () => {
     assert.throws(() => checkPlan([entry('a', MARGIN), entry('a', 2 * MARGIN)], 5), internal);
+  });
+});
+
+describe('EntrySorter: where a sweep may stop reading', () => {
+  const arb = fc.record({
+    entries: fc.array(fc.tuple(fc.integer({ min: 0, max: 199 }), fc.integer({ min: MARGIN, max: 6 * MARGIN })), {
+      minLength: 100,
+      maxLength: 400,
+    }),
+    nodes: fc.integer({ min: 1, max: 3 }),
+    cap: fc.integer({ min: 1, max: 24 }),
+    reserve: fc.integer({ min: 0, max: 12 }),
+    seed: fc.integer({ min: 0, max: 1_000_000 }),
+  });
+
+  it('stopped where `fills` says, the plan is full and takes the earliest own entries a plan of every entry takes', () => {
+    let stops = 0;
+    fc.assert(
+      fc.property(arb, (g) => {
+        const live = Array.from({ length: g.nodes }, (_, i) => node(`n${i}`));
+        const input = { live, self: live[0]!, busy: new Set<string>(), nowMs: NOW, marginMs: MARGIN, anyonesAfterMargins: 3 };
+        const reserve = Math.min(g.reserve, g.cap);
+        const entries = g.entries.map(([n, overdue]) => entry(`a${n}`, overdue)).sort((a, b) => a.dueMs - b.dueMs);
+        const read = new EntrySorter(input);
+        const stopAt = entries.findIndex((e) => (read.add(e), read.fills(g.cap, reserve)));
+        if (stopAt < 0) return;
+        stops++;
+        const caps = { cap: g.cap, anyonesReserve: reserve };
+        const part = planSorted(read, { ...caps, random: new SeededRandom(g.seed) });
+        const whole = planSweep({ entries, ...input, ...caps, random: new SeededRandom(g.seed) });
+        assert.equal(part.deliveries.length, g.cap, 'the plan of what was read is full');
+        assert.equal(whole.deliveries.length, g.cap);
+        assert.deepEqual(part.deliveries.slice(0, whole.own), whole.deliveries.slice(0, whole.own), 'the same earliest own entries');
+        if (read.anyones.length >= reserve) assert.deepEqual([part.own, part.anyones], [whole.own, whole.anyones], 'the same split');
+      }),
+      { numRuns: 300 },
+    );
+    assert.ok(stops > 150, `${stops} of 300 cases stopped early`);
+  });
+
+  it('stops once own entries fill what the reserve leaves and anyone’s fill the reserve, not only once own entries fill the cap', () => {
+    const live = [node('n0'), node('n1')];
+    const read = new EntrySorter({ live, self: live[0]!, busy: new Set<string>(), nowMs: NOW, marginMs: MARGIN, anyonesAfterMargins: 3 });
+    const names = Array.from({ length: 2_000 }, (_, i) => `a${i}`);
+    const mine = names.filter((n) => shardOwner(`t/C/${n}`, ['n0', 'n1']) === 'n0');
+    const theirs = names.filter((n) => shardOwner(`t/C/${n}`, ['n0', 'n1']) === 'n1');
+    for (const n of mine.slice(0, 223)) read.add(entry(n, 4 * MARGIN));
+    for (const n of theirs.slice(0, 32)) read.add(entry(n, 4 * MARGIN));
+    assert.equal(read.fills(256, 32), false, '223 own + 32 anyone’s: one own entry short');
+    read.add(entry(mine[223]!, 4 * MARGIN));
+    assert.equal(read.fills(256, 32), true, '224 own + 32 anyone’s fill a plan of 256');
+    assert.equal(read.fills(256, 33), false, 'but not with a reserve of 33');
   });
 });
