@@ -50,7 +50,8 @@ const EXPECTED_MAX = 16_384;
 export const holdHooks: { onExpectedTake?: (taken: boolean) => void } = {};
 
 export class HoldTable {
-  private readonly mine = new Map<string, { generation: number; etag: string }>();
+  /** `created`: this table created the hold (none existed) and no event has claimed that yet (`claimCreated`). */
+  private readonly mine = new Map<string, { generation: number; etag: string; created?: boolean }>();
   /** Generations this node released (per actor), whose release PUT may still be in flight. */
   private readonly released = new Map<string, number>();
   /** Actors the sweep offered, with the generation of the entry (`expect`). */
@@ -79,6 +80,19 @@ export class HoldTable {
   /** The generation this node holds the actor under, if it does. */
   held(a: ActorAddress): number | undefined {
     return this.mine.get(formatAddress(a))?.generation;
+  }
+
+  /**
+   * True once per hold this table created (`If-None-Match: *` landed: no hold existed): for the
+   * first event to run under it. Only an actor's holder writes its chain and holds are never
+   * deleted, so no node has ever written that actor's chain, and that event's worker need not
+   * list it (docs/architecture.md, "Holds"). Every later event lists it as usual.
+   */
+  claimCreated(a: ActorAddress): boolean {
+    const mine = this.mine.get(formatAddress(a));
+    if (!mine?.created) return false;
+    mine.created = false;
+    return true;
   }
 
   heldCount(): number {
@@ -257,7 +271,7 @@ export class HoldTable {
     try {
       const { etag } = await this.store.put(holdKey(a), body, condition);
       this.etagsPredictable = etag === etagOf(body);
-      this.mine.set(formatAddress(a), { generation, etag });
+      this.mine.set(formatAddress(a), { generation, etag, created: 'ifNoneMatch' in condition });
       this.takes[how]++;
       return { kind: 'mine', generation };
     } catch (e) {

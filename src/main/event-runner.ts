@@ -36,7 +36,11 @@ export interface EventRunnerParts {
   log: Logger;
   lanes: ActorLanes;
   workers: Pick<WorkerGroup, 'run' | 'runBatch' | 'progress'>;
-  holds: { held(address: ActorAddress): number | undefined };
+  holds: {
+    held(address: ActorAddress): number | undefined;
+    /** True once after this node created the actor's hold (holds.ts); absent: never. */
+    claimCreated?(address: ActorAddress): boolean;
+  };
   /** The actor has an event running (idle-actors.ts). */
   used(key: string, address: ActorAddress): void;
   /** An event's result, in the actor's order (the node's timer learns the committed alarm). */
@@ -56,6 +60,7 @@ export class EventRunner {
     return this.p.lanes.run(key, async () => {
       const changed = this.holdChanged(key, address, event);
       if (changed) throw changed;
+      this.p.holds.claimCreated?.(address); // only a request creates the actor: the claim lapses
       this.p.used(key, address);
       const r = await this.runWithHardLimit(address, event);
       this.p.learned(key, event, r);
@@ -78,10 +83,11 @@ export class EventRunner {
     });
     if (live.length === 0) return out;
     this.p.used(key, address);
-    const results = await this.runBatchWithHardLimit(
-      address,
-      live.map((i) => events[i]!),
-    );
+    const sent = live.map((i) => events[i]!);
+    // The first event under a hold this node created: its worker need not list the actor's chain.
+    const first = sent[0]!;
+    if (this.p.holds.claimCreated?.(address) && first.type === 'request') sent[0] = { ...first, chainEmpty: true };
+    const results = await this.runBatchWithHardLimit(address, sent);
     live.forEach((i, j) => {
       const { final, ...r } = results[j]!;
       if (r.type === 'thrown') out[i] = { ok: false, error: reviveError(r.error) };

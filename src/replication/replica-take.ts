@@ -103,8 +103,8 @@ export async function takeInMemory(t: TakeContext): Promise<{ state: TakeResult;
  * memory-image.ts; the replica's `attachNew`), its first link the snapshot of its first commit;
  * otherwise the chain's links, for `take` to restore into a local file without listing them again.
  */
-export async function takeNew(t: TakeContext, empty: Buffer): Promise<{ image: Buffer } | { seqs: number[] }> {
-  const seqs = await listChain(t.deps.store, t.address);
+export async function takeNew(t: TakeContext, empty: Buffer, listed?: number[]): Promise<{ image: Buffer } | { seqs: number[] }> {
+  const seqs = listed ?? (await listChain(t.deps.store, t.address));
   if (seqs.length > 0) return { seqs };
   t.pos.foundNothing = true;
   return { image: empty };

@@ -97,8 +97,8 @@ export class ActorReplica {
    * An actor that the event may create, with no local file: when the bucket has nothing for it, it
    * starts in memory as `empty`; otherwise the chain's listing, for `take` (replica-take.ts).
    */
-  takeNew(empty: Buffer): Promise<{ image: Buffer } | { seqs: number[] }> {
-    return takeNew(this.takeContext(), empty);
+  takeNew(empty: Buffer, listed?: number[]): Promise<{ image: Buffer } | { seqs: number[] }> {
+    return takeNew(this.takeContext(), empty, listed);
   }
 
   /**

@@ -60,6 +60,17 @@ export interface SlotsSettings {
   spares?: SpareActorFiles;
 }
 
+/** How `acquire` takes an actor that is not open here. */
+export interface TakeOptions {
+  /** Told what the take found in the bucket ('ready', 'absent' or 'deleted'). */
+  onTake?: (state: string) => void;
+  /**
+   * Nothing was ever written to the actor's chain: the first event under a hold this node created
+   * (holds.ts `claimCreated`). The take goes on as if a LIST had found no link, without the LIST.
+   */
+  chainEmpty?: boolean;
+}
+
 /** Actors remembered as fenced under their hold (see `uploadedUnder`). */
 const UPLOADED_UNDER_MAX = 4096;
 
@@ -107,7 +118,7 @@ export class ActorSlots {
    * !create. A slot opened under another hold generation is dropped and the actor taken again:
    * another node may have written to its chain in between.
    */
-  async acquire(address: ActorAddress, create: boolean, generation: number, onTake?: (state: string) => void): Promise<Slot | null> {
+  async acquire(address: ActorAddress, create: boolean, generation: number, opts: TakeOptions = {}): Promise<Slot | null> {
     const key = formatAddress(address);
     await this.closing.get(key);
     let slot: Slot | null | undefined = this.open.get(key);
@@ -119,7 +130,7 @@ export class ActorSlots {
       this.open.delete(key); // re-insert: most recently used last
       if (slot.keep && slot.users === 0 && create && !slot.replica.firstUpload()) slot = await this.moving(key, this.toFile(slot));
     } else {
-      slot = await this.take(address, create, generation, onTake);
+      slot = await this.take(address, create, generation, opts);
       if (!slot) return null;
     }
     slot.users++;
@@ -196,7 +207,12 @@ export class ActorSlots {
     for (const slot of [...this.open.values()]) this.drop(slot.replica.address);
   }
 
-  private async take(address: ActorAddress, create: boolean, generation: number, onTake?: (state: string) => void): Promise<Slot | null> {
+  private async take(
+    address: ActorAddress,
+    create: boolean,
+    generation: number,
+    { onTake, chainEmpty }: TakeOptions,
+  ): Promise<Slot | null> {
     const path = actorDbPath(this.dataDir, address);
     const replica = new ActorReplica(this.replicaDeps, address, path, generation);
     if (this.uploadedUnder.get(formatAddress(address)) === generation) replica.uploadedUnderHold = true;
@@ -209,9 +225,9 @@ export class ActorSlots {
       replica.attach(db);
       return { db, replica, users: 0, fresh: true, memory: true };
     }
-    let seqs: number[] | undefined;
+    let seqs: number[] | undefined = create && chainEmpty ? [] : undefined;
     if (noFile && create && this.newInMemory) {
-      const taken = await replica.takeNew(newMemoryImage());
+      const taken = await replica.takeNew(newMemoryImage(), seqs);
       if ('image' in taken) {
         onTake?.('absent');
         replica.newFile = true; // its first upload waits for its first event's commit

@@ -8,7 +8,11 @@ import type { MessagePort } from 'node:worker_threads';
 
 /** Main → worker. `generation`: the hold this node owns the actor under (0 before holds existed). */
 export type ActorEvent =
-  /** `idempotencyKey` (durable only, checked): a repeat returns the recorded outcome (idempotency.ts). */
+  /**
+   * `idempotencyKey` (durable only, checked): a repeat returns the recorded outcome (idempotency.ts).
+   * `chainEmpty`: the first event under a hold this node created (none existed): nothing was ever
+   * written to the actor's chain, so taking the actor needs no LIST of it (holds.ts `claimCreated`).
+   */
   | {
       type: 'request';
       address: ActorAddress;
@@ -17,6 +21,7 @@ export type ActorEvent =
       durable: boolean;
       generation?: number;
       idempotencyKey?: string;
+      chainEmpty?: boolean;
     }
   /** Runs the alarm if the committed one is due. `recordFailure`: a previous attempt was killed
    *  (time limit); commit it as a failed run without running the handler again. */

@@ -21,7 +21,7 @@ import { BadRequest, HandlerFailed, HandlerTimeout, NotFound, isKeepworkError, t
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { alarmOutcome, type AlarmState, type EventKind } from '../alarms/retry.js';
 import { readAlarm, readFailures, readMeta, writeAlarm, writeMeta, type Db } from './actor-db.js';
-import type { Slot } from './actor-slots.js';
+import type { Slot, TakeOptions } from './actor-slots.js';
 import { hasMethod, type ActorDefinition } from './define-actor.js';
 import { createGuestRun, type GuestRun } from './guest-context.js';
 import type { ActorEvent, ErrorData, EventResult } from './messages.js';
@@ -67,12 +67,19 @@ async function runRequest(deps: PipelineDeps, e: Extract<ActorEvent, { type: 're
   if (!hasMethod(def, e.method))
     return failure(new NotFound(`class ${e.address.className} has no method ${JSON.stringify(e.method)}`), null);
   const key = e.idempotencyKey;
-  if (key !== undefined) return withDb(deps, e.address, true, e.generation ?? 0, (slot) => runOnce(deps, slot, e, def, key));
-  return withDb(deps, e.address, true, e.generation ?? 0, (slot) =>
-    inEvent(deps, slot, e.address, 'request', e.durable, async (run) => {
-      await initOnce(deps, slot.db, def, run);
-      return def.methods[e.method]!(run.ctx, ...e.args);
-    }),
+  const take = { chainEmpty: e.chainEmpty === true };
+  if (key !== undefined) return withDb(deps, e.address, true, e.generation ?? 0, (slot) => runOnce(deps, slot, e, def, key), take);
+  return withDb(
+    deps,
+    e.address,
+    true,
+    e.generation ?? 0,
+    (slot) =>
+      inEvent(deps, slot, e.address, 'request', e.durable, async (run) => {
+        await initOnce(deps, slot.db, def, run);
+        return def.methods[e.method]!(run.ctx, ...e.args);
+      }),
+    take,
   );
 }
 
@@ -181,8 +188,7 @@ async function runDeliver(deps: PipelineDeps, address: ActorAddress, dueMs: numb
     false,
     generation,
     (slot) => deliverTo(deps, slot, address, dueMs, () => runAlarm(deps, address, false, generation)),
-    () => absent,
-    (state) => (taken = state),
+    { absent: () => absent, onTake: (state) => (taken = state) },
   );
   if (result !== absent) return result;
   try {
@@ -198,16 +204,15 @@ async function withDb(
   create: boolean,
   generation: number,
   use: (slot: Slot) => Promise<EventResult> | EventResult,
-  absent: () => EventResult = () => ok(null, false),
-  onTake?: (state: string) => void,
+  opts: TakeOptions & { absent?: () => EventResult } = {},
 ): Promise<EventResult> {
   let slot: Slot | null;
   try {
-    slot = await deps.slots.acquire(address, create, generation, onTake);
+    slot = await deps.slots.acquire(address, create, generation, opts);
   } catch (e) {
     return failure(e, null); // the chain could not be read or restored: the actor is not served
   }
-  if (!slot) return absent();
+  if (!slot) return opts.absent ? opts.absent() : ok(null, false);
   let result: EventResult;
   try {
     if (slot.fresh) {

@@ -260,3 +260,37 @@ describe('a new actor’s hold created without a read', () => {
     assert.deepEqual(holds.takes, { read: 2, expected: 0, expectedMissed: 0, created: 1, createdMissed: 0 });
   });
 });
+
+describe('a hold this node created is claimed once (the first event need not list the chain)', () => {
+  const B = parseAddress('t/C/y');
+
+  it('created with a read first or without: claimed by the first event only', async () => {
+    const { holds } = await node();
+    await holds.acquire(A); // read, none: created
+    await holds.acquire(B); // created without a read
+    for (const a of [A, B]) {
+      assert.equal(holds.claimCreated(a), true);
+      assert.equal(holds.claimCreated(a), false, 'the next events list the chain');
+      await holds.acquire(a); // held already: no new claim
+      assert.equal(holds.claimCreated(a), false);
+    }
+  });
+
+  it('never for a hold that existed: another node’s, or one this node released and took again', async () => {
+    const { store, lease, holds } = await node();
+    await store.put(holdKey(B), encodeHold({ nodeId: 'n2', epoch: lease.epoch, generation: 4, state: 'released' }));
+    assert.deepEqual(await holds.acquire(B), { kind: 'mine', generation: 5 });
+    assert.equal(holds.claimCreated(B), false, 'taken from another node: its chain may hold links');
+    await holds.acquire(A);
+    await holds.release(A); // unclaimed when released: the claim goes with the hold
+    assert.deepEqual(await holds.acquire(A), { kind: 'mine', generation: 2 });
+    assert.equal(holds.claimCreated(A), false, 'taken again: this node may have written its chain under generation 1');
+  });
+
+  it('not after the lease was lost (the holds are forgotten)', async () => {
+    const { holds } = await node();
+    await holds.acquire(A);
+    holds.forgetAll();
+    assert.equal(holds.claimCreated(A), false);
+  });
+});

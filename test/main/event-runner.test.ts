@@ -10,7 +10,8 @@ import type { ActorEvent, BatchOutcome, EventResult } from '../../src/workers/me
 const A = parseAddress('t/C/a');
 
 /** Fake workers: `add(n)` answers n (alarm at n), `fail` an error result, `throw` a thrown error; the first task waits for `open`. */
-function setup(options: { eventsPerTaskMax?: number; actorQueueMax?: number } = {}) {
+function setup(options: { eventsPerTaskMax?: number; actorQueueMax?: number; created?: boolean } = {}) {
+  let created = options.created === true;
   const clock = new SimClock(0);
   const tasks: string[][] = [];
   const learned: unknown[] = [];
@@ -23,7 +24,8 @@ function setup(options: { eventsPerTaskMax?: number; actorQueueMax?: number } = 
     if (e.method === 'throw') return { type: 'thrown', error: { code: 'INTERNAL', message: 'thrown', details: {} } };
     return { type: 'ok', result: e.args[0], alarmAt: e.args[0] as number, deleted: false, ran: true };
   };
-  const name = (e: ActorEvent) => (e.type === 'request' ? `${e.method}${e.args.length ? e.args[0] : ''}` : e.type);
+  const name = (e: ActorEvent) =>
+    e.type === 'request' ? `${e.method}${e.args.length ? e.args[0] : ''}${e.chainEmpty ? ' (chain empty)' : ''}` : e.type;
   const first = async () => {
     if (tasks.length === 1) await opened;
   };
@@ -45,7 +47,7 @@ function setup(options: { eventsPerTaskMax?: number; actorQueueMax?: number } = 
       },
       progress: () => 0,
     },
-    holds: { held: () => generation },
+    holds: { held: () => generation, claimCreated: () => created && !(created = false) },
     used: () => undefined,
     learned: (_k, e, r) => learned.push([name(e), r.alarmAt]),
   });
@@ -56,6 +58,36 @@ function setup(options: { eventsPerTaskMax?: number; actorQueueMax?: number } = 
     );
   return { runner, tasks, learned, open, call, setGeneration: (g: number) => (generation = g) };
 }
+
+describe('EventRunner: the first event under a hold this node created', () => {
+  it('goes to its worker with chainEmpty (no LIST of the chain); the events after it do not', async () => {
+    const { tasks, open, call } = setup({ created: true });
+    const ps = [call('add', 1)];
+    await new Promise((r) => setImmediate(r));
+    ps.push(call('add', 2), call('add', 3));
+    open();
+    await Promise.all(ps);
+    assert.deepEqual(tasks, [['add1 (chain empty)'], ['add2', 'add3']]);
+  });
+
+  it('a first event that is not a request uses the claim up: the request after it lists the chain', async () => {
+    const { runner, tasks, open, call } = setup({ created: true });
+    open();
+    await runner.submit(A, { type: 'getAlarm', address: A, generation: 7 });
+    await call('add', 1);
+    assert.deepEqual(tasks, [['getAlarm'], ['add1']]);
+  });
+
+  it('an event sent under a hold since changed does not use the claim', async () => {
+    const { tasks, open, call, setGeneration } = setup({ created: true });
+    open();
+    setGeneration(8);
+    assert.equal(await call('add', 1), 'LEASE_LOST'); // HoldChanged
+    setGeneration(7);
+    await call('add', 2);
+    assert.deepEqual(tasks, [['add2 (chain empty)']]);
+  });
+});
 
 describe('EventRunner: the requests of one actor in one worker task', () => {
   it('requests queued behind a running one go as one task; each gets its own result or error, in order', async () => {

@@ -12,6 +12,7 @@ import { readSidecar } from '../../src/replication/sidecar.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { ListOptions } from '../../src/store/types.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
+import { runEvent } from '../../src/workers/pipeline.js';
 import { Counter, InlineActors, okResult } from './harness.js';
 
 const A = 't/Counter/a';
@@ -97,4 +98,21 @@ describe('new actors in memory', () => {
     assert.equal(okResult(await e.call(A, 'add', 3)), 3);
     assert.deepEqual(await listChain(store, address), [1]);
   });
+});
+
+describe('a first call under a hold the node created (chainEmpty): no read of the bucket', () => {
+  for (const newActorsInMemory of [0, 1] as const) {
+    it(`newActorsInMemory ${newActorsInMemory}: the actor is created without a LIST, and its first link is link 1`, async () => {
+      const store = new CountingStore();
+      const e = env(store, newActorsInMemory);
+      const first = { type: 'request' as const, address, method: 'add', args: [5], durable: false, generation: 0, chainEmpty: true };
+      assert.equal(okResult(await runEvent(e.deps, first)), 5);
+      assert.equal(store.stateReads, 0, 'no LIST of the chain');
+      await e.restart({ replicationDelayMs: 60_000, newActorsInMemory }); // close: flushed
+      assert.deepEqual(await listChain(store, address), [1]);
+      const reads = store.stateReads;
+      assert.equal(okResult(await e.call(A, 'add', 1)), 6, 'a later take lists the chain and goes on from it');
+      assert.ok(store.stateReads > reads);
+    });
+  }
 });
