@@ -3,6 +3,7 @@
  *
  *   file:///abs/path · file://./rel/path · ./plain/path   → FsStore (the embedded default)
  *   s3://bucket/prefix?endpoint=http://host:port&region=r → S3Store
+ *   sqlite:/abs/file · sqlite:///abs/file · sqlite:./rel   → SqliteStore (one host: every node's threads share one file)
  *   memory:                                               → MemoryStore (tests; one per call)
  *   memory:<name>                                         → one MemoryStore for every thread of the process (shared-memory.ts)
  *   latency+<any of these>[?ms=20]                        → LatencyStore around it (benchmarks)
@@ -14,6 +15,7 @@ import { BadConfig } from '../core/errors.js';
 import { SystemRandom, type Random } from '../core/random.js';
 import { resolveOptions } from '../core/config.js';
 import { FsStore, parseFsUrl } from './fs.js';
+import { SQLITE_SCHEME, SqliteStore, parseSqliteUrl } from './sqlite.js';
 import { LATENCY_SCHEME, LatencyStore, parseLatencyUrl } from './latency.js';
 import { MemoryStore } from './memory.js';
 import { openSharedMemory, sharedMemoryName } from './shared-memory.js';
@@ -48,11 +50,15 @@ export function openStore(url: string, deps: OpenStoreDeps = {}): ObjectStore {
   if (url === 'memory:') return new MemoryStore({ clock });
   const shared = sharedMemoryName(url);
   if (shared !== null) return openSharedMemory(shared, clock);
+  if (url.startsWith(SQLITE_SCHEME)) {
+    const config = deps.config ?? resolveOptions();
+    return new SqliteStore(parseSqliteUrl(url), { lockWaitMs: config.storeRequestTimeoutMs }, clock);
+  }
   if (url.startsWith('s3://')) {
     return new S3Store({ ...parseS3Url(url), config: deps.config ?? resolveOptions(), random: deps.random ?? new SystemRandom(), clock });
   }
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && !url.startsWith('file://')) {
-    throw new BadConfig(`bucket URL scheme not supported: ${JSON.stringify(url)}; use file://, s3:// or a path`);
+    throw new BadConfig(`bucket URL scheme not supported: ${JSON.stringify(url)}; use file://, s3://, sqlite: or a path`);
   }
   const config = deps.config ?? resolveOptions();
   return new FsStore(

@@ -1,0 +1,318 @@
+/**
+ * A bucket in one SQLite file on this host (`sqlite:<path>`), for a cluster whose nodes all run on
+ * one machine. On a disk, the folder bucket pays an fsync of its own for every object it writes
+ * (a file's data must be on disk before its name appears), and a first call to a new actor writes
+ * two or three objects: on a disk without a journal that is the whole cost of the call. Here every
+ * object is a row of one table, and writes share their fsyncs (group commit).
+ *
+ *   put / delete / deleteMany ─▶ queue ─▶ one batch at a time:
+ *       BEGIN IMMEDIATE · each write's condition checked and applied, in queue order · COMMIT
+ *       (synchronous=NORMAL: no fsync) ─▶ fsync of the WAL on libuv's pool ─▶ every write answered
+ *   writes that arrive while a batch is syncing form the next batch
+ *
+ * Why answering after that one fsync is enough: the WAL is one sequence, and an fsync makes all of
+ * it up to that point durable. A reader may see a committed row before its fsync, but anything it
+ * then writes durably lands later in the same WAL, so a power loss keeps both or drops the later
+ * one too; and only processes on this host can read the file, which a power loss ends as well.
+ * SQLite's checkpoints (every ~4 MB of WAL, in the thread whose commit crossed it) fsync the WAL
+ * before copying it into the database file and the file after.
+ *
+ * Every thread of every node opens its own connection (WAL mode: readers never wait for writers).
+ * The write lock is held for one batch's statements only; a thread that finds it taken yields to
+ * its event loop and tries again (SQLite's own busy handler would sleep on the thread), for at
+ * most `lockWaitMs`. One host only: SQLite's WAL needs shared memory, which a network file system
+ * does not give.
+ *
+ * Contract: src/store/types.ts (test/store/conformance.ts). Etags are the MD5 of the body, as in
+ * every store. Errors: `BadKey`/`BadRequest` before any I/O; `PreconditionFailed`;
+ * `AmbiguousWrite` when a batch's commit or its fsync failed after its writes were applied;
+ * `StoreUnavailable` otherwise (nothing applied).
+ */
+import Database from 'better-sqlite3';
+import { closeSync, fstatSync, mkdirSync, openSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { Clock } from '../core/clock.js';
+import { AmbiguousWrite, BadConfig, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
+import { etagOf } from './etag.js';
+import { fsyncDoesNothing, fsyncFd, sleepOn } from './fs-io.js';
+import { modeOf, type Mode } from './fs-write.js';
+import { pageOf, resolveList, validateKey } from './keys.js';
+import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from './types.js';
+
+export const SQLITE_SCHEME = 'sqlite:';
+
+/** `sqlite:/abs/file`, `sqlite:///abs/file` or `sqlite:./relative/file` → an absolute path. */
+export function parseSqliteUrl(url: string): string {
+  const path = url.slice(SQLITE_SCHEME.length).replace(/^\/\/(?=\/)/, '');
+  if (path === '' || path.startsWith('//'))
+    throw new BadConfig(`bucket ${JSON.stringify(url)}: sqlite: takes a file path (sqlite:./bucket.db)`);
+  return resolve(path);
+}
+
+export interface SqliteStoreSettings {
+  /** How long a write waits for the write lock before it fails with StoreUnavailable. */
+  lockWaitMs: number;
+  /** Whether writes are fsynced (on tmpfs they are skipped anyway: fs-io.ts `fsyncDoesNothing`). */
+  fsync?: boolean;
+  /** Test seam: how the WAL is fsynced (counts and holds the syncs); fsync(2) on libuv's pool by default. */
+  fsyncWal?: (fd: number) => Promise<void>;
+}
+
+type Write =
+  | { kind: 'put'; key: string; body: Buffer; mode: Mode; etag: string; done: Settle<{ etag: string }> }
+  | { kind: 'delete'; keys: string[]; done: Settle<void> };
+
+interface Settle<T> {
+  resolve(value: T): void;
+  reject(error: unknown): void;
+}
+
+const SCHEMA = 'CREATE TABLE IF NOT EXISTS objects (key TEXT PRIMARY KEY, etag TEXT NOT NULL, body BLOB NOT NULL)';
+
+/** Quick polls for the write lock (yielding to the event loop each time) before waiting 1 ms between tries. */
+const QUICK_POLLS = 16;
+
+export class SqliteStore implements ObjectStore {
+  readonly description: string;
+  readonly #db: Database.Database;
+  readonly #walPath: string;
+  readonly #fsync: boolean;
+  readonly #fsyncWal: (fd: number) => Promise<void>;
+  #walFd: number | undefined;
+  #queue: Write[] = [];
+  /** Settles when the batch being written (if any) has been answered. */
+  #running: Promise<void> | null = null;
+  #closed = false;
+  readonly #stmt: {
+    get: Database.Statement<[string], { etag: string; body: Buffer }>;
+    head: Database.Statement<[string], { etag: string; size: number }>;
+    etag: Database.Statement<[string], { etag: string }>;
+    upsert: Database.Statement<[string, string, Buffer]>;
+    delete: Database.Statement<[string]>;
+    list: Database.Statement<[string, string, number], { key: string }>;
+    listBelow: Database.Statement<[string, string, string, number], { key: string }>;
+  };
+
+  constructor(
+    readonly path: string,
+    private readonly settings: SqliteStoreSettings,
+    private readonly clock: Clock,
+  ) {
+    this.description = `sqlite:${path}`;
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+      this.#db = new Database(path, { timeout: settings.lockWaitMs }); // the set-up may wait for another connection's
+      this.#db.pragma('journal_mode = WAL');
+      this.#db.pragma('synchronous = NORMAL');
+      this.#db.exec(SCHEMA);
+    } catch (e) {
+      throw new BadConfig(`bucket ${this.description} cannot be opened: ${(e as Error).message}`, { cause: e });
+    }
+    this.#db.pragma('busy_timeout = 0'); // from here on, a taken lock is retried off the thread (`#locked`)
+    this.#walPath = `${path}-wal`;
+    this.#fsync = settings.fsync !== false && (settings.fsyncWal !== undefined || !fsyncDoesNothing(dirname(path)));
+    this.#fsyncWal = settings.fsyncWal ?? fsyncFd;
+    this.#stmt = {
+      get: this.#db.prepare('SELECT etag, body FROM objects WHERE key = ?'),
+      head: this.#db.prepare('SELECT etag, length(body) AS size FROM objects WHERE key = ?'),
+      etag: this.#db.prepare('SELECT etag FROM objects WHERE key = ?'),
+      upsert: this.#db.prepare(
+        'INSERT INTO objects (key, etag, body) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET etag = excluded.etag, body = excluded.body',
+      ),
+      delete: this.#db.prepare('DELETE FROM objects WHERE key = ?'),
+      list: this.#db.prepare('SELECT key FROM objects WHERE key > ? AND key >= ? ORDER BY key LIMIT ?'),
+      listBelow: this.#db.prepare('SELECT key FROM objects WHERE key > ? AND key >= ? AND key < ? ORDER BY key LIMIT ?'),
+    };
+  }
+
+  async get(key: string): Promise<StoredObject | null> {
+    validateKey(key);
+    const row = await this.#read(() => this.#stmt.get.get(key));
+    return row ? { body: new Uint8Array(row.body.buffer, row.body.byteOffset, row.body.byteLength), etag: row.etag } : null;
+  }
+
+  async head(key: string): Promise<ObjectHead | null> {
+    validateKey(key);
+    const row = await this.#read(() => this.#stmt.head.get(key));
+    return row ? { etag: row.etag, size: row.size } : null;
+  }
+
+  async list(options: ListOptions = {}): Promise<ListPage> {
+    const { prefix, after, maxKeys } = resolveList(options);
+    const below = prefixEnd(prefix);
+    const rows = await this.#read(() =>
+      below === null ? this.#stmt.list.all(after, prefix, maxKeys + 1) : this.#stmt.listBelow.all(after, prefix, below, maxKeys + 1),
+    );
+    return pageOf(
+      rows.map((r) => r.key),
+      maxKeys,
+    );
+  }
+
+  async put(key: string, body: Uint8Array, condition?: PutCondition): Promise<{ etag: string }> {
+    validateKey(key);
+    const mode = modeOf(condition);
+    const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    return this.#enqueue<{ etag: string }>((done) => ({ kind: 'put', key, body: bytes, mode, etag: etagOf(bytes), done }));
+  }
+
+  async delete(key: string): Promise<void> {
+    validateKey(key);
+    return this.#enqueue<void>((done) => ({ kind: 'delete', keys: [key], done }));
+  }
+
+  async deleteMany(keys: readonly string[]): Promise<void> {
+    for (const key of keys) validateKey(key);
+    if (keys.length === 0) return;
+    return this.#enqueue<void>((done) => ({ kind: 'delete', keys: [...keys], done }));
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    while (this.#running) await this.#running;
+    if (this.#walFd !== undefined) closeSync(this.#walFd);
+    this.#walFd = undefined;
+    if (this.#db.open) this.#db.close();
+  }
+
+  #enqueue<T>(make: (done: Settle<T>) => Write): Promise<T> {
+    if (this.#closed) return Promise.reject(new StoreUnavailable(`${this.description} is closed`));
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push(make({ resolve, reject }) as Write);
+      this.#running ??= this.#drain();
+    });
+  }
+
+  /** Writes batch after batch until the queue is empty: each batch is what queued while the last one was written and synced. */
+  async #drain(): Promise<void> {
+    await Promise.resolve(); // writes issued in the same turn join the first batch
+    while (this.#queue.length > 0) {
+      const batch = this.#queue;
+      this.#queue = [];
+      await this.#writeBatch(batch);
+    }
+    this.#running = null;
+  }
+
+  async #writeBatch(batch: Write[]): Promise<void> {
+    const outcomes: (() => void)[] = [];
+    const applied: Write[] = [];
+    try {
+      await this.#locked(() => this.#db.exec('BEGIN IMMEDIATE'));
+    } catch (e) {
+      for (const w of batch) w.done.reject(e);
+      return;
+    }
+    try {
+      for (const w of batch) {
+        const failed = this.#apply(w);
+        if (failed) outcomes.push(() => w.done.reject(failed));
+        else applied.push(w);
+      }
+    } catch (e) {
+      this.#db.exec('ROLLBACK');
+      for (const w of batch) w.done.reject(unavailable(this.description, 'a batch of writes', e));
+      return;
+    }
+    try {
+      this.#db.exec('COMMIT');
+      if (this.#fsync && applied.length > 0) await this.#fsyncWal(this.#wal());
+    } catch (e) {
+      // A commit that failed with its transaction still open changed nothing; otherwise (or when
+      // the fsync failed) the writes may be in place without being durable: only a read can tell.
+      const rolledBack = this.#db.inTransaction;
+      if (rolledBack) this.#db.exec('ROLLBACK');
+      for (const w of rolledBack ? batch : applied)
+        w.done.reject(
+          rolledBack
+            ? unavailable(this.description, 'a batch of writes', e)
+            : new AmbiguousWrite(`${this.description}: a write's commit or fsync failed; it may be in place`, {
+                cause: e,
+                details: keysOf(w),
+              }),
+        );
+      if (!rolledBack) for (const answer of outcomes) answer();
+      return;
+    }
+    for (const w of applied) {
+      if (w.kind === 'put') w.done.resolve({ etag: w.etag });
+      else w.done.resolve();
+    }
+    for (const answer of outcomes) answer();
+  }
+
+  /** Applies one write inside the batch's transaction; the error it fails with (its condition), if any. */
+  #apply(w: Write): Error | undefined {
+    if (w.kind === 'delete') {
+      for (const key of w.keys) this.#stmt.delete.run(key);
+      return undefined;
+    }
+    const { key, mode } = w;
+    if (mode.kind !== 'any') {
+      const current = this.#stmt.etag.get(key)?.etag ?? null;
+      if (mode.kind === 'create' && current !== null)
+        return new PreconditionFailed(`put ${key} with ifNoneMatch "*": the object exists`, { details: { key } });
+      if (mode.kind === 'match' && current !== mode.etag) {
+        const now = current === null ? 'the object does not exist' : `its etag is ${current}`;
+        return new PreconditionFailed(`put ${key} with ifMatch ${mode.etag}: ${now}`, { details: { key, expected: mode.etag, current } });
+      }
+    }
+    this.#stmt.upsert.run(key, w.etag, w.body);
+    return undefined;
+  }
+
+  /** The WAL file, open for fsync (opened again if it was replaced: the last connection to close deletes it). */
+  #wal(): number {
+    if (this.#walFd !== undefined && fstatSync(this.#walFd).nlink > 0) return this.#walFd;
+    if (this.#walFd !== undefined) closeSync(this.#walFd);
+    this.#walFd = openSync(this.#walPath, 'r');
+    return this.#walFd;
+  }
+
+  /** Runs `op`, trying again while another connection holds the lock it needs, for at most `lockWaitMs`. */
+  async #locked<T>(op: () => T): Promise<T> {
+    const started = this.clock.now();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return op();
+      } catch (e) {
+        if (!isBusy(e)) throw unavailable(this.description, 'a request', e);
+        if (this.clock.now() - started >= this.settings.lockWaitMs)
+          throw unavailable(this.description, `the lock (waited ${this.settings.lockWaitMs} ms)`, e);
+      }
+      await sleepOn(this.clock, attempt < QUICK_POLLS ? 0 : 1);
+    }
+  }
+
+  /** A read: in WAL mode it waits for no writer, but SQLite may still say busy while a connection rebuilds the WAL index. */
+  #read<T>(op: () => T): Promise<T> {
+    if (this.#closed) return Promise.reject(new StoreUnavailable(`${this.description} is closed`));
+    return this.#locked(op);
+  }
+}
+
+/** The least string above every string that starts with `prefix` (code point order), or null if there is none. */
+export function prefixEnd(prefix: string): string | null {
+  const points = [...prefix];
+  while (points.length > 0) {
+    const last = points.pop()!.codePointAt(0)!;
+    if (last < 0x10ffff) {
+      const next = last + 1 === 0xd800 ? 0xe000 : last + 1;
+      return points.join('') + String.fromCodePoint(next);
+    }
+  }
+  return null;
+}
+
+function isBusy(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  return typeof code === 'string' && (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_') || code === 'SQLITE_LOCKED');
+}
+
+function unavailable(description: string, what: string, e: unknown): InstanceType<typeof StoreUnavailable> {
+  return new StoreUnavailable(`${description}: ${what} failed (${(e as Error)?.message ?? String(e)})`, { cause: e });
+}
+
+function keysOf(w: Write): { key: string } | { keys: string[] } {
+  return w.kind === 'put' ? { key: w.key } : { keys: w.keys };
+}
