@@ -7,12 +7,13 @@
  *   Prints: deliveries/s, bucket requests per delivery by operation (main thread and workers,
  *   counted by wrapping the store), and the time from b's start to the last alarm fired.
  *
- *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K] [tunable=value ...] [--bucket fs|memory|s3]
+ *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K] [tunable=value ...] [--bucket fs|memory|s3|sqlite]
  *   (a CPU profile per thread lands in /tmp/prof; summarise with bench/profile-summary.ts)
  *
  * --bucket memory: both nodes on one in-memory bucket that every thread of the process shares
  * (`memory:<name>`, src/store/shared-memory.ts), so what is left is the runtime's own cost (and
  * the messages between threads that stand in for a bucket's network client).
+ * --bucket sqlite: the SQLite bucket (`sqlite:`, src/store/sqlite.ts) in the temp folder.
  * --bucket s3: KEEPWORK_TEST_S3_URL (scripts/s3-test-server.sh) under a fresh prefix, so the
  * node's own cost of S3 requests (the AWS SDK's) shows in its threads' profiles.
  */
@@ -33,7 +34,7 @@ import { cpuSince, threadCpu } from './support/proc-stats.js';
 const { positionals, values } = benchCommand({ bucket: { type: 'string', default: 'fs' } });
 const MEMORY = values.bucket === 'memory';
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
-if (!['fs', 'memory', 's3'].includes(values.bucket!)) throw new Error(`--bucket ${values.bucket}: fs, memory or s3`);
+if (!['fs', 'memory', 's3', 'sqlite'].includes(values.bucket!)) throw new Error(`--bucket ${values.bucket}: fs, memory, s3 or sqlite`);
 if (values.bucket === 's3' && !S3_URL)
   throw new Error('--bucket s3 needs KEEPWORK_TEST_S3_URL (eval "$(bash scripts/s3-test-server.sh env)")');
 const K = Number(positionals[0] ?? 500);
@@ -59,7 +60,9 @@ const bucket =
     ? S3_URL!.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/bench-drain-profile-${process.pid}/`)
     : MEMORY
       ? 'memory:drain-profile'
-      : join(root, 'bucket');
+      : values.bucket === 'sqlite'
+        ? `sqlite:${join(root, 'bucket.db')}`
+        : join(root, 'bucket');
 const store = values.bucket === 'fs' ? new FsStore(bucket) : openStore(bucket); // in memory: the host, opened before the nodes
 try {
   const logger = process.env.KW_LOG ? createLogger({ level: process.env.KW_LOG }) : silentLogger();

@@ -25,10 +25,11 @@
  *     cpu, rss     each survivor's CPU seconds during the drain and peak RSS (VmHWM)
  *     BullMQ       K due delayed jobs, M worker processes, one SQLite write each (bench/peer-bullmq)
  *
- *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,latency,s3] [--latency-ms 20] [--mode adr,adaptive,tuned] [--threads 2] [--set name=value …] [--no-peer] [--out drain] [--append] [--reprice]
+ *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,latency,s3,sqlite] [--latency-ms 20] [--mode adr,adaptive,tuned] [--threads 2] [--set name=value …] [--no-peer] [--out drain] [--append] [--reprice]
  *   (--threads: each node's workerThreads, 2 unless given; --set: any other tunable, for every node;
  *   --store latency: the folder bucket with every request delayed by --latency-ms on the clock, no
- *   CPU while it waits — src/store/latency.ts, an S3-like round trip without S3's CPU)
+ *   CPU while it waits — src/store/latency.ts, an S3-like round trip without S3's CPU; --store sqlite:
+ *   the SQLite bucket, src/store/sqlite.ts, in a folder under TMPDIR)
  *
  *   quick: K 1,000, M 2, fs, ADR defaults and tuned (~2 minutes). full: K 1k/10k/100k, M 1/2/3,
  *   fs (and s3 up to 10k), ADR defaults up to 10k (100k would take over an hour at 25/s).
@@ -103,7 +104,8 @@ const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
 const KS = numbers(args.k) ?? (quick ? [1000] : [1000, 10000, 100000]);
 const MS = numbers(args.m) ?? (quick ? [2] : [1, 2, 3]);
 const STORES = words(args.store) ?? (quick || !S3_URL ? ['fs'] : ['fs', 's3']);
-for (const s of STORES) if (!['fs', 'latency', 's3'].includes(s)) throw new Error(`--store ${s}: not one of fs, latency, s3`);
+for (const s of STORES)
+  if (!['fs', 'latency', 's3', 'sqlite'].includes(s)) throw new Error(`--store ${s}: not one of fs, latency, s3, sqlite`);
 /** Delay of every request of `--store latency`, ms. */
 const LATENCY_MS = Number(args['latency-ms']);
 if (!Number.isFinite(LATENCY_MS) || LATENCY_MS < 0) throw new Error(`--latency-ms ${args['latency-ms']}: a number ≥ 0`);
@@ -148,7 +150,7 @@ export interface DrainRow {
   curve: [number, number][];
 }
 
-/** Folders of `--store latency` buckets, removed with their cluster. */
+/** Folders of `--store latency` and `--store sqlite` buckets, removed with their cluster. */
 const latencyFolders = new Map<string, string>();
 
 function bucketFor(store: string, run: string): string | undefined {
@@ -156,6 +158,12 @@ function bucketFor(store: string, run: string): string | undefined {
   if (store === 'latency') {
     const dir = mkdtempSync(join(tmpdir(), `kw-bench-latency-${run}-`));
     const url = `${LATENCY_SCHEME}file://${dir}?ms=${LATENCY_MS}`;
+    latencyFolders.set(url, dir);
+    return url;
+  }
+  if (store === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), `kw-bench-sqlite-${run}-`));
+    const url = `sqlite:${join(dir, 'bucket.db')}`;
     latencyFolders.set(url, dir);
     return url;
   }

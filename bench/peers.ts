@@ -17,9 +17,11 @@
  * bench/peers/ (package.json + package-lock.json), installed here on first use with
  * `npm ci --prefix bench/peers`; the project's npm ci and npm test never touch them.
  *
- *   npm run bench -- peers [--quick] [--only keepwork-plain,keepwork-durable,keepwork-new-in-memory,restate,workerd] [--set name=value …]
+ *   npm run bench -- peers [--quick] [--only keepwork-plain,keepwork-durable,keepwork-new-in-memory,restate,workerd] [--set name=value …] [--bucket folder|sqlite]
  *
  * --set (repeatable): a tunable for every keepwork system (docs/tuning.md), named in its column.
+ * --bucket sqlite: every keepwork system on the SQLite bucket (`sqlite:`, src/store/sqlite.ts) instead
+ * of the folder bucket; its columns say `bucket=sqlite`.
  *
  * --quick: D = 4 s and 500 timers (full: D = 15 s, 2,000 timers, 3 kill -9 trials). Writes
  * bench/results/peers.json (peers-quick.json with --quick).
@@ -309,9 +311,17 @@ function tableOf(results: SystemResult[]): string {
   ]);
 }
 
-const args = benchArgs({ only: { type: 'string' }, set: { type: 'string', multiple: true } });
-/** `--set`: for every keepwork system, after its own tunables. */
-const SET = Object.entries(setPairs(args.set)).map(([name, value]) => `${name}=${value}`);
+const args = benchArgs({
+  only: { type: 'string' },
+  set: { type: 'string', multiple: true },
+  bucket: { type: 'string', default: 'folder' },
+});
+if (!['folder', 'sqlite'].includes(args.bucket!)) throw new Error(`--bucket ${args.bucket}: folder or sqlite`);
+/** `--set` and `--bucket sqlite`: for every keepwork system, after its own tunables. */
+const SET = [
+  ...Object.entries(setPairs(args.set)).map(([name, value]) => `${name}=${value}`),
+  ...(args.bucket === 'sqlite' ? ['bucket=sqlite'] : []),
+];
 
 const SYSTEMS: Record<string, () => System> = {
   'keepwork-plain': () => new KeepworkSystem(false, SET),

@@ -70,7 +70,10 @@ program
   .command('start')
   .description('run a node (the embedded default: ./data with a folder bucket in it)')
   .option('--data <dir>', 'data directory', './data')
-  .option('--bucket <url>', 'bucket URL: file://…, a path, or s3://bucket/prefix?endpoint=… (default: <data>/bucket)')
+  .option(
+    '--bucket <url>',
+    'bucket URL: file://…, a path, s3://bucket/prefix?endpoint=…, or sqlite:FILE (one host) (default: <data>/bucket)',
+  )
   .option('--port <n>', 'HTTP port (0 picks a free one)', port, 8080)
   .option('--host <addr>', 'HTTP listen address', '127.0.0.1')
   .option('--class <Name=path>', 'an actor class module (repeatable; each is loaded and checked at start)', classPair)

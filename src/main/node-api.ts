@@ -22,7 +22,7 @@ export interface StartNodeOptions extends KeepworkOptions {
    * `import.meta.url` (then `./counter.js` is the file beside the caller). Default: the working directory.
    */
   classBase?: string | URL;
-  /** Bucket URL (file://, a path, s3://, memory:). Default: the folder `bucket` inside `dataDir`. */
+  /** Bucket URL (file://, a path, s3://, sqlite:FILE, memory:). Default: the folder `bucket` inside `dataDir`. */
   bucket?: string;
   /** Where actor databases and node.json live. Default: ./data. */
   dataDir?: string;

@@ -29,14 +29,14 @@
  * `StoreUnavailable` otherwise (nothing applied).
  */
 import Database from 'better-sqlite3';
-import { closeSync, fstatSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Clock } from '../core/clock.js';
 import { AmbiguousWrite, BadConfig, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
 import { etagOf } from './etag.js';
 import { fsyncDoesNothing, fsyncFd, sleepOn } from './fs-io.js';
 import { modeOf, type Mode } from './fs-write.js';
-import { pageOf, resolveList, validateKey } from './keys.js';
+import { compareKeys, pageOf, resolveList, validateKey } from './keys.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from './types.js';
 
 export const SQLITE_SCHEME = 'sqlite:';
@@ -89,8 +89,8 @@ export class SqliteStore implements ObjectStore {
     etag: Database.Statement<[string], { etag: string }>;
     upsert: Database.Statement<[string, string, Buffer]>;
     delete: Database.Statement<[string]>;
-    list: Database.Statement<[string, string, number], { key: string }>;
-    listBelow: Database.Statement<[string, string, string, number], { key: string }>;
+    /** One statement per kind of bound, so that SQLite ranges over the key index (it uses one lower bound only). */
+    list: Record<'from' | 'after' | 'fromBelow' | 'afterBelow', Database.Statement<unknown[], { key: string }>>;
   };
 
   constructor(
@@ -104,6 +104,7 @@ export class SqliteStore implements ObjectStore {
       this.#db = new Database(path, { timeout: settings.lockWaitMs }); // the set-up may wait for another connection's
       this.#db.pragma('journal_mode = WAL');
       this.#db.pragma('synchronous = NORMAL');
+      this.#db.pragma('journal_size_limit = 67108864'); // a WAL grown by a burst is cut back to 64 MB after a checkpoint
       this.#db.exec(SCHEMA);
     } catch (e) {
       throw new BadConfig(`bucket ${this.description} cannot be opened: ${(e as Error).message}`, { cause: e });
@@ -112,6 +113,10 @@ export class SqliteStore implements ObjectStore {
     this.#walPath = `${path}-wal`;
     this.#fsync = settings.fsync !== false && (settings.fsyncWal !== undefined || !fsyncDoesNothing(dirname(path)));
     this.#fsyncWal = settings.fsyncWal ?? fsyncFd;
+    // The file and its WAL exist now; their names must be durable before any write is answered
+    // (SQLite itself would sync the folder only at its first checkpoint). Once: this connection
+    // keeps the WAL from being deleted while it is open.
+    if (this.#fsync && settings.fsyncWal === undefined) fsyncFolder(dirname(path));
     this.#stmt = {
       get: this.#db.prepare('SELECT etag, body FROM objects WHERE key = ?'),
       head: this.#db.prepare('SELECT etag, length(body) AS size FROM objects WHERE key = ?'),
@@ -120,8 +125,12 @@ export class SqliteStore implements ObjectStore {
         'INSERT INTO objects (key, etag, body) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET etag = excluded.etag, body = excluded.body',
       ),
       delete: this.#db.prepare('DELETE FROM objects WHERE key = ?'),
-      list: this.#db.prepare('SELECT key FROM objects WHERE key > ? AND key >= ? ORDER BY key LIMIT ?'),
-      listBelow: this.#db.prepare('SELECT key FROM objects WHERE key > ? AND key >= ? AND key < ? ORDER BY key LIMIT ?'),
+      list: {
+        from: this.#db.prepare('SELECT key FROM objects WHERE key >= ? ORDER BY key LIMIT ?'),
+        after: this.#db.prepare('SELECT key FROM objects WHERE key > ? ORDER BY key LIMIT ?'),
+        fromBelow: this.#db.prepare('SELECT key FROM objects WHERE key >= ? AND key < ? ORDER BY key LIMIT ?'),
+        afterBelow: this.#db.prepare('SELECT key FROM objects WHERE key > ? AND key < ? ORDER BY key LIMIT ?'),
+      },
     };
   }
 
@@ -140,9 +149,13 @@ export class SqliteStore implements ObjectStore {
   async list(options: ListOptions = {}): Promise<ListPage> {
     const { prefix, after, maxKeys } = resolveList(options);
     const below = prefixEnd(prefix);
-    const rows = await this.#read(() =>
-      below === null ? this.#stmt.list.all(after, prefix, maxKeys + 1) : this.#stmt.listBelow.all(after, prefix, below, maxKeys + 1),
-    );
+    // The keys from the prefix on, or past `after` when that is further (one lower bound).
+    const past = after !== '' && compareKeys(after, prefix) >= 0;
+    const lower = past ? after : prefix;
+    const rows = await this.#read(() => {
+      if (below === null) return (past ? this.#stmt.list.after : this.#stmt.list.from).all(lower, maxKeys + 1);
+      return (past ? this.#stmt.list.afterBelow : this.#stmt.list.fromBelow).all(lower, below, maxKeys + 1);
+    });
     return pageOf(
       rows.map((r) => r.key),
       maxKeys,
@@ -302,6 +315,15 @@ export function prefixEnd(prefix: string): string | null {
     }
   }
   return null;
+}
+
+function fsyncFolder(dir: string): void {
+  const fd = openSync(dir, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function isBusy(e: unknown): boolean {

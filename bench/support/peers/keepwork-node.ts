@@ -1,18 +1,21 @@
 /**
  * One keepwork node for bench/peers, as its own process (so the bench can kill -9 it): forked with
  * an IPC channel and `DATA_DIR PORT [name=value ...]` arguments (the last: tunables), it starts a node through the public API with a
- * folder bucket in DATA_DIR/bucket and the bench's Counter and Reminder, then sends { url }.
+ * folder bucket in DATA_DIR/bucket (`bucket=sqlite`: the SQLite bucket DATA_DIR/bucket.db) and the bench's Counter and Reminder,
+ * then sends { url }.
  * Logs (warn and up) go to stdout, which the bench sends to a file.
  */
 import { join } from 'node:path';
 import { createLogger, startNode } from '../../../src/index.js';
 
-const [dataDir, port, ...tunables] = process.argv.slice(2);
-const settings = Object.fromEntries(tunables.map((t) => t.split('=')).map(([name, value]) => [name!, Number(value)]));
+const [dataDir, port, ...args] = process.argv.slice(2);
+const pairs = args.map((t) => t.split('='));
+const sqlite = pairs.some(([name, value]) => name === 'bucket' && value === 'sqlite');
+const settings = Object.fromEntries(pairs.filter(([name]) => name !== 'bucket').map(([name, value]) => [name!, Number(value)]));
 const node = await startNode({
   ...settings,
   dataDir: join(dataDir!, 'node'),
-  bucket: join(dataDir!, 'bucket'),
+  bucket: sqlite ? `sqlite:${join(dataDir!, 'bucket.db')}` : join(dataDir!, 'bucket'),
   nodeId: 'bench',
   port: Number(port),
   host: '127.0.0.1',

@@ -102,7 +102,7 @@ export class KeepworkSystem implements System {
     const kind = durable ? 'durable' : 'plain';
     this.label = ['keepwork', kind, ...tunables].join(' ');
     this.about = durable
-      ? 'keepwork, every write a durable call (?durable=1: replies once its link is in the folder bucket)'
+      ? 'keepwork, every write a durable call (?durable=1: replies once its link is in the bucket)'
       : 'keepwork, plain calls (reply after the local SQLite commit; uploaded within replicationDelayMs)';
     if (tunables.length > 0) this.about += `, with ${tunables.join(', ')} (docs/tuning.md)`;
   }
