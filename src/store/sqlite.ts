@@ -199,12 +199,17 @@ export class SqliteStore implements ObjectStore {
   /** Writes batch after batch until the queue is empty: each batch is what queued while the last one was written and synced. */
   async #drain(): Promise<void> {
     await Promise.resolve(); // writes issued in the same turn join the first batch
-    while (this.#queue.length > 0) {
-      const batch = this.#queue;
-      this.#queue = [];
-      await this.#writeBatch(batch);
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue;
+        this.#queue = [];
+        await this.#writeBatch(batch).catch((e: unknown) => {
+          for (const w of batch) w.done.reject(unavailable(this.description, 'a batch of writes', e)); // settled ones ignore it
+        });
+      }
+    } finally {
+      this.#running = null;
     }
-    this.#running = null;
   }
 
   async #writeBatch(batch: Write[]): Promise<void> {
@@ -223,7 +228,7 @@ export class SqliteStore implements ObjectStore {
         else applied.push(w);
       }
     } catch (e) {
-      this.#db.exec('ROLLBACK');
+      this.#rollback();
       for (const w of batch) w.done.reject(unavailable(this.description, 'a batch of writes', e));
       return;
     }
@@ -233,8 +238,7 @@ export class SqliteStore implements ObjectStore {
     } catch (e) {
       // A commit that failed with its transaction still open changed nothing; otherwise (or when
       // the fsync failed) the writes may be in place without being durable: only a read can tell.
-      const rolledBack = this.#db.inTransaction;
-      if (rolledBack) this.#db.exec('ROLLBACK');
+      const rolledBack = this.#db.inTransaction && this.#rollback();
       for (const w of rolledBack ? batch : applied)
         w.done.reject(
           rolledBack
@@ -252,6 +256,16 @@ export class SqliteStore implements ObjectStore {
       else w.done.resolve();
     }
     for (const answer of outcomes) answer();
+  }
+
+  /** Rolls the batch's transaction back if SQLite has not already; whether nothing of it is left. */
+  #rollback(): boolean {
+    try {
+      if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
+      return true;
+    } catch {
+      return !this.#db.inTransaction;
+    }
   }
 
   /** Applies one write inside the batch's transaction; the error it fails with (its condition), if any. */

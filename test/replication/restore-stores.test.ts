@@ -5,8 +5,8 @@
  *   node B (new dir)     restores, sees everything ─▶ M more durable puts ─▶ clean stop
  *   node A again         its stale copy (sidecar at A's head) applies only B's deltas ─▶ sees all
  *
- * Runs on the folder bucket always, and on S3 when KEEPWORK_TEST_S3_URL is set (a unique prefix
- * per run, deleted afterwards).
+ * Runs on the folder bucket and the SQLite bucket always, and on S3 when KEEPWORK_TEST_S3_URL is
+ * set (a unique prefix per run, deleted afterwards).
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -34,8 +34,9 @@ const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
 const tempDir = tempDirs('kw-restore-');
 
 /** A bucket URL of each kind, unique to this run. */
-function bucketUrl(kind: 'fs' | 's3'): string {
+function bucketUrl(kind: 'fs' | 'sqlite' | 's3'): string {
   if (kind === 'fs') return join(tempDir(), 'bucket');
+  if (kind === 'sqlite') return `sqlite:${join(tempDir(), 'bucket.db')}`;
   return S3_URL!.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/test-restore-stores-${process.pid}-${Date.now().toString(36)}/`);
 }
 
@@ -107,6 +108,10 @@ async function scenario(bucket: string): Promise<void> {
 describe('replication: restore on each bucket kind', () => {
   it('fs: a fresh node restores, and the stale copy catches up', { timeout: 30_000 }, async () => {
     await scenario(bucketUrl('fs'));
+  });
+
+  it('sqlite: a fresh node restores, and the stale copy catches up', { timeout: 30_000 }, async () => {
+    await scenario(bucketUrl('sqlite'));
   });
 
   it(

@@ -122,6 +122,29 @@ describe('SqliteStore: group commit', () => {
   });
 });
 
+describe('SqliteStore: a batch that fails midway', () => {
+  it('every write of it fails with STORE_UNAVAILABLE, none is applied, and the next batch goes on', async () => {
+    const file = tempFile();
+    const store = open(file, { fsync: false });
+    await store.put('warm', text('w'));
+    const other = new Database(file);
+    other.exec("CREATE TRIGGER boom BEFORE INSERT ON objects WHEN NEW.key = 'boom' BEGIN SELECT RAISE(ABORT, 'no'); END");
+    const batch = [store.put('a', text('1')), store.put('boom', text('2')), store.delete('warm')];
+    const settled = await Promise.allSettled(batch);
+    assert.deepEqual(
+      settled.map((r) => (r.status === 'rejected' ? (r.reason as { code?: string }).code : 'ok')),
+      [ErrorCode.StoreUnavailable, ErrorCode.StoreUnavailable, ErrorCode.StoreUnavailable],
+    );
+    assert.equal(await store.get('a'), null);
+    assert.notEqual(await store.get('warm'), null, 'the delete was rolled back with the rest');
+    other.exec('DROP TRIGGER boom');
+    other.close();
+    await store.put('c', text('3'));
+    assert.deepEqual((await store.list()).keys, ['c', 'warm']);
+    await store.close();
+  });
+});
+
 describe('SqliteStore: another connection holding the write lock', () => {
   it('a write waits for it without blocking the event loop, and lands once it is released', async () => {
     const file = tempFile();
