@@ -4,10 +4,13 @@
  * over after lease + grace. Every acknowledged increment must be there: the value b reads is at
  * least the highest value a acknowledged (each increment's value is the counter at its commit,
  * and commits are in order, so a durable state holding value v holds every call up to v). No value
- * is acknowledged twice; every chain is sound. On the folder bucket, and on S3 (RGW on loopback,
+ * is acknowledged twice; every chain is sound. On the folder bucket, the SQLite bucket (the one
+ * file every node process writes through SQLite's locks), and on S3 (RGW on loopback,
  * scripts/s3-test-server.sh) — skipped loudly without KEEPWORK_TEST_S3_URL, failed under CI=true.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it, type TestContext } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
@@ -68,6 +71,19 @@ describe('group commit of durable calls under kill -9', () => {
     'folder bucket: every acknowledged durable call of 64 in flight on one actor survives a kill -9 of its holder',
     { timeout: 240_000 },
     (t) => withCluster(t, 'gc-fs', (c) => killUnderGroupCommit(t, c, 'gc/Probe/hot')),
+  );
+
+  it(
+    'SQLite bucket: every acknowledged durable call of 64 in flight on one actor survives a kill -9 of its holder',
+    { timeout: 240_000 },
+    async (t) => {
+      const dir = mkdtempSync(join(tmpdir(), 'kw-gc-sqlite-'));
+      try {
+        await withCluster(t, 'gc-sqlite', (c) => killUnderGroupCommit(t, c, 'gc/Probe/hot'), `sqlite:${join(dir, 'bucket.db')}`);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
   );
 
   it(
