@@ -133,6 +133,14 @@ describe('keepwork CLI', () => {
     }
   });
 
+  it('a SQLite bucket that does not exist is refused by a bucket command, not created', () => {
+    const file = join(tmpdir(), `kw-cli-nothing-${process.pid}.db`);
+    const r = spawnSync(process.execPath, [...CLI, 'status', '--bucket', `sqlite:${file}`], { encoding: 'utf8' });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, new RegExp(`no bucket at ${file} \\(the SQLite file does not exist\\)`));
+    assert.equal(existsSync(file), false);
+  });
+
   it('bucket commands default to the bucket inside --data', () => {
     const data = join(tmpdir(), `kw-cli-nothing-${process.pid}`);
     const r = spawnSync(process.execPath, [...CLI, 'status', '--data', data], { encoding: 'utf8' });
