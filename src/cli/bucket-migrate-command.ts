@@ -1,13 +1,15 @@
 /**
  * `keepwork bucket migrate --bucket <folder>`: converts a folder bucket written by an older
  * keepwork to the current on-disk format (src/store/fs-migrate.ts). Run it once with every node
- * that uses the bucket stopped; re-running it is harmless. S3 buckets have no on-disk format.
+ * that uses the bucket stopped; re-running it is harmless. S3 and SQLite buckets have no such format.
  */
 import { BadRequest } from '../core/errors.js';
 import { FS_FORMAT, migrateFsBucket, parseFsUrl } from '../store/fs.js';
+import { SQLITE_SCHEME } from '../store/sqlite.js';
 
 export function bucketMigrateCommand(o: { bucket: string }): void {
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(o.bucket) && !/^file:\/\//i.test(o.bucket))
+  const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(o.bucket) && !/^file:\/\//i.test(o.bucket);
+  if (url || o.bucket.startsWith(SQLITE_SCHEME))
     throw new BadRequest(`only folder buckets have an on-disk format to convert; ${o.bucket} is not one`);
   const root = parseFsUrl(o.bucket);
   const { from, moved } = migrateFsBucket(root);

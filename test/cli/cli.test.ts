@@ -133,6 +133,14 @@ describe('keepwork CLI', () => {
     }
   });
 
+  it('bucket migrate refuses a SQLite bucket (it has no on-disk format to convert)', () => {
+    const r = spawnSync(process.execPath, [...CLI, 'bucket', 'migrate', '--bucket', `sqlite:${join(tmpdir(), 'kw-cli-migrate.db')}`], {
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /only folder buckets have an on-disk format to convert/);
+  });
+
   it('a SQLite bucket that does not exist is refused by a bucket command, not created', () => {
     const file = join(tmpdir(), `kw-cli-nothing-${process.pid}.db`);
     const r = spawnSync(process.execPath, [...CLI, 'status', '--bucket', `sqlite:${file}`], { encoding: 'utf8' });
