@@ -4,14 +4,13 @@
  * that uses the bucket stopped; re-running it is harmless. S3 and SQLite buckets have no such format.
  */
 import { BadRequest } from '../core/errors.js';
-import { FS_FORMAT, migrateFsBucket, parseFsUrl } from '../store/fs.js';
-import { SQLITE_SCHEME } from '../store/sqlite.js';
+import { FS_FORMAT, migrateFsBucket } from '../store/fs.js';
+import { localBucket } from '../store/open.js';
 
 export function bucketMigrateCommand(o: { bucket: string }): void {
-  const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(o.bucket) && !/^file:\/\//i.test(o.bucket);
-  if (url || o.bucket.startsWith(SQLITE_SCHEME))
-    throw new BadRequest(`only folder buckets have an on-disk format to convert; ${o.bucket} is not one`);
-  const root = parseFsUrl(o.bucket);
+  const local = localBucket(o.bucket);
+  if (local?.kind !== 'folder') throw new BadRequest(`only folder buckets have an on-disk format to convert; ${o.bucket} is not one`);
+  const root = local.path;
   const { from, moved } = migrateFsBucket(root);
   if (from === FS_FORMAT) console.log(`${root} is already in on-disk format ${FS_FORMAT}; nothing to do`);
   else console.log(`${root}: on-disk format ${from} → ${FS_FORMAT}, ${moved} folders and objects moved`);

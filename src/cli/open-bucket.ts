@@ -6,21 +6,14 @@
  */
 import { existsSync } from 'node:fs';
 import { BadRequest } from '../core/errors.js';
-import { parseFsUrl } from '../store/fs.js';
-import { openStore, type OpenStoreDeps } from '../store/open.js';
-import { parseSqliteUrl, SQLITE_SCHEME } from '../store/sqlite.js';
+import { localBucket, openStore, type OpenStoreDeps } from '../store/open.js';
 import type { ObjectStore } from '../store/types.js';
 
 export function openExistingBucket(url: string, deps: OpenStoreDeps = {}): ObjectStore {
-  if (typeof url === 'string' && url.startsWith(SQLITE_SCHEME)) {
-    const file = parseSqliteUrl(url);
-    if (!existsSync(file)) throw new BadRequest(`no bucket at ${file} (the SQLite file does not exist); check --bucket`);
-    return openStore(url, deps);
-  }
-  const isFolder = typeof url === 'string' && url !== 'memory:' && (/^file:\/\//i.test(url) || !/^[a-z][a-z0-9+.-]*:\/\//i.test(url));
-  if (isFolder) {
-    const root = parseFsUrl(url);
-    if (!existsSync(root)) throw new BadRequest(`no bucket at ${root} (the folder does not exist); check --bucket`);
+  const local = typeof url === 'string' ? localBucket(url) : null;
+  if (local && !existsSync(local.path)) {
+    const what = local.kind === 'folder' ? 'the folder' : 'the SQLite file';
+    throw new BadRequest(`no bucket at ${local.path} (${what} does not exist); check --bucket`);
   }
   return openStore(url, deps);
 }

@@ -86,7 +86,7 @@ export class HoldTable {
    * True once per hold this table created (`If-None-Match: *` landed: no hold existed): for the
    * first event to run under it. Only an actor's holder writes its chain and holds are never
    * deleted, so no node has ever written that actor's chain, and that event's worker need not
-   * list it (docs/architecture.md, "Holds"). Every later event lists it as usual.
+   * list it (docs/architecture.md, "A request"). Every later event lists it as usual.
    */
   claimCreated(a: ActorAddress): boolean {
     const mine = this.mine.get(formatAddress(a));

@@ -106,7 +106,7 @@ export async function install(
   if (mode.kind !== 'match') {
     const linked = linkNew(temp, target, key, config.folderRacesMax);
     if (!linked.exists) return linked.createdFrom;
-    if (mode.kind === 'create') throw new PreconditionFailed(`put ${key} with ifNoneMatch "*": the object exists`, { details: { key } });
+    if (mode.kind === 'create') throw createFailed(key);
     createdFrom = linked.createdFrom;
   }
   const held = mode.kind === 'match' ? readCurrent(target, mode.etag, key) : undefined;
@@ -210,7 +210,13 @@ export async function syncAfterWrite(
   }
 }
 
-function mismatch(key: string, expected: string, current: string | null): InstanceType<typeof PreconditionFailed> {
+/** A create (`ifNoneMatch: '*'`) that found the object. */
+export function createFailed(key: string): InstanceType<typeof PreconditionFailed> {
+  return new PreconditionFailed(`put ${key} with ifNoneMatch "*": the object exists`, { details: { key } });
+}
+
+/** An ifMatch whose etag is not the object's (`current`; null: there is none). */
+export function mismatch(key: string, expected: string, current: string | null): InstanceType<typeof PreconditionFailed> {
   const now = current === null ? 'the object does not exist' : `its etag is ${current}`;
   return new PreconditionFailed(`put ${key} with ifMatch ${expected}: ${now}`, { details: { key, expected, current } });
 }

@@ -40,6 +40,17 @@ export interface OpenStoreDeps {
   random?: Random;
 }
 
+/**
+ * The bucket on this machine's disk a URL names — a folder (FsStore) or a SQLite file — with its
+ * path; null for any other URL (s3://, an unknown scheme, `memory:`, `latency+…`). The CLI uses it
+ * to tell a missing bucket from a typo before opening anything.
+ */
+export function localBucket(url: string): { kind: 'folder' | 'sqlite'; path: string } | null {
+  if (url.startsWith(SQLITE_SCHEME)) return { kind: 'sqlite', path: parseSqliteUrl(url) };
+  if (url === 'memory:' || (/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && !/^file:\/\//i.test(url))) return null;
+  return { kind: 'folder', path: parseFsUrl(url) };
+}
+
 export function openStore(url: string, deps: OpenStoreDeps = {}): ObjectStore {
   if (typeof url !== 'string' || url.trim() === '') throw new BadConfig('bucket must be a URL or a path, got an empty value');
   const clock = deps.clock ?? new SystemClock();
@@ -50,19 +61,17 @@ export function openStore(url: string, deps: OpenStoreDeps = {}): ObjectStore {
   if (url === 'memory:') return new MemoryStore({ clock });
   const shared = sharedMemoryName(url);
   if (shared !== null) return openSharedMemory(shared, clock);
-  if (url.startsWith(SQLITE_SCHEME)) {
-    const config = deps.config ?? resolveOptions();
-    return new SqliteStore(parseSqliteUrl(url), { lockWaitMs: config.storeRequestTimeoutMs }, clock);
-  }
   if (url.startsWith('s3://')) {
     return new S3Store({ ...parseS3Url(url), config: deps.config ?? resolveOptions(), random: deps.random ?? new SystemRandom(), clock });
   }
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && !url.startsWith('file://')) {
+  const local = localBucket(url);
+  if (local === null) {
     throw new BadConfig(`bucket URL scheme not supported: ${JSON.stringify(url)}; use file://, s3://, sqlite: or a path`);
   }
   const config = deps.config ?? resolveOptions();
+  if (local.kind === 'sqlite') return new SqliteStore(local.path, { lockWaitMs: config.storeRequestTimeoutMs }, clock);
   return new FsStore(
-    parseFsUrl(url),
+    local.path,
     { lockWaitMs: config.storeRequestTimeoutMs, attemptsMax: config.storeAttemptsMax, retryBaseMs: config.storeRetryBaseMs },
     clock,
   );

@@ -32,10 +32,10 @@ import Database from 'better-sqlite3';
 import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Clock } from '../core/clock.js';
-import { AmbiguousWrite, BadConfig, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
+import { AmbiguousWrite, BadConfig, StoreUnavailable } from '../core/errors.js';
 import { etagOf } from './etag.js';
 import { fsyncDoesNothing, fsyncFd, sleepOn } from './fs-io.js';
-import { modeOf, type Mode } from './fs-write.js';
+import { createFailed, mismatch, modeOf, type Mode } from './fs-write.js';
 import { compareKeys, pageOf, resolveList, validateKey } from './keys.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from './types.js';
 
@@ -277,12 +277,8 @@ export class SqliteStore implements ObjectStore {
     const { key, mode } = w;
     if (mode.kind !== 'any') {
       const current = this.#stmt.etag.get(key)?.etag ?? null;
-      if (mode.kind === 'create' && current !== null)
-        return new PreconditionFailed(`put ${key} with ifNoneMatch "*": the object exists`, { details: { key } });
-      if (mode.kind === 'match' && current !== mode.etag) {
-        const now = current === null ? 'the object does not exist' : `its etag is ${current}`;
-        return new PreconditionFailed(`put ${key} with ifMatch ${mode.etag}: ${now}`, { details: { key, expected: mode.etag, current } });
-      }
+      if (mode.kind === 'create' && current !== null) return createFailed(key);
+      if (mode.kind === 'match' && current !== mode.etag) return mismatch(key, mode.etag, current);
     }
     this.#stmt.upsert.run(key, w.etag, w.body);
     return undefined;
