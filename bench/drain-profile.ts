@@ -78,6 +78,7 @@ try {
   const t0 = Date.now();
   console.log(`node b started ${Math.round(performance.now())} ms after the process (profile-summary --skip-ms)`);
   const cpu0 = process.cpuUsage();
+  const usage0 = process.resourceUsage();
   const threads0 = threadCpu();
   // The counter itself, not the whole /metrics text: rendering that every 100 ms would be the
   // bench's own cost on the node's main thread.
@@ -85,6 +86,7 @@ try {
   while ((await ranSoFar()) < K) await new Promise((r) => setTimeout(r, 100));
   const t1 = Date.now();
   const cpu = process.cpuUsage(cpu0);
+  const usage = process.resourceUsage();
   const threads = cpuSince(threads0);
   const since = Math.max(t0, at + LEASE.leasePeriodMs + LEASE.graceMs);
   const text = await b.metricsText();
@@ -95,6 +97,12 @@ try {
   console.log(
     `CPU of node b's process (all threads) from its start: ${((cpu.user + cpu.system) / 1000 / K).toFixed(2)} ms per alarm ` +
       `(user ${(cpu.user / 1000 / K).toFixed(2)}, system ${(cpu.system / 1000 / K).toFixed(2)}); peak RSS ${Math.round(process.resourceUsage().maxRSS / 1024)} MB`,
+  );
+  const perAlarm = (k: 'minorPageFault' | 'voluntaryContextSwitches' | 'involuntaryContextSwitches') =>
+    ((usage[k] - usage0[k]) / K).toFixed(1);
+  console.log(
+    `  per alarm: ${perAlarm('minorPageFault')} page faults, ${perAlarm('voluntaryContextSwitches')} voluntary and ` +
+      `${perAlarm('involuntaryContextSwitches')} involuntary context switches (the process)`,
   );
   console.log(`  CPU per alarm by thread: ${threads.map((t) => `${t.thread} ${(t.ms / K).toFixed(2)}`).join(', ')}`);
   for (const [, op, area, thread, n] of rows)

@@ -22,7 +22,9 @@
  *                  more while the bucket's latency is the limit)
  *     ceiling      the store's own ops/s at that concurrency (bench/support/ceiling.ts)
  *                  priced by those requests; drain rate (all nodes) / ceiling
- *     cpu, rss     each survivor's CPU seconds during the drain and peak RSS (VmHWM)
+ *     cpu, rss     each survivor's CPU seconds during the drain and peak RSS (VmHWM); CPU ms per
+ *                  alarm of all threads, of the main threads alone, and over the drain's second
+ *                  half (past K/2 delivered: without the first seconds' compiling, secondHalfCpu)
  *     BullMQ       K due delayed jobs, M worker processes, one SQLite write each (bench/peer-bullmq)
  *
  *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,latency,s3,sqlite] [--latency-ms 20] [--mode adr,adaptive,tuned] [--threads 2] [--set name=value …] [--no-peer] [--out drain] [--append] [--reprice]
@@ -145,7 +147,13 @@ export interface DrainRow {
   ratioToBullmq?: number;
   cpuSecPerNode: number[];
   cpuPercentPerNode: number[];
+  /** The survivors' main threads alone (absent from results written before it was measured). */
+  mainThreadCpuSecPerNode?: number[];
+  /** CPU ms per alarm over the drain's second half (secondHalfCpu). */
+  cpuMsPerAlarmSecondHalf?: number;
   peakRssMbPerNode: number[];
+  /** [seconds since T, CPU s of the survivors since the watch began] */
+  cpuCurve?: [number, number][];
   /** [seconds since T, alarms ran] */
   curve: [number, number][];
 }
@@ -262,6 +270,8 @@ interface Sample {
   ran: number;
   /** The most deliveries running on one survivor (keepwork_deliveries_running) at this sample. */
   inFlight: number;
+  /** CPU ms of the survivors so far (all their threads, summed). */
+  cpuMs: number;
 }
 
 /** Scrapes every survivor until K alarms ran and the index is empty; the drain curve. */
@@ -285,7 +295,7 @@ async function watchDrain(
     const scrapes = await Promise.all(survivors.map((s) => scrape(s.url)));
     const ran = scrapes.reduce((n, s) => n + total(s, 'keepwork_alarm_deliveries_total', 'outcome="ran"'), 0);
     const inFlight = Math.max(...scrapes.map((s) => total(s, 'keepwork_deliveries_running')));
-    samples.push({ t: Date.now(), ran, inFlight });
+    samples.push({ t: Date.now(), ran, inFlight, cpuMs: survivors.reduce((ms, s) => ms + cpuMs(s.pid), 0) });
     bar.update(ran, `${Math.round((Date.now() - at) / 100) / 10} s since T`);
     if (ran >= k && (await pendingEntries(c.store())) === 0) {
       bar.done(`drained ${round((Date.now() - at) / 1000, 1)} s after T`);
@@ -293,6 +303,18 @@ async function watchDrain(
     }
     if (Date.now() > at + boundMs) throw new Error(`${label}: ${ran} of ${k} alarms ran ${boundMs} ms after their time`);
   }
+}
+
+/**
+ * CPU ms per alarm from the first sample past half the alarms to the last one: a drain in a fresh
+ * process pays for compiling its hot path (V8's optimising compiler, in each isolate) in its
+ * first seconds, and this leaves that out. NaN when the samples do not span it.
+ */
+function secondHalfCpu(samples: Sample[], k: number): number {
+  const from = samples.find((s) => s.ran >= k / 2);
+  const to = samples.at(-1);
+  if (!from || !to || to.ran <= from.ran) return NaN;
+  return round((to.cpuMs - from.cpuMs) / (to.ran - from.ran), 2);
 }
 
 /** Deliveries running on a survivor, on average over the samples taken while alarms ran (at least 1). */
@@ -349,10 +371,12 @@ async function run(storeKind: string, mode: Mode, k: number, m: number): Promise
     const { at, copyEnd } = await makeBacklog(c, a!, actors);
     const before = await Promise.all(survivors.map((s) => scrape(s.url)));
     const cpu0 = survivors.map((s) => cpuMs(s.pid));
+    const mainCpu0 = survivors.map((s) => cpuMs(s.pid, s.pid));
     const t0 = Date.now();
     const { samples, drainedAt } = await watchDrain(c, survivors, k, at, `${storeKind} ${MODES[mode].label} K=${k} M=${m}`);
     const after = await Promise.all(survivors.map((s) => scrape(s.url)));
     const cpuSec = survivors.map((s, i) => (cpuMs(s.pid) - cpu0[i]!) / 1000);
+    const mainCpuSec = survivors.map((s, i) => (cpuMs(s.pid, s.pid) - mainCpu0[i]!) / 1000);
     const rss = survivors.map((s) => peakRssMb(s.pid));
     const wallS = (Date.now() - t0) / 1000;
     const exact = k <= READBACK_MAX ? await readBack(survivors[0]!, actors) : undefined;
@@ -363,7 +387,26 @@ async function run(storeKind: string, mode: Mode, k: number, m: number): Promise
     const inFlight = samples.some((x) => x.inFlight > 0) ? meanInFlight(samples) : fixed;
     const rates = await ratesFor(storeKind, c, inFlight);
     failed = false;
-    return summarize({ storeKind, mode, k, m, at, copyEnd, drainedAt, samples, before, after, cpuSec, wallS, rss, exact, rates, inFlight });
+    return summarize({
+      storeKind,
+      mode,
+      k,
+      m,
+      at,
+      copyEnd,
+      drainedAt,
+      samples,
+      before,
+      after,
+      cpuSec,
+      mainCpuSec,
+      cpu0Ms: cpu0.reduce((a, b) => a + b, 0),
+      wallS,
+      rss,
+      exact,
+      rates,
+      inFlight,
+    });
   } finally {
     await disposeCluster(c, failed);
   }
@@ -381,6 +424,9 @@ interface RunData {
   before: Scrape[];
   after: Scrape[];
   cpuSec: number[];
+  mainCpuSec: number[];
+  /** The survivors' CPU ms (summed) when the watch began. */
+  cpu0Ms: number;
   wallS: number;
   rss: number[];
   exact: { firedAt: number[]; duplicates: number } | undefined;
@@ -440,8 +486,11 @@ function summarize(d: RunData): DrainRow {
     ratioToCeiling: round(k / burstS / ceil, 3),
     cpuSecPerNode: d.cpuSec.map((s) => round(s, 1)),
     cpuPercentPerNode: d.cpuSec.map((s) => Math.round((100 * s) / d.wallS)),
+    mainThreadCpuSecPerNode: d.mainCpuSec.map((s) => round(s, 1)),
+    cpuMsPerAlarmSecondHalf: secondHalfCpu(d.samples, k),
     peakRssMbPerNode: d.rss,
     curve: [[0, 0], ...d.samples.map((s): [number, number] => [round((s.t - at) / 1000, 2), s.ran])],
+    cpuCurve: d.samples.map((s): [number, number] => [round((s.t - at) / 1000, 2), round((s.cpuMs - d.cpu0Ms) / 1000, 2)]),
   };
 }
 

@@ -27,6 +27,8 @@ export function mainRows(rows: DrainRow[]): Record<string, unknown>[] {
     'keepwork/BullMQ': r.ratioToBullmq ?? '',
     'cpu s per node': r.cpuSecPerNode.join(' '),
     'cpu ms/alarm': round((1000 * r.cpuSecPerNode.reduce((a, b) => a + b, 0)) / r.K, 2),
+    'main thread': r.mainThreadCpuSecPerNode ? round((1000 * r.mainThreadCpuSecPerNode.reduce((a, b) => a + b, 0)) / r.K, 2) : '',
+    '2nd half': r.cpuMsPerAlarmSecondHalf ?? '',
     'peak RSS MB': r.peakRssMbPerNode.join(' '),
   }));
 }

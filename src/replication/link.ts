@@ -11,7 +11,7 @@
  * changed since the previous link (wal.ts); a tombstone's is empty. `decodeLink` verifies the
  * magic, the version, the header's fields and the checksum, and throws `CorruptLink` otherwise.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { deflateSync, inflateSync, type ZlibOptions } from 'node:zlib';
 import { CorruptLink } from '../core/errors.js';
 
@@ -47,19 +47,14 @@ export function encodeLink(fields: Omit<LinkHeader, 'v' | 'size' | 'sha256'>, pa
   const len = Buffer.alloc(4);
   len.writeUInt32BE(json.length);
   const unsealed = Buffer.concat([MAGIC, len, json, deflateSync(payload, { level: 3 })]);
-  return Buffer.concat([unsealed, createHash('sha256').update(unsealed).digest()]);
+  return Buffer.concat([unsealed, hash('sha256', unsealed, 'buffer')]);
 }
 
 export function decodeLink(body: Uint8Array, expectSeq?: number): Link {
   const sealed = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (sealed.length < 8 + SEAL || !sealed.subarray(0, 4).equals(MAGIC)) throw new CorruptLink('not a keepwork link (bad magic)');
   const buf = sealed.subarray(0, sealed.length - SEAL);
-  if (
-    !createHash('sha256')
-      .update(buf)
-      .digest()
-      .equals(sealed.subarray(sealed.length - SEAL))
-  )
+  if (!hash('sha256', buf, 'buffer').equals(sealed.subarray(sealed.length - SEAL)))
     throw new CorruptLink('link checksum mismatch (damaged in storage or transit)');
   const len = buf.readUInt32BE(4);
   if (len > HEADER_MAX || 8 + len > buf.length) throw new CorruptLink(`link header length ${len} is out of range`);
@@ -104,6 +99,7 @@ function parseHeader(bytes: Buffer): LinkHeader {
   return h as LinkHeader;
 }
 
+/** One-shot (`crypto.hash`): a Hash object per call cost about as much as hashing a small link. */
 function sha256(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
+  return hash('sha256', bytes, 'hex');
 }

@@ -2,10 +2,10 @@
  * Etags of the local stores: the MD5 of the body in lowercase hex, as S3 computes it for a
  * single-part upload, so equal bodies have equal etags in every store.
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 export function etagOf(body: Uint8Array): string {
-  return createHash('md5').update(body).digest('hex');
+  return hash('md5', body, 'hex'); // one-shot: no Hash object per request
 }
 
 /** Strips the double quotes S3 puts around etags (and W/ weak prefixes, which S3 never sends). */
