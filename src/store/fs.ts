@@ -139,7 +139,7 @@ export class FsStore implements ObjectStore {
     );
     const dirs = [...new Set(removed.map((t) => t.dir))];
     if (this.#fsync) await this.#guard('delete', what, () => Promise.all(dirs.map((d) => this.#syncs.sync(d))));
-    for (const dir of dirs) this.#pruneEmpty(dir);
+    this.#pruneEmpty(dirs);
   }
 
   async list(options?: ListOptions): Promise<ListPage> {
@@ -198,13 +198,29 @@ export class FsStore implements ObjectStore {
     });
   }
 
-  /** Removes folders a delete left empty, up to (not including) the root. */
-  #pruneEmpty(dir: string): void {
-    for (let d = dir; d.startsWith(this.root + path.sep); d = path.dirname(d)) {
-      try {
-        fs.rmdirSync(d);
-      } catch {
-        return; // ENOTEMPTY, ENOENT (a racing delete), anything else: leave it
+  /**
+   * Removes folders a batch of deletes left empty, up to (not including) the root: the deepest
+   * first, so each folder is tried once, after every folder of the batch inside it. (Walking up
+   * from each folder in turn tried a parent the batch's folders share once per folder: a failed
+   * rmdir — a thrown error — per index entry a delivery deleted.)
+   */
+  #pruneEmpty(dirs: readonly string[]): void {
+    const byDepth = new Map<number, Set<string>>();
+    const candidate = (dir: string) => {
+      if (!dir.startsWith(this.root + path.sep)) return;
+      const depth = dir.split(path.sep).length;
+      const level = byDepth.get(depth) ?? new Set<string>();
+      byDepth.set(depth, level.add(dir));
+    };
+    dirs.forEach(candidate);
+    for (let depth = Math.max(0, ...byDepth.keys()); depth > 0; depth--) {
+      for (const dir of byDepth.get(depth) ?? []) {
+        try {
+          fs.rmdirSync(dir);
+        } catch {
+          continue; // ENOTEMPTY, ENOENT (a racing delete), anything else: leave it and its parents
+        }
+        candidate(path.dirname(dir));
       }
     }
   }

@@ -141,6 +141,20 @@ describe('fs store: on-disk mapping', () => {
     });
   });
 
+  it('a batch delete removes every folder it emptied, at any depth, and keeps the ones still holding objects', async () => {
+    await withStore(async (store, root) => {
+      const keys = ['x/a/1', 'x/a/2', 'x/b/c/d/3', 'x/b/4', 'x/keep/5', 'y/z/6'];
+      for (const k of keys) await store.put(k, text(k));
+      await store.deleteMany(['y/z/6', 'x/b/4', 'x/a/1', 'x/b/c/d/3', 'x/a/2']);
+      assert.deepEqual(await allKeys(store), ['x/keep/5']);
+      for (const gone of ['x/a', 'x/b', 'y']) assert.ok(!existsSync(join(root, gone)), `${gone} was emptied and is removed`);
+      assert.ok(existsSync(join(root, 'x', 'keep', '5~')), 'a folder still holding an object stays');
+      await store.deleteMany(['x/keep/5']);
+      assert.ok(!existsSync(join(root, 'x')), 'emptied up to the root');
+      assert.ok(existsSync(root), 'the root stays');
+    });
+  });
+
   it('holds segments longer than a file name, in order, with conditional writes', async () => {
     await withStore(async (store) => {
       const hex = 'ab'.repeat(500); // a 1000-char segment: 5 pieces
