@@ -93,7 +93,11 @@ export async function writeTemp(tempDir: string, body: Uint8Array, fsync: boolea
   return file;
 }
 
-/** Makes the temp file the object; returns the first folder it had to create, if any. */
+/**
+ * Makes the temp file the object. `createdFrom`: the first folder it had to create, if any;
+ * `renamed`: the temp file became the object (a replace), so there is none left to remove (a
+ * create links it, and the caller removes it).
+ */
 export async function install(
   temp: string,
   target: Target,
@@ -101,11 +105,11 @@ export async function install(
   key: string,
   lock: HostLock,
   config: FsConfig,
-): Promise<string | undefined> {
+): Promise<{ createdFrom?: string; renamed: boolean }> {
   let createdFrom: string | undefined;
   if (mode.kind !== 'match') {
     const linked = linkNew(temp, target, key, config.folderRacesMax);
-    if (!linked.exists) return linked.createdFrom;
+    if (!linked.exists) return { createdFrom: linked.createdFrom, renamed: false };
     if (mode.kind === 'create') throw createFailed(key);
     createdFrom = linked.createdFrom;
   }
@@ -113,7 +117,7 @@ export async function install(
   try {
     const expected = mode.kind === 'match' ? mode.etag : undefined;
     const made = await lock.run(() => replaceLocked(temp, target, expected, held, key, config.folderRacesMax), config.lockWaitMs);
-    return made ?? createdFrom;
+    return { createdFrom: made ?? createdFrom, renamed: true };
   } finally {
     if (held) fs.closeSync(held.fd);
   }

@@ -111,11 +111,14 @@ export class FsStore implements ObjectStore {
     const mode = modeOf(condition);
     if (!(body instanceof Uint8Array)) throw new BadRequest(`put ${key}: body must be a Uint8Array`);
     const temp = await this.#guard('put', key, () => writeTemp(this.#tempDir, body, this.#fsync));
+    let renamed = false;
     try {
-      const createdFrom = await this.#guard('put', key, () => install(temp, target, mode, key, this.#lock, this.#config));
-      if (this.#fsync) await syncAfterWrite(this.#syncs, this.root, target, createdFrom, key);
+      const made = await this.#guard('put', key, () => install(temp, target, mode, key, this.#lock, this.#config));
+      renamed = made.renamed;
+      if (this.#fsync) await syncAfterWrite(this.#syncs, this.root, target, made.createdFrom, key);
     } finally {
-      unlinkQuiet(temp);
+      // A replace renamed the temp file into place: an unlink would only fail (a thrown ENOENT per hold PUT).
+      if (!renamed) unlinkQuiet(temp);
     }
     return { etag: etagOf(body) };
   }

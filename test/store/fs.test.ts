@@ -248,6 +248,8 @@ describe('fs store: temp files and foreign files', () => {
       await assert.rejects(store.put('t', text('3'), { ifMatch: etag }), { code: ErrorCode.PreconditionFailed });
       await assert.rejects(store.put('t', text('4'), { ifNoneMatch: '*' }), { code: ErrorCode.PreconditionFailed });
       await store.put('u', text('5'), { ifNoneMatch: '*' });
+      await store.put('u', text('6')); // an unconditional replace
+      await store.put('v', text('7')); // an unconditional create
       assert.deepEqual(readdirSync(join(root, TEMP_DIR_NAME)), []);
     });
   });
