@@ -2,8 +2,8 @@
  * The JSON behind the status page (GET /v1/status), and the sampler that fills the node's
  * StatusFeed while the HTTP server runs:
  *
- *   every STATUS_SAMPLE_MS ─▶ metricsText() (refreshes the gauges) ─▶ backlog, index lag, held,
- *                             timer ─▶ feed.sample()
+ *   every STATUS_SAMPLE_MS ─▶ the node's backlog, held actors and timer, the index-lag gauge
+ *                             ─▶ feed.sample()
  *   GET /v1/status ─▶ { health, node, nodes (+ holds per node), tenants (each index), samples,
  *                       deliveries, failures, totals }
  *
@@ -75,11 +75,14 @@ export class StatusView {
     clearInterval(this.sampler);
   }
 
+  /**
+   * Reads the node and the index-lag gauge (set by each sweep), not the rendered metrics: the whole
+   * registry as text every second was most of an idle node's main-thread CPU after the event-loop
+   * monitor.
+   */
   async sample(): Promise<void> {
-    await this.node.metricsText(); // refreshes the gauges it reports
-    const m = this.node.metrics;
-    const lag = (await m.indexLag.get()).values.reduce((max, v) => Math.max(max, v.value), 0);
-    const backlog = (await m.deliveryBacklog.get()).values[0]?.value ?? 0;
+    const lag = (await this.node.metrics.indexLag.get()).values.reduce((max, v) => Math.max(max, v.value), 0);
+    const backlog = this.node.deliveryBacklog();
     this.feed.sample({ atMs: this.now(), backlog, lagSeconds: lag, held: this.node.heldActors(), timer: this.node.pendingAlarms() });
   }
 

@@ -75,6 +75,8 @@ export interface KeepworkNode {
 export interface RoutingNode extends KeepworkNode {
   /** Prometheus text of this node's metrics. */
   metricsText(): Promise<string>;
+  /** Alarm deliveries queued or running on this node (keepwork_delivery_backlog). */
+  deliveryBacklog(): number;
   readonly metrics: NodeMetrics;
   /**
    * An index entry the sweep found overdue: delivered through the timer (its backoff horizon

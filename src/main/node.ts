@@ -169,6 +169,10 @@ export class Node implements RoutingNode {
     return this.membership.holds.heldCount();
   }
 
+  deliveryBacklog(): number {
+    return this.delivery.backlog();
+  }
+
   refillTimer(dataDir: string): void {
     this.dataDir = dataDir;
     let n = 0;
@@ -190,7 +194,7 @@ export class Node implements RoutingNode {
     this.metrics.pendingAlarms.set(this.delivery.size);
     this.metrics.heldActors.set(this.membership.holds.heldCount());
     this.metrics.countHoldTakes(this.membership.holds.takes);
-    this.metrics.deliveryBacklog.set(this.delivery.backlog());
+    this.metrics.deliveryBacklog.set(this.deliveryBacklog());
     this.metrics.deliveryConcurrency.set(this.delivery.concurrency);
     this.metrics.deliveriesRunning.set(this.delivery.running);
     this.metrics.releaseBacklog.set(this.idle.backlog());
