@@ -10,7 +10,7 @@
  *   delta in order, into a temp file the caller moves into place. A gap or a bad link is
  *   `CorruptLink`; nothing local is touched until the whole chain checked out.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Clock } from '../core/clock.js';
 import { ActorGivenUp, CorruptLink, ErrorCode, isKeepworkError } from '../core/errors.js';
@@ -18,6 +18,7 @@ import type { Random } from '../core/random.js';
 import { isTransientStoreError, retry } from '../core/retry.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { sameBytes } from '../store/etag.js';
+import { fsyncPathSync } from '../store/fs-io.js';
 import { listAll } from '../store/keys.js';
 import type { ObjectStore } from '../store/types.js';
 import { decodeLink, type Link, type LinkHeader } from './link.js';
@@ -188,10 +189,5 @@ function writeLinks(outPath: string, links: Fetched[], onProgress?: (done: numbe
 
 /** Makes a file's contents durable before anything (a rename, a sidecar) says it is current. */
 export function fsyncFile(path: string): void {
-  const fd = openSync(path, 'r+');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  fsyncPathSync(path);
 }

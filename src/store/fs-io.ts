@@ -9,7 +9,7 @@
  * than itself in thread handoffs and promise callbacks (docs/benchmarks.md, "The folder bucket's system calls").
  * An fsync waits for the disk, so it stays on the pool and the event loop goes on meanwhile.
  */
-import { closeSync, fsync, openSync, statfsSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsync, fsyncSync, openSync, statfsSync, unlinkSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import type { Clock } from '../core/clock.js';
 
@@ -53,6 +53,16 @@ export function fsyncDoesNothing(path: string): boolean {
 
 /** fsync(2) of an open file on libuv's thread pool. */
 export const fsyncFd: (fd: number) => Promise<void> = promisify(fsync);
+
+/** fsync(2) of a file or folder by path, on this thread (where there is no event loop to yield to: a constructor). */
+export function fsyncPathSync(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 export async function fsyncPath(file: string): Promise<void> {
   const fd = openSync(file, 'r');

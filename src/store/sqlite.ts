@@ -29,12 +29,12 @@
  * `StoreUnavailable` otherwise (nothing applied).
  */
 import Database from 'better-sqlite3';
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Clock } from '../core/clock.js';
 import { AmbiguousWrite, BadConfig, StoreUnavailable } from '../core/errors.js';
 import { etagOf } from './etag.js';
-import { fsyncDoesNothing, fsyncFd, sleepOn } from './fs-io.js';
+import { fsyncDoesNothing, fsyncFd, fsyncPathSync, sleepOn } from './fs-io.js';
 import { createFailed, mismatch, modeOf, type Mode } from './fs-write.js';
 import { compareKeys, pageOf, resolveList, validateKey } from './keys.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from './types.js';
@@ -116,7 +116,7 @@ export class SqliteStore implements ObjectStore {
     // The file and its WAL exist now; their names must be durable before any write is answered
     // (SQLite itself would sync the folder only at its first checkpoint). Once: this connection
     // keeps the WAL from being deleted while it is open.
-    if (this.#fsync && settings.fsyncWal === undefined) fsyncFolder(dirname(path));
+    if (this.#fsync && settings.fsyncWal === undefined) fsyncPathSync(dirname(path));
     this.#stmt = {
       get: this.#db.prepare('SELECT etag, body FROM objects WHERE key = ?'),
       head: this.#db.prepare('SELECT etag, length(body) AS size FROM objects WHERE key = ?'),
@@ -325,15 +325,6 @@ export function prefixEnd(prefix: string): string | null {
     }
   }
   return null;
-}
-
-function fsyncFolder(dir: string): void {
-  const fd = openSync(dir, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 function isBusy(e: unknown): boolean {

@@ -67,20 +67,15 @@ async function runRequest(deps: PipelineDeps, e: Extract<ActorEvent, { type: 're
   if (!hasMethod(def, e.method))
     return failure(new NotFound(`class ${e.address.className} has no method ${JSON.stringify(e.method)}`), null);
   const key = e.idempotencyKey;
-  const take = { chainEmpty: e.chainEmpty === true };
-  if (key !== undefined) return withDb(deps, e.address, true, e.generation ?? 0, (slot) => runOnce(deps, slot, e, def, key), take);
-  return withDb(
-    deps,
-    e.address,
-    true,
-    e.generation ?? 0,
-    (slot) =>
-      inEvent(deps, slot, e.address, 'request', e.durable, async (run) => {
-        await initOnce(deps, slot.db, def, run);
-        return def.methods[e.method]!(run.ctx, ...e.args);
-      }),
-    take,
-  );
+  const use =
+    key !== undefined
+      ? (slot: Slot) => runOnce(deps, slot, e, def, key)
+      : (slot: Slot) =>
+          inEvent(deps, slot, e.address, 'request', e.durable, async (run) => {
+            await initOnce(deps, slot.db, def, run);
+            return def.methods[e.method]!(run.ctx, ...e.args);
+          });
+  return withDb(deps, e.address, true, e.generation ?? 0, use, { chainEmpty: e.chainEmpty === true });
 }
 
 /** A call with an idempotency key: answered from the record, or run and recorded (idempotency.ts). */
