@@ -8,7 +8,8 @@
  *   counted by wrapping the store), and the time from b's start to the last alarm fired.
  *
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K] [tunable=value ...] [--bucket fs|memory|s3|sqlite]
- *   (a CPU profile per thread lands in /tmp/prof; summarise with bench/profile-summary.ts)
+ *   (a CPU profile per thread lands in /tmp/prof; summarise with bench/profile-summary.ts, whose
+ *   --window takes the second half of the drain as printed: a warm node, past its JIT warm-up)
  *
  * --bucket memory: both nodes on one in-memory bucket that every thread of the process shares
  * (`memory:<name>`, src/store/shared-memory.ts), so what is left is the runtime's own cost (and
@@ -83,8 +84,14 @@ try {
   // The counter itself, not the whole /metrics text: rendering that every 100 ms would be the
   // bench's own cost on the node's main thread.
   const ranSoFar = async () => (await b.metrics.deliveries.get()).values.find((v) => v.labels.outcome === 'ran')?.value ?? 0;
-  while ((await ranSoFar()) < K) await new Promise((r) => setTimeout(r, 100));
+  const nowUs = () => process.hrtime.bigint() / 1000n;
+  let halfUs: bigint | undefined;
+  for (let ran = 0; ran < K; ran = await ranSoFar()) {
+    if (halfUs === undefined && ran >= K / 2) halfUs = nowUs();
+    await new Promise((r) => setTimeout(r, 100));
+  }
   const t1 = Date.now();
+  if (halfUs !== undefined) console.log(`second half of the drain: profile-summary --window ${halfUs}-${nowUs()}`);
   const cpu = process.cpuUsage(cpu0);
   const usage = process.resourceUsage();
   const threads = cpuSince(threads0);
