@@ -207,6 +207,8 @@ export interface StartOptions {
   host?: string;
   /** A command the node runs under, e.g. `['ip', 'netns', 'exec', 'ns1']` (it must exec node in place). */
   launcher?: readonly string[];
+  /** Environment variables for this node's process, on top of the test's own. */
+  env?: Readonly<Record<string, string>>;
 }
 
 export interface ProcessOutcome {
@@ -263,7 +265,7 @@ export class Cluster {
   /** Starts a node and resolves once it serves HTTP. */
   async start(nodeId: string, o: StartOptions = {}): Promise<ClusterNode> {
     const logPath = join(this.root, 'logs', `${nodeId}.log`);
-    const child = this.spawn(this.startArgs(nodeId, o), logPath, o.launcher);
+    const child = this.spawn(this.startArgs(nodeId, o), logPath, o.launcher, o.env);
     const node = new ClusterNode(nodeId, o.dataDir ?? join(this.root, nodeId), logPath, child);
     this.nodes.push(node);
     const serving = await new Promise<RegExpExecArray>((resolve, reject) => {
@@ -329,11 +331,16 @@ export class Cluster {
     removeTempDir(this.root);
   }
 
-  private spawn(args: string[], logPath: string, launcher: readonly string[] = []): ChildProcess {
+  private spawn(
+    args: string[],
+    logPath: string,
+    launcher: readonly string[] = [],
+    env: Readonly<Record<string, string>> = {},
+  ): ChildProcess {
     const [file, ...pre] = [...launcher, process.execPath];
     const child = spawn(file!, [...pre, ...args], {
       cwd: REPO,
-      env: { ...process.env, KEEPWORK_LOG_LEVEL: 'info', UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' },
+      env: { ...process.env, KEEPWORK_LOG_LEVEL: 'info', UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.add(child);

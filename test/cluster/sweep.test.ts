@@ -16,6 +16,11 @@
  *                  every alarm still fires at least once within three margins. Twice: stopped
  *                  while delivering its shard (the other meets its holds and fences it), and
  *                  stopped before the alarms are readable (it holds none; nobody fences it)
+ *   mid-drain      kill -9 of a survivor while it delivers its shard (each of its alarm handlers
+ *                  sleeps 20 ms, so the shard lasts seconds): the other survivor delivers the
+ *                  rest; no alarm is lost, and each actor's committed state holds its alarm's
+ *                  row exactly once (a delivery cut off before its upload runs again; one whose
+ *                  link was uploaded is found done)
  *   delivery cap   deliveriesPerSweep=16, 200 orphans, fixed cadence: several sweeps resume
  *                  where the cap stopped, all fire
  *   stuck entries  sweepPageEntries=50, 300 entries of a class no node serves written straight
@@ -31,7 +36,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { after, describe, it, type TestContext } from 'node:test';
-import { parseAddress } from '../../src/core/address.js';
+import { formatAddress, parseAddress } from '../../src/core/address.js';
 import { entryKey, parseEntryKey, tenantPrefix } from '../../src/alarms/keys.js';
 import { shardOwner } from '../../src/alarms/shard.js';
 import { listAll } from '../../src/store/keys.js';
@@ -473,6 +478,55 @@ describe('alarm sweep across real node processes (folder bucket)', () => {
     'nodes that disagree about who is alive, b stopped before the alarms are readable (holding none of them): every alarm fires, within three margins',
     TEST_OPTIONS,
     (t) => sweepCluster(t, 'sweep-disagree2', (c) => disagreement(t, c, 'dit', MARGIN_MS - 1_000)),
+  );
+
+  it(
+    'kill -9 of a survivor in the middle of its drain: the other delivers the rest, no alarm is lost and no committed effect appears twice',
+    TEST_OPTIONS,
+    (t) =>
+      sweepCluster(t, 'sweep-middrain', async (c) => {
+        serveAlarmed(c);
+        const tenant = 'mid';
+        const [a, d] = await c.startAll(['a', 'c'], { set: TIMINGS });
+        // b's alarm handlers each block their worker 20 ms (no CPU): two workers deliver ~100 a
+        // second at most, so b's half of 300 lasts over a second after its first 20.
+        const b = await c.start('b', { set: TIMINGS, env: { KW_TEST_ALARM_SLEEP_MS: '20' } });
+        const actors = names(tenant, 300);
+        const { at, abandoned } = await orphan(c, t, a!, actors);
+        const bRan = () => metric(b, 'keepwork_alarm_deliveries_total', 'outcome="ran"');
+        await waitFor(
+          'b to have run 20 alarms',
+          at + DRAIN_BOUND_MS - Date.now(),
+          async () => ((await bRan()) >= 20 ? true : undefined),
+          20,
+        );
+        await b.killAndWait('SIGKILL');
+        const killedAt = Date.now();
+        const bShard = actors.filter((x) => shardOwner(x, ['b', 'c']) === 'b');
+        const bEntries = new Set(bShard);
+        const left = (await entriesOf(c.store(), tenant)).filter((e) => bEntries.has(formatAddress(e.address))).length;
+
+        await indexDrained(c.store(), tenant, at + DRAIN_BOUND_MS - Date.now());
+        const rows = await readFired(d!, actors, abandoned);
+        assertAllFired(rows, actors, at);
+        report(
+          t,
+          `b killed ${killedAt - at} ms after the due time, ${left} entries of its shard of ${bShard.length} still in the index`,
+          rows,
+          `fired on ${byNode(rows, [a!, b, d!])}`,
+        );
+        // Cut off mid-way: b had run 20 (their uploads may or may not have landed: an alarm's
+        // upload follows its answer) and left part of its shard to c.
+        const byB = actors.filter((_, i) => rows[i]!.some((f) => f.pid === b.pid)).length;
+        assert.ok(byB < bShard.length, `b's ${byB} committed alarms are its whole shard: it was not killed mid-drain`);
+        t.diagnostic(`c: deliveries ${await outcomes(d!)}`);
+        const twice = actors.filter((_, i) => rows[i]!.length > 1);
+        assert.deepEqual(
+          twice.slice(0, 10).map((x) => `${x}: ${JSON.stringify(rows[actors.indexOf(x)])}`),
+          [],
+          `${twice.length} actors hold their alarm's committed row more than once`,
+        );
+      }),
   );
 
   it('resuming after the delivery cap: deliveriesPerSweep=16 and 200 orphans, several sweeps, all fire', TEST_OPTIONS, (t) =>
