@@ -1,9 +1,23 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { ErrorCode } from '../../src/core/errors.js';
 import { DEFAULTS, resolveOptions } from '../../src/core/config.js';
 
 describe('config', () => {
+  it('every tunable has a row in docs/tuning.md', () => {
+    const tuning = readFileSync(new URL('../../docs/tuning.md', import.meta.url), 'utf8');
+    // The names in the first cell of each table row (a row may name two, e.g. `workerThreads`, `workerConcurrency`).
+    const documented = new Set(
+      tuning
+        .split('\n')
+        .filter((line) => line.startsWith('| `'))
+        .flatMap((line) => [...line.split('|')[1]!.matchAll(/`(\w+)`/g)].map((m) => m[1])),
+    );
+    const missing = Object.keys(DEFAULTS).filter((k) => !documented.has(k));
+    assert.deepEqual(missing, [], 'tunables without a row in docs/tuning.md');
+  });
+
   it('holds the documented defaults (docs/tuning.md, docs/alarm-index.md)', () => {
     const c = resolveOptions();
     assert.equal(c.leasePeriodMs, 10_000);
