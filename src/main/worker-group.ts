@@ -21,9 +21,16 @@ export type RunOutcome = BatchOutcome & { final?: Promise<BatchOutcome> };
 
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
 const WORKER_URL = new URL('../workers/event-worker' + (FROM_SOURCE ? '.ts' : '.js'), import.meta.url).href;
-/** Running from TypeScript sources (tsx): workers, and the .ts class modules they load, need tsx too. */
-export const WORKER_EXEC_ARGV =
-  FROM_SOURCE && !process.execArgv.join(' ').includes('tsx') ? [...process.execArgv, '--import', 'tsx'] : process.execArgv;
+/**
+ * The workers' Node options: inherited from the process (undefined), unless it runs the TypeScript
+ * sources without tsx loaded, when the workers, and the .ts class modules they load, need it
+ * added. An explicit list is checked by Node, which refuses V8 options in it: handing the
+ * workers `process.execArgv` made `node --max-old-space-size=512 … keepwork start` fail at its
+ * first worker ("Initiated Worker with invalid execArgv flags"). Inherited, they apply as they
+ * do to the main thread.
+ */
+export const WORKER_EXEC_ARGV: string[] | undefined =
+  FROM_SOURCE && !process.execArgv.join(' ').includes('tsx') ? [...process.execArgv, '--import', 'tsx'] : undefined;
 
 export class WorkerGroup {
   private readonly pools: Piscina[];

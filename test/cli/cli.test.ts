@@ -11,11 +11,24 @@ import { unitOf } from '../../src/cli/tunables-help.js';
 const CLI = ['--import', 'tsx', 'src/cli/cli.ts'];
 
 describe('keepwork CLI', () => {
-  it('start serves the example classes over HTTP and stops cleanly on SIGTERM', async () => {
+  /** `keepwork start` under node with `nodeFlags`: serves a call through its workers, then stops cleanly on SIGTERM. */
+  async function serveOneCallAndStop(nodeFlags: string[]): Promise<void> {
     const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
     const child = spawn(
       process.execPath,
-      [...CLI, 'start', '--data', dir, '--bucket', join(dir, 'bucket'), '--port', '0', '--class', 'Counter=examples/counter.ts'],
+      [
+        ...nodeFlags,
+        ...CLI,
+        'start',
+        '--data',
+        dir,
+        '--bucket',
+        join(dir, 'bucket'),
+        '--port',
+        '0',
+        '--class',
+        'Counter=examples/counter.ts',
+      ],
       {
         env: { ...process.env, KEEPWORK_LOG_LEVEL: 'warn' },
       },
@@ -39,7 +52,14 @@ describe('keepwork CLI', () => {
       child.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }
+
+  it('start serves the example classes over HTTP and stops cleanly on SIGTERM', () => serveOneCallAndStop([]));
+
+  // Node refuses V8 options in a worker's explicit execArgv ("Initiated Worker with invalid
+  // execArgv flags"): the event workers inherit the process's options instead of being given them.
+  it('start under node with a V8 flag (node --max-old-space-size=512 … start) starts its workers and serves', () =>
+    serveOneCallAndStop(['--max-old-space-size=512']));
 
   it('refuses bad arguments with a message and a non-zero exit', () => {
     const bad = spawnSync(process.execPath, [...CLI, 'start', '--port', 'abc'], { encoding: 'utf8' });
