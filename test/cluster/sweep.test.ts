@@ -20,7 +20,8 @@
  *                  sleeps 20 ms, so the shard lasts seconds): the other survivor delivers the
  *                  rest; no alarm is lost, and each actor's committed state holds its alarm's
  *                  row exactly once (a delivery cut off before its upload runs again; one whose
- *                  link was uploaded is found done)
+ *                  link was uploaded is found done). Also on S3 (KEEPWORK_TEST_S3_URL), where
+ *                  the killed node's requests in flight are the server's to finish or drop
  *   delivery cap   deliveriesPerSweep=16, 200 orphans, fixed cadence: several sweeps resume
  *                  where the cap stopped, all fire
  *   stuck entries  sweepPageEntries=50, 300 entries of a class no node serves written straight
@@ -44,6 +45,7 @@ import type { ObjectStore } from '../../src/store/types.js';
 import { decodeNode, nodeKey } from '../../src/leases/records.js';
 import { elapse } from '../helpers/wait.js';
 import { REPO, call, killLeftovers, mustCall, waitFor, withCluster, type Cluster, type ClusterNode } from './harness.js';
+import { emptyBucket, uniqueBucket } from './s3-bucket.js';
 
 after(() => {
   const n = killLeftovers();
@@ -51,6 +53,9 @@ after(() => {
 });
 
 const ALARMED_MODULE = join(REPO, 'test/fixtures/cluster/alarmed.ts');
+/** The mid-drain kill runs on S3 too (scripts/s3-test-server.sh); skipped without it. */
+const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
+const NO_S3 = 'NO S3 SERVER: set KEEPWORK_TEST_S3_URL (bash scripts/s3-test-server.sh up; eval "$(bash scripts/s3-test-server.sh env)")';
 const CLASS = 'Alarmed';
 
 /** The short timings of every test here (and no idle release, from the harness's FAST). */
@@ -353,6 +358,49 @@ async function disagreement(t: TestContext, c: Cluster, tenant: string, stopAfte
   assert.ok(l.max <= boundMs, `an alarm fired ${l.max} ms late; bound ${boundMs} ms (three margins + 3 sweeps + 5 s)`);
 }
 
+/**
+ * a's orphans are drained by b and c; b's alarm handlers sleep, so its shard lasts long enough to
+ * kill it -9 in the middle of it. Every alarm must fire, each actor's committed state must hold
+ * its alarm's row once, and b must have left part of its shard to c.
+ */
+async function killMidDrain(t: TestContext, c: Cluster, tenant: string): Promise<void> {
+  serveAlarmed(c);
+  const [a, d] = await c.startAll(['a', 'c'], { set: TIMINGS });
+  // b's alarm handlers each block their worker 20 ms (no CPU): two workers deliver ~100 a
+  // second at most, so b's half of 300 lasts over a second after its first 20.
+  const b = await c.start('b', { set: TIMINGS, env: { KW_TEST_ALARM_SLEEP_MS: '20' } });
+  const actors = names(tenant, 300);
+  const { at, abandoned } = await orphan(c, t, a!, actors);
+  const bRan = () => metric(b, 'keepwork_alarm_deliveries_total', 'outcome="ran"');
+  await waitFor('b to have run 20 alarms', at + DRAIN_BOUND_MS - Date.now(), async () => ((await bRan()) >= 20 ? true : undefined), 20);
+  await b.killAndWait('SIGKILL');
+  const killedAt = Date.now();
+  const bShard = actors.filter((x) => shardOwner(x, ['b', 'c']) === 'b');
+  const bEntries = new Set(bShard);
+  const left = (await entriesOf(c.store(), tenant)).filter((e) => bEntries.has(formatAddress(e.address))).length;
+
+  await indexDrained(c.store(), tenant, at + DRAIN_BOUND_MS - Date.now());
+  const rows = await readFired(d!, actors, abandoned);
+  assertAllFired(rows, actors, at);
+  report(
+    t,
+    `b killed ${killedAt - at} ms after the due time, ${left} entries of its shard of ${bShard.length} still in the index`,
+    rows,
+    `fired on ${byNode(rows, [a!, b, d!])}`,
+  );
+  // Cut off mid-way: b had run 20 (their uploads may or may not have landed: an alarm's
+  // upload follows its answer) and left part of its shard to c.
+  const byB = actors.filter((_, i) => rows[i]!.some((f) => f.pid === b.pid)).length;
+  assert.ok(byB < bShard.length, `b's ${byB} committed alarms are its whole shard: it was not killed mid-drain`);
+  t.diagnostic(`c: deliveries ${await outcomes(d!)}`);
+  const twice = actors.filter((_, i) => rows[i]!.length > 1);
+  assert.deepEqual(
+    twice.slice(0, 10).map((x) => `${x}: ${JSON.stringify(rows[actors.indexOf(x)])}`),
+    [],
+    `${twice.length} actors hold their alarm's committed row more than once`,
+  );
+}
+
 // 1,000 alarms: about 20 s arming, the lead before they come due (2.5× the arming pace), the margin
 // and the drain; under a loaded run that came to just past 100 s.
 const TEST_OPTIONS = { timeout: 240_000 };
@@ -384,18 +432,23 @@ async function renewedSince(c: Cluster, nodes: ClusterNode[], sinceMs: number): 
 }
 
 /** withCluster, and a failure names any node that stopped as fenced though nobody fenced it. */
-function sweepCluster(t: TestContext, name: string, body: (c: Cluster) => Promise<void>): Promise<void> {
-  return withCluster(t, name, async (c) => {
-    try {
-      await body(c);
-    } catch (e) {
-      const spurious = await selfFenced(c).catch(() => []);
-      if (spurious.length === 0) throw e;
-      throw new Error(`${(e as Error).message}\n(nobody fenced them, yet these nodes stopped as fenced: ${spurious.join(', ')})`, {
-        cause: e,
-      });
-    }
-  });
+function sweepCluster(t: TestContext, name: string, body: (c: Cluster) => Promise<void>, bucket?: string): Promise<void> {
+  return withCluster(
+    t,
+    name,
+    async (c) => {
+      try {
+        await body(c);
+      } catch (e) {
+        const spurious = await selfFenced(c).catch(() => []);
+        if (spurious.length === 0) throw e;
+        throw new Error(`${(e as Error).message}\n(nobody fenced them, yet these nodes stopped as fenced: ${spurious.join(', ')})`, {
+          cause: e,
+        });
+      }
+    },
+    bucket,
+  );
 }
 
 describe('alarm sweep across real node processes (folder bucket)', () => {
@@ -483,50 +536,7 @@ describe('alarm sweep across real node processes (folder bucket)', () => {
   it(
     'kill -9 of a survivor in the middle of its drain: the other delivers the rest, no alarm is lost and no committed effect appears twice',
     TEST_OPTIONS,
-    (t) =>
-      sweepCluster(t, 'sweep-middrain', async (c) => {
-        serveAlarmed(c);
-        const tenant = 'mid';
-        const [a, d] = await c.startAll(['a', 'c'], { set: TIMINGS });
-        // b's alarm handlers each block their worker 20 ms (no CPU): two workers deliver ~100 a
-        // second at most, so b's half of 300 lasts over a second after its first 20.
-        const b = await c.start('b', { set: TIMINGS, env: { KW_TEST_ALARM_SLEEP_MS: '20' } });
-        const actors = names(tenant, 300);
-        const { at, abandoned } = await orphan(c, t, a!, actors);
-        const bRan = () => metric(b, 'keepwork_alarm_deliveries_total', 'outcome="ran"');
-        await waitFor(
-          'b to have run 20 alarms',
-          at + DRAIN_BOUND_MS - Date.now(),
-          async () => ((await bRan()) >= 20 ? true : undefined),
-          20,
-        );
-        await b.killAndWait('SIGKILL');
-        const killedAt = Date.now();
-        const bShard = actors.filter((x) => shardOwner(x, ['b', 'c']) === 'b');
-        const bEntries = new Set(bShard);
-        const left = (await entriesOf(c.store(), tenant)).filter((e) => bEntries.has(formatAddress(e.address))).length;
-
-        await indexDrained(c.store(), tenant, at + DRAIN_BOUND_MS - Date.now());
-        const rows = await readFired(d!, actors, abandoned);
-        assertAllFired(rows, actors, at);
-        report(
-          t,
-          `b killed ${killedAt - at} ms after the due time, ${left} entries of its shard of ${bShard.length} still in the index`,
-          rows,
-          `fired on ${byNode(rows, [a!, b, d!])}`,
-        );
-        // Cut off mid-way: b had run 20 (their uploads may or may not have landed: an alarm's
-        // upload follows its answer) and left part of its shard to c.
-        const byB = actors.filter((_, i) => rows[i]!.some((f) => f.pid === b.pid)).length;
-        assert.ok(byB < bShard.length, `b's ${byB} committed alarms are its whole shard: it was not killed mid-drain`);
-        t.diagnostic(`c: deliveries ${await outcomes(d!)}`);
-        const twice = actors.filter((_, i) => rows[i]!.length > 1);
-        assert.deepEqual(
-          twice.slice(0, 10).map((x) => `${x}: ${JSON.stringify(rows[actors.indexOf(x)])}`),
-          [],
-          `${twice.length} actors hold their alarm's committed row more than once`,
-        );
-      }),
+    (t) => sweepCluster(t, 'sweep-middrain', (c) => killMidDrain(t, c, 'mid')),
   );
 
   it('resuming after the delivery cap: deliveriesPerSweep=16 and 200 orphans, several sweeps, all fire', TEST_OPTIONS, (t) =>
@@ -642,5 +652,21 @@ describe('alarm sweep across real node processes (folder bucket)', () => {
         });
         assert.equal(rows[0]!.scheduled, at);
       }),
+  );
+});
+
+describe('alarm sweep across real node processes (S3 bucket)', () => {
+  it(
+    'kill -9 of a survivor in the middle of its drain: the other delivers the rest, no alarm is lost and no committed effect appears twice',
+    { ...TEST_OPTIONS, skip: S3_URL ? false : NO_S3 },
+    async (t) => {
+      const bucket = uniqueBucket(S3_URL!, 'sweep-middrain');
+      t.diagnostic(`bucket ${bucket}`);
+      try {
+        await sweepCluster(t, 'sweep-middrain-s3', (c) => killMidDrain(t, c, 'mids3'), bucket);
+      } finally {
+        await emptyBucket(bucket);
+      }
+    },
   );
 });
