@@ -17,7 +17,7 @@ import { parseAddress } from '../../src/core/address.js';
 import { listChain } from '../../src/replication/chain.js';
 import { checkBucket, LinkLedger } from './chains.js';
 import { call, FAST, killLeftovers, mustCall, waitFor, withCluster, type Cluster } from './harness.js';
-import { emptyBucket, uniqueBucket } from './s3-bucket.js';
+import { withS3Bucket } from './s3-bucket.js';
 import { describeCall, valueAfterTakeover } from './takeover.js';
 
 const IN_FLIGHT = 64;
@@ -89,14 +89,9 @@ describe('group commit of durable calls under kill -9', () => {
   it(
     'S3 bucket: every acknowledged durable call of 64 in flight on one actor survives a kill -9 of its holder',
     { skip: S3_URL ? false : NO_S3, timeout: 240_000 },
-    async (t) => {
-      const bucket = uniqueBucket(S3_URL!, 'group-commit');
-      t.diagnostic(`bucket ${bucket}`);
-      try {
-        await withCluster(t, 'gc-s3', (c) => killUnderGroupCommit(t, c, 's3/Probe/hot'), bucket);
-      } finally {
-        await emptyBucket(bucket);
-      }
-    },
+    (t) =>
+      withS3Bucket(t, S3_URL!, 'group-commit', (bucket) =>
+        withCluster(t, 'gc-s3', (c) => killUnderGroupCommit(t, c, 's3/Probe/hot'), bucket),
+      ),
   );
 });

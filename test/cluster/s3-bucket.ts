@@ -1,5 +1,6 @@
 /** A prefix of its own on the S3 test server (scripts/s3-test-server.sh), and emptying it afterwards. */
 import { randomBytes } from 'node:crypto';
+import type { TestContext } from 'node:test';
 import { listAll } from '../../src/store/keys.js';
 import { openStore } from '../../src/store/open.js';
 
@@ -18,5 +19,16 @@ export async function emptyBucket(url: string): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) await store.deleteMany(keys.slice(i, i + 1000));
   } finally {
     await store.close();
+  }
+}
+
+/** Runs `body` on a fresh prefix of the S3 test server (named in the test's diagnostics), emptied afterwards whatever happens. */
+export async function withS3Bucket(t: TestContext, base: string, name: string, body: (bucket: string) => Promise<void>): Promise<void> {
+  const bucket = uniqueBucket(base, name);
+  t.diagnostic(`bucket ${bucket}`);
+  try {
+    await body(bucket);
+  } finally {
+    await emptyBucket(bucket);
   }
 }

@@ -15,7 +15,7 @@ import { parseAddress } from '../../src/core/address.js';
 import { checkBucket, describeChain, LinkLedger } from './chains.js';
 import { FAST, killLeftovers, mustCall, withCluster } from './harness.js';
 import { killUnderDurableLoad, valueAfterTakeover } from './takeover.js';
-import { emptyBucket, uniqueBucket } from './s3-bucket.js';
+import { withS3Bucket } from './s3-bucket.js';
 
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
 const SKIP = S3_URL ? false : 'set KEEPWORK_TEST_S3_URL (bash scripts/s3-test-server.sh up; eval "$(bash scripts/s3-test-server.sh env)")';
@@ -29,11 +29,9 @@ describe('cluster of real node processes (S3 bucket)', () => {
   it(
     'kill -9 of the holder: the other node takes over with every acknowledged durable call; a clean stop releases',
     { skip: SKIP, timeout: 90_000 },
-    async (t) => {
-      const bucket = uniqueBucket(S3_URL!);
-      t.diagnostic(`bucket ${bucket}`);
-      try {
-        await withCluster(
+    (t) =>
+      withS3Bucket(t, S3_URL!, 'cluster', (bucket) =>
+        withCluster(
           t,
           's3',
           async (c) => {
@@ -72,10 +70,7 @@ describe('cluster of real node processes (S3 bucket)', () => {
             assert.ok(last.generation > holdBefore!.generation, describeChain(links));
           },
           bucket,
-        );
-      } finally {
-        await emptyBucket(bucket);
-      }
-    },
+        ),
+      ),
   );
 });

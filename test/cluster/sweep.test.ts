@@ -45,7 +45,7 @@ import type { ObjectStore } from '../../src/store/types.js';
 import { decodeNode, nodeKey } from '../../src/leases/records.js';
 import { elapse } from '../helpers/wait.js';
 import { REPO, call, killLeftovers, mustCall, waitFor, withCluster, type Cluster, type ClusterNode } from './harness.js';
-import { emptyBucket, uniqueBucket } from './s3-bucket.js';
+import { withS3Bucket } from './s3-bucket.js';
 
 after(() => {
   const n = killLeftovers();
@@ -659,14 +659,9 @@ describe('alarm sweep across real node processes (S3 bucket)', () => {
   it(
     'kill -9 of a survivor in the middle of its drain: the other delivers the rest, no alarm is lost and no committed effect appears twice',
     { ...TEST_OPTIONS, skip: S3_URL ? false : NO_S3 },
-    async (t) => {
-      const bucket = uniqueBucket(S3_URL!, 'sweep-middrain');
-      t.diagnostic(`bucket ${bucket}`);
-      try {
-        await sweepCluster(t, 'sweep-middrain-s3', (c) => killMidDrain(t, c, 'mids3'), bucket);
-      } finally {
-        await emptyBucket(bucket);
-      }
-    },
+    (t) =>
+      withS3Bucket(t, S3_URL!, 'sweep-middrain', (bucket) =>
+        sweepCluster(t, 'sweep-middrain-s3', (c) => killMidDrain(t, c, 'mids3'), bucket),
+      ),
   );
 });
