@@ -184,10 +184,5 @@ function writeLinks(outPath: string, links: Fetched[], onProgress?: (done: numbe
     applyDelta(outPath, decodeDelta(links[i]!.link.payload));
     onProgress?.(i + 1, links.length);
   }
-  fsyncFile(outPath);
-}
-
-/** Makes a file's contents durable before anything (a rename, a sidecar) says it is current. */
-export function fsyncFile(path: string): void {
-  fsyncPathSync(path);
+  fsyncPathSync(outPath); // durable before the caller's rename or sidecar says it is current
 }

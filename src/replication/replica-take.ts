@@ -16,7 +16,8 @@ import Database from 'better-sqlite3';
 import { closeSync, existsSync, fstatSync, openSync, readSync, renameSync, rmSync } from 'node:fs';
 import { ActorGivenUp } from '../core/errors.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
-import { fsyncFile, listChain, restoreChain, restoreImage } from './chain.js';
+import { fsyncPathSync } from '../store/fs-io.js';
+import { listChain, restoreChain, restoreImage } from './chain.js';
 import type { ChainPosition, Head } from './chain-position.js';
 import { headerPageSize, intoMemoryForm } from './memory-image.js';
 import { decodeLink } from './link.js';
@@ -208,7 +209,7 @@ async function catchUp(t: TakeContext, side: Sidecar, seqs: number[]): Promise<T
   }
   foldWal(t.dbPath);
   for (const { link } of links) applyDelta(t.dbPath, decodeDelta(link.payload));
-  fsyncFile(t.dbPath);
+  fsyncPathSync(t.dbPath); // durable before the sidecar says the file holds these links
   const top = links[links.length - 1]!;
   t.pos.head = { seq: top.seq, etag: top.etag };
   t.pos.cursor = null;
