@@ -29,7 +29,9 @@ case "${1:-ensure}" in
     if [ "$(id -u)" != 0 ]; then say "ERROR: no Chromium found; installing it needs root (apt-get install chromium)"; exit 1; fi
     say "installing Debian's chromium (apt-get)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
+    # Another apt-get (a second install, an unattended upgrade) holds dpkg's lock: wait for it, never fail on it.
+    apt=(apt-get -o DPkg::Lock::Timeout=300)
+    "${apt[@]}" install -y --no-install-recommends chromium >/dev/null 2>&1 || { "${apt[@]}" update >/dev/null && "${apt[@]}" install -y --no-install-recommends chromium >/dev/null; }
     p=$(find_browser) || { say "ERROR: chromium was installed but no browser binary is found"; exit 1; }
     say "installed $p"
     ;;

@@ -35,7 +35,9 @@ case "${1:-ensure}" in
     if [ "$(id -u)" != 0 ]; then say "ERROR: no prometheus/promtool found; installing them needs root (apt-get install prometheus)"; exit 1; fi
     say "installing Debian's prometheus (apt-get)"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y --no-install-recommends prometheus >/dev/null; }
+    # Another apt-get (a second install, an unattended upgrade) holds dpkg's lock: wait for it, never fail on it.
+    apt=(apt-get -o DPkg::Lock::Timeout=300)
+    "${apt[@]}" install -y --no-install-recommends prometheus >/dev/null 2>&1 || { "${apt[@]}" update >/dev/null && "${apt[@]}" install -y --no-install-recommends prometheus >/dev/null; }
     p=$(find_both) || { say "ERROR: prometheus was installed but a binary is missing"; exit 1; }
     say "installed $(echo "$p" | tr '\n' ' ')"
     ;;

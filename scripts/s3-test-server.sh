@@ -268,7 +268,8 @@ cmd_up() {
   local attempt
   for attempt in 1 2; do
     # A separate bash, so that errexit holds inside it (it would not in an `if` subshell).
-    if bash "${BASH_SOURCE[0]}" _start </dev/null; then
+    # Without fd 9 (the lock of `serialised`): the daemons outlive this script and must not hold it.
+    if bash "${BASH_SOURCE[0]}" _start </dev/null 9>&-; then
       say "up: s3://$BUCKET at http://$HOST:$PORT (stop with: bash scripts/s3-test-server.sh down)"
       return 0
     fi
@@ -293,10 +294,19 @@ export AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=true
 EOF
 }
 
+# `up` and `down` of one $BASE take turns: a second `up` started at the same moment (two test runs)
+# waits for the first and then finds the server alive, instead of wiping the folder under it.
+serialised() {
+  mkdir -p "$(dirname "$BASE")"
+  exec 9>"$BASE.lock"
+  flock 9
+  "$@"
+}
+
 case "${1:-}" in
-  up) cmd_up </dev/null ;;
+  up) serialised cmd_up </dev/null ;;
   _start) start_once ;;
-  down) cmd_down ;;
+  down) serialised cmd_down ;;
   env) print_env ;;
   *) echo "usage: $0 up|down|env" >&2; exit 2 ;;
 esac

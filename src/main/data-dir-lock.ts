@@ -8,7 +8,9 @@
  * file, which the kernel drops when the process that holds it dies, kill -9 included — no pid
  * file, no staleness guess. SQLite also arbitrates between connections of one process (its unix
  * VFS shares one lock per inode), so a second node on the same data dir in the same process is
- * refused the same way. Nothing is ever written to the database. `node.lock.owner` (pid, start
+ * refused the same way. Exclusive by design: of two nodes started on one data dir at once, one is
+ * refused (the identity file and the spare files beside it are written only under this lock).
+ * Nothing is ever written to the database. `node.lock.owner` (pid, start
  * time) is only for the refusal's message.
  */
 import Database from 'better-sqlite3';

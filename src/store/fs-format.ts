@@ -10,7 +10,9 @@
  * object is written. A folder of format 1 is refused with BadConfig naming the command that
  * converts it (`keepwork bucket migrate`, fs-migrate.ts). The check reads the names first and the
  * format file after: a writer of this format stamps the folder before its first object, so an
- * object seen without a stamp read after it was written by format 1.
+ * object seen without a stamp read after it was written by format 1. Processes that open a new
+ * folder at once all stamp it: the stamp is an exclusive create (a link), so one wins and the
+ * others read the same format back (test/store/first-open.test.ts).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';

@@ -8,7 +8,9 @@
  * after that a lock round trip does no file I/O (on a still-empty file SQLite would write a
  * journal). `busy_timeout` is 0 and waiting is asynchronous, so a waiter never blocks its event
  * loop and gives up after `waitMsMax` with `StoreUnavailable`; the section itself is synchronous
- * (a few syscalls), so one connection never nests transactions.
+ * (a few syscalls), so one connection never nests transactions. The first clients of a new bucket
+ * create the table at once: that one write waits for the others' (SQLite's busy handler, up to
+ * `lockWaitMs`, once per store) rather than fail.
  */
 import Database from 'better-sqlite3';
 import { StoreUnavailable } from '../core/errors.js';

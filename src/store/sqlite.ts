@@ -20,8 +20,9 @@
  * Every thread of every node opens its own connection (WAL mode: readers never wait for writers).
  * The write lock is held for one batch's statements only; a thread that finds it taken yields to
  * its event loop and tries again (SQLite's own busy handler would sleep on the thread), for at
- * most `lockWaitMs`. One host only: SQLite's WAL needs shared memory, which a network file system
- * does not give.
+ * most `lockWaitMs`. Opening waits the same way: nodes started together open a new file at once,
+ * and SQLite answers all but one of them busy, without waiting, when they switch it to WAL. One
+ * host only: SQLite's WAL needs shared memory, which a network file system does not give.
  *
  * Contract: src/store/types.ts (test/store/conformance.ts). Etags are the MD5 of the body, as in
  * every store. Errors: `BadKey`/`BadRequest` before any I/O; `PreconditionFailed`;
@@ -67,6 +68,16 @@ interface Settle<T> {
   reject(error: unknown): void;
 }
 
+interface Statements {
+  get: Database.Statement<[string], { etag: string; body: Buffer }>;
+  head: Database.Statement<[string], { etag: string; size: number }>;
+  etag: Database.Statement<[string], { etag: string }>;
+  upsert: Database.Statement<[string, string, Buffer]>;
+  delete: Database.Statement<[string]>;
+  /** One statement per kind of bound, so that SQLite ranges over the key index (it uses one lower bound only). */
+  list: Record<'from' | 'after' | 'fromBelow' | 'afterBelow', Database.Statement<unknown[], { key: string }>>;
+}
+
 const SCHEMA = 'CREATE TABLE IF NOT EXISTS objects (key TEXT PRIMARY KEY, etag TEXT NOT NULL, body BLOB NOT NULL)';
 
 /** Quick polls for the write lock (yielding to the event loop each time) before waiting 1 ms between tries. */
@@ -83,15 +94,10 @@ export class SqliteStore implements ObjectStore {
   /** Settles when the batch being written (if any) has been answered. */
   #running: Promise<void> | null = null;
   #closed = false;
-  readonly #stmt: {
-    get: Database.Statement<[string], { etag: string; body: Buffer }>;
-    head: Database.Statement<[string], { etag: string; size: number }>;
-    etag: Database.Statement<[string], { etag: string }>;
-    upsert: Database.Statement<[string, string, Buffer]>;
-    delete: Database.Statement<[string]>;
-    /** One statement per kind of bound, so that SQLite ranges over the key index (it uses one lower bound only). */
-    list: Record<'from' | 'after' | 'fromBelow' | 'afterBelow', Database.Statement<unknown[], { key: string }>>;
-  };
+  /** The prepared statements: set once the set-up has succeeded. */
+  #stmt: Statements | undefined;
+  /** The set-up being retried, while another connection holds the lock it needs. */
+  #opening: Promise<Statements> | undefined;
 
   constructor(
     readonly path: string,
@@ -101,23 +107,37 @@ export class SqliteStore implements ObjectStore {
     this.description = `sqlite:${path}`;
     try {
       mkdirSync(dirname(path), { recursive: true });
-      this.#db = new Database(path, { timeout: settings.lockWaitMs }); // the set-up may wait for another connection's
-      this.#db.pragma('journal_mode = WAL');
-      this.#db.pragma('synchronous = NORMAL');
-      this.#db.pragma('journal_size_limit = 67108864'); // a WAL grown by a burst is cut back to 64 MB after a checkpoint
-      this.#db.exec(SCHEMA);
+      // No busy handler: SQLite's would sleep on this thread; a taken lock is retried off it (`#retried`).
+      this.#db = new Database(path, { timeout: 0 });
     } catch (e) {
-      throw new BadConfig(`bucket ${this.description} cannot be opened: ${(e as Error).message}`, { cause: e });
+      throw this.#badFile(e);
     }
-    this.#db.pragma('busy_timeout = 0'); // from here on, a taken lock is retried off the thread (`#locked`)
     this.#walPath = `${path}-wal`;
     this.#fsync = settings.fsync !== false && (settings.fsyncWal !== undefined || !fsyncDoesNothing(dirname(path)));
     this.#fsyncWal = settings.fsyncWal ?? fsyncFd;
-    // The file and its WAL exist now; their names must be durable before any write is answered
-    // (SQLite itself would sync the folder only at its first checkpoint). Once: this connection
-    // keeps the WAL from being deleted while it is open.
-    if (this.#fsync && settings.fsyncWal === undefined) fsyncPathSync(dirname(path));
-    this.#stmt = {
+    // Another process opening the same new file may hold the lock the set-up needs: then the
+    // set-up waits for it like any request (`#statements`); a file that is not a database fails here.
+    try {
+      this.#stmt = this.#setUp();
+    } catch (e) {
+      if (!isBusy(e)) {
+        this.#db.close();
+        throw this.#badFile(e);
+      }
+    }
+  }
+
+  /**
+   * Puts the file in WAL mode, makes the table and prepares the statements. Every step may be
+   * repeated: two processes opening a new file at once both ask for the lock that switches it to
+   * WAL, and SQLite answers one of them busy at once rather than wait (it would deadlock).
+   */
+  #setUp(): Statements {
+    this.#db.pragma('journal_mode = WAL');
+    this.#db.pragma('synchronous = NORMAL');
+    this.#db.pragma('journal_size_limit = 67108864'); // a WAL grown by a burst is cut back to 64 MB after a checkpoint
+    this.#db.exec(SCHEMA);
+    const statements: Statements = {
       get: this.#db.prepare('SELECT etag, body FROM objects WHERE key = ?'),
       head: this.#db.prepare('SELECT etag, length(body) AS size FROM objects WHERE key = ?'),
       etag: this.#db.prepare('SELECT etag FROM objects WHERE key = ?'),
@@ -132,17 +152,33 @@ export class SqliteStore implements ObjectStore {
         afterBelow: this.#db.prepare('SELECT key FROM objects WHERE key > ? AND key < ? ORDER BY key LIMIT ?'),
       },
     };
+    // The file and its WAL exist now; their names must be durable before any write is answered
+    // (SQLite itself would sync the folder only at its first checkpoint). Once: this connection
+    // keeps the WAL from being deleted while it is open.
+    if (this.#fsync && this.settings.fsyncWal === undefined) fsyncPathSync(dirname(this.path));
+    return statements;
+  }
+
+  /** The statements, once the set-up has succeeded: it is retried while another connection holds the lock it needs. */
+  #statements(): Statements | Promise<Statements> {
+    if (this.#stmt !== undefined) return this.#stmt;
+    this.#opening ??= this.#retried(() => (this.#stmt ??= this.#setUp()), 'opening the file').finally(() => (this.#opening = undefined));
+    return this.#opening;
+  }
+
+  #badFile(e: unknown): InstanceType<typeof BadConfig> {
+    return new BadConfig(`bucket ${this.description} cannot be opened: ${(e as Error).message}`, { cause: e });
   }
 
   async get(key: string): Promise<StoredObject | null> {
     validateKey(key);
-    const row = await this.#read(() => this.#stmt.get.get(key));
+    const row = await this.#read((st) => st.get.get(key));
     return row ? { body: new Uint8Array(row.body.buffer, row.body.byteOffset, row.body.byteLength), etag: row.etag } : null;
   }
 
   async head(key: string): Promise<ObjectHead | null> {
     validateKey(key);
-    const row = await this.#read(() => this.#stmt.head.get(key));
+    const row = await this.#read((st) => st.head.get(key));
     return row ? { etag: row.etag, size: row.size } : null;
   }
 
@@ -152,9 +188,9 @@ export class SqliteStore implements ObjectStore {
     // The keys from the prefix on, or past `after` when that is further (one lower bound).
     const past = after !== '' && compareKeys(after, prefix) >= 0;
     const lower = past ? after : prefix;
-    const rows = await this.#read(() => {
-      if (below === null) return (past ? this.#stmt.list.after : this.#stmt.list.from).all(lower, maxKeys + 1);
-      return (past ? this.#stmt.list.afterBelow : this.#stmt.list.fromBelow).all(lower, below, maxKeys + 1);
+    const rows = await this.#read(({ list }) => {
+      if (below === null) return (past ? list.after : list.from).all(lower, maxKeys + 1);
+      return (past ? list.afterBelow : list.fromBelow).all(lower, below, maxKeys + 1);
     });
     return pageOf(
       rows.map((r) => r.key),
@@ -183,6 +219,7 @@ export class SqliteStore implements ObjectStore {
   async close(): Promise<void> {
     this.#closed = true;
     while (this.#running) await this.#running;
+    await this.#opening?.catch(() => undefined);
     if (this.#walFd !== undefined) closeSync(this.#walFd);
     this.#walFd = undefined;
     if (this.#db.open) this.#db.close();
@@ -215,15 +252,17 @@ export class SqliteStore implements ObjectStore {
   async #writeBatch(batch: Write[]): Promise<void> {
     const outcomes: (() => void)[] = [];
     const applied: Write[] = [];
+    let st: Statements;
     try {
-      await this.#locked(() => this.#db.exec('BEGIN IMMEDIATE'));
+      st = this.#stmt ?? (await this.#statements());
+      await this.#retried(() => this.#db.exec('BEGIN IMMEDIATE'), 'a write');
     } catch (e) {
       for (const w of batch) w.done.reject(e);
       return;
     }
     try {
       for (const w of batch) {
-        const failed = this.#apply(w);
+        const failed = this.#apply(st, w);
         if (failed) outcomes.push(() => w.done.reject(failed));
         else applied.push(w);
       }
@@ -269,18 +308,18 @@ export class SqliteStore implements ObjectStore {
   }
 
   /** Applies one write inside the batch's transaction; the error it fails with (its condition), if any. */
-  #apply(w: Write): Error | undefined {
+  #apply(st: Statements, w: Write): Error | undefined {
     if (w.kind === 'delete') {
-      for (const key of w.keys) this.#stmt.delete.run(key);
+      for (const key of w.keys) st.delete.run(key);
       return undefined;
     }
     const { key, mode } = w;
     if (mode.kind !== 'any') {
-      const current = this.#stmt.etag.get(key)?.etag ?? null;
+      const current = st.etag.get(key)?.etag ?? null;
       if (mode.kind === 'create' && current !== null) return createFailed(key);
       if (mode.kind === 'match' && current !== mode.etag) return mismatch(key, mode.etag, current);
     }
-    this.#stmt.upsert.run(key, w.etag, w.body);
+    st.upsert.run(key, w.etag, w.body);
     return undefined;
   }
 
@@ -292,25 +331,30 @@ export class SqliteStore implements ObjectStore {
     return this.#walFd;
   }
 
-  /** Runs `op`, trying again while another connection holds the lock it needs, for at most `lockWaitMs`. */
-  async #locked<T>(op: () => T): Promise<T> {
+  /**
+   * Runs `op`, trying again while another connection holds the lock it needs, for at most
+   * `lockWaitMs`, yielding to the event loop between tries. A failure other than a taken lock
+   * fails at once: BAD_CONFIG while opening the file, StoreUnavailable otherwise.
+   */
+  async #retried<T>(op: () => T, what: 'opening the file' | 'a write' | 'a read'): Promise<T> {
     const started = this.clock.now();
     for (let attempt = 0; ; attempt++) {
       try {
         return op();
       } catch (e) {
-        if (!isBusy(e)) throw unavailable(this.description, 'a request', e);
+        if (!isBusy(e)) throw what === 'opening the file' ? this.#badFile(e) : unavailable(this.description, 'a request', e);
         if (this.clock.now() - started >= this.settings.lockWaitMs)
-          throw unavailable(this.description, `the lock (waited ${this.settings.lockWaitMs} ms)`, e);
+          throw unavailable(this.description, `${what} (waited ${this.settings.lockWaitMs} ms for the lock)`, e);
       }
       await sleepOn(this.clock, attempt < QUICK_POLLS ? 0 : 1);
     }
   }
 
   /** A read: in WAL mode it waits for no writer, but SQLite may still say busy while a connection rebuilds the WAL index. */
-  #read<T>(op: () => T): Promise<T> {
-    if (this.#closed) return Promise.reject(new StoreUnavailable(`${this.description} is closed`));
-    return this.#locked(op);
+  async #read<T>(op: (st: Statements) => T): Promise<T> {
+    if (this.#closed) throw new StoreUnavailable(`${this.description} is closed`);
+    const st = this.#stmt ?? (await this.#statements());
+    return this.#retried(() => op(st), 'a read');
   }
 }
 

@@ -5,7 +5,7 @@
  * write lock held elsewhere is waited for off the thread, then given up on.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -174,6 +174,52 @@ describe('SqliteStore: another connection holding the write lock', () => {
     other.close();
     assert.equal(await store.get('k'), null);
     await store.close();
+  });
+});
+
+describe('SqliteStore: opening a file another connection has locked', () => {
+  /** A new file that another connection holds exclusively, as a node does while it switches it to WAL. */
+  function lockedNewFile(): { file: string; other: Database.Database } {
+    const file = tempFile();
+    const other = new Database(file);
+    other.exec('CREATE TABLE t (x)');
+    other.exec('BEGIN EXCLUSIVE');
+    return { file, other };
+  }
+
+  it('opens without BAD_CONFIG; requests wait off the thread and are served once the lock is released', async () => {
+    const { file, other } = lockedNewFile();
+    const store = open(file, { fsync: false });
+    let landed = false;
+    const write = store.put('k', text('v')).then(() => (landed = true));
+    const read = store.get('k');
+    for (let i = 0; i < 5; i++) await settle(); // the event loop turns while the set-up waits
+    assert.equal(landed, false);
+    other.exec('COMMIT');
+    await write;
+    assert.deepEqual((await read)?.body ?? (await store.get('k'))?.body, text('v'));
+    other.close();
+    await store.close();
+  });
+
+  it('held past lockWaitMs: STORE_UNAVAILABLE (not BAD_CONFIG), and the next request opens it', async () => {
+    const { file, other } = lockedNewFile();
+    const store = open(file, { fsync: false, lockWaitMs: 50 });
+    await assert.rejects(store.put('k', text('v')), (e: unknown) => isKeepworkError(e, ErrorCode.StoreUnavailable));
+    other.exec('COMMIT');
+    other.close();
+    await store.put('k', text('v'));
+    assert.deepEqual((await store.get('k'))?.body, text('v'));
+    await store.close();
+  });
+
+  it('a file that is not a database is BAD_CONFIG at once', () => {
+    const file = tempFile();
+    writeFileSync(file, 'not a database, but long enough to be read as a header: '.repeat(4));
+    assert.throws(
+      () => open(file),
+      (e: unknown) => isKeepworkError(e, ErrorCode.BadConfig),
+    );
   });
 });
 
