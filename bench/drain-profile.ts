@@ -12,9 +12,9 @@
  *   --window takes the second half of the drain as printed: a warm node, past its JIT warm-up)
  *
  * --bucket memory: both nodes on one in-memory bucket that every thread of the process shares
- * (`memory:<name>`, src/store/shared-memory.ts), so what is left is the runtime's own cost (and
+ * (`memory:<name>`, src/store/testing/shared-memory.ts), so what is left is the runtime's own cost (and
  * the messages between threads that stand in for a bucket's network client).
- * --bucket sqlite: the SQLite bucket (`sqlite:`, src/store/sqlite.ts) in the temp folder.
+ * --bucket sqlite: the SQLite bucket (`sqlite:`, src/store/sqlite/store.ts) in the temp folder.
  * --bucket s3: KEEPWORK_TEST_S3_URL (scripts/s3-test-server.sh) under a fresh prefix, so the
  * node's own cost of S3 requests (the AWS SDK's) shows in its threads' profiles.
  */
@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { createLogger, silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
-import { FsStore } from '../src/store/fs.js';
+import { FsStore } from '../src/store/fs/store.js';
 import { openStore } from '../src/store/open.js';
 import type { ObjectStore } from '../src/store/types.js';
 import { listAll } from '../src/store/keys.js';

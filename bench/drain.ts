@@ -30,8 +30,8 @@
  *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,latency,s3,sqlite] [--latency-ms 20] [--mode adr,adaptive,tuned] [--threads 2] [--set name=value …] [--no-peer] [--out drain] [--append] [--reprice]
  *   (--threads: each node's workerThreads, 2 unless given; --set: any other tunable, for every node;
  *   --store latency: the folder bucket with every request delayed by --latency-ms on the clock, no
- *   CPU while it waits — src/store/latency.ts, an S3-like round trip without S3's CPU; --store sqlite:
- *   the SQLite bucket, src/store/sqlite.ts, in a folder under TMPDIR)
+ *   CPU while it waits — src/store/testing/latency.ts, an S3-like round trip without S3's CPU; --store sqlite:
+ *   the SQLite bucket, src/store/sqlite/store.ts, in a folder under TMPDIR)
  *
  *   quick: K 1,000, M 2, fs, ADR defaults and tuned (~2 minutes). full: K 1k/10k/100k, M 1/2/3,
  *   fs (and s3 up to 10k), ADR defaults up to 10k (100k would take over an hour at 25/s).
@@ -42,8 +42,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAddress, type ActorAddress } from '../src/core/address.js';
 import { parseEntryKey, tenantPrefix } from '../src/alarms/keys.js';
-import { FsStore, parseFsUrl } from '../src/store/fs.js';
-import { LATENCY_SCHEME, parseLatencyUrl } from '../src/store/latency.js';
+import { FsStore, parseFsUrl } from '../src/store/fs/store.js';
+import { LATENCY_SCHEME, parseLatencyUrl } from '../src/store/testing/latency.js';
 import { listAll } from '../src/store/keys.js';
 import { openStore } from '../src/store/open.js';
 import type { ObjectStore } from '../src/store/types.js';

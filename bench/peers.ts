@@ -20,7 +20,7 @@
  *   npm run bench -- peers [--quick] [--only keepwork-plain,keepwork-durable,keepwork-new-in-memory,restate,workerd] [--set name=value …] [--bucket folder|sqlite]
  *
  * --set (repeatable): a tunable for every keepwork system (docs/tuning.md), named in its column.
- * --bucket sqlite: every keepwork system on the SQLite bucket (`sqlite:`, src/store/sqlite.ts) instead
+ * --bucket sqlite: every keepwork system on the SQLite bucket (`sqlite:`, src/store/sqlite/store.ts) instead
  * of the folder bucket; its columns say `bucket=sqlite`.
  *
  * --quick: D = 4 s and 500 timers (full: D = 15 s, 2,000 timers, 3 kill -9 trials). Writes

@@ -28,7 +28,7 @@ import { startNode } from '../src/index.js';
 import type { KeepworkNode } from '../src/main/node-api.js';
 import { listAll } from '../src/store/keys.js';
 import { openStore } from '../src/store/open.js';
-import { parseS3Url } from '../src/store/s3-url.js';
+import { parseS3Url } from '../src/store/s3/url.js';
 import { actorDbPath } from '../src/workers/actor-db.js';
 import { measure, quick, round, table, writeResult } from './lib.js';
 

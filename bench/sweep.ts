@@ -1,5 +1,5 @@
 /**
- * bench/sweep: the cost of one sweep of one tenant (src/streams/sweep.ts `sweepTenant`) against
+ * bench/sweep: the cost of one sweep of one tenant (src/alarms/sweep.ts `sweepTenant`) against
  * the size of the alarm index, when most entries are not yet due. docs/alarm-index.md: "A sweep reads only
  * overdue entries" — the listing stops at the first entry not overdue by lease + grace, so the
  * cost must stay flat as the index grows.
@@ -20,7 +20,7 @@
  *   npm run bench -- sweep [--quick] [--store memory,fs,s3] [--fs-sizes 10000,100000,1000000] [--latency-ms 20] [--same-ms]
  *     quick: memory 10k / 100k / 1M, fs 10k / 30k;  full: memory 10k / 100k / 1M, fs 10k / 100k,
  *     and s3 1k / 10k / 30k when KEEPWORK_TEST_S3_URL is set. Building the index dominates the run time.
- *     --latency-ms wraps every store in a LatencyStore (src/store/latency.ts) for the measured sweeps.
+ *     --latency-ms wraps every store in a LatencyStore (src/store/testing/latency.ts) for the measured sweeps.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -33,13 +33,13 @@ import { SeededRandom } from '../src/core/random.js';
 import { entryKey } from '../src/alarms/keys.js';
 import { resolveOptions } from '../src/core/config.js';
 import { countedStore, RequestCounts } from '../src/store/request-counts.js';
-import { FsStore } from '../src/store/fs.js';
+import { FsStore } from '../src/store/fs/store.js';
 import { listAll } from '../src/store/keys.js';
-import { LatencyStore } from '../src/store/latency.js';
+import { LatencyStore } from '../src/store/testing/latency.js';
 import { MemoryStore } from '../src/store/memory.js';
 import { openStore } from '../src/store/open.js';
 import type { ObjectStore } from '../src/store/types.js';
-import { Sweeper } from '../src/streams/sweep.js';
+import { Sweeper } from '../src/alarms/sweep.js';
 import { benchArgs, percentile, quick, round, table, writeResult } from './lib.js';
 import { progressBar } from './support/progress.js';
 

@@ -1,7 +1,7 @@
 /**
  * The layer lint: imports inside `src/` point down the declared order, never up or sideways.
  *
- *   core → store → leases, replication → alarms → workers → streams → main → http, ops → cli → (src/*.ts)
+ *   core → store → leases, replication → alarms → workers → main → http, ops → cli → (src/*.ts)
  *
  * A folder may import from its own folder and from any folder of a lower rank; two folders of the
  * same rank (leases and replication; http and ops) do not import each other. The package's
@@ -32,15 +32,14 @@ export const LAYERS: Readonly<Record<string, number>> = Object.freeze({
   replication: 2,
   alarms: 3,
   workers: 4,
-  streams: 5,
-  main: 6,
-  http: 7,
-  ops: 7,
-  cli: 8,
-  '.': 9,
+  main: 5,
+  http: 6,
+  ops: 6,
+  cli: 7,
+  '.': 8,
 });
 
-/** Packages (by prefix) that `src/` loads with `import()` only (their users: src/store/s3-client.ts). */
+/** Packages (by prefix) that `src/` loads with `import()` only (their users: src/store/s3/client.ts). */
 export const LOADED_ON_DEMAND: readonly string[] = Object.freeze(['@aws-sdk/', '@smithy/']);
 
 /** The layer of a path relative to `src/` (`main/node.ts` → `main`, `index.ts` → `.`). */

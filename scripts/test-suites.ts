@@ -23,7 +23,6 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
 
   ['test/core/', 'unit'],
   ['test/leases/', 'unit'],
-  ['test/streams/', 'unit'],
   ['test/bench/', 'unit'],
   ['test/alarms/owner-stores.test.ts', 'integration'],
   ['test/alarms/', 'unit'],

@@ -18,7 +18,7 @@ import { nameFromHex, nameHex, parseAddress, type ActorAddress } from '../core/a
 import { BadRequest, CorruptState } from '../core/errors.js';
 import { randomHex, type Random } from '../core/random.js';
 
-export const DUE_DIGITS = 15;
+const DUE_DIGITS = 15;
 export const DUE_MAX_MS = 10 ** DUE_DIGITS - 1;
 const GEN_DIGITS = 20;
 
@@ -42,7 +42,7 @@ export interface Indexed {
 
 const pad = (n: number, digits: number) => String(n).padStart(digits, '0');
 
-export function checkDue(dueMs: number): number {
+function checkDue(dueMs: number): number {
   if (!Number.isSafeInteger(dueMs) || dueMs < 0 || dueMs > DUE_MAX_MS)
     throw new BadRequest(`alarm time ${dueMs} is outside 0..${DUE_MAX_MS} (the index's ${DUE_DIGITS} digits)`);
   return dueMs;
@@ -72,11 +72,11 @@ export function dueBound(tenant: string, dueMs: number): string {
   return tenantPrefix(tenant) + pad(checkDue(dueMs) + 1, DUE_DIGITS);
 }
 
-export function formatTag(tag: EntryTag): string {
+function formatTag(tag: EntryTag): string {
   return `${pad(tag.generation, GEN_DIGITS)}-${tag.nonce}`;
 }
 
-export function parseTag(s: string): EntryTag | undefined {
+function parseTag(s: string): EntryTag | undefined {
   const m = /^(\d{20})-([0-9a-f]{1,64})$/.exec(s);
   if (!m) return undefined;
   const generation = Number(m[1]);

@@ -1,10 +1,10 @@
 /**
  * `keepwork bucket migrate --bucket <folder>`: converts a folder bucket written by an older
- * keepwork to the current on-disk format (src/store/fs-migrate.ts). Run it once with every node
+ * keepwork to the current on-disk format (src/store/fs/migrate.ts). Run it once with every node
  * that uses the bucket stopped; re-running it is harmless. S3 and SQLite buckets have no such format.
  */
 import { BadRequest } from '../core/errors.js';
-import { FS_FORMAT, migrateFsBucket } from '../store/fs.js';
+import { FS_FORMAT, migrateFsBucket } from '../store/fs/store.js';
 import { localBucket } from '../store/open.js';
 
 export function bucketMigrateCommand(o: { bucket: string }): void {

@@ -28,7 +28,7 @@ export interface IndexCheckOptions {
 
 const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? '-' : new Date(ms).toISOString());
 
-export function findingLine(f: Finding): string {
+function findingLine(f: Finding): string {
   if (f.type === 'actor') {
     const a = f.actor;
     const parts = [
@@ -47,7 +47,7 @@ export function findingLine(f: Finding): string {
   return `entry  ${f.kind.padEnd(15)} ${f.key}  ${who}${f.served ? '' : '  [no live node serves this class]'}`.trimEnd();
 }
 
-export function summaryLines(c: CheckCounts, repair: boolean): string[] {
+function summaryLines(c: CheckCounts, repair: boolean): string[] {
   const lines = [`${c.actors} actors with a chain, ${c.withAlarm} with a committed alarm; ${c.entries} index entries`];
   lines.push('committed alarms:');
   for (const [k, n] of Object.entries(c.actorKinds))

@@ -72,7 +72,7 @@ async function readHold(store: ObjectStore, a: ActorAddress, nowMs: number, grac
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export function inspectionLines(i: Inspection, nowMs: number): string[] {
+function inspectionLines(i: Inspection, nowMs: number): string[] {
   const c = i.committed;
   const rel = (ms: number) => (ms >= nowMs ? `in ${((ms - nowMs) / 1000).toFixed(1)}s` : `${((nowMs - ms) / 1000).toFixed(1)}s ago`);
   const lines = [`actor          ${formatAddress(c.address)}`];

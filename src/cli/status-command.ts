@@ -73,7 +73,7 @@ export async function statusCommand(o: { bucket: string; json?: boolean; index?:
 }
 
 /** Every tenant's index, one paged listing each; progress on stderr while it takes a while. */
-export async function indexStatus(store: ObjectStore, nowMs: number, marginMs: number): Promise<TenantIndexStats[]> {
+async function indexStatus(store: ObjectStore, nowMs: number, marginMs: number): Promise<TenantIndexStats[]> {
   const progress = new Progress();
   const out: TenantIndexStats[] = [];
   for (const tenant of await indexTenants(store)) {

@@ -18,9 +18,9 @@ export interface ActorAddress {
   readonly name: string;
 }
 
-export const TENANT_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
-export const CLASS_RE = /^[A-Za-z0-9_-]{1,64}$/;
-export const NAME_MAX_BYTES = 400;
+const TENANT_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const CLASS_RE = /^[A-Za-z0-9_-]{1,64}$/;
+const NAME_MAX_BYTES = 400;
 
 export function validateTenant(tenant: unknown): string {
   if (typeof tenant !== 'string' || !TENANT_RE.test(tenant)) {
@@ -36,7 +36,7 @@ export function validateClassName(className: unknown): string {
   return className;
 }
 
-export function validateName(name: unknown): string {
+function validateName(name: unknown): string {
   if (typeof name !== 'string' || name.length === 0) throw new BadRequest(`actor name must be a non-empty string`);
   if (!name.isWellFormed()) throw new BadRequest(`actor name is not well-formed UTF-8`);
   const bytes = Buffer.byteLength(name, 'utf8');

@@ -19,7 +19,7 @@ const HOLDS_TTL_MS = 5_000;
 const INDEX_TTL_MS = 5_000;
 export const HOLDS_SCAN_MAX = 1_000;
 export const INDEX_TENANTS_MAX = 50;
-export const INDEX_SCAN_MAX = 20_000;
+const INDEX_SCAN_MAX = 20_000;
 
 export interface HoldCounts {
   /** `nodeId/epoch` → held records. */

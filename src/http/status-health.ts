@@ -18,7 +18,7 @@
 import type { TenantIndexStats } from '../alarms/index-listing.js';
 import type { DeliveryRecord, StatusSample } from '../main/status-feed.js';
 
-export const FAILING_WINDOW_MS = 60_000;
+const FAILING_WINDOW_MS = 60_000;
 
 export type ProblemKind = 'self-fenced' | 'node-fenced' | 'node-expired' | 'index-lag' | 'deliveries-failing';
 

@@ -6,7 +6,7 @@
  *                                        "tenants":null,"classes":["Counter"],"expiresAtMs":…,"state":"live"}
  *   holds/<tenant>/<class>/<name hex>  {"nodeId":"n1","epoch":4,"generation":17,"state":"held"}
  */
-import { nameFromHex, nameHex, parseAddress, type ActorAddress } from '../core/address.js';
+import { nameHex, type ActorAddress } from '../core/address.js';
 import { BadRequest } from '../core/errors.js';
 
 export type NodeState = 'live' | 'released' | 'fenced';
@@ -43,16 +43,6 @@ export const holdKey = (a: ActorAddress) => `${HOLDS_PREFIX}${a.tenant}/${a.clas
 
 export function nodeIdOfKey(key: string): string | undefined {
   return key.startsWith(NODES_PREFIX) && !key.slice(NODES_PREFIX.length).includes('/') ? key.slice(NODES_PREFIX.length) : undefined;
-}
-
-export function addressOfHoldKey(key: string): ActorAddress | undefined {
-  const m = /^holds\/([^/]+)\/([^/]+)\/((?:[0-9a-f]{2})+)$/.exec(key);
-  if (!m) return undefined;
-  try {
-    return parseAddress({ tenant: m[1], className: m[2], name: nameFromHex(m[3]!) });
-  } catch {
-    return undefined;
-  }
 }
 
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));

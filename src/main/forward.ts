@@ -21,7 +21,7 @@ export interface ForwardSettings {
 
 const seg = (s: string) => encodeURIComponent(s);
 
-export function actorPath(a: ActorAddress): string {
+function actorPath(a: ActorAddress): string {
   return `/v1/actors/${seg(a.tenant)}/${seg(a.className)}/${seg(a.name)}`;
 }
 

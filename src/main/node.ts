@@ -13,7 +13,7 @@ import { BadRequest, LeaseLost, NodeStopped, reviveError } from '../core/errors.
 import type { Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
-import { Sweeper, type SweepResult } from '../streams/sweep.js';
+import { Sweeper, type SweepResult } from '../alarms/sweep.js';
 import type { ActorEvent, EventResult } from '../workers/messages.js';
 import { scanAlarms } from '../workers/scan.js';
 import { checkIdempotencyKey } from '../workers/idempotency.js';

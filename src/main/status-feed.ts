@@ -14,7 +14,7 @@
  */
 import type { EventResult } from '../workers/messages.js';
 
-export const SAMPLES_MAX = 300;
+const SAMPLES_MAX = 300;
 export const DELIVERIES_MAX = 100;
 export const FAILURES_MAX = 20;
 export const ERROR_CHARS_MAX = 300;

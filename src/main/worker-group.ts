@@ -184,7 +184,7 @@ function lostOutcome(): BatchOutcome {
   return { type: 'error', error, alarmAt: null };
 }
 
-export function fnv1a(s: string): number {
+function fnv1a(s: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);

@@ -131,7 +131,7 @@ async function entriesAt(store: ObjectStore, a: ActorAddress, dueMs: number): Pr
  * one known exception (docs/alarm-index.md) — delivered when due (the alarm runs, as the committed alarm matches), then
  * removed as unnamed.
  */
-export async function repairEntry(store: ObjectStore, actor: CommittedActor, nonces: NonceSource): Promise<string> {
+async function repairEntry(store: ObjectStore, actor: CommittedActor, nonces: NonceSource): Promise<string> {
   const key = entryKey({ address: actor.address, dueMs: actor.alarmAt!, tag: { generation: actor.generation ?? 0, nonce: nonces.next() } });
   await store.put(key, new Uint8Array(0), { ifNoneMatch: '*' });
   return key;

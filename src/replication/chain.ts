@@ -18,7 +18,7 @@ import type { Random } from '../core/random.js';
 import { isTransientStoreError, retry } from '../core/retry.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { sameBytes } from '../store/etag.js';
-import { fsyncPathSync } from '../store/fs-io.js';
+import { fsyncPathSync } from '../store/fs/io.js';
 import { listAll } from '../store/keys.js';
 import type { ObjectStore } from '../store/types.js';
 import { decodeLink, type Link, type LinkHeader } from './link.js';

@@ -9,8 +9,6 @@
  */
 import type { Settings } from '../core/config.js';
 
-export type LinkPolicySettings = Settings<'snapshotEveryLinks' | 'checkpointEveryLinks' | 'checkpointWalBytes'>;
-
 /** What the replica counts since its last snapshot (kept in the sidecar). */
 export interface SinceSnapshot {
   linksSinceSnapshot: number;

@@ -33,8 +33,8 @@ const FORMAT_VERSION = 1;
 const HEADER_BYTES = 20;
 const PGNO_BYTES = 4;
 const SQLITE_MAGIC = new TextEncoder().encode('SQLite format 3\0');
-export const PAGE_SIZE_MIN = 512;
-export const PAGE_SIZE_MAX = 65536;
+const PAGE_SIZE_MIN = 512;
+const PAGE_SIZE_MAX = 65536;
 
 export function isValidPageSize(n: number): boolean {
   return Number.isInteger(n) && n >= PAGE_SIZE_MIN && n <= PAGE_SIZE_MAX && (n & (n - 1)) === 0;

@@ -24,7 +24,7 @@ export interface PitrResult {
 }
 
 /** The newest seq whose link was written at or before `atMs` (binary search over link headers). */
-export async function seqAt(store: ObjectStore, a: ActorAddress, seqs: number[], atMs: number): Promise<number | undefined> {
+async function seqAt(store: ObjectStore, a: ActorAddress, seqs: number[], atMs: number): Promise<number | undefined> {
   let lo = 0;
   let hi = seqs.length - 1;
   let found: number | undefined;

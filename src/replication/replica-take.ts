@@ -16,7 +16,7 @@ import Database from 'better-sqlite3';
 import { closeSync, existsSync, fstatSync, openSync, readSync, renameSync, rmSync } from 'node:fs';
 import { ActorGivenUp } from '../core/errors.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
-import { fsyncPathSync } from '../store/fs-io.js';
+import { fsyncPathSync } from '../store/fs/io.js';
 import { listChain, restoreChain, restoreImage } from './chain.js';
 import type { ChainPosition, Head } from './chain-position.js';
 import { headerPageSize, intoMemoryForm } from './memory-image.js';

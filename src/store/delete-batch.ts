@@ -23,7 +23,7 @@ export interface DeleteBatchSettings {
   pendingMax: number;
 }
 
-export const DELETE_BATCH_DEFAULTS: DeleteBatchSettings = Object.freeze({ keysMax: 1000, delayMs: 50, pendingMax: 100_000 });
+const DELETE_BATCH_DEFAULTS: DeleteBatchSettings = Object.freeze({ keysMax: 1000, delayMs: 50, pendingMax: 100_000 });
 
 export class DeleteBatcher {
   private pending: string[] = [];

@@ -76,7 +76,7 @@ export function resolveList(options: ListOptions = {}): ResolvedList {
 }
 
 /** Continuation tokens of the local stores: the last key returned, base64url-encoded. */
-export function encodeContinuation(lastKey: string): string {
+function encodeContinuation(lastKey: string): string {
   return Buffer.from(lastKey, 'utf8').toString('base64url');
 }
 

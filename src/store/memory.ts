@@ -18,8 +18,10 @@ import { AmbiguousWrite, PreconditionFailed, StoreUnavailable } from '../core/er
 import { etagOf } from './etag.js';
 import { compareKeys, pageOf, resolveList, validateKey } from './keys.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from './types.js';
+import type { StoreOp as CountedOp } from './request-counts.js';
 
-export type StoreOp = 'get' | 'head' | 'put' | 'delete' | 'list';
+/** The requests a memory store tells its hooks of and counts (deleteMany counts as delete). */
+export type StoreOp = Exclude<CountedOp, 'delete_many'>;
 
 export interface StoreRequest {
   op: StoreOp;

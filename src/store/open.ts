@@ -5,7 +5,7 @@
  *   s3://bucket/prefix?endpoint=http://host:port&region=r → S3Store
  *   sqlite:/abs/file · sqlite:///abs/file · sqlite:./rel   → SqliteStore (one host: every node's threads share one file)
  *   memory:                                               → MemoryStore (tests; one per call)
- *   memory:<name>                                         → one MemoryStore for every thread of the process (shared-memory.ts)
+ *   memory:<name>                                         → one MemoryStore for every thread of the process (testing/shared-memory.ts)
  *   latency+<any of these>[?ms=20]                        → LatencyStore around it (benchmarks)
  */
 import { resolve } from 'node:path';
@@ -14,13 +14,13 @@ import { SystemClock, type Clock } from '../core/clock.js';
 import { BadConfig } from '../core/errors.js';
 import { SystemRandom, type Random } from '../core/random.js';
 import { resolveOptions } from '../core/config.js';
-import { FsStore, parseFsUrl } from './fs.js';
-import { SQLITE_SCHEME, SqliteStore, parseSqliteUrl } from './sqlite.js';
-import { LATENCY_SCHEME, LatencyStore, parseLatencyUrl } from './latency.js';
+import { FsStore, parseFsUrl } from './fs/store.js';
+import { SQLITE_SCHEME, SqliteStore, parseSqliteUrl } from './sqlite/store.js';
+import { LATENCY_SCHEME, LatencyStore, parseLatencyUrl } from './testing/latency.js';
 import { MemoryStore } from './memory.js';
-import { openSharedMemory, sharedMemoryName } from './shared-memory.js';
-import { S3Store, type S3Settings } from './s3.js';
-import { parseS3Url } from './s3-url.js';
+import { openSharedMemory, sharedMemoryName } from './testing/shared-memory.js';
+import { S3Store, type S3Settings } from './s3/store.js';
+import { parseS3Url } from './s3/url.js';
 import type { ObjectStore } from './types.js';
 
 /** The bucket of the default data dir (`./data`): `defaultBucketUrl('./data')`. */

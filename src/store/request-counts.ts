@@ -9,8 +9,8 @@
  */
 import type { ListOptions, ObjectStore, PutCondition } from './types.js';
 
-export const STORE_OPS = ['get', 'head', 'put', 'delete', 'delete_many', 'list'] as const;
-export const KEY_AREAS = ['alarms', 'state', 'holds', 'nodes', 'other'] as const;
+const STORE_OPS = ['get', 'head', 'put', 'delete', 'delete_many', 'list'] as const;
+const KEY_AREAS = ['alarms', 'state', 'holds', 'nodes', 'other'] as const;
 export type StoreOp = (typeof STORE_OPS)[number];
 export type KeyArea = (typeof KEY_AREAS)[number];
 

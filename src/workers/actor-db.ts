@@ -16,7 +16,7 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSy
 import { dirname, join } from 'node:path';
 import { formatAddress, nameHex, type ActorAddress } from '../core/address.js';
 import { forMemory } from '../replication/memory-image.js';
-import { fsyncFd } from '../store/fs-io.js';
+import { fsyncFd } from '../store/fs/io.js';
 import type { SpareActorFiles } from './spare-files.js';
 
 export type Db = Database.Database;
@@ -69,7 +69,7 @@ export function openActorDb(path: string, address: ActorAddress, create: boolean
  * default: a new actor's empty one), its file fsynced on libuv's thread pool, so the worker's
  * event loop goes on while the disk works (actor-slots.ts); every other step is a synchronous
  * system call of microseconds, cheaper than a round trip through the pool. `fsync` false skips the
- * fsync where it does nothing (the data dir on tmpfs: fs-io.ts `fsyncDoesNothing`). The simulator
+ * fsync where it does nothing (the data dir on tmpfs: fs/io.ts `fsyncDoesNothing`). The simulator
  * keeps to openActorDb, every file operation synchronous.
  */
 export async function createActorDb(path: string, address: ActorAddress, image: Buffer = newFileImage(), fsync = true): Promise<Db> {

@@ -13,7 +13,7 @@ import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
 import { SAFE_RULES } from '../alarms/rules.js';
 import { DeleteBatcher } from '../store/delete-batch.js';
-import { fsyncDoesNothing } from '../store/fs-io.js';
+import { fsyncDoesNothing } from '../store/fs/io.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
 import { ActorSlots, slotsSettings } from './actor-slots.js';
@@ -58,7 +58,7 @@ const writer = {
   },
 };
 const leaseValid = () => clock.now() < Number(Atomics.load(validUntil, 0));
-/** The data dir on tmpfs: fsyncs of its files do nothing, and are not made (fs-io.ts). */
+/** The data dir on tmpfs: fsyncs of its files do nothing, and are not made (fs/io.ts). */
 const fsyncNewFiles = !fsyncDoesNothing(setup.dataDir);
 const spares = new SpareActorFiles(
   join(setup.dataDir, 'spare', String(setup.worker)),

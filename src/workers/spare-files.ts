@@ -27,7 +27,7 @@
 import { mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../core/logger.js';
-import { fillNewFile, isMissing, unlinkQuiet } from '../store/fs-io.js';
+import { fillNewFile, isMissing, unlinkQuiet } from '../store/fs/io.js';
 
 export class SpareActorFiles {
   private readonly ready: string[] = [];
@@ -40,7 +40,7 @@ export class SpareActorFiles {
 
   /**
    * `image`: the bytes of a new actor's file; `target`: files kept ready (0: none); `fsync`: false
-   * where fsync does nothing (the data dir on tmpfs: fs-io.ts `fsyncDoesNothing`).
+   * where fsync does nothing (the data dir on tmpfs: fs/io.ts `fsyncDoesNothing`).
    */
   constructor(
     private readonly dir: string,

@@ -34,7 +34,7 @@ const ALLOWED_PRAGMAS = new Set([
 const TX_WORDS = new Set(['BEGIN', 'COMMIT', 'END', 'ROLLBACK', 'SAVEPOINT', 'RELEASE']);
 
 /** Replaces comments and string literals with spaces; keeps quoted identifiers' contents. */
-export function blankLiterals(sql: string): string {
+function blankLiterals(sql: string): string {
   let out = '';
   let i = 0;
   while (i < sql.length) {

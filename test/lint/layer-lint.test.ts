@@ -14,10 +14,10 @@ describe('layer lint', () => {
 
   it('allows imports down the order and within a layer', () => {
     for (const [from, to] of [
-      ['store/s3.ts', 'core/config.ts'],
+      ['store/s3/store.ts', 'core/config.ts'],
       ['alarms/keys.ts', 'leases/records.ts'],
       ['workers/pipeline.ts', 'workers/deps.ts'],
-      ['main/node.ts', 'streams/sweep.ts'],
+      ['main/node.ts', 'alarms/sweep.ts'],
       ['cli/cli.ts', 'ops/index-check.ts'],
       ['index.ts', 'http/start.ts'],
     ]) {
@@ -26,7 +26,7 @@ describe('layer lint', () => {
   });
 
   it('refuses upward, sideways and undeclared imports', () => {
-    assert.match(importRule('store/s3.ts', 'main/config.ts')!, /store imports main, a layer above it/);
+    assert.match(importRule('store/s3/store.ts', 'main/config.ts')!, /store imports main, a layer above it/);
     assert.match(importRule('replication/replica.ts', 'workers/actor-db.ts')!, /a layer above it/);
     assert.match(importRule('leases/holds.ts', 'replication/chain.ts')!, /a layer beside it/);
     assert.match(importRule('http/server.ts', 'ops/index-stats.ts')!, /a layer beside it/);
@@ -64,7 +64,7 @@ describe('layer lint', () => {
       "import PQueue from 'p-queue';",
     ].join('\n');
     assert.deepEqual(
-      lintLayersSource('src/store/s3-client.ts', code).map((x) => x.line),
+      lintLayersSource('src/store/s3/client.ts', code).map((x) => x.line),
       [1, 4, 5],
     );
   });

@@ -6,7 +6,7 @@ import { silentLogger } from '../../src/core/logger.js';
 import { ActorLanes } from '../../src/main/actor-lanes.js';
 import { IdleActors, REAP_CONCURRENCY, REAP_WAITING_MAX } from '../../src/main/idle-actors.js';
 import type { ActorEvent } from '../../src/workers/messages.js';
-import { ClockScheduler } from '../../src/streams/clock-scheduler.js';
+import { ClockScheduler } from '../../src/core/clock-scheduler.js';
 
 function setup(heldActorsMax: number, idleTimeoutMs = 60_000, release?: (name: string) => Promise<void>) {
   const clock = new SimClock(0);

@@ -8,7 +8,7 @@ import type { KeepworkNode, RoutingNode, StartNodeOptions } from '../../src/main
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { listChain } from '../../src/replication/chain.js';
-import { FsStore } from '../../src/store/fs.js';
+import { FsStore } from '../../src/store/fs/store.js';
 import { listAll } from '../../src/store/keys.js';
 import { parseEntryKey, type IndexEntry } from '../../src/alarms/keys.js';
 import { decodeHold, decodeNode, encodeNode, holdKey, nodeKey } from '../../src/leases/records.js';

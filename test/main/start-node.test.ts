@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { startNode } from '../../src/index.js';
 import type { StartNodeOptions } from '../../src/main/node-api.js';
 import { silentLogger } from '../../src/core/logger.js';
-import { FsStore } from '../../src/store/fs.js';
+import { FsStore } from '../../src/store/fs/store.js';
 import { listAll } from '../../src/store/keys.js';
 import { NODES_PREFIX, decodeNode, nodeKey } from '../../src/leases/records.js';
 import { tempDirs } from '../helpers/temp.js';

@@ -24,7 +24,7 @@ import { Membership } from '../../src/main/membership.js';
 import { NodeMetrics } from '../../src/main/metrics.js';
 import { Node } from '../../src/main/node.js';
 import type { RunOutcome, WorkerGroup } from '../../src/main/worker-group.js';
-import { ClockScheduler } from '../../src/streams/clock-scheduler.js';
+import { ClockScheduler } from '../../src/core/clock-scheduler.js';
 import { DeleteBatcher } from '../../src/store/delete-batch.js';
 import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
 import type { Db } from '../../src/workers/actor-db.js';

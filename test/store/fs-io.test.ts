@@ -1,5 +1,5 @@
 /**
- * fsync where it does nothing (fs-io.ts `fsyncDoesNothing`): on tmpfs and ramfs the folder bucket
+ * fsync where it does nothing (fs/io.ts `fsyncDoesNothing`): on tmpfs and ramfs the folder bucket
  * and a worker's new actor files skip it. The expected answer for each folder comes from the
  * kernel's own mount table, not from statfs.
  */
@@ -8,8 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { fsyncDoesNothing } from '../../src/store/fs-io.js';
-import { FsStore } from '../../src/store/fs.js';
+import { fsyncDoesNothing } from '../../src/store/fs/io.js';
+import { FsStore } from '../../src/store/fs/store.js';
 
 /** The file system type of the mount holding `path`, from /proc/self/mountinfo (the longest mount point that contains it). */
 function mountType(path: string): string | undefined {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { ErrorCode } from '../../src/core/errors.js';
-import { HostLock } from '../../src/store/fs-lock.js';
+import { HostLock } from '../../src/store/fs/lock.js';
 import { elapse } from '../helpers/wait.js';
 
 const root = mkdtempSync(join(tmpdir(), 'kw-fslock-'));

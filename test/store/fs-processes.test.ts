@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import { join } from 'node:path';
-import { FsStore } from '../../src/store/fs.js';
+import { FsStore } from '../../src/store/fs/store.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { makeTempDir, removeTempDir } from '../helpers/temp.js';

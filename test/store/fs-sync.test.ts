@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FolderSyncs } from '../../src/store/fs-sync.js';
+import { FolderSyncs } from '../../src/store/fs/sync.js';
 
 /** An fsync seam that records each call and finishes only when the test says so. */
 function controlled() {

@@ -23,7 +23,7 @@ import {
   encodeSegment,
   objectNames,
   parseFsUrl,
-} from '../../src/store/fs.js';
+} from '../../src/store/fs/store.js';
 import { runConformance } from './conformance.js';
 import { elapse } from '../helpers/wait.js';
 import { tsWorkerEntry } from '../helpers/ts-worker.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SimClock, SystemClock } from '../../src/core/clock.js';
 import { ErrorCode } from '../../src/core/errors.js';
-import { DEFAULT_LATENCY_MS, LatencyStore, parseLatencyUrl } from '../../src/store/latency.js';
+import { DEFAULT_LATENCY_MS, LatencyStore, parseLatencyUrl } from '../../src/store/testing/latency.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { openStore } from '../../src/store/open.js';
 import { runConformance } from './conformance.js';

@@ -15,9 +15,9 @@ import { ErrorCode } from '../../src/core/errors.js';
 import { SeededRandom, SystemRandom } from '../../src/core/random.js';
 import { resolveOptions } from '../../src/core/config.js';
 import { listAll } from '../../src/store/keys.js';
-import { S3Store } from '../../src/store/s3.js';
-import { classifyS3Error } from '../../src/store/s3-errors.js';
-import { parseS3Url } from '../../src/store/s3-url.js';
+import { S3Store } from '../../src/store/s3/store.js';
+import { classifyS3Error } from '../../src/store/s3/errors.js';
+import { parseS3Url } from '../../src/store/s3/url.js';
 import { runConformance } from './conformance.js';
 
 const text = (s: string) => new TextEncoder().encode(s);

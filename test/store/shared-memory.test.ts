@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
 import { openStore } from '../../src/store/open.js';
-import { SharedMemoryClient } from '../../src/store/shared-memory.js';
+import { SharedMemoryClient } from '../../src/store/testing/shared-memory.js';
 import { tsWorkerEntry } from '../helpers/ts-worker.js';
 import { runConformance } from './conformance.js';
 

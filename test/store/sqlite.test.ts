@@ -1,5 +1,5 @@
 /**
- * The SQLite bucket (src/store/sqlite.ts): the conformance suite, with a second connection as the
+ * The SQLite bucket (src/store/sqlite/store.ts): the conformance suite, with a second connection as the
  * other "node"; then its own promises — writes share fsyncs (one per batch), no write is answered
  * before the fsync that covers it, a failed fsync makes the writes it covered ambiguous, and a
  * write lock held elsewhere is waited for off the thread, then given up on.
@@ -13,7 +13,7 @@ import Database from 'better-sqlite3';
 import { SystemClock } from '../../src/core/clock.js';
 import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
 import { openStore } from '../../src/store/open.js';
-import { SqliteStore, parseSqliteUrl, prefixEnd, type SqliteStoreSettings } from '../../src/store/sqlite.js';
+import { SqliteStore, parseSqliteUrl, prefixEnd, type SqliteStoreSettings } from '../../src/store/sqlite/store.js';
 import { runConformance } from './conformance.js';
 
 const roots: string[] = [];

@@ -1,10 +1,10 @@
 /**
- * The sweep's next delay (streams/sweep-cadence.ts), as pure functions: fixed (the design's cadence) or adaptive.
+ * The sweep's next delay (alarms/sweep-cadence.ts), as pure functions: fixed (the design's cadence) or adaptive.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { nextSweepDelayMs, waitsForRoom } from '../../src/streams/sweep-cadence.js';
+import { nextSweepDelayMs, waitsForRoom } from '../../src/alarms/sweep-cadence.js';
 
 const NOW = 1_800_000_000_000;
 const adaptive = { alarmSweepMs: 10_000, sweepAdaptive: 1, sweepMinGapMs: 100, marginMs: 15_000, deliveriesPerSweep: 256 };

@@ -4,14 +4,14 @@
  * missing file as an answer rather than an error.
  *
  * The store's steps are synchronous system calls except the ones that wait for the disk (fsync,
- * and reading a folder of thousands of names, fs-list.ts): an open, write, link, rename or
+ * and reading a folder of thousands of names, fs/list.ts): an open, write, link, rename or
  * unlink of a small file takes microseconds, and each one sent to libuv's thread pool cost more
  * than itself in thread handoffs and promise callbacks (docs/benchmarks.md, "The folder bucket's system calls").
  * An fsync waits for the disk, so it stays on the pool and the event loop goes on meanwhile.
  */
 import { closeSync, fsync, fsyncSync, openSync, statfsSync, unlinkSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
-import type { Clock } from '../core/clock.js';
+import type { Clock } from '../../core/clock.js';
 
 export function codeOf(e: unknown): string | undefined {
   return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : undefined;

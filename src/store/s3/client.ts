@@ -11,7 +11,7 @@
  *   middleware strips the quotes from that header.
  * - Bodies are sent as Buffers, with checksums only when required (streamed bodies with the SDK's
  *   default checksums get 411 from RGW).
- * - The SDK's own retries are off (`maxAttempts: 1`): s3.ts retries, within the config's budget.
+ * - The SDK's own retries are off (`maxAttempts: 1`): s3/store.ts retries, within the config's budget.
  * - `cacheMiddleware`: the SDK resolves a command class's middleware stack once, not at every
  *   request (sorting and chaining ~15 middleware cost more than signing the request: a PUT,
  *   GET or LIST to RGW took 0.58–0.91 ms of the thread's CPU without it, 0.48–0.63 with it,
@@ -30,7 +30,7 @@ import type {
   PutObjectCommandInput,
   S3Client,
 } from '@aws-sdk/client-s3';
-import { unquoteEtag } from './etag.js';
+import { unquoteEtag } from '../etag.js';
 
 export interface S3ClientOptions {
   endpoint?: string;

@@ -2,15 +2,15 @@
  * FsStore's write path: how a put's body becomes the object, its condition checked atomically.
  *
  * Writes (body first written to a temp file and fsynced, outside any lock; every step a
- * synchronous system call but the fsyncs, fs-io.ts says why):
+ * synchronous system call but the fsyncs, fs/io.ts says why):
  *   create (ifNoneMatch '*')   link(temp, target): atomic exclusive create; EEXIST → PreconditionFailed
  *   unconditional              link(temp, target) as a create; EEXIST → as a replace without etag
  *   replace (ifMatch)          BEGIN IMMEDIATE on ~lock.db { check etag; rename(temp, target) } ROLLBACK
- *   delete                     BEGIN IMMEDIATE { unlink(target) } ROLLBACK   (in fs.ts)
- * then fsync the folder (shared with other writes to it, fs-sync.ts). Readers see whole objects only: an object name only ever appears by an
+ *   delete                     BEGIN IMMEDIATE { unlink(target) } ROLLBACK   (in fs/store.ts)
+ * then fsync the folder (shared with other writes to it, fs/sync.ts). Readers see whole objects only: an object name only ever appears by an
  * atomic link or rename of a complete, fsynced file, and no object file is written in place.
  *
- * Concurrency argument. The host lock (fs-lock.ts) serialises every replace and delete host-wide.
+ * Concurrency argument. The host lock (fs/lock.ts) serialises every replace and delete host-wide.
  * Each operation takes effect at one atomic kernel step: link, rename, unlink, or — for a failing
  * conditional write — the read that saw the precondition fail. An ifMatch reads the current
  * version before the lock and, under it, checks with lstat that the same inode is still in place
@@ -35,30 +35,14 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { AmbiguousWrite, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
-import { etagOf } from './etag.js';
-import { codeOf, fillNewFile, isMissing } from './fs-io.js';
-import type { HostLock } from './fs-lock.js';
-import type { FsConfig } from './fs-options.js';
-import type { FolderSyncs } from './fs-sync.js';
-import type { Target } from './fs-paths.js';
-import type { PutCondition } from './types.js';
-
-export type Mode = { kind: 'create' } | { kind: 'match'; etag: string } | { kind: 'any' };
-
-export function modeOf(condition: PutCondition | undefined): Mode {
-  const c = (condition ?? {}) as { ifNoneMatch?: unknown; ifMatch?: unknown };
-  if (c.ifNoneMatch !== undefined && c.ifMatch !== undefined) throw new BadRequest('put takes ifNoneMatch or ifMatch, not both');
-  if (c.ifNoneMatch !== undefined) {
-    if (c.ifNoneMatch !== '*') throw new BadRequest(`ifNoneMatch must be "*", got ${JSON.stringify(c.ifNoneMatch)}`);
-    return { kind: 'create' };
-  }
-  if (c.ifMatch !== undefined) {
-    if (typeof c.ifMatch !== 'string' || c.ifMatch === '') throw new BadRequest('ifMatch must be a non-empty etag string');
-    return { kind: 'match', etag: c.ifMatch };
-  }
-  return { kind: 'any' };
-}
+import { AmbiguousWrite, StoreUnavailable } from '../../core/errors.js';
+import { etagOf } from '../etag.js';
+import { codeOf, fillNewFile, isMissing } from './io.js';
+import type { HostLock } from './lock.js';
+import type { FsConfig } from './options.js';
+import type { FolderSyncs } from './sync.js';
+import type { Target } from './paths.js';
+import { createFailed, mismatch, type Mode } from '../conditions.js';
 
 /** The version an ifMatch read before taking the lock, kept open so its inode stays unique. */
 interface Held {
@@ -77,7 +61,7 @@ let tempSeq = 0;
 
 /**
  * Writes `body` to a new file in `tempDir` (fsynced if asked); returns its path. Synchronous but
- * for the fsync (fs-io.ts says why).
+ * for the fsync (fs/io.ts says why).
  */
 export async function writeTemp(tempDir: string, body: Uint8Array, fsync: boolean): Promise<string> {
   const file = path.join(tempDir, `${TEMP_PREFIX}${(tempSeq++).toString(36)}`);
@@ -191,7 +175,7 @@ function replaceLocked(
 
 /**
  * fsyncs the object's folder and the parents (below `root`) of any folder the write created, each
- * shared with the other writes waiting for that folder (fs-sync.ts).
+ * shared with the other writes waiting for that folder (fs/sync.ts).
  */
 export async function syncAfterWrite(
   syncs: FolderSyncs,
@@ -212,15 +196,4 @@ export async function syncAfterWrite(
       details: { key },
     });
   }
-}
-
-/** A create (`ifNoneMatch: '*'`) that found the object. */
-export function createFailed(key: string): InstanceType<typeof PreconditionFailed> {
-  return new PreconditionFailed(`put ${key} with ifNoneMatch "*": the object exists`, { details: { key } });
-}
-
-/** An ifMatch whose etag is not the object's (`current`; null: there is none). */
-export function mismatch(key: string, expected: string, current: string | null): InstanceType<typeof PreconditionFailed> {
-  const now = current === null ? 'the object does not exist' : `its etag is ${current}`;
-  return new PreconditionFailed(`put ${key} with ifMatch ${expected}: ${now}`, { details: { key, expected, current } });
 }

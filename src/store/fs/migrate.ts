@@ -1,5 +1,5 @@
 /**
- * Converts a folder bucket from on-disk format 1 to the current one (fs-format.ts): every
+ * Converts a folder bucket from on-disk format 1 to the current one (fs/format.ts): every
  * 15-digit segment stored as one name (`001796115600000/`, `…/001796115600000~`) is moved to its
  * cut path (`001796+/115+/600+/000/`), a whole folder per rename, then the folder is stamped.
  *
@@ -11,10 +11,10 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { BadRequest, CorruptState } from '../core/errors.js';
-import { codeOf } from './fs-io.js';
-import { readFormat, writeFormat, FS_FORMAT } from './fs-format.js';
-import { CONTINUED_MARK, DIGIT_SEGMENT_CHARS, INTERNAL_MARK, OBJECT_MARK, TEMP_DIR_NAME, folderNames } from './fs-paths.js';
+import { BadRequest, CorruptState } from '../../core/errors.js';
+import { codeOf } from './io.js';
+import { readFormat, writeFormat, FS_FORMAT } from './format.js';
+import { CONTINUED_MARK, DIGIT_SEGMENT_CHARS, INTERNAL_MARK, OBJECT_MARK, TEMP_DIR_NAME, folderNames } from './paths.js';
 
 export interface MigrateResult {
   /** The format the folder was in (1 when unstamped). */

@@ -22,8 +22,8 @@ import { switchMap } from 'rxjs/operators';
 import type { Clock } from '../core/clock.js';
 import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
-import { dueBound, parseEntryKey, tenantPrefix, type IndexEntry } from '../alarms/keys.js';
-import { EntrySorter, planSorted, type SweepNode } from '../alarms/plan-sweep.js';
+import { dueBound, parseEntryKey, tenantPrefix, type IndexEntry } from './keys.js';
+import { EntrySorter, planSorted, type SweepNode } from './plan-sweep.js';
 import { nextSweepDelayMs, waitsForRoom } from './sweep-cadence.js';
 import type { Settings } from '../core/config.js';
 

@@ -13,9 +13,9 @@
  * `lockWaitMs`, once per store) rather than fail.
  */
 import Database from 'better-sqlite3';
-import { StoreUnavailable } from '../core/errors.js';
-import { SystemClock, type Clock } from '../core/clock.js';
-import { codeOf, sleepOn } from './fs-io.js';
+import { StoreUnavailable } from '../../core/errors.js';
+import { SystemClock, type Clock } from '../../core/clock.js';
+import { codeOf, sleepOn } from './io.js';
 
 export class HostLock {
   readonly #db: Database.Database;

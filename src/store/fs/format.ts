@@ -1,5 +1,5 @@
 /**
- * FsStore's on-disk format: the `~format` file at the root says which layout (fs-paths.ts) the
+ * FsStore's on-disk format: the `~format` file at the root says which layout (fs/paths.ts) the
  * folder holds, and a store refuses to open a folder of another layout — a key stored under the
  * old layout would otherwise be missing from get, put and delete while still listed.
  *
@@ -8,7 +8,7 @@
  *
  * A new folder (no names but the store's own `~…`) is stamped with the current format before any
  * object is written. A folder of format 1 is refused with BadConfig naming the command that
- * converts it (`keepwork bucket migrate`, fs-migrate.ts). The check reads the names first and the
+ * converts it (`keepwork bucket migrate`, fs/migrate.ts). The check reads the names first and the
  * format file after: a writer of this format stamps the folder before its first object, so an
  * object seen without a stamp read after it was written by format 1. Processes that open a new
  * folder at once all stamp it: the stamp is an exclusive create (a link), so one wins and the
@@ -17,16 +17,16 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { BadConfig } from '../core/errors.js';
-import { codeOf } from './fs-io.js';
-import { INTERNAL_MARK } from './fs-paths.js';
+import { BadConfig } from '../../core/errors.js';
+import { codeOf } from './io.js';
+import { INTERNAL_MARK } from './paths.js';
 
 export const FORMAT_FILE_NAME = '~format';
 export const FS_FORMAT = 2;
 const FORMAT_TEXT = `keepwork folder bucket, on-disk format ${FS_FORMAT}\n`;
 
 /** The command that converts a format-1 folder (printed in errors). */
-export function migrateCommand(root: string): string {
+function migrateCommand(root: string): string {
   return `keepwork bucket migrate --bucket ${JSON.stringify(root)}`;
 }
 

@@ -1,6 +1,6 @@
 /**
  * How the S3 store reads a failed request (pure): `classifyS3Error` sorts an SDK error into what
- * it means for the request's outcome (see s3.ts's diagram for how conditional writes use it),
+ * it means for the request's outcome (see s3/store.ts's diagram for how conditional writes use it),
  * `isRetryableS3Error` says whether to try again, `describe` makes it one line for a message.
  * Errors are classified by name and HTTP status only (RGW's error bodies carry no message).
  */

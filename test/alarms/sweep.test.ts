@@ -10,8 +10,8 @@ import { dueBound, entryKey } from '../../src/alarms/keys.js';
 import { compareKeys } from '../../src/store/keys.js';
 import { resolveOptions, type KeepworkOptions } from '../../src/core/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { FIRST_LIST_KEYS, Sweeper, type SweepDeps } from '../../src/streams/sweep.js';
-import { ClockScheduler } from '../../src/streams/clock-scheduler.js';
+import { FIRST_LIST_KEYS, Sweeper, type SweepDeps } from '../../src/alarms/sweep.js';
+import { ClockScheduler } from '../../src/core/clock-scheduler.js';
 import { shardOwner } from '../../src/alarms/shard.js';
 
 const NOW = 1_900_000_000_000;

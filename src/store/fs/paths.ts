@@ -9,7 +9,7 @@
  * exactly DIGIT_SEGMENT_CHARS ASCII digits (the alarm index's due time, docs/alarm-index.md) is
  * cut the same way at DIGIT_CUTS (6 + 3 + 3 + 3 digits), so below the head no folder holds more
  * than 1,000 of them and a listing reads only the folders its keys are in (issue 15; on-disk
- * format 2, fs-format.ts). Names starting with `~` are the store's own: `~lock.db` (the host
+ * format 2, fs/format.ts). Names starting with `~` are the store's own: `~lock.db` (the host
  * lock), `~tmp/` (temp files) and `~format`. None of `~`, `+` can occur in an encoded segment, so
  * objects, folders, continuation folders and internal files never collide, and `a` can be both
  * an object and a folder:
@@ -25,7 +25,7 @@
  * Errors: `BadRequest` when a path would leave the bucket (`insideRoot`).
  */
 import * as path from 'node:path';
-import { BadRequest } from '../core/errors.js';
+import { BadRequest } from '../../core/errors.js';
 
 /** Internal names start with this; no encoded segment does. */
 export const INTERNAL_MARK = '~';
@@ -41,7 +41,7 @@ export const DIGIT_SEGMENT_CHARS = 15;
  * Where such a segment is cut. For a due time in ms: the head (units of 10^9 ms, 11.6 days) grows
  * one name per 11.6 days of spread; each group below it has at most 1,000 names.
  */
-export const DIGIT_CUTS: readonly number[] = [6, 9, 12];
+const DIGIT_CUTS: readonly number[] = [6, 9, 12];
 const DIGIT_SEGMENT = new RegExp(`^[0-9]{${DIGIT_SEGMENT_CHARS}}$`);
 const ENCODED_NAME = /^(?:[A-Za-z0-9._-]|%[0-9A-F]{2})+$/;
 const PLAIN_NAME = /^[A-Za-z0-9._-]+$/;

@@ -15,12 +15,12 @@
  * any host exists waits for one (there is no timeout: this is a bench's and a test's bucket).
  */
 import { BroadcastChannel, isMainThread, threadId } from 'node:worker_threads';
-import type { Clock } from '../core/clock.js';
-import { BadConfig, isKeepworkError, reviveError, type ErrorJSON, type KeepworkError } from '../core/errors.js';
-import { MemoryStore } from './memory.js';
-import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from './types.js';
+import type { Clock } from '../../core/clock.js';
+import { BadConfig, isKeepworkError, reviveError, type ErrorJSON, type KeepworkError } from '../../core/errors.js';
+import { MemoryStore } from '../memory.js';
+import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from '../types.js';
 
-export const SHARED_MEMORY_SCHEME = 'memory:';
+const SHARED_MEMORY_SCHEME = 'memory:';
 const NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/i;
 
 type Op = 'get' | 'head' | 'put' | 'delete' | 'deleteMany' | 'list';

@@ -9,8 +9,8 @@
  * Opened by `openStore` from `latency+<inner url>` with an optional `ms` query parameter (default
  * 20), e.g. `latency+file:///tmp/bucket?ms=20` or `latency+s3://b/p?endpoint=http://h:7480&ms=5`.
  */
-import type { Clock } from '../core/clock.js';
-import { BadConfig } from '../core/errors.js';
+import type { Clock } from '../../core/clock.js';
+import { BadConfig } from '../../core/errors.js';
 import {
   LIST_MAX_KEYS,
   type ListOptions,
@@ -19,7 +19,7 @@ import {
   type ObjectStore,
   type PutCondition,
   type StoredObject,
-} from './types.js';
+} from '../types.js';
 
 export const DEFAULT_LATENCY_MS = 20;
 export const LATENCY_SCHEME = 'latency+';

@@ -9,7 +9,7 @@
  * action may reschedule itself (as RxJS's periodic operators do); unsubscribing cancels the timer.
  */
 import { Subscription, type SchedulerAction, type SchedulerLike } from 'rxjs';
-import type { Clock, TimerHandle } from '../core/clock.js';
+import type { Clock, TimerHandle } from './clock.js';
 
 class ClockAction<T> extends Subscription implements SchedulerAction<T> {
   private handle: TimerHandle | undefined;

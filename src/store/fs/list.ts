@@ -1,5 +1,5 @@
 /**
- * FsStore's listing: the walk that yields keys in byte order from the folder tree of fs-paths.ts.
+ * FsStore's listing: the walk that yields keys in byte order from the folder tree of fs/paths.ts.
  *
  * A folder's names stand for ranges of keys: an object file its one key, a folder every key
  * under `<segment>/`, a continuation folder (`piece+`, a long or due-time segment cut into
@@ -19,7 +19,7 @@
  * Cost (issue 15): each folder read is read whole (readdir has no order); of its names only the
  * wanted ones become entries, and a run orders only the `limit` smallest of those at a time (a
  * bounded heap, O(names · log limit)). With due-time segments cut into folders of at most 1,000
- * names (fs-paths.ts), a sweep's page costs about what it returns, however large the index.
+ * names (fs/paths.ts), a sweep's page costs about what it returns, however large the index.
  * Small folders are read synchronously (a page reads ~4 small folders per key; a threadpool round
  * trip each cost twice the CPU and, on a loaded machine, most of the time), yielding to the event
  * loop every YIELD_EVERY folders so a 1,000-key page does not hold it for long.
@@ -37,9 +37,9 @@
  */
 import { opendirSync, readdirSync, statSync, type Dirent } from 'node:fs';
 import * as path from 'node:path';
-import { isMissing } from './fs-io.js';
-import { CONTINUED_MARK, INTERNAL_MARK, OBJECT_MARK, decodeSegment } from './fs-paths.js';
-import { compareKeys } from './keys.js';
+import { isMissing } from './io.js';
+import { CONTINUED_MARK, INTERNAL_MARK, OBJECT_MARK, decodeSegment } from './paths.js';
+import { compareKeys } from '../keys.js';
 
 /** Folders read between two turns of the event loop. */
 const YIELD_EVERY = 128;

@@ -1,7 +1,7 @@
 /**
  * `S3Store`: the `ObjectStore` on an S3 bucket (AWS, Ceph RGW, other S3-compatible servers),
  * addressed as `s3://bucket/optional/prefix?endpoint=http://host:port&region=us-east-1` (parsed by
- * s3-url.ts); failed requests are classified by s3-errors.ts.
+ * s3/url.ts); failed requests are classified by s3/errors.ts.
  *
  * Contract (src/store/types.ts): keys are validated before any I/O and live under the URL's
  * prefix (stripped again in listings); listings come back in S3's UTF-8 byte order, paged with
@@ -19,10 +19,10 @@
  *   retries exhausted, or a 412 after an unknown attempt ──→ GET: our body → success (its etag)
  *                                                             else → AmbiguousWrite
  *
- * The SDK's client and how it is set up are in s3-client.ts, which loads the SDK at the store's
+ * The SDK's client and how it is set up are in s3/client.ts, which loads the SDK at the store's
  * first request.
  *
- * Server differences handled here (and, for the etag quotes and checksums, in s3-client.ts):
+ * Server differences handled here (and, for the etag quotes and checksums, in s3/client.ts):
  * - If-Match on a missing key: AWS answers 404 NoSuchKey, RGW 412; both become PreconditionFailed.
  * - Concurrent If-Match losers on RGW often get 500 (its ECANCELED) instead of 412: a 5xx on a
  *   conditional write is ambiguous, resolved by the read-back above. AWS may answer 409
@@ -33,17 +33,17 @@
  * - The SDK's own retries are off: this file retries, within the config's budget.
  */
 import type { PutObjectCommandInput } from '@aws-sdk/client-s3';
-import { connect, type S3ClientOptions, type S3Requests } from './s3-client.js';
-import type { Clock } from '../core/clock.js';
-import { AmbiguousWrite, BadKey, BadRequest, PreconditionFailed, StoreUnavailable } from '../core/errors.js';
-import type { Random } from '../core/random.js';
-import { retry } from '../core/retry.js';
-import type { Settings } from '../core/config.js';
+import { connect, type S3ClientOptions, type S3Requests } from './client.js';
+import type { Clock } from '../../core/clock.js';
+import { AmbiguousWrite, BadKey, BadRequest, PreconditionFailed, StoreUnavailable } from '../../core/errors.js';
+import type { Random } from '../../core/random.js';
+import { retry } from '../../core/retry.js';
+import type { Settings } from '../../core/config.js';
 
 export type S3Settings = Settings<'storeAttemptsMax' | 'storeRetryBaseMs' | 'storeRequestTimeoutMs' | 'storeSocketsMax'>;
-import { sameBytes, unquoteEtag } from './etag.js';
-import { TRANSIENT_DELETE_CODES, classifyS3Error, describe, isRetryableS3Error } from './s3-errors.js';
-import { KEY_MAX_BYTES, resolveList, validateKey, validatePrefix } from './keys.js';
+import { sameBytes, unquoteEtag } from '../etag.js';
+import { TRANSIENT_DELETE_CODES, classifyS3Error, describe, isRetryableS3Error } from './errors.js';
+import { KEY_MAX_BYTES, resolveList, validateKey, validatePrefix } from '../keys.js';
 import {
   LIST_MAX_KEYS,
   type ListOptions,
@@ -52,7 +52,7 @@ import {
   type ObjectStore,
   type PutCondition,
   type StoredObject,
-} from './types.js';
+} from '../types.js';
 
 export interface S3StoreOptions {
   bucket: string;
@@ -83,7 +83,7 @@ function etagFrom(etag: string | undefined, what: string): string {
 export class S3Store implements ObjectStore {
   readonly description: string;
   private readonly clientOptions: S3ClientOptions;
-  /** Set at the first request: the SDK is loaded then, not when the store is made (s3-client.ts). */
+  /** Set at the first request: the SDK is loaded then, not when the store is made (s3/client.ts). */
   private requests: Promise<S3Requests> | undefined;
   private readonly bucket: string;
   private readonly root: string;

@@ -4,22 +4,22 @@
  * included, between threads and between OS processes. This file holds the store itself (reads,
  * deletes, folder pruning, error mapping) and `parseFsUrl`; the parts live beside it:
  *
- *   fs-options.ts   FsStoreOptions, FS_STORE_DEFAULTS, validation
- *   fs-paths.ts     on-disk format: key ⇄ path encoding, long-segment and due-time pieces, internal names
- *   fs-format.ts    the `~format` stamp; a folder of an older format is refused (fs-migrate.ts converts it)
- *   fs-lock.ts      the host lock (SQLite's write lock on <root>/~lock.db)
- *   fs-write.ts     temp file → object: create by link, replace under the lock; the concurrency argument
- *   fs-list.ts      the byte-order listing walk
- *   fs-io.ts        small file-system helpers
+ *   fs/options.ts   FsStoreOptions, FS_STORE_DEFAULTS, validation
+ *   fs/paths.ts     on-disk format: key ⇄ path encoding, long-segment and due-time pieces, internal names
+ *   fs/format.ts    the `~format` stamp; a folder of an older format is refused (fs/migrate.ts converts it)
+ *   fs/lock.ts      the host lock (SQLite's write lock on <root>/~lock.db)
+ *   fs/write.ts     temp file → object: create by link, replace under the lock; the concurrency argument
+ *   fs/list.ts      the byte-order listing walk
+ *   fs/io.ts        small file-system helpers
  *
  * Deletes unlink under the host lock, `deleteBatchKeys` keys per acquisition, then fsync the
  * folders. Folders emptied by a delete are removed (best effort); writes that race with that
- * re-create the folder (fs-write.ts). An I/O step failing with a transient error (EMFILE, EAGAIN,
+ * re-create the folder (fs/write.ts). An I/O step failing with a transient error (EMFILE, EAGAIN,
  * ...) is retried up to `attemptsMax` times, the delay doubling from `retryBaseMs`.
  *
  * Limits: one host, a local POSIX filesystem with hard links and fcntl locks (not NFS/SMB), case-
  * sensitive names; the root path plus up to 3× the key length must fit in PATH_MAX (4096).
- * Errors: `BadConfig` when opened on a folder of another on-disk format (fs-format.ts);
+ * Errors: `BadConfig` when opened on a folder of another on-disk format (fs/format.ts);
  * `BadKey`/`BadRequest` before any I/O; `PreconditionFailed`; `StoreUnavailable` when the write
  * did not happen (or a read failed); `AmbiguousWrite` when the object became visible but the
  * folder fsync failed.
@@ -27,25 +27,26 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SystemClock, type Clock } from '../core/clock.js';
-import { BadConfig, BadRequest, KeepworkError, StoreUnavailable } from '../core/errors.js';
-import { retry } from '../core/retry.js';
-import { etagOf } from './etag.js';
-import { checkFormat } from './fs-format.js';
-import { asBytes, codeOf, fsyncDoesNothing, isMissing, TRANSIENT, unlinkIfPresent, unlinkQuiet } from './fs-io.js';
-import { ListWalk } from './fs-list.js';
-import { HostLock } from './fs-lock.js';
-import { resolveFsOptions, type FsConfig, type FsStoreOptions } from './fs-options.js';
-import { folderNames, insideRoot, LOCK_FILE_NAME, objectNames, TEMP_DIR_NAME, type Target } from './fs-paths.js';
-import { FolderSyncs } from './fs-sync.js';
-import { install, modeOf, syncAfterWrite, writeTemp } from './fs-write.js';
-import { pageOf, resolveList, validateKey } from './keys.js';
-import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from './types.js';
+import { SystemClock, type Clock } from '../../core/clock.js';
+import { BadConfig, BadRequest, KeepworkError, StoreUnavailable } from '../../core/errors.js';
+import { retry } from '../../core/retry.js';
+import { etagOf } from '../etag.js';
+import { checkFormat } from './format.js';
+import { asBytes, codeOf, fsyncDoesNothing, isMissing, TRANSIENT, unlinkIfPresent, unlinkQuiet } from './io.js';
+import { ListWalk } from './list.js';
+import { HostLock } from './lock.js';
+import { resolveFsOptions, type FsConfig, type FsStoreOptions } from './options.js';
+import { folderNames, insideRoot, LOCK_FILE_NAME, objectNames, TEMP_DIR_NAME, type Target } from './paths.js';
+import { FolderSyncs } from './sync.js';
+import { modeOf } from '../conditions.js';
+import { install, syncAfterWrite, writeTemp } from './write.js';
+import { pageOf, resolveList, validateKey } from '../keys.js';
+import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from '../types.js';
 
-export { FS_STORE_DEFAULTS, type FsStoreOptions } from './fs-options.js';
-export { FORMAT_FILE_NAME, FS_FORMAT } from './fs-format.js';
-export { migrateFsBucket, type MigrateResult } from './fs-migrate.js';
-export { decodeSegment, encodeSegment, INTERNAL_MARK, LOCK_FILE_NAME, objectNames, PIECE_CHARS_MAX, TEMP_DIR_NAME } from './fs-paths.js';
+export { FS_STORE_DEFAULTS, type FsStoreOptions } from './options.js';
+export { FORMAT_FILE_NAME, FS_FORMAT } from './format.js';
+export { migrateFsBucket, type MigrateResult } from './migrate.js';
+export { decodeSegment, encodeSegment, INTERNAL_MARK, LOCK_FILE_NAME, objectNames, PIECE_CHARS_MAX, TEMP_DIR_NAME } from './paths.js';
 
 /** `file:///abs`, `file://./rel` or `file://../rel` (from the cwd), or a plain path → absolute path. */
 export function parseFsUrl(urlOrPath: string): string {
@@ -70,7 +71,7 @@ export class FsStore implements ObjectStore {
   readonly #lock: HostLock;
   readonly #clock: Clock;
   readonly #syncs = new FolderSyncs();
-  /** `fsync` asked for, on a file system where it does something (fs-io.ts `fsyncDoesNothing`). */
+  /** `fsync` asked for, on a file system where it does something (fs/io.ts `fsyncDoesNothing`). */
   readonly #fsync: boolean;
   #closed = false;
 

@@ -2,8 +2,8 @@
  * FsStore options: `FsStoreOptions` (all optional) → `FS_STORE_DEFAULTS` →
  * `resolveFsOptions`, which refuses unknown names and out-of-range values with `BadConfig`.
  */
-import { BadConfig } from '../core/errors.js';
-import { LARGE_FOLDER_BYTES } from './fs-list.js';
+import { BadConfig } from '../../core/errors.js';
+import { LARGE_FOLDER_BYTES } from './list.js';
 
 export interface FsStoreOptions {
   /** fsync temp files and folders (turn off only for throwaway data). */
@@ -20,7 +20,7 @@ export interface FsStoreOptions {
   deleteBatchKeys?: number;
   /**
    * A folder whose size (st_size) is over this is listed as a large one: streamed a chunk of
-   * names at a time and cut as it goes to the page it serves (fs-list.ts). 0 lists every folder
+   * names at a time and cut as it goes to the page it serves (fs/list.ts). 0 lists every folder
    * that way.
    */
   largeFolderBytes?: number;

@@ -32,13 +32,13 @@
 import Database from 'better-sqlite3';
 import { closeSync, fstatSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type { Clock } from '../core/clock.js';
-import { AmbiguousWrite, BadConfig, StoreUnavailable } from '../core/errors.js';
-import { etagOf } from './etag.js';
-import { fsyncDoesNothing, fsyncFd, fsyncPathSync, sleepOn } from './fs-io.js';
-import { createFailed, mismatch, modeOf, type Mode } from './fs-write.js';
-import { compareKeys, pageOf, resolveList, validateKey } from './keys.js';
-import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from './types.js';
+import type { Clock } from '../../core/clock.js';
+import { AmbiguousWrite, BadConfig, StoreUnavailable } from '../../core/errors.js';
+import { etagOf } from '../etag.js';
+import { fsyncDoesNothing, fsyncFd, fsyncPathSync, sleepOn } from '../fs/io.js';
+import { createFailed, mismatch, modeOf, type Mode } from '../conditions.js';
+import { compareKeys, pageOf, resolveList, validateKey } from '../keys.js';
+import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from '../types.js';
 
 export const SQLITE_SCHEME = 'sqlite:';
 
@@ -53,7 +53,7 @@ export function parseSqliteUrl(url: string): string {
 export interface SqliteStoreSettings {
   /** How long a write waits for the write lock before it fails with StoreUnavailable. */
   lockWaitMs: number;
-  /** Whether writes are fsynced (on tmpfs they are skipped anyway: fs-io.ts `fsyncDoesNothing`). */
+  /** Whether writes are fsynced (on tmpfs they are skipped anyway: fs/io.ts `fsyncDoesNothing`). */
   fsync?: boolean;
   /** Test seam: how the WAL is fsynced (counts and holds the syncs); fsync(2) on libuv's pool by default. */
   fsyncWal?: (fd: number) => Promise<void>;

@@ -5,8 +5,8 @@
  *   s3://keep/prod?endpoint=http://rgw:7480&region=eu-1  →  { bucket: 'keep', prefix: 'prod/',
  *                              endpoint: 'http://rgw:7480', region: 'eu-1', forcePathStyle: true }
  */
-import { BadConfig } from '../core/errors.js';
-import { validateKey } from './keys.js';
+import { BadConfig } from '../../core/errors.js';
+import { validateKey } from '../keys.js';
 
 export interface S3Location {
   bucket: string;

@@ -12,9 +12,9 @@
  *                                       before the caller's change, so it does not count)
  *
  * Everyone who joined an fsync gets its outcome, so a failed fsync fails each of their writes
- * (AmbiguousWrite in fs-write.ts), never only the first.
+ * (AmbiguousWrite in fs/write.ts), never only the first.
  */
-import { fsyncPath } from './fs-io.js';
+import { fsyncPath } from './io.js';
 
 interface Folder {
   /** An fsync queued behind the running one, not started yet: callers join it. */
