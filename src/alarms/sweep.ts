@@ -132,8 +132,8 @@ export class Sweeper {
   /**
    * When the next sweep of a tenant runs: after nextDelayMs — or, when a full sweep found the
    * delivery queue full (adaptive), as soon as the queue has room, within that delay. Waiting the
-   * whole delay left a node idle for most of it once its queue drained (the stairs in
-   * bench/results/drain-fs-10000.svg).
+   * whole delay left a node idle for most of it once its queue drained (a drain then advanced in
+   * stairs, one per delay).
    */
   private wake(r: SweepResult): Observable<unknown> {
     const delay = timer(this.nextDelayMs(r), this.d.scheduler);

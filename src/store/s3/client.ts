@@ -15,7 +15,7 @@
  * - `cacheMiddleware`: the SDK resolves a command class's middleware stack once, not at every
  *   request (sorting and chaining ~15 middleware cost more than signing the request: a PUT,
  *   GET or LIST to RGW took 0.58–0.91 ms of the thread's CPU without it, 0.48–0.63 with it,
- *   docs/benchmarks.md). So every middleware is added here, before the first request.
+ *   docs/benchmarks.md, "s3-overhead"). So every middleware is added here, before the first request.
  * - Sockets are kept alive, at most `storeSocketsMax` of them; the request timeout bounds both
  *   connecting and waiting for an answer.
  */
