@@ -1,5 +1,5 @@
 /**
- * The package as a user gets it (README "Use it in your app"):
+ * The package as a user gets it (docs/guide.md "Use it in your app"):
  *
  *   npm pack (prepack builds) ─▶ keepwork-x.y.z.tgz ─▶ npm init -y; npm install <tgz> in a temp app
  *     ├─ the tarball: dist code (no source maps, nothing only tests use), README, package.json
@@ -7,7 +7,7 @@
  *     ├─ CLI: `npx keepwork start --class Reminder=reminder.js` (path against the working directory)
  *     └─ a .ts class without tsx installed: refused at start, saying to install tsx or compile
  *
- * The app's classes are test/fixtures/app/*.js, which the README shows verbatim. The install is
+ * The app's classes are test/fixtures/app/*.js, which docs/guide.md shows verbatim. The install is
  * offline when npm's cache has every package (else it fetches what is missing) and skips install
  * scripts: better-sqlite3's native build (minutes on the shared machine) is this repository's own,
  * the same version for the same Node.js, copied in. Every process runs in its own process group,
@@ -242,9 +242,9 @@ describe('the packed package installed into an app', () => {
     assert.match(ts.stderr, /compile your classes/);
   });
 
-  it('shows the fixture app in the README verbatim', () => {
-    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+  it('shows the fixture app in the guide verbatim', () => {
+    const guide = readFileSync(join(REPO, 'docs/guide.md'), 'utf8');
     for (const f of ['app.js', 'reminder.js'])
-      assert.ok(readme.includes(readFileSync(join(FIXTURE, f), 'utf8')), `README shows test/fixtures/app/${f}`);
+      assert.ok(guide.includes(readFileSync(join(FIXTURE, f), 'utf8')), `docs/guide.md shows test/fixtures/app/${f}`);
   });
 });
