@@ -15,7 +15,7 @@ if (!name || !existsSync(`${dir}/${name}.ts`)) {
   console.error(`usage: npm run bench -- <${names.join('|')}> [--quick]`);
   process.exit(2);
 }
-// libuv's threadpool as `npm start` sizes it (README, "Configuration"): it must be set before the process starts.
+// libuv's threadpool as `npm start` sizes it (docs/tuning.md, `UV_THREADPOOL_SIZE`): it must be set before the process starts.
 const env = { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' };
 const r = spawnSync(process.execPath, ['--import', 'tsx', `${dir}/${name}.ts`, ...rest], { stdio: 'inherit', env });
 process.exit(r.status ?? 1);

@@ -11,7 +11,7 @@ import { formatAddress, type ActorAddress } from '../core/address.js';
 import { KeepworkError, OwnerUnreachable, isKeepworkError, type ErrorCode } from '../core/errors.js';
 
 export const HOPS_HEADER = 'x-keepwork-hops';
-/** A durable call's idempotency key (README "Idempotent durable calls"); forwarded as it came. */
+/** A durable call's idempotency key (docs/guide.md "Idempotent durable calls"); forwarded as it came. */
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 
 export interface ForwardSettings {

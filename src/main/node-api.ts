@@ -40,7 +40,7 @@ export interface ActorHandle {
   call<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
   callDurable<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
   /**
-   * The same actor, its durable calls carrying an idempotency key (README "Idempotent durable
+   * The same actor, its durable calls carrying an idempotency key (docs/guide.md "Idempotent durable
    * calls"): `actor.withIdempotencyKey('order-17').callDurable('pay', 30)`. The first call with the
    * key runs and its outcome is recorded with the actor's state; a repeat returns that outcome
    * without running the handler; a repeat with another method or other arguments is refused
@@ -83,7 +83,7 @@ export interface RoutingNode extends KeepworkNode {
    * applies). `generation`: the entry's tag's, the hold the delivery expects to find (holds.ts).
    */
   offerEntry(address: ActorAddress, dueMs: number, generation?: number): boolean;
-  /** `idempotencyKey`: only with `durable` (README "Idempotent durable calls"). */
+  /** `idempotencyKey`: only with `durable` (docs/guide.md "Idempotent durable calls"). */
   request(
     address: ActorAddress,
     method: string,

@@ -1,5 +1,5 @@
 /**
- * Exactly-once durable calls (README "Idempotent durable calls"). A durable call may carry an
+ * Exactly-once durable calls (docs/guide.md "Idempotent durable calls"). A durable call may carry an
  * idempotency key; the key, a hash of the method and arguments, and the outcome (the result as
  * JSON, or the error's code and message) are recorded in the actor's own database, in
  * `_keep_idem` (actor-db.ts), so the chain carries them with the state: a repeat — on this node or

@@ -1,5 +1,5 @@
 /**
- * Exactly-once durable calls across real node processes (README "Idempotent durable calls"):
+ * Exactly-once durable calls across real node processes (docs/guide.md "Idempotent durable calls"):
  *
  *   forward timeout   a durable call forwarded to a holder whose handler is slow times out with
  *                     OWNER_UNREACHABLE; the client retries with the same Idempotency-Key until it
