@@ -26,8 +26,8 @@ function percent(value: string): number {
 
 /**
  * How far V8 lets the old generation grow past what survived its last full GC before the next
- * one (1 + percent/100). V8's own factor, up to 4 on a busy process, let the main thread's heap
- * of a node draining a backlog sit at 3–4 times its live data (docs/tuning.md, "Memory"). The
+ * one (1 + percent/100). V8's own factor, up to 4 on a busy process, lets the main thread's heap
+ * of a node draining a backlog sit at several times its live data (docs/tuning.md, "Memory"). The
  * flag is read each time V8 sizes the heap after a GC, so setting it at start takes effect; it
  * is the process's, so it applies to the worker threads too.
  */

@@ -53,7 +53,7 @@ interface Held {
 
 /**
  * Temp file names: the process, 48 random bits drawn once per thread (threads share the pid), and
- * a counter — unique without a call to the system's random source per write (~7 µs each here).
+ * a counter — unique without a call to the system's random source (a system call) per write.
  * The open is exclusive (`wx`) anyway: a name in use fails the write instead of sharing a file.
  */
 const TEMP_PREFIX = `${process.pid}-${randomBytes(6).toString('hex')}-`;
