@@ -2,7 +2,8 @@
  * bench/first-touch: the first call to N new keys (the counter example's `add`), 64 in flight
  * (`--in-flight`), on one node with the folder bucket — what creating an actor costs.
  *
- *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable] [--alarm] [--new-in-memory] [--sqlite] [--in-flight 64] [--latency-ms N]
+ *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable]
+ *     [--alarm] [--new-in-memory] [--sqlite] [--in-flight 64] [--latency-ms N]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/first-touch.ts --keys 1000
  *   (a CPU profile per thread lands in /tmp/prof; summarise the touch alone with
  *   `tsx bench/profile-summary.ts --window <the window the bench prints> /tmp/prof/*.cpuprofile`)

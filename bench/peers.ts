@@ -17,7 +17,9 @@
  * bench/peers/ (package.json + package-lock.json), installed here on first use with
  * `npm ci --prefix bench/peers`; the project's npm ci and npm test never touch them.
  *
- *   npm run bench -- peers [--quick] [--only keepwork-plain,keepwork-durable,keepwork-new-in-memory,restate,workerd] [--set name=value …] [--bucket folder|sqlite]
+ *   npm run bench -- peers [--quick]
+ *     [--only keepwork-plain,keepwork-durable,keepwork-new-in-memory,restate,workerd]
+ *     [--set name=value …] [--bucket folder|sqlite]
  *
  * --set (repeatable): a tunable for every keepwork system (docs/tuning.md), named in its column.
  * --bucket sqlite: every keepwork system on the SQLite bucket (`sqlite:`, src/store/sqlite/store.ts) instead
