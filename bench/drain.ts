@@ -69,14 +69,14 @@ const MARGIN_MS = LEASE.leasePeriodMs + LEASE.graceMs;
 export const MODES = {
   adr: {
     label: 'ADR defaults',
-    set: { ...LEASE, alarmSweepMs: 10_000, sweepAdaptive: 0, deliveriesPerSweep: 256, deliveryConcurrency: 32 },
+    set: { ...LEASE, alarmSweepMs: 10_000, sweepAdaptive: false, deliveriesPerSweep: 256, deliveryConcurrency: 32 },
   },
-  adaptive: { label: 'adaptive', set: { ...LEASE, sweepAdaptive: 1 } },
+  adaptive: { label: 'adaptive', set: { ...LEASE, sweepAdaptive: true } },
   tuned: {
     label: 'tuned',
     set: {
       ...LEASE,
-      sweepAdaptive: 1,
+      sweepAdaptive: true,
       deliveriesPerSweep: 1024,
       sweepPageEntries: 4096,
       deliveryConcurrency: 64,

@@ -3,7 +3,7 @@
  * time, with the same load client (an undici Pool, 64 calls in flight over HTTP/1.1 keep-alive).
  * Each system runs the same Counter (add(n) on durable state, returns the total) and Reminder
  * (set(atMs); records when it fired): keepwork three times — plain calls, durable calls, and plain
- * calls with `newActorsInMemory` 1 (docs/tuning.md).
+ * calls with `newActorsInMemory` on (docs/tuning.md).
  *
  *   hot key          add(1) on one key for D seconds: calls/s, p50/p99
  *   first touch      the first call to 1,000 new keys (64 in flight): total time
@@ -328,7 +328,7 @@ const SET = [
 const SYSTEMS: Record<string, () => System> = {
   'keepwork-plain': () => new KeepworkSystem(false, SET),
   'keepwork-durable': () => new KeepworkSystem(true, SET),
-  'keepwork-new-in-memory': () => new KeepworkSystem(false, ['newActorsInMemory=1', ...SET]),
+  'keepwork-new-in-memory': () => new KeepworkSystem(false, ['newActorsInMemory=true', ...SET]),
   restate: () => new RestateSystem(),
   workerd: () => new WorkerdSystem(),
 };

@@ -41,6 +41,7 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/main/membership.test.ts', 'unit'],
   ['test/main/status-feed.test.ts', 'unit'],
   ['test/cli/progress.test.ts', 'unit'],
+  ['test/cli/tunables-help.test.ts', 'unit'],
 ];
 
 export function suiteOf(file: string): Suite {
