@@ -29,7 +29,7 @@ import { openStore } from '../src/store/open.js';
 import type { ObjectStore } from '../src/store/types.js';
 import { listAll } from '../src/store/keys.js';
 import { REPO } from '../test/cluster/harness.js';
-import { armAllBefore, benchCommand } from './lib.js';
+import { armAllBefore, benchCommand, setPairs } from './lib.js';
 import { cpuSince, threadCpu } from './support/proc-stats.js';
 
 const { positionals, values } = benchCommand({ bucket: { type: 'string', default: 'fs' } });
@@ -39,13 +39,8 @@ if (!['fs', 'memory', 's3', 'sqlite'].includes(values.bucket!)) throw new Error(
 if (values.bucket === 's3' && !S3_URL)
   throw new Error('--bucket s3 needs KEEPWORK_TEST_S3_URL (eval "$(bash scripts/s3-test-server.sh env)")');
 const K = Number(positionals[0] ?? 500);
-/** Tunables for both nodes, as name=value after K (e.g. alarmsInMemory=0). */
-const TUNABLES = Object.fromEntries(
-  positionals
-    .slice(1)
-    .map((a) => a.split('='))
-    .map(([k, v]) => [k!, Number(v)]),
-);
+/** Tunables for both nodes, as name=value after K (e.g. alarmsInMemory=false). */
+const TUNABLES = setPairs(positionals.slice(1));
 const CLASSES = { Alarmed: join(REPO, 'test/fixtures/cluster/alarmed.ts') };
 const LEASE = { leasePeriodMs: 3_000, graceMs: 500, skewBoundMs: 300 }; // short, yet renewals survive a loaded machine
 

@@ -27,7 +27,9 @@
  *                  half (past K/2 delivered: without the first seconds' compiling, secondHalfCpu)
  *     BullMQ       K due delayed jobs, M worker processes, one SQLite write each (bench/peer-bullmq)
  *
- *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,latency,s3,sqlite] [--latency-ms 20] [--mode adr,adaptive,tuned] [--threads 2] [--set name=value …] [--no-peer] [--out drain] [--append] [--reprice]
+ *   npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,latency,s3,sqlite]
+ *     [--latency-ms 20] [--mode adr,adaptive,tuned] [--threads 2] [--set name=value …] [--no-peer]
+ *     [--out drain] [--append] [--reprice]
  *   (--threads: each node's workerThreads, 2 unless given; --set: any other tunable, for every node;
  *   --store latency: the folder bucket with every request delayed by --latency-ms on the clock, no
  *   CPU while it waits — src/store/testing/latency.ts, an S3-like round trip without S3's CPU; --store sqlite:
@@ -67,14 +69,14 @@ const MARGIN_MS = LEASE.leasePeriodMs + LEASE.graceMs;
 export const MODES = {
   adr: {
     label: 'ADR defaults',
-    set: { ...LEASE, alarmSweepMs: 10_000, sweepAdaptive: 0, deliveriesPerSweep: 256, deliveryConcurrency: 32 },
+    set: { ...LEASE, alarmSweepMs: 10_000, sweepAdaptive: false, deliveriesPerSweep: 256, deliveryConcurrency: 32 },
   },
-  adaptive: { label: 'adaptive', set: { ...LEASE, sweepAdaptive: 1 } },
+  adaptive: { label: 'adaptive', set: { ...LEASE, sweepAdaptive: true } },
   tuned: {
     label: 'tuned',
     set: {
       ...LEASE,
-      sweepAdaptive: 1,
+      sweepAdaptive: true,
       deliveriesPerSweep: 1024,
       sweepPageEntries: 4096,
       deliveryConcurrency: 64,

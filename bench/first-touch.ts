@@ -2,7 +2,8 @@
  * bench/first-touch: the first call to N new keys (the counter example's `add`), 64 in flight
  * (`--in-flight`), on one node with the folder bucket — what creating an actor costs.
  *
- *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable] [--alarm] [--new-in-memory] [--sqlite] [--in-flight 64] [--latency-ms N]
+ *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable]
+ *     [--alarm] [--new-in-memory] [--sqlite] [--in-flight 64] [--latency-ms N]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/first-touch.ts --keys 1000
  *   (a CPU profile per thread lands in /tmp/prof; summarise the touch alone with
  *   `tsx bench/profile-summary.ts --window <the window the bench prints> /tmp/prof/*.cpuprofile`)
@@ -14,7 +15,7 @@
  * arms a timer an hour ahead instead (bench/peers' Reminder `set`), as peers' "arming timers on new
  * keys" row does — a first touch plus an alarm index entry. --then-seconds S: afterwards, S seconds
  * of calls round-robin over the same keys (bench/peers' "1,000 keys" row): calls/s and CPU ms per
- * call by thread. --new-in-memory: the node runs with `newActorsInMemory` 1 (docs/tuning.md).
+ * call by thread. --new-in-memory: the node runs with `newActorsInMemory` on (docs/tuning.md).
  * --sqlite: the bucket is one SQLite file (`sqlite:`, src/store/sqlite/store.ts) instead of a folder.
  * --latency-ms N: the folder bucket behind the LatencyStore (`latency+file://…?ms=N`), every
  * request N ms late as on S3; the table adds each call's p50 and p99 latency.
@@ -81,7 +82,7 @@ async function run(r: number) {
     classes: { Counter: COUNTER, Reminder: REMINDER },
     port: 0,
     workerThreads: Number(args.threads),
-    newActorsInMemory: args['new-in-memory'] ? 1 : 0,
+    newActorsInMemory: args['new-in-memory'] === true,
     logger: silentLogger(),
   })) as RoutingNode;
   const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });

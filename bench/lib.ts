@@ -36,14 +36,14 @@ export function benchCommand<O extends Options>(options: O): { values: Parsed<O>
 
 /**
  * `--set name=value` (repeatable): tunables for the bench's keepwork nodes (docs/tuning.md),
- * checked here, before any node starts: a pair that is not name=integer, an unknown name or a value
- * out of range is refused.
+ * checked here, before any node starts: a pair that is not name=integer (name=true|false for a
+ * switch), an unknown name or a value out of range is refused.
  */
-export function setPairs(pairs: readonly string[] = []): Record<string, number> {
+export function setPairs(pairs: readonly string[] = []): Record<string, number | boolean> {
   const set = Object.fromEntries(
     pairs.map((pair) => {
       const parsed = parseTunable(pair);
-      if (!parsed) throw new Error(`--set expects name=integer, got ${JSON.stringify(pair)}`);
+      if (!parsed) throw new Error(`--set expects name=integer or name=true|false, got ${JSON.stringify(pair)}`);
       return parsed;
     }),
   );

@@ -3,7 +3,7 @@
  * time, with the same load client (an undici Pool, 64 calls in flight over HTTP/1.1 keep-alive).
  * Each system runs the same Counter (add(n) on durable state, returns the total) and Reminder
  * (set(atMs); records when it fired): keepwork three times — plain calls, durable calls, and plain
- * calls with `newActorsInMemory` 1 (docs/tuning.md).
+ * calls with `newActorsInMemory` on (docs/tuning.md).
  *
  *   hot key          add(1) on one key for D seconds: calls/s, p50/p99
  *   first touch      the first call to 1,000 new keys (64 in flight): total time
@@ -17,7 +17,9 @@
  * bench/peers/ (package.json + package-lock.json), installed here on first use with
  * `npm ci --prefix bench/peers`; the project's npm ci and npm test never touch them.
  *
- *   npm run bench -- peers [--quick] [--only keepwork-plain,keepwork-durable,keepwork-new-in-memory,restate,workerd] [--set name=value …] [--bucket folder|sqlite]
+ *   npm run bench -- peers [--quick]
+ *     [--only keepwork-plain,keepwork-durable,keepwork-new-in-memory,restate,workerd]
+ *     [--set name=value …] [--bucket folder|sqlite]
  *
  * --set (repeatable): a tunable for every keepwork system (docs/tuning.md), named in its column.
  * --bucket sqlite: every keepwork system on the SQLite bucket (`sqlite:`, src/store/sqlite/store.ts) instead
@@ -326,7 +328,7 @@ const SET = [
 const SYSTEMS: Record<string, () => System> = {
   'keepwork-plain': () => new KeepworkSystem(false, SET),
   'keepwork-durable': () => new KeepworkSystem(true, SET),
-  'keepwork-new-in-memory': () => new KeepworkSystem(false, ['newActorsInMemory=1', ...SET]),
+  'keepwork-new-in-memory': () => new KeepworkSystem(false, ['newActorsInMemory=true', ...SET]),
   restate: () => new RestateSystem(),
   workerd: () => new WorkerdSystem(),
 };

@@ -11,11 +11,11 @@
  * Fails (exit 1, one `file:line:col message` line each) on an upward or sideways import, static
  * (`import`/`export … from`) or dynamic (`import('…')`), type-only imports included.
  *
- * Also: a package that is heavy to load and needed only by one kind of bucket (the AWS SDK, ~22 MB
- * resident in each thread that loads it) is loaded on demand: `LOADED_ON_DEMAND` lists them, and
- * `src/` imports them with `import('…')` or for types only (`import type`), never with a static
- * import that loads them when the module does. (A bare package, not a module of `src/`: from a
- * worker thread, tsx's hooks do not reach `import()` of a `.ts` file; see class-loader.ts.)
+ * Also: a package that is heavy to load and needed only by one kind of bucket (the AWS SDK,
+ * megabytes resident in each thread that loads it) is loaded on demand: `LOADED_ON_DEMAND` lists
+ * them, and `src/` imports them with `import('…')` or for types only (`import type`), never with a
+ * static import that loads them when the module does. (A bare package, not a module of `src/`: from
+ * a worker thread, tsx's hooks do not reach `import()` of a `.ts` file; see class-loader.ts.)
  *
  *   tsx scripts/lint-layers.ts [--root DIR]     (default: the project root)
  */

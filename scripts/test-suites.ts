@@ -3,7 +3,7 @@
  *
  *   unit         pure code and in-process runs on a memory bucket and virtual time (InlineActors,
  *                SimClock, MemoryStore): no worker threads of a real node, no child processes,
- *                no network; the whole suite stays under a minute on the 2-core machine
+ *                no network; the whole suite is meant to stay under a minute on two cores
  *   integration  real components together: folder/S3 stores, a real Node with Piscina workers,
  *                HTTP, the CLI and lint scripts as processes, kill -9 of a child node
  *   cluster      several real node processes (test/cluster), the real Prometheus scraping a
@@ -41,6 +41,7 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/main/membership.test.ts', 'unit'],
   ['test/main/status-feed.test.ts', 'unit'],
   ['test/cli/progress.test.ts', 'unit'],
+  ['test/cli/tunables-help.test.ts', 'unit'],
 ];
 
 export function suiteOf(file: string): Suite {

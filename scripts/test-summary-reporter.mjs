@@ -3,7 +3,8 @@
  * line per failed, skipped or todo test to its destination: { kind, file, path, reason }, where
  * path is the enclosing suites and the test's name. run-tests.ts prints them as the run's last
  * lines. A failure's reason is its error's message with the messages of its causes, up to
- * REASON_LINES_MAX lines: the line after "node a exited (1) before serving:" is the why. A suite that failed only because a test in it failed is left out (its test is listed).
+ * REASON_LINES_MAX lines: the line after "node a exited (1) before serving:" is the why. A suite
+ * that failed only because a test in it failed is left out (its test is listed).
  * Plain JavaScript: node loads reporters before any --import hook (tsx) is in place.
  */
 export default async function* summary(source) {

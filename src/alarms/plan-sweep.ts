@@ -7,10 +7,10 @@
  *
  * Own entries go first; anyone's keep a reserve (an eighth of the cap), taken from a random
  * rotation so surviving nodes do not all deliver the same ones, and take what own entries leave.
- * Entries already in flight or retrying do not count. At most `cap` deliveries, one per actor
- * (its earliest entry). What the cap left behind is reported (`ownLeftBehind`, `anyonesLeftBehind`)
- * so the sweep neither moves its cursor past own entries it did not offer nor waits while they are
- * due (issue 15). Pure: the rotation comes from the injected Random.
+ * Entries already in flight or retrying do not count. At most `cap` deliveries, one per actor (its
+ * earliest entry). What the cap left behind is reported (`ownLeftBehind`, `anyonesLeftBehind`) so
+ * the sweep neither moves its cursor past own entries it did not offer nor waits while they are
+ * due. Pure: the rotation comes from the injected Random.
  */
 import { invariant } from '../core/invariant.js';
 import type { Random } from '../core/random.js';
@@ -85,9 +85,9 @@ export class EntrySorter {
   }
 
   /**
-   * Whether a sweep reading a backlog may stop here (issue 15): own entries fill what the reserve
-   * leaves and anyone's fill the reserve (entries read later could only be left behind, or widen
-   * the rotation), or own entries alone fill the cap (anyone's met so far keep their share of the
+   * Whether a sweep reading a backlog may stop here: own entries fill what the reserve leaves and
+   * anyone's fill the reserve (entries read later could only be left behind, or widen the
+   * rotation), or own entries alone fill the cap (anyone's met so far keep their share of the
    * reserve; those further on are met by the sweeps after, as the cursor moves on). Either way the
    * plan is full, and its own entries are the earliest ones a plan of everything would take.
    */

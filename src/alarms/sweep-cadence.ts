@@ -2,7 +2,7 @@
  * When the next sweep of a tenant runs (docs/alarm-index.md "The sweep"), as pure functions of the last sweep's
  * outcome, the delivery backlog and the time; the Sweeper (sweep.ts) arms its timers with them.
  *
- *   fixed (sweepAdaptive 0, the design's)  every alarmSweepMs
+ *   fixed (sweepAdaptive false, the design's)  every alarmSweepMs
  *   adaptive  at once (sweepMinGapMs) after a full sweep when the delivery queue has room; else at
  *             the next entry's due time + margin, within [sweepMinGapMs, alarmSweepMs]; with no
  *             next entry seen, alarmSweepMs. A full sweep with no room waits for room instead.
@@ -30,5 +30,5 @@ export function nextSweepDelayMs(r: SweepOutcome, backlog: number, nowMs: number
 
 /** A full sweep (adaptive) with no room in the delivery queue: the next one waits for room. */
 export function waitsForRoom(r: SweepOutcome, backlog: number, s: Settings<'sweepAdaptive' | 'deliveriesPerSweep'>): boolean {
-  return s.sweepAdaptive === 1 && r.full && backlog >= s.deliveriesPerSweep;
+  return s.sweepAdaptive && r.full && backlog >= s.deliveriesPerSweep;
 }

@@ -12,10 +12,11 @@
  * The cursor resumes after the entries read, so entries nobody can act on never hold the rest
  * back; once the overdue part is read through, the next sweep starts from the beginning again.
  * It never moves past an own entry the delivery cap left out: it stops just before the first one,
- * and a sweep that left deliverable entries behind counts as full (sweeps again soon). Moving past
- * all 2,048 read while offering 256 left the rest behind the cursor, and a sweep that then reached
- * the end waited alarmSweepMs while they were due (issue 15). When the first entry read is itself
- * left out (no own entry fits the cap), the cursor moves past everything read, so it always advances.
+ * and a sweep that left deliverable entries behind counts as full (sweeps again soon). A cursor
+ * past a whole page of which only the cap was offered would leave the rest behind it, and a sweep
+ * that then reached the end would wait alarmSweepMs while they were due. When the first entry read
+ * is itself left out (no own entry fits the cap), the cursor moves past everything read, so it
+ * always advances.
  */
 import { defer, expand, from, race, timer, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import { switchMap } from 'rxjs/operators';
@@ -132,8 +133,8 @@ export class Sweeper {
   /**
    * When the next sweep of a tenant runs: after nextDelayMs — or, when a full sweep found the
    * delivery queue full (adaptive), as soon as the queue has room, within that delay. Waiting the
-   * whole delay left a node idle for most of it once its queue drained (a drain then advanced in
-   * stairs, one per delay).
+   * whole delay would leave a node idle once its queue drained (the stairs of a drain chart,
+   * docs/benchmarks.md).
    */
   private wake(r: SweepResult): Observable<unknown> {
     const delay = timer(this.nextDelayMs(r), this.d.scheduler);
@@ -198,14 +199,14 @@ export class Sweeper {
    * Lists from the cursor: at most sweepPageEntries entries, stopping at the first key ≥ bound, or
    * once the entries read fill the plan (`sorter`: reading on would only leave more behind).
    * Pages start smaller and double (FIRST_LIST_KEYS, then up to 1,000): the store cannot stop at
-   * the bound itself, and most sweeps find few overdue entries — a 1,000-key page cost the folder
-   * store 1,000 keys' worth of folder reads (about 3,000) per sweep however few were due, while
-   * S3 answers 128 keys or 1,000 in one request alike. A sweep after one that stopped with more
-   * to read (a backlog being drained) asks at once for what it expects to fill its plan: its cap
-   * for each live node (its share of the entries), and a quarter more, within the page; one LIST
-   * on the folder store, whose every LIST reads each name of a large due-time folder. It used to
-   * ask for the whole page of 2,048 and offer 256 of them, so a backlog's entries were each read
-   * about eight times before they were offered (issue 15).
+   * the bound itself, and most sweeps find few overdue entries — a 1,000-key page costs the folder
+   * store 1,000 keys' worth of folder reads per sweep however few are due, while S3 answers 128
+   * keys or 1,000 in one request alike. A sweep after one that stopped with more to read (a backlog
+   * being drained) asks at once for what it expects to fill its plan: its cap for each live node
+   * (its share of the entries), and a quarter more, within the page — one LIST on the folder
+   * store, whose every LIST reads each name of a large due-time folder. Asking for the whole page
+   * to offer only the cap of it would read a backlog's entries several times each before they are
+   * offered.
    */
   private async read(tenant: string, bound: string, sorter: EntrySorter, liveNodes: number) {
     const entries: IndexEntry[] = [];

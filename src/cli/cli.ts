@@ -26,8 +26,8 @@ function percent(value: string): number {
 
 /**
  * How far V8 lets the old generation grow past what survived its last full GC before the next
- * one (1 + percent/100). V8's own factor, up to 4 on a busy process, let the main thread's heap
- * of a node draining a backlog sit at 3–4 times its live data (docs/tuning.md, "Memory"). The
+ * one (1 + percent/100). V8's own factor, up to 4 on a busy process, lets the main thread's heap
+ * of a node draining a backlog sit at several times its live data (docs/tuning.md, "Memory"). The
  * flag is read each time V8 sizes the heap after a GC, so setting it at start takes effect; it
  * is the process's, so it applies to the worker threads too.
  */
@@ -42,9 +42,10 @@ function classPair(value: string, previous: Record<string, string> = {}): Record
   return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
 }
 
-function tunable(value: string, previous: Record<string, number> = {}): Record<string, number> {
+/** `--set name=value`: a switch's bad value throws BadConfig (before anything starts); other text is refused here. */
+function tunable(value: string, previous: Record<string, number | boolean> = {}): Record<string, number | boolean> {
   const parsed = parseTunable(value);
-  if (!parsed) throw new InvalidArgumentError('expected name=integer, e.g. leasePeriodMs=2000');
+  if (!parsed) throw new InvalidArgumentError('expected name=integer, e.g. leasePeriodMs=2000, or name=true|false for a switch');
   return { ...previous, [parsed[0]]: parsed[1] };
 }
 
@@ -79,7 +80,11 @@ program
   .option('--class <Name=path>', 'an actor class module (repeatable; each is loaded and checked at start)', classPair)
   .option('--tenants <a,b>', 'tenants to serve (default: all)', list)
   .option('--node-id <id>', 'this node’s id (default: kept in the data dir)')
-  .option('--set <name=value>', 'a tunable, e.g. leasePeriodMs=2000 (repeatable; every tunable is listed below)', tunable)
+  .option(
+    '--set <name=value>',
+    'a tunable, e.g. leasePeriodMs=2000 or sweepAdaptive=false (repeatable; every tunable is listed below)',
+    tunable,
+  )
   .option(
     '--heap-growth <pct>',
     'V8 collects the old generation once it has grown this many percent past what the last full GC kept (0: V8 decides)',
@@ -97,7 +102,7 @@ program
       class?: Record<string, string>;
       tenants?: string[];
       nodeId?: string;
-      set?: Record<string, number>;
+      set?: Record<string, number | boolean>;
       heapGrowth: number;
     }) => {
       setHeapGrowing(o.heapGrowth);

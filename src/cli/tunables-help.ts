@@ -1,30 +1,47 @@
 /**
  * The tunables section of `keepwork start --help`, generated from `DEFAULTS` and `RULES`
  * (src/core/config.ts) so it lists every tunable with its default, unit and range and never goes
- * stale; and `parseTunable`, the `--set name=value` form (the CLI's and bench/drain's). Units come from the names (STYLE: names end in their unit): …Ms in milliseconds, …Bytes
- * in bytes, a 0–1 range is a switch, anything else a count.
+ * stale; and `parseTunable`, the `--set name=value` form (the CLI's and the benches'). Units come
+ * from the names (STYLE: names end in their unit): …Ms in milliseconds, …Bytes in bytes, a
+ * boolean default is a switch, anything else a count.
  */
-import { DEFAULTS, RULES } from '../core/config.js';
+import { BadConfig } from '../core/errors.js';
+import { DEFAULTS, RULES, isSwitch, type Switch, type Tunable } from '../core/config.js';
 
-type Tunable = keyof typeof DEFAULTS;
+/** How a switch may be written after `--set name=`: true or 1 turns it on, false or 0 off. */
+const SWITCH_TEXT: Readonly<Record<string, boolean>> = Object.freeze({ true: true, 1: true, false: false, 0: false });
 
-/** `name=integer` (`leasePeriodMs=2000`) → its name and value; undefined for any other text. */
-export function parseTunable(text: string): [name: string, value: number] | undefined {
-  const m = /^([A-Za-z]+)=(-?\d+)$/.exec(text);
-  return m ? [m[1]!, Number(m[2])] : undefined;
+/**
+ * `name=value` → its name and value: an integer (`leasePeriodMs=2000`), or for a switch true,
+ * false, 1 or 0 (`sweepAdaptive=false`). Undefined for text of another form, or an integer
+ * tunable's value that is not an integer; throws `BadConfig` for a switch given any other value.
+ * The name is not checked here: `resolveOptions` refuses an unknown one.
+ */
+export function parseTunable(text: string): [name: string, value: number | boolean] | undefined {
+  const m = /^([A-Za-z]+)=(.*)$/.exec(text);
+  if (!m) return undefined;
+  const name = m[1]!;
+  const value = m[2]!;
+  if (isSwitch(name)) return [name, switchFromText(name, value)];
+  return /^-?\d+$/.test(value) ? [name, Number(value)] : undefined;
+}
+
+function switchFromText(name: Switch, text: string): boolean {
+  const on = Object.hasOwn(SWITCH_TEXT, text) ? SWITCH_TEXT[text] : undefined;
+  if (on === undefined) throw new BadConfig(`${name} must be true, false, 1 or 0, got ${JSON.stringify(text)}`);
+  return on;
 }
 
 export function unitOf(name: Tunable): string {
+  if (isSwitch(name)) return 'switch';
   if (name.endsWith('Ms')) return 'ms';
   if (name.endsWith('Bytes')) return 'bytes';
-  const rule = RULES[name];
-  if (rule.min === 0 && rule.max === 1) return 'switch';
   return 'count';
 }
 
 function rangeOf(name: Tunable): string {
+  if (isSwitch(name)) return 'true or false';
   const { min, max } = RULES[name];
-  if (min === 0 && max === 1) return '0 or 1';
   return max === undefined ? `≥ ${min}` : `${min}–${max}`;
 }
 

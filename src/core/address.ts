@@ -4,8 +4,8 @@
  *   tenant  [a-z0-9][a-z0-9_-]{0,63}
  *   class   [A-Za-z0-9_-]{1,64}         (never a '.': the index uses `<class>.t`)
  *   name    any UTF-8 string of 1–400 bytes; in bucket keys and file names always as lowercase hex
- *           (the design allowed 512, but an index key holds the name in hex next to ~190 other
- *           bytes, and S3 keys end at 1024 bytes: 400 keeps every key the layout builds valid)
+ *           (no more: an index key holds the name in hex next to up to ~190 other bytes, and S3
+ *           keys end at 1024 bytes, so 400 keeps every key the layout builds valid)
  *
  * As a string the name is everything after the second '/', so it may itself contain '/'.
  * Invalid input raises `BadRequest` naming the part and the rule.

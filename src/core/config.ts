@@ -3,9 +3,11 @@
  *
  *   KeepworkOptions (all optional)  →  DEFAULTS (one place)  →  resolveOptions(): ResolvedConfig
  *
- * Names end in their unit. `resolveOptions` validates once and throws `BadConfig` with a message
- * that names the option and the rule; unknown option names are refused too (a typo must not be
- * silently ignored). docs/tuning.md and docs/alarm-index.md explain the defaults.
+ * Names end in their unit; an on/off tunable (a `Switch`) is a boolean. `resolveOptions` validates
+ * once and throws `BadConfig` with a message that names the option and the rule; unknown option
+ * names are refused too (a typo must not be silently ignored), and so is a switch given as a
+ * number (0 and 1 are the command line's spelling, src/cli/tunables-help.ts). docs/tuning.md and
+ * docs/alarm-index.md explain the defaults.
  */
 import { BadConfig } from './errors.js';
 
@@ -73,9 +75,9 @@ export const DEFAULTS = Object.freeze({
   forwardTimeoutMs: 10_000,
   /** Forwarding hops a call may take before it is refused (a routing loop). */
   forwardHopsMax: 2,
-  /** 1: adaptive sweep cadence (sweep again at once after a full sweep, and at the next entry's
-   *  due time + margin); 0: the design's fixed cadence of alarmSweepMs. */
-  sweepAdaptive: 1,
+  /** On: adaptive sweep cadence (sweep again at once after a full sweep, and at the next entry's
+   *  due time + margin); off: the design's fixed cadence of alarmSweepMs. */
+  sweepAdaptive: true,
   /** Shortest pause between two sweeps of one tenant in adaptive mode. */
   sweepMinGapMs: 200,
   /** Deliveries the node runs at once (the bounded queue behind the timer), at least... */
@@ -86,15 +88,15 @@ export const DEFAULTS = Object.freeze({
   /** Actors a node keeps (held, with their state on the main thread) past an event, at most:
    *  beyond it the least recently used are closed and released before idleTimeoutMs. */
   heldActorsMax: 10_000,
-  /** 1: an actor with no local file is taken into memory to run an alarm (restored from the
-   *  bucket, its change uploaded from memory, nothing written to the local disk); 0: restored
+  /** On: an actor with no local file is taken into memory to run an alarm (restored from the
+   *  bucket, its change uploaded from memory, nothing written to the local disk); off: restored
    *  into a local file, as for calls. */
-  alarmsInMemory: 1,
-  /** 1: an event that creates a new actor (nothing in the bucket, no local file) runs it in memory
+  alarmsInMemory: true,
+  /** On: an event that creates a new actor (nothing in the bucket, no local file) runs it in memory
    *  and replies once its first link is in the bucket, writing nothing to the local disk; the
-   *  actor's next call moves it to a local file (its image, no bucket read). 0: the new actor gets
-   *  its file at once. */
-  newActorsInMemory: 0,
+   *  actor's next call moves it to a local file (its image, no bucket read). Off: the new actor
+   *  gets its file at once. */
+  newActorsInMemory: false,
   /** New actors' database files each worker keeps made and fsynced ahead of need (workers/spare-files.ts);
    *  a new actor's file is one of them, renamed into place. 0: each is written and fsynced at its first call. */
   spareActorFiles: 32,
@@ -104,8 +106,18 @@ export const DEFAULTS = Object.freeze({
   idempotencyRetentionMs: 86_400_000,
 });
 
+type Defaults = typeof DEFAULTS;
+/** A tunable's name. */
+export type Tunable = keyof Defaults;
+/** The on/off tunables: those whose default is a boolean. */
+export type Switch = { [K in Tunable]: Defaults[K] extends boolean ? K : never }[Tunable];
+/** The tunables that are integers: a duration, a size or a count, each within its `RULES` range. */
+export type IntegerTunable = Exclude<Tunable, Switch>;
+/** What a tunable holds: a boolean for a switch, else an integer. */
+type ValueOf<K extends Tunable> = K extends Switch ? boolean : number;
+
 export type ResolvedConfig = {
-  readonly [K in keyof typeof DEFAULTS]: number;
+  readonly [K in Tunable]: ValueOf<K>;
 } & {
   /** lease + grace: how overdue an entry must be before a sweep reads it. */
   readonly marginMs: number;
@@ -114,12 +126,17 @@ export type ResolvedConfig = {
 /** The few resolved values one component uses (each component names its own, e.g. `LeaseSettings`). */
 export type Settings<K extends keyof ResolvedConfig> = Pick<ResolvedConfig, K>;
 
-export type KeepworkOptions = Partial<Record<keyof typeof DEFAULTS, number>>;
+export type KeepworkOptions = { [K in Tunable]?: ValueOf<K> };
 
 export type Rule = { min: number; max?: number };
 
-/** The range each tunable must fall in (also shown by `keepwork start --help`). */
-export const RULES: Readonly<Record<keyof typeof DEFAULTS, Rule>> = {
+/** Whether `name` is an on/off tunable (false for any other name, known or not). */
+export function isSwitch(name: string): name is Switch {
+  return Object.hasOwn(DEFAULTS, name) && typeof DEFAULTS[name as Tunable] === 'boolean';
+}
+
+/** The range each integer tunable must fall in (also shown by `keepwork start --help`). */
+export const RULES: Readonly<Record<IntegerTunable, Rule>> = {
   leasePeriodMs: { min: 1 },
   graceMs: { min: 0 },
   skewBoundMs: { min: 0 },
@@ -151,12 +168,9 @@ export const RULES: Readonly<Record<keyof typeof DEFAULTS, Rule>> = {
   linkRetentionMs: { min: 0 },
   forwardTimeoutMs: { min: 1 },
   forwardHopsMax: { min: 0, max: 10 },
-  sweepAdaptive: { min: 0, max: 1 },
   sweepMinGapMs: { min: 1 },
   deliveryConcurrency: { min: 1, max: 10_000 },
   deliveryConcurrencyMax: { min: 1, max: 10_000 },
-  alarmsInMemory: { min: 0, max: 1 },
-  newActorsInMemory: { min: 0, max: 1 },
   spareActorFiles: { min: 0, max: 10_000 },
   heldActorsMax: { min: 1, max: 10_000_000 },
   idempotencyKeysMax: { min: 1, max: 1_000_000 },
@@ -167,10 +181,14 @@ export function resolveOptions(options: KeepworkOptions = {}): ResolvedConfig {
   for (const key of Object.keys(options)) {
     if (!(key in DEFAULTS)) throw new BadConfig(`unknown option ${key}; known options: ${Object.keys(DEFAULTS).join(', ')}`);
   }
-  const merged = { ...DEFAULTS } as Record<keyof typeof DEFAULTS, number>;
-  for (const key of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[]) {
-    const value = options[key];
+  const merged: { -readonly [K in Tunable]: ValueOf<K> } = { ...DEFAULTS };
+  for (const key of Object.keys(DEFAULTS) as Tunable[]) {
+    const value: unknown = options[key];
     if (value === undefined) continue;
+    if (isSwitch(key)) {
+      merged[key] = switchValue(key, value);
+      continue;
+    }
     const rule = RULES[key];
     if (typeof value !== 'number' || !Number.isSafeInteger(value)) {
       throw new BadConfig(`${key} must be an integer, got ${JSON.stringify(value)}`);
@@ -201,4 +219,11 @@ export function resolveOptions(options: KeepworkOptions = {}): ResolvedConfig {
     throw new BadConfig(`skewBoundMs (${merged.skewBoundMs}) must be less than leasePeriodMs (${merged.leasePeriodMs})`);
   }
   return Object.freeze({ ...merged, marginMs: merged.leasePeriodMs + merged.graceMs });
+}
+
+/** A switch's value from the library: a boolean; 0 and 1 are refused with the boolean to write instead. */
+function switchValue(key: Switch, value: unknown): boolean {
+  if (typeof value === 'boolean') return value;
+  const instead = value === 0 || value === 1 ? ` (write ${value === 1}: 0 and 1 are taken on the command line only)` : '';
+  throw new BadConfig(`${key} must be true or false, got ${JSON.stringify(value)}${instead}`);
 }

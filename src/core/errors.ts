@@ -42,7 +42,10 @@ export const ErrorCode = {
   NodeStopped: 'NODE_STOPPED',
   /** A chain link failed its checks (seal, header, delta or page encoding), or the chain has a gap: the actor is not served. */
   CorruptLink: 'CORRUPT_LINK',
-  /** An actor's own state holds what keepwork cannot read (`alarm_indexed`, its WAL cursor, a database file too short): the actor is not served. */
+  /**
+   * An actor's own state holds what keepwork cannot read (`alarm_indexed`, its WAL cursor, a
+   * database file too short): the actor is not served.
+   */
   CorruptState: 'CORRUPT_STATE',
   /** A state keepwork's own code must never reach (an `invariant` failed): a bug; the operation stops there. */
   Internal: 'INTERNAL',

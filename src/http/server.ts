@@ -11,9 +11,10 @@
  *
  * Path segments are percent-decoded (a name containing "/" is sent as %2F). Errors are
  * `{error: CODE, message}` with CODE from core/errors.ts' ErrorCode: 400 bad input, 404 unknown
- * route/class/method, 405, 409 an idempotency key reused with other arguments, 413 body too large, 503 overloaded, stopping, unreachable or lease lost
- * (retry), 504 handler time limit, 500 a handler failure, a corrupt chain or state, or a bug
- * (INTERNAL) — retrying does not help those. Input is
+ * route/class/method, 405, 409 an idempotency key reused with other arguments, 413 body too
+ * large, 503 overloaded, stopping, unreachable or lease lost (retry), 504 handler time limit,
+ * 500 a handler failure, a corrupt chain or state, or a bug (INTERNAL) — retrying does not help
+ * those. Input is
  * validated before any event is submitted, so bad input never writes.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';

@@ -76,9 +76,9 @@ export class StatusView {
   }
 
   /**
-   * Reads the node and the index-lag gauge (set by each sweep), not the rendered metrics: the whole
-   * registry as text every second was most of an idle node's main-thread CPU after the event-loop
-   * monitor.
+   * Reads the node and the index-lag gauge (set by each sweep), not the rendered metrics: rendering
+   * the whole registry as text every second would be the largest cost of an idle node's main
+   * thread but for the event-loop monitor.
    */
   async sample(): Promise<void> {
     const lag = (await this.node.metrics.indexLag.get()).values.reduce((max, v) => Math.max(max, v.value), 0);

@@ -64,7 +64,10 @@ export class HoldTable {
   private creating = false;
   /** Whether this store's etags are the MD5 of the body (learnt from this table's own writes). */
   private etagsPredictable = false;
-  /** Holds written by this table: after a read of the hold, without one (`expect`, or a new actor's create), and tries without a read whose PUT found another hold (412). */
+  /**
+   * Holds written by this table: after a read of the hold, without one (`expect`, or a new
+   * actor's create), and tries without a read whose PUT found another hold (412).
+   */
   readonly takes = { read: 0, expected: 0, expectedMissed: 0, created: 0, createdMissed: 0 };
 
   constructor(

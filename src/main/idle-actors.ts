@@ -6,12 +6,12 @@
  * every idleTimeoutMs/4 (at least 100 ms, at most 10 s); `stop()` ends it.
  *
  * Past `heldActorsMax` actors, the least recently used one is queued for close and release as
- * soon as an event takes on one more, not at the next reaper round: a node draining a backlog at
- * 700 actors a second would otherwise take on thousands between rounds, and queue as many
- * releases at once. The queue of releases is bounded too: `room()` resolves once fewer than
- * REAP_WAITING_MAX wait, and the alarm delivery waits for it before each delivery, so the node
- * takes on actors no faster than it lets them go. Its per-actor state (this map, its holds, the
- * queue) stays bounded however large a backlog it drains.
+ * soon as an event takes on one more, not at the next reaper round: a node draining a backlog
+ * would otherwise take on thousands between rounds, and queue as many releases at once. The
+ * queue of releases is bounded too: `room()` resolves once fewer than REAP_WAITING_MAX wait, and
+ * the alarm delivery waits for it before each delivery, so the node takes on actors no faster
+ * than it lets them go. Its per-actor state (this map, its holds, the queue) stays bounded
+ * however large a backlog it drains.
  */
 import PQueue from 'p-queue';
 import { interval, type SchedulerLike, type Subscription } from 'rxjs';
@@ -52,8 +52,8 @@ export class IdleActors {
   private readonly reaper: Subscription;
   /**
    * Closes and releases, REAP_CONCURRENCY at once (across reaper rounds too): one at a time, a
-   * node draining a large backlog took on new actors faster than it let old ones go (24,000 held
-   * against heldActorsMax 10,000 in a 100,000-alarm drain).
+   * node draining a large backlog takes on new actors faster than it lets old ones go, and holds
+   * far more than heldActorsMax.
    */
   private readonly reaping = new PQueue({ concurrency: REAP_CONCURRENCY });
 

@@ -91,8 +91,8 @@ export class Membership {
 
   /**
    * Renews now (also used to publish a new addr). Renewals never overlap: a second one would send
-   * the etag the first is replacing and read its own predecessor's success as a fence (a bucket
-   * slower than leasePeriod/3 did exactly that).
+   * the etag the first is replacing and read its own predecessor's success as a fence (on a bucket
+   * slower than leasePeriod/3 the interval would start one before the last has ended).
    */
   renew(onFenced: () => void): Promise<void> {
     this.renewing ??= this.renewOnce(onFenced).finally(() => (this.renewing = undefined));

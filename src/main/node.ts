@@ -226,10 +226,10 @@ export class Node implements RoutingNode {
    * Actors the sweep leaves alone: in the timer, running, or with a delivery queued — and those
    * this node ran an event for within the last margin. Such an actor's committed alarm is in this
    * node's timer, and its other entries are stale ones whose DELETE follows this node's next
-   * upload; offering them again (the sweep rereads the index from the start while those DELETEs
-   * are in flight) only costs a LIST and a HEAD each — 7% extra deliveries in a 1,000-alarm drain
-   * (bench/drain-profile.ts). After a margin the sweep offers them again (a DELETE that failed, or
-   * a timer that was full).
+   * upload; offering them again (the sweep rereads the index from the start while those DELETEs are
+   * in flight) only costs a LIST and a HEAD each, and a drain would spend them on a share of its
+   * deliveries (bench/drain-profile.ts counts them). After a margin the sweep offers them again (a
+   * DELETE that failed, or a timer that was full).
    */
   private busy(actor: string): boolean {
     if (this.delivery.has(actor) || this.lanes.has(actor)) return true;

@@ -23,11 +23,11 @@ const FROM_SOURCE = import.meta.url.endsWith('.ts');
 const WORKER_URL = new URL('../workers/event-worker' + (FROM_SOURCE ? '.ts' : '.js'), import.meta.url).href;
 /**
  * The workers' Node options: inherited from the process (undefined), unless it runs the TypeScript
- * sources without tsx loaded, when the workers, and the .ts class modules they load, need it
- * added. An explicit list is checked by Node, which refuses V8 options in it: handing the
- * workers `process.execArgv` made `node --max-old-space-size=512 … keepwork start` fail at its
- * first worker ("Initiated Worker with invalid execArgv flags"). Inherited, they apply as they
- * do to the main thread.
+ * sources without tsx loaded, when the workers, and the .ts class modules they load, need it added.
+ * An explicit list is checked by Node, which refuses V8 options in it: handing the workers
+ * `process.execArgv` would make `node --max-old-space-size=512 … keepwork start` fail at its first
+ * worker ("Initiated Worker with invalid execArgv flags"). Inherited, they apply as they do to the
+ * main thread.
  */
 export const WORKER_EXEC_ARGV: string[] | undefined =
   FROM_SOURCE && !process.execArgv.join(' ').includes('tsx') ? [...process.execArgv, '--import', 'tsx'] : undefined;

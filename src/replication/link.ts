@@ -77,7 +77,10 @@ export function decodeLink(body: Uint8Array, expectSeq?: number): Link {
   return { header, payload: new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength) };
 }
 
-/** Inflating into one buffer of the payload's size: the default 16 KB chunks, then a concatenation of them, would allocate each image about three times. */
+/**
+ * Inflating into one buffer of the payload's size: the default 16 KB chunks, then a
+ * concatenation of them, would allocate each image about three times.
+ */
 const ONE_CHUNK_MAX = 64 * 1024 * 1024;
 function inflateOptions(size: number): ZlibOptions {
   // One byte of room past the payload: with none, zlib reports the output full and Node adds a chunk.

@@ -3,7 +3,8 @@
  * order exactly the same things.
  *
  * A valid key: 1..1024 bytes of well-formed UTF-8; `/`-separated segments, none empty, none `.`
- * or `..`; no leading `/`; no NUL or other control character. Example: `alarms/t1/000001700000000/Counter.t/6a6f65/00000000000000000001-9f3a`.
+ * or `..`; no leading `/`; no NUL or other control character. Example:
+ * `alarms/t1/000001700000000/Counter.t/6a6f65/00000000000000000001-9f3a`.
  *
  * Byte order: S3 lists keys in UTF-8 byte order. JavaScript compares strings by UTF-16 code unit,
  * which differs for characters above U+FFFF; `compareKeys` compares by code point, which is the

@@ -103,14 +103,14 @@ function openFile(path: string, address: ActorAddress, created: boolean): Db {
 
 /**
  * For a file opened with no WAL, or an empty one (closed cleanly, checkpointed with TRUNCATE, or
- * just written from an image that has its address): starts its WAL by committing page 1 as it
- * is (`application_id` set to what it is: SQLite writes the page whatever the value) at
+ * just written from an image that has its address): starts its WAL by committing page 1 as it is
+ * (`application_id` set to what it is: SQLite writes the page whatever the value) at
  * synchronous=OFF, as a new file's first commit is (openFile), and says whether it did. Otherwise
  * the first event's commit would start it at NORMAL: the WAL header (and, the first time, its
- * folder) fsynced on the worker thread, which on a journaled disk made a new actor's move out of
- * memory three times the cost of its first call. That header fsync guards against frames of an
- * earlier WAL being read as new after a power loss, and an empty WAL has none. The caller decides
- * whether the frame counts as uploaded (ActorReplica.walStarted).
+ * folder) fsynced on the worker thread, which on a journaled disk would make a new actor's move out
+ * of memory cost more than its first call (docs/benchmarks.md). That header fsync guards against
+ * frames of an earlier WAL being read as new after a power loss, and an empty WAL has none. The
+ * caller decides whether the frame counts as uploaded (ActorReplica.walStarted).
  */
 export function startWal(db: Db, path: string): boolean {
   const wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
@@ -154,7 +154,7 @@ export function newMemoryImage(): Buffer {
  * createActorDb with every step synchronous, the fsync too (the simulator's path, and openActorDb):
  * the file is written in one piece — to a temp file, fsynced, renamed into place.
  * One fsync, where letting SQLite create it (a rollback-journal transaction to switch an empty
- * file to WAL, at the default synchronous=FULL) took four on the worker thread — journal twice,
+ * file to WAL, at the default synchronous=FULL) takes four on the worker thread — journal twice,
  * its folder, the file — and a journal file created and unlinked; and the first commit's WAL
  * header and folder fsyncs are not needed (openFile). The name is made durable by the folder
  * fsync SQLite does at the first checkpoint (nothing of the actor is synced before that anyway).

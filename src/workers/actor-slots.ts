@@ -79,7 +79,7 @@ export function slotsSettings(
   config: Settings<'dbCacheMax' | 'alarmsInMemory' | 'newActorsInMemory'>,
   extra: Pick<SlotsSettings, 'createOffThread' | 'fsyncNewFiles' | 'spares'> = {},
 ): SlotsSettings {
-  return { max: config.dbCacheMax, inMemory: config.alarmsInMemory === 1, newInMemory: config.newActorsInMemory === 1, ...extra };
+  return { max: config.dbCacheMax, inMemory: config.alarmsInMemory, newInMemory: config.newActorsInMemory, ...extra };
 }
 
 export class ActorSlots {

@@ -94,10 +94,10 @@ function guestSql(db: Db, live: () => void): GuestSql {
 
 /**
  * Guest statements, prepared once per open database and SQL text: a handler that prepares its
- * statement on every call otherwise compiles it every time (with the guard, 17% of a hot actor's
- * worker). Only SQL the guard passed is kept; the most recently used GUEST_STATEMENTS_MAX per
- * database; gone with the handle. A statement busy in an open `iterate` is not shared: the same
- * SQL prepared meanwhile gets a statement of its own.
+ * statement on every call otherwise compiles it (and runs the guard) every time, a large share of a
+ * hot actor's worker. Only SQL the guard passed is kept; the most recently used
+ * GUEST_STATEMENTS_MAX per database; gone with the handle. A statement busy in an open `iterate` is
+ * not shared: the same SQL prepared meanwhile gets a statement of its own.
  */
 const GUEST_STATEMENTS_MAX = 64;
 const guestStatements = new WeakMap<Db, Map<string, Statement>>();

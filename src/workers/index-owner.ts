@@ -100,7 +100,7 @@ export async function indexOnTake(d: IndexDeps, slot: Slot, address: ActorAddres
   if (firstUpload && !d.rules.entryBeforeUpload) replica.committed();
 }
 
-/** TEST-ONLY (rules.entryBeforeUpload off, the order before R4): the first snapshot goes first. */
+/** TEST-ONLY (rules.entryBeforeUpload off, the order R4 forbids): the first snapshot goes first. */
 async function uploadBeforeEntry(slot: Slot): Promise<void> {
   slot.replica.start();
   await slot.replica.sync();

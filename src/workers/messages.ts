@@ -6,7 +6,7 @@ import type { ActorAddress } from '../core/address.js';
 import type { ErrorJSON } from '../core/errors.js';
 import type { MessagePort } from 'node:worker_threads';
 
-/** Main → worker. `generation`: the hold this node owns the actor under (0 before holds existed). */
+/** Main → worker. `generation`: the hold this node owns the actor under (absent: 0, no hold). */
 export type ActorEvent =
   /**
    * `idempotencyKey` (durable only, checked): a repeat returns the recorded outcome (idempotency.ts).

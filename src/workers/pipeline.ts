@@ -357,7 +357,7 @@ async function recordAlarmFailure(
   );
 }
 
-/** A timer, not an AbortController: aborting one builds a DOMException with a stack, per event (8% of a hot worker's time). */
+/** A timer, not an AbortController: aborting one builds a DOMException with a stack, per event, a cost a hot worker feels. */
 async function withTimeLimit<T>(deps: PipelineDeps, work: Promise<T>, address: ActorAddress): Promise<T> {
   const limit = deps.config.handlerTimeoutMs;
   let timer: { cancel(): void } | undefined;

@@ -16,13 +16,13 @@
  *   none ready, some being made ─▶ nextMade(): wait for the next one to finish, then moveTo again
  *
  * Waiting beats making a file of one's own: a burst of new actors uses the spares up, and a file
- * started now queues its fsync behind every one already in libuv's pool, the spares' too (on a
- * journaled disk under a burst, 60–100 ms); the spare that finishes next was started earlier.
+ * started now queues its fsync behind every one already in libuv's pool, the spares' too (a long
+ * wait on a journaled disk under a burst); the spare that finishes next was started earlier.
  * A rename within one file system keeps the bytes it names durable; the new name is made durable
  * by the folder fsync SQLite makes at the actor's first checkpoint, as for a file made in place.
  * The folder is emptied when the worker starts (a file of an earlier run may be half written). A
  * failure to make one turns spares off for the worker, with a warning: actors are then created
- * as before, each file written and fsynced at its first call.
+ * without spares, each file written and fsynced at its first call.
  */
 import { mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';

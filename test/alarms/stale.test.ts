@@ -1,4 +1,7 @@
-/** Which index entries are stale and when they may be removed (stale.ts; R2/R3, the owner fence, the empty-bucket rule: docs/alarm-index.md). */
+/**
+ * Which index entries are stale and when they may be removed (stale.ts; R2/R3, the owner fence,
+ * the empty-bucket rule: docs/alarm-index.md).
+ */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';

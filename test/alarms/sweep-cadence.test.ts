@@ -7,8 +7,8 @@ import fc from 'fast-check';
 import { nextSweepDelayMs, waitsForRoom } from '../../src/alarms/sweep-cadence.js';
 
 const NOW = 1_800_000_000_000;
-const adaptive = { alarmSweepMs: 10_000, sweepAdaptive: 1, sweepMinGapMs: 100, marginMs: 15_000, deliveriesPerSweep: 256 };
-const fixed = { ...adaptive, sweepAdaptive: 0 };
+const adaptive = { alarmSweepMs: 10_000, sweepAdaptive: true, sweepMinGapMs: 100, marginMs: 15_000, deliveriesPerSweep: 256 };
+const fixed = { ...adaptive, sweepAdaptive: false };
 
 describe('the sweep cadence', () => {
   it('fixed (the design’s cadence): every alarmSweepMs, whatever the sweep found', () => {

@@ -282,7 +282,7 @@ describe('the sweep', () => {
       'the sweep after that delay is the first that reads it',
     );
     assert.equal(s.sweeper.nextDelayMs({ read: 0, offered: 0, planned: 0, full: false }), s.config.alarmSweepMs);
-    const fixed = setup({ sweepAdaptive: 0 });
+    const fixed = setup({ sweepAdaptive: false });
     assert.equal(
       fixed.sweeper.nextDelayMs({ read: 2048, offered: 256, planned: 256, full: true, nextDueMs: NOW }),
       fixed.config.alarmSweepMs,

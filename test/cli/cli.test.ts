@@ -77,6 +77,29 @@ describe('keepwork CLI', () => {
     }
   });
 
+  it('start --set takes a switch as true, false, 1 or 0; any other value is BAD_CONFIG before anything is written', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
+    try {
+      const data = join(dir, 'data');
+      const start = (...set: string[]) =>
+        spawnSync(process.execPath, [...CLI, 'start', '--port', '0', '--data', data, ...set.flatMap((s) => ['--set', s])], {
+          encoding: 'utf8',
+        });
+      // No --class: a start whose tunables are accepted stops at the class check, which comes after them.
+      const accepted = start('sweepAdaptive=false', 'alarmsInMemory=0', 'newActorsInMemory=1', 'sweepAdaptive=true');
+      assert.equal(accepted.status, 1, accepted.stderr);
+      assert.match(accepted.stderr, /classes must name at least one actor class/);
+      for (const value of ['2', 'yes']) {
+        const bad = start('leasePeriodMs=2000', `sweepAdaptive=${value}`);
+        assert.equal(bad.status, 1, bad.stderr);
+        assert.match(bad.stderr, new RegExp(`^keepwork: BAD_CONFIG: sweepAdaptive must be true, false, 1 or 0, got "${value}"$`, 'm'));
+      }
+      assert.equal(existsSync(data), false, 'no data dir made');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('start --help lists every tunable with its default and unit, and no {} defaults', () => {
     const help = spawnSync(process.execPath, [...CLI, 'start', '--help'], { encoding: 'utf8' });
     assert.equal(help.status, 0, help.stderr);

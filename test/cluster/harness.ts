@@ -200,7 +200,7 @@ export class ClusterNode {
 
 export interface StartOptions {
   /** Tunables beyond FAST (or overriding it). */
-  set?: Record<string, number>;
+  set?: Record<string, number | boolean>;
   /** Another data dir than `<root>/<nodeId>` (e.g. to share one). */
   dataDir?: string;
   /** The HTTP listen address (default: the CLI's 127.0.0.1). */

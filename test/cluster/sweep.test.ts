@@ -545,7 +545,7 @@ describe('alarm sweep across real node processes (folder bucket)', () => {
       const tenant = 'cap';
       const CAP = 16;
       // The design's fixed cadence, so "several sweeps" is several sweep periods.
-      const set = { ...TIMINGS, deliveriesPerSweep: CAP, sweepAdaptive: 0 };
+      const set = { ...TIMINGS, deliveriesPerSweep: CAP, sweepAdaptive: false };
       const [a, b, d] = await c.startAll(['a', 'b', 'c'], { set });
       const actors = names(tenant, 200);
       const { at, abandoned } = await orphan(c, t, a!, actors);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { ErrorCode } from '../../src/core/errors.js';
-import { DEFAULTS, resolveOptions } from '../../src/core/config.js';
+import { DEFAULTS, RULES, isSwitch, resolveOptions } from '../../src/core/config.js';
 
 describe('config', () => {
   it('every tunable has a row in docs/tuning.md', () => {
@@ -44,6 +44,26 @@ describe('config', () => {
     assert.equal(resolveOptions({ deliveriesPerSweep: 64, anyonesDeliveriesPerSweep: 3 }).anyonesDeliveriesPerSweep, 3);
   });
 
+  it('takes the on/off tunables as booleans from the library', () => {
+    const c = resolveOptions();
+    assert.deepEqual([c.sweepAdaptive, c.alarmsInMemory, c.newActorsInMemory], [true, true, false]);
+    const flipped = resolveOptions({ sweepAdaptive: false, alarmsInMemory: false, newActorsInMemory: true });
+    assert.deepEqual([flipped.sweepAdaptive, flipped.alarmsInMemory, flipped.newActorsInMemory], [false, false, true]);
+  });
+
+  it('every tunable with a boolean default is a switch, and no integer tunable is a 0–1 flag', () => {
+    const switches = Object.keys(DEFAULTS).filter((k) => isSwitch(k));
+    assert.deepEqual(switches, ['sweepAdaptive', 'alarmsInMemory', 'newActorsInMemory']);
+    for (const [name, value] of Object.entries(DEFAULTS)) {
+      assert.equal(isSwitch(name), typeof value === 'boolean', name);
+      const rule = (RULES as Record<string, { min: number; max?: number }>)[name];
+      assert.equal(rule === undefined, isSwitch(name), `${name}: a rule exactly when it is an integer`);
+      if (rule) assert.ok(!(rule.min === 0 && rule.max === 1), `${name} is a 0–1 integer: make it a switch`);
+    }
+    assert.equal(isSwitch('toString'), false);
+    assert.equal(isSwitch('leasePeriodMs'), false);
+  });
+
   const bad: [string, Record<string, unknown>, RegExp][] = [
     ['a negative period', { leasePeriodMs: -1 }, /^leasePeriodMs must be at least 1, got -1$/],
     ['a fraction', { alarmSweepMs: 1.5 }, /^alarmSweepMs must be an integer/],
@@ -56,6 +76,14 @@ describe('config', () => {
     ['no idempotency keys kept', { idempotencyKeysMax: 0 }, /^idempotencyKeysMax must be at least 1, got 0$/],
     ['too many idempotency keys', { idempotencyKeysMax: 2_000_000 }, /^idempotencyKeysMax must be at most 1000000/],
     ['a zero idempotency retention', { idempotencyRetentionMs: 0 }, /^idempotencyRetentionMs must be at least 1, got 0$/],
+    [
+      'a switch given 0',
+      { sweepAdaptive: 0 },
+      /^sweepAdaptive must be true or false, got 0 \(write false: 0 and 1 are taken on the command line only\)$/,
+    ],
+    ['a switch given 1', { newActorsInMemory: 1 }, /^newActorsInMemory must be true or false, got 1 \(write true: /],
+    ['a switch given text', { alarmsInMemory: 'true' }, /^alarmsInMemory must be true or false, got "true"$/],
+    ['an integer tunable given a boolean', { leasePeriodMs: true }, /^leasePeriodMs must be an integer, got true$/],
   ];
   for (const [what, options, message] of bad) {
     it(`refuses ${what} with a message naming the option`, () => {

@@ -226,7 +226,7 @@ describe('node (real Piscina workers)', () => {
       graceMs: 300,
       skewBoundMs: 50,
       alarmSweepMs: 50,
-      sweepAdaptive: 0,
+      sweepAdaptive: false,
     })) as RoutingNode;
     const store = new FsStore(bucket);
     const metric = async (name: string) =>

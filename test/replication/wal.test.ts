@@ -474,7 +474,10 @@ describe('WAL capture: torn and corrupt frames', () => {
   });
 });
 
-/** A WAL as SQLite would write it (little-endian checksums): commits of frames [pgno, fill byte], the last frame of each carrying the commit's size. */
+/**
+ * A WAL as SQLite would write it (little-endian checksums): commits of frames [pgno, fill byte],
+ * the last frame of each carrying the commit's size.
+ */
 function syntheticWal(
   pageSize: number,
   commits: Array<{ frames: Array<[number, number]>; size: number }>,

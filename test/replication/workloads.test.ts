@@ -108,7 +108,7 @@ describe('replication: random workloads restore to the same database', () => {
           const options = { replicationDelayMs: 10, snapshotEveryLinks, checkpointEveryLinks: 3, dbCacheMax: 1 };
           const live = new InlineActors({ Store }, options, store);
           // The fresh node restores into a file (what is compared), not into memory.
-          const fresh = new InlineActors({ Store }, { ...options, alarmsInMemory: 0 }, store);
+          const fresh = new InlineActors({ Store }, { ...options, alarmsInMemory: false }, store);
           envs.push(live, fresh);
           const A = 'w/Store/one';
           for (const [o, salt, durable, waitMs] of steps) {
@@ -121,7 +121,7 @@ describe('replication: random workloads restore to the same database', () => {
           // Takes (restores) the actor and writes nothing: not a method call, which would run
           // `init` on an actor whose every event failed (found by seed 1909117232).
           await fresh.getAlarm(A);
-          await fresh.restart({ ...options, alarmsInMemory: 0 });
+          await fresh.restart({ ...options, alarmsInMemory: false });
           const a = parseAddress(A);
           assert.equal(dumpDb(actorDbPath(fresh.dataDir, a)), dumpDb(actorDbPath(live.dataDir, a)));
         },

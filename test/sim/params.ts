@@ -60,7 +60,7 @@ export function drawParams(seed: number): SimParams {
     graceMs,
     skewBoundMs: 200,
     alarmSweepMs,
-    sweepAdaptive: r.int(2),
+    sweepAdaptive: r.int(2) === 1,
     sweepMinGapMs: 100,
     retryBaseMs: 250,
     retryMaxMs,
@@ -107,9 +107,9 @@ export function drawParams(seed: number): SimParams {
   };
   // Drawn last, so every other parameter of a seed stays what it was before this one existed:
   // half the seeds take actors with no local file into memory for alarms, half restore to disk.
-  config.alarmsInMemory = r.int(2);
+  config.alarmsInMemory = r.int(2) === 1;
   // Drawn after it, for the same reason: half the seeds start new actors in memory.
-  config.newActorsInMemory = r.int(2);
+  config.newActorsInMemory = r.int(2) === 1;
   return params;
 }
 

@@ -214,7 +214,8 @@ describe('fs store: a listing orders only what it returns (issue 15)', () => {
     await withStore(async (store, root) => {
       const keys = Array.from({ length: 120 }, (_, i) => `d/${String((i * 7919) % 1000).padStart(3, '0')}/x`);
       await Promise.all(keys.map((k) => store.put(k, text(k))));
-      for (let i = 0; i < 300; i += 3) mkdirSync(join(root, 'd', String(i).padStart(3, '0')), { recursive: true }); // empty (or already there)
+      // empty folders (or already there)
+      for (let i = 0; i < 300; i += 3) mkdirSync(join(root, 'd', String(i).padStart(3, '0')), { recursive: true });
       const sorted = [...keys].sort();
       assert.deepEqual(await allKeys(store, 'd/'), sorted);
       for (const start of ['d/', 'd/0', 'd/100/x', 'd/5', 'd/999/x']) {
@@ -420,7 +421,8 @@ describe('fs store: listing matches a sorted model (property)', () => {
             const got: string[] = [];
             for await (const k of listAll(store, { prefix: p || undefined, startAfter: startAfter || undefined, pageKeys })) got.push(k);
             assert.deepEqual(got, expected);
-            for (const k of keys.slice(0, 3)) assert.equal(Buffer.from((await store.get(k))!.body).toString('utf8'), k); // TextDecoder would strip a BOM
+            // Buffer, not TextDecoder, which would strip a BOM
+            for (const k of keys.slice(0, 3)) assert.equal(Buffer.from((await store.get(k))!.body).toString('utf8'), k);
           } finally {
             await store.close();
             rmSync(root, { recursive: true, force: true });

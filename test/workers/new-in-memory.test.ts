@@ -35,7 +35,7 @@ class CountingStore extends MemoryStore {
   }
 }
 
-function env(store: MemoryStore, newActorsInMemory: 0 | 1): InlineActors {
+function env(store: MemoryStore, newActorsInMemory: boolean): InlineActors {
   // A long replication delay: anything in the bucket right after a call was put there by the call.
   const e = new InlineActors({ Counter }, { replicationDelayMs: 60_000, newActorsInMemory }, store);
   envs.push(e);
@@ -45,13 +45,13 @@ function env(store: MemoryStore, newActorsInMemory: 0 | 1): InlineActors {
 describe('new actors in memory', () => {
   it('the first call writes no local file and replies once its link is in the bucket', async () => {
     const store = new MemoryStore();
-    const e = env(store, 1);
+    const e = env(store, true);
     assert.equal(okResult(await e.call(A, 'add', 5)), 5);
     const path = actorDbPath(e.dataDir, address);
     assert.equal(existsSync(path), false, 'no local file');
     assert.deepEqual(await listChain(store, address), [1], 'link 1 is up before the reply');
 
-    const off = env(new MemoryStore(), 0);
+    const off = env(new MemoryStore(), false);
     okResult(await off.call(A, 'add', 5));
     assert.equal(existsSync(actorDbPath(off.dataDir, address)), true, 'with 0 the new actor gets its file at once');
     assert.deepEqual(await listChain(off.store, address), [], 'and a plain call replies before its upload');
@@ -59,7 +59,7 @@ describe('new actors in memory', () => {
 
   it('the next call moves it to a local file without reading the bucket, and goes on as a file actor', async () => {
     const store = new CountingStore();
-    const e = env(store, 1);
+    const e = env(store, true);
     okResult(await e.call(A, 'add', 5));
     const reads = store.stateReads;
     assert.equal(okResult(await e.call(A, 'add', 2)), 7);
@@ -74,24 +74,24 @@ describe('new actors in memory', () => {
     assert.equal(side?.cursor?.offset, oneFrame, 'the cursor is past the one frame the move wrote');
     assert.deepEqual(await listChain(store, address), [1], 'a plain call on the file replies before its upload again');
 
-    await e.restart({ replicationDelayMs: 60_000, newActorsInMemory: 1 }); // close: flushed
+    await e.restart({ replicationDelayMs: 60_000, newActorsInMemory: true }); // close: flushed
     assert.deepEqual(await listChain(store, address), [1, 2]);
     assert.equal(okResult(await e.call(A, 'add', 1)), 8);
   });
 
   it('after a kill the first call is in the bucket: another data dir restores it', async () => {
     const store = new MemoryStore();
-    const e = env(store, 1);
+    const e = env(store, true);
     okResult(await e.call(A, 'add', 5));
-    e.crash({ replicationDelayMs: 60_000, newActorsInMemory: 1 });
-    const other = env(store, 1);
+    e.crash({ replicationDelayMs: 60_000, newActorsInMemory: true });
+    const other = env(store, true);
     other.generation = 1;
     assert.equal(okResult(await other.call(A, 'add', 1)), 6);
   });
 
   it('a first call that fails leaves nothing behind, and the next one creates the actor', async () => {
     const store = new MemoryStore();
-    const e = env(store, 1);
+    const e = env(store, true);
     assert.equal((await e.call(A, 'fail')).type, 'error');
     assert.deepEqual(await listChain(store, address), [], 'nothing committed, nothing uploaded');
     assert.equal(existsSync(actorDbPath(e.dataDir, address)), false);
@@ -101,7 +101,7 @@ describe('new actors in memory', () => {
 });
 
 describe('a first call under a hold the node created (chainEmpty): no read of the bucket', () => {
-  for (const newActorsInMemory of [0, 1] as const) {
+  for (const newActorsInMemory of [false, true]) {
     it(`newActorsInMemory ${newActorsInMemory}: the actor is created without a LIST, and its first link is link 1`, async () => {
       const store = new CountingStore();
       const e = env(store, newActorsInMemory);

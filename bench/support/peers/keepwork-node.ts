@@ -7,11 +7,12 @@
  */
 import { join } from 'node:path';
 import { createLogger, startNode } from '../../../src/index.js';
+import { setPairs } from '../../lib.js';
 
 const [dataDir, port, ...args] = process.argv.slice(2);
 const pairs = args.map((t) => t.split('='));
 const sqlite = pairs.some(([name, value]) => name === 'bucket' && value === 'sqlite');
-const settings = Object.fromEntries(pairs.filter(([name]) => name !== 'bucket').map(([name, value]) => [name!, Number(value)]));
+const settings = setPairs(args.filter((t) => !t.startsWith('bucket=')));
 const node = await startNode({
   ...settings,
   dataDir: join(dataDir!, 'node'),

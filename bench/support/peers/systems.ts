@@ -94,7 +94,7 @@ export class KeepworkSystem implements System {
   /** Starts refused after a kill -9 (the node's own lease was still live). */
   refusedStarts = 0;
 
-  /** `tunables`: name=value settings for the node (keepwork-node.ts), e.g. newActorsInMemory=1. */
+  /** `tunables`: name=value settings for the node (keepwork-node.ts), e.g. newActorsInMemory=true. */
   constructor(
     private readonly durable: boolean,
     private readonly tunables: string[] = [],

@@ -4,7 +4,7 @@
  * old layout would otherwise be missing from get, put and delete while still listed.
  *
  *   format 1   (no `~format` file) every segment one folder; due times `001796115600000/`
- *   format 2   a 15-digit segment cut into nested folders `001796+/115+/600+/000/` (issue 15)
+ *   format 2   a 15-digit segment cut into nested folders `001796+/115+/600+/000/`
  *
  * A new folder (no names but the store's own `~…`) is stamped with the current format before any
  * object is written. A folder of format 1 is refused with BadConfig naming the command that

@@ -38,10 +38,10 @@ const MEMORY_FILE_SYSTEMS = new Set([
 /**
  * Whether fsync(2) does nothing on the file system holding `path`: tmpfs or ramfs, whose files are
  * gone at a power loss anyway, while a crashed process's writes stay in the page cache without one.
- * There an fsync would only cost its trip through libuv's thread pool: ~0.1 ms of CPU over the
- * threads involved (a wake-up, a context switch, the pool's lock, a promise), which was a fifth of
- * a delivered alarm's CPU on tmpfs (docs/benchmarks.md, "fsync on tmpfs"). False when in doubt
- * (statfs failed: the path is not there yet, or the platform has no statfs).
+ * There an fsync would only cost its trip through libuv's thread pool: CPU over the threads
+ * involved (a wake-up, a context switch, the pool's lock, a promise), a large share of a delivered
+ * alarm's CPU on tmpfs (docs/benchmarks.md, "fsync on tmpfs"). False when in doubt (statfs failed:
+ * the path is not there yet, or the platform has no statfs).
  */
 export function fsyncDoesNothing(path: string): boolean {
   try {

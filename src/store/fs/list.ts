@@ -16,24 +16,23 @@
  * maxKeys + 1 to know whether a page is the last). Names it did not write (bad encoding, `~`
  * internal names) are ignored; a folder that vanished mid-walk (a racing delete) reads as empty.
  *
- * Cost (issue 15): each folder read is read whole (readdir has no order); of its names only the
- * wanted ones become entries, and a run orders only the `limit` smallest of those at a time (a
- * bounded heap, O(names · log limit)). With due-time segments cut into folders of at most 1,000
- * names (fs/paths.ts), a sweep's page costs about what it returns, however large the index.
- * Small folders are read synchronously (a page reads ~4 small folders per key; a threadpool round
- * trip each cost twice the CPU and, on a loaded machine, most of the time), yielding to the event
- * loop every YIELD_EVERY folders so a 1,000-key page does not hold it for long.
+ * Cost: each folder read is read whole (readdir has no order); of its names only the wanted ones
+ * become entries, and a run orders only the `limit` smallest of those at a time (a bounded heap,
+ * O(names · log limit)). With due-time segments cut into folders of at most 1,000 names
+ * (fs/paths.ts), a sweep's page costs about what it returns, however large the index. Small folders
+ * are read synchronously (a page reads ~4 small folders per key, and a threadpool round trip costs
+ * more CPU than reading one and, on a loaded machine, waits longer), yielding to the event loop
+ * every YIELD_EVERY folders so a 1,000-key page does not hold it for long.
  *
  * A folder whose size says it holds thousands of names (many actors due at the same millisecond:
- * their entries share one folder per class) is streamed (`opendir`, LARGE_CHUNK names per
- * system call, a turn of the event loop after each chunk) and reduced as it goes to the `want`
- * smallest wanted entries: the walk keeps O(limit) of it, and no more than a chunk of names is
- * alive at once. A page of a 100,000-name folder used to keep its ~100,000 names and entries
- * alive across the page's awaits, long enough for V8 to promote them, and the heap of a node
- * draining such a backlog grew by hundreds of MB; reading it whole in the threadpool (`readdir`)
- * still built all 100,000 names at once, and cost twice the CPU of the stream. If the page needs
- * more of that folder than was kept (the entries taken were empty folders), it is read again
- * above the last one taken, keeping twice as many each time.
+ * their entries share one folder per class) is streamed (`opendir`, LARGE_CHUNK names per system
+ * call, a turn of the event loop after each chunk) and reduced as it goes to the `want` smallest
+ * wanted entries: the walk keeps O(limit) of it, and no more than a chunk of names is alive at
+ * once. Keeping every name and entry of such a folder alive across the page's awaits would let V8
+ * promote them and grow the heap of a node draining the backlog; reading it whole in the threadpool
+ * (`readdir`) builds every name at once and costs more CPU than the stream (docs/benchmarks.md). If
+ * the page needs more of that folder than was kept (the entries taken were empty folders), it is
+ * read again above the last one taken, keeping twice as many each time.
  */
 import { opendirSync, readdirSync, statSync, type Dirent } from 'node:fs';
 import * as path from 'node:path';

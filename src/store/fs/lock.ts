@@ -40,8 +40,9 @@ export class HostLock {
 
   /**
    * Runs `section` holding the lock. Waiters of one client take turns in arrival order (polling
-   * with backoff is unfair: a newcomer's first try often beats a waiter sleeping 16 ms, and one
-   * call waited 11 s in a burst of 1,000); `waitMsMax` counts from arrival, queue time included.
+   * with backoff is unfair: a newcomer's first try often beats a waiter sleeping its backoff, so
+   * under a burst one call could wait far longer than the rest); `waitMsMax` counts from arrival,
+   * queue time included.
    */
   run<T>(section: () => T, waitMsMax: number): Promise<T> {
     const deadline = performance.now() + waitMsMax;

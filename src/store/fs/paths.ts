@@ -2,17 +2,16 @@
  * FsStore's on-disk names: key ⇄ path encoding and long-segment splitting. The only module that
  * builds or parses FsStore paths.
  *
- * Each key segment is percent-encoded byte by byte (every UTF-8 byte outside [A-Za-z0-9._-]
- * becomes %XX, `%` and `~` included). A folder is an encoded segment; an object file is its
- * encoded last segment + `~`. A segment whose encoding exceeds PIECE_CHARS_MAX is cut between
- * characters into pieces, every piece but the last a folder named piece + `+`. A segment of
- * exactly DIGIT_SEGMENT_CHARS ASCII digits (the alarm index's due time, docs/alarm-index.md) is
- * cut the same way at DIGIT_CUTS (6 + 3 + 3 + 3 digits), so below the head no folder holds more
- * than 1,000 of them and a listing reads only the folders its keys are in (issue 15; on-disk
- * format 2, fs/format.ts). Names starting with `~` are the store's own: `~lock.db` (the host
- * lock), `~tmp/` (temp files) and `~format`. None of `~`, `+` can occur in an encoded segment, so
- * objects, folders, continuation folders and internal files never collide, and `a` can be both
- * an object and a folder:
+ * Each key segment is percent-encoded byte by byte (every UTF-8 byte outside [A-Za-z0-9._-] becomes
+ * %XX, `%` and `~` included). A folder is an encoded segment; an object file is its encoded last
+ * segment + `~`. A segment whose encoding exceeds PIECE_CHARS_MAX is cut between characters into
+ * pieces, every piece but the last a folder named piece + `+`. A segment of exactly
+ * DIGIT_SEGMENT_CHARS ASCII digits (the alarm index's due time, docs/alarm-index.md) is cut the
+ * same way at DIGIT_CUTS (6 + 3 + 3 + 3 digits), so below the head no folder holds more than 1,000
+ * of them and a listing reads only the folders its keys are in (on-disk format 2, fs/format.ts).
+ * Names starting with `~` are the store's own: `~lock.db` (the host lock), `~tmp/` (temp files) and
+ * `~format`. None of `~`, `+` can occur in an encoded segment, so objects, folders, continuation
+ * folders and internal files never collide, and `a` can be both an object and a folder:
  *
  *   <root>/~lock.db                          SQLite file with one empty table: only its lock is used
  *   <root>/~tmp/<pid>-<hex>                  temp files (an orphan is left by a killed writer)

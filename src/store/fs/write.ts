@@ -7,8 +7,9 @@
  *   unconditional              link(temp, target) as a create; EEXIST → as a replace without etag
  *   replace (ifMatch)          BEGIN IMMEDIATE on ~lock.db { check etag; rename(temp, target) } ROLLBACK
  *   delete                     BEGIN IMMEDIATE { unlink(target) } ROLLBACK   (in fs/store.ts)
- * then fsync the folder (shared with other writes to it, fs/sync.ts). Readers see whole objects only: an object name only ever appears by an
- * atomic link or rename of a complete, fsynced file, and no object file is written in place.
+ * then fsync the folder (shared with other writes to it, fs/sync.ts). Readers see whole objects
+ * only: an object name only ever appears by an atomic link or rename of a complete, fsynced
+ * file, and no object file is written in place.
  *
  * Concurrency argument. The host lock (fs/lock.ts) serialises every replace and delete host-wide.
  * Each operation takes effect at one atomic kernel step: link, rename, unlink, or — for a failing
@@ -53,7 +54,7 @@ interface Held {
 
 /**
  * Temp file names: the process, 48 random bits drawn once per thread (threads share the pid), and
- * a counter — unique without a call to the system's random source per write (~7 µs each here).
+ * a counter — unique without a call to the system's random source (a system call) per write.
  * The open is exclusive (`wx`) anyway: a name in use fails the write instead of sharing a file.
  */
 const TEMP_PREFIX = `${process.pid}-${randomBytes(6).toString('hex')}-`;

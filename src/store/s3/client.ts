@@ -1,8 +1,9 @@
 /**
  * The AWS SDK side of `S3Store`: one `S3Client` set up for keepwork's servers, and the six
  * requests the store sends. `connect` loads the SDK (`import('@aws-sdk/client-s3')`), so a
- * thread loads it only at its first request to an S3 bucket: it is ~22 MB of resident memory in
- * each thread that loads it, and a node on the folder bucket loads it in none of its threads.
+ * thread loads it only at its first request to an S3 bucket: it costs megabytes of resident memory
+ * in each thread that loads it (docs/benchmarks.md), and a node on the folder bucket loads it in
+ * none of its threads.
  * The layer lint (scripts/lint-layers.ts, `LOADED_ON_DEMAND`) keeps every other import of the SDK
  * to types only.
  *
@@ -13,9 +14,9 @@
  *   default checksums get 411 from RGW).
  * - The SDK's own retries are off (`maxAttempts: 1`): s3/store.ts retries, within the config's budget.
  * - `cacheMiddleware`: the SDK resolves a command class's middleware stack once, not at every
- *   request (sorting and chaining ~15 middleware cost more than signing the request: a PUT,
- *   GET or LIST to RGW took 0.58–0.91 ms of the thread's CPU without it, 0.48–0.63 with it,
- *   docs/benchmarks.md, "s3-overhead"). So every middleware is added here, before the first request.
+ *   request (sorting and chaining its middleware costs more than signing the request; the CPU per
+ *   request with and without it is in docs/benchmarks.md, "s3-overhead"). So every middleware is
+ *   added here, before the first request.
  * - Sockets are kept alive, at most `storeSocketsMax` of them; the request timeout bounds both
  *   connecting and waiting for an answer.
  */

@@ -1,8 +1,8 @@
 /**
- * LatencyStore: any store with S3-like latency, for benchmarks (issue 15). Every request waits
- * `ms` on the injected Clock (one timer, no CPU while waiting) before it is sent to the inner
- * store; a `deleteMany` counts as one request per 1,000 keys, as S3's DeleteObjects does.
- * `close` is not delayed. Under SimClock the delay is virtual time, so the simulator could use it.
+ * LatencyStore: any store with S3-like latency, for benchmarks. Every request waits `ms` on the
+ * injected Clock (one timer, no CPU while waiting) before it is sent to the inner store; a
+ * `deleteMany` counts as one request per 1,000 keys, as S3's DeleteObjects does. `close` is not
+ * delayed. Under SimClock the delay is virtual time, so the simulator could use it.
  *
  *   caller ──▶ clock.sleep(ms) ──▶ inner store ──▶ reply
  *
