@@ -13,7 +13,7 @@
  * while the reply waits for the final (`ActorLanes.keep`: the actor stays busy until then).
  */
 import type { Clock } from '../core/clock.js';
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
 import { LeaseLost, reviveError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
@@ -51,7 +51,7 @@ export class EventRunner {
   constructor(private readonly p: EventRunnerParts) {}
 
   submit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
-    const key = formatAddress(address);
+    const key = address.key;
     if (event.type === 'request')
       // A pending durable call's value is the promise of its reply: its caller waits for it (Promise adoption).
       return this.p.lanes.batch(key, event, this.p.config.eventsPerTaskMax, (events) =>
@@ -114,7 +114,7 @@ export class EventRunner {
       return await this.p.workers.run(event, limit.signal);
     } catch (e) {
       if (!limit.signal.aborted || event.type !== 'alarm') throw e;
-      this.p.log.warn({ actor: formatAddress(address) }, 'alarm handler stuck past its time limit; worker restarted');
+      this.p.log.warn({ actor: address.key }, 'alarm handler stuck past its time limit; worker restarted');
       return this.p.workers.run({ ...event, recordFailure: true });
     } finally {
       limit.cancel();
@@ -129,7 +129,7 @@ export class EventRunner {
       return await this.p.workers.runBatch(address, events, limit.signal);
     } catch (e) {
       if (limit.signal.aborted)
-        this.p.log.warn({ actor: formatAddress(address), events: events.length }, 'a batch stuck past its time limit; worker restarted');
+        this.p.log.warn({ actor: address.key, events: events.length }, 'a batch stuck past its time limit; worker restarted');
       throw e;
     } finally {
       limit.cancel();

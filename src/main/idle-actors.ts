@@ -16,7 +16,7 @@
 import PQueue from 'p-queue';
 import { interval, type SchedulerLike, type Subscription } from 'rxjs';
 import type { Clock } from '../core/clock.js';
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import type { HoldTable } from '../leases/holds.js';
@@ -103,7 +103,7 @@ export class IdleActors {
 
   /** Closes the actor and releases its hold at once (the empty-bucket rule). */
   async giveBack(address: ActorAddress): Promise<void> {
-    const key = formatAddress(address);
+    const key = address.key;
     this.lastUsed.delete(key);
     await this.closeAndRelease(key, address);
   }
@@ -140,6 +140,6 @@ export class IdleActors {
   private async releaseHold(address: ActorAddress): Promise<void> {
     await this.deps.holds
       .release(address)
-      .catch((e: unknown) => this.deps.log.warn({ actor: formatAddress(address), err: e }, 'releasing a hold failed'));
+      .catch((e: unknown) => this.deps.log.warn({ actor: address.key, err: e }, 'releasing a hold failed'));
   }
 }

@@ -8,7 +8,7 @@
  *   RxJS schedules: lease renewal (membership.ts), idle reaping (idle-actors.ts: flush, close, release the hold).
  */
 import type { Clock } from '../core/clock.js';
-import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
+import { parseAddress, type ActorAddress } from '../core/address.js';
 import { BadRequest, LeaseLost, NodeStopped, reviveError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
@@ -160,7 +160,7 @@ export class Node implements RoutingNode {
 
   offerEntry(address: ActorAddress, dueMs: number, generation?: number): boolean {
     if (this.stopping || this.isFenced || !serves(this.served, address)) return false;
-    if (!this.delivery.offer(formatAddress(address), dueMs)) return false;
+    if (!this.delivery.offer(address.key, dueMs)) return false;
     if (generation !== undefined) this.membership.holds.expect(address, generation);
     return true;
   }
@@ -180,7 +180,7 @@ export class Node implements RoutingNode {
       this.log.error({ path, err: e }, 'cannot read actor database at start'),
     )) {
       if (!serves(this.served, address)) continue;
-      this.delivery.set(formatAddress(address), at);
+      this.delivery.set(address.key, at);
       n++;
     }
     this.log.info({ alarms: n }, 'timer refilled from the data dir');
@@ -379,7 +379,7 @@ export class Node implements RoutingNode {
     return this.withHold(
       address,
       async (own) => {
-        this.log.info({ actor: formatAddress(address), holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it');
+        this.log.info({ actor: address.key, holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it');
         return undefined;
       },
       (generation) => {

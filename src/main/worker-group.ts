@@ -7,7 +7,7 @@
  */
 import { Piscina } from 'piscina';
 import { availableParallelism } from 'node:os';
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { KeepworkOptions, Settings } from '../core/config.js';
 import { ActorGivenUp, HandlerFailed, HandlerTimeout, reviveError } from '../core/errors.js';
@@ -155,7 +155,7 @@ export class WorkerGroup {
   }
 
   private workerOf(address: ActorAddress): number {
-    return fnv1a(formatAddress(address)) % this.pools.length;
+    return fnv1a(address.key) % this.pools.length;
   }
 
   /** Runs `event` on every worker (e.g. closeAll). */

@@ -15,7 +15,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, fstatSync, openSync, readSync, renameSync, rmSync } from 'node:fs';
 import { ActorGivenUp } from '../core/errors.js';
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import { fsyncPathSync } from '../store/fs/io.js';
 import { listChain, restoreChain, restoreImage } from './chain.js';
 import type { ChainPosition, Head } from './chain-position.js';
@@ -112,7 +112,7 @@ export async function takeNew(t: TakeContext, empty: Buffer, listed?: number[]):
 }
 
 function name(t: TakeContext): string {
-  return formatAddress(t.address);
+  return t.address.key;
 }
 
 /** Local commits the sidecar's cursor has not reached (never uploaded, as far as the sidecar knows). */
