@@ -123,11 +123,11 @@ export class Node implements RoutingNode {
       lanes,
       workers,
       holds: membership.holds,
-      used: (key, address) => this.idle.used(key, address),
-      learned: (key, event, r) => {
-        if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.delivery.set(key, r.alarmAt);
-        if (r.type === 'ok' && r.deleted) this.delivery.clear(key);
-        if (r.type === 'ok' && r.closed) this.idle.closed(key);
+      used: (address) => this.idle.used(address),
+      learned: (address, event, r) => {
+        if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.delivery.set(address, r.alarmAt);
+        if (r.type === 'ok' && r.deleted) this.delivery.clear(address);
+        if (r.type === 'ok' && r.closed) this.idle.closed(address);
       },
     });
   }
@@ -160,7 +160,7 @@ export class Node implements RoutingNode {
 
   offerEntry(address: ActorAddress, dueMs: number, generation?: number): boolean {
     if (this.stopping || this.isFenced || !serves(this.served, address)) return false;
-    if (!this.delivery.offer(address.key, dueMs)) return false;
+    if (!this.delivery.offer(address, dueMs)) return false;
     if (generation !== undefined) this.membership.holds.expect(address, generation);
     return true;
   }
@@ -180,7 +180,7 @@ export class Node implements RoutingNode {
       this.log.error({ path, err: e }, 'cannot read actor database at start'),
     )) {
       if (!serves(this.served, address)) continue;
-      this.delivery.set(address.key, at);
+      this.delivery.set(address, at);
       n++;
     }
     this.log.info({ alarms: n }, 'timer refilled from the data dir');
