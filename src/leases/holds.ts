@@ -26,7 +26,7 @@
 import type { Clock } from '../core/clock.js';
 import { ErrorCode, StoreUnavailable, isKeepworkError } from '../core/errors.js';
 import { etagOf } from '../store/etag.js';
-import { parseAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
 import { invariant } from '../core/invariant.js';
 import type { Logger } from '../core/logger.js';
@@ -51,7 +51,7 @@ export const holdHooks: { onExpectedTake?: (taken: boolean) => void } = {};
 
 export class HoldTable {
   /** `created`: this table created the hold (none existed) and no event has claimed that yet (`claimCreated`). */
-  private readonly mine = new Map<string, { generation: number; etag: string; created?: boolean }>();
+  private readonly mine = new Map<string, { address: ActorAddress; generation: number; etag: string; created?: boolean }>();
   /** Generations this node released (per actor), whose release PUT may still be in flight. */
   private readonly released = new Map<string, number>();
   /** Actors the sweep offered, with the generation of the entry (`expect`). */
@@ -188,11 +188,11 @@ export class HoldTable {
 
   /** Releases every hold this node has (clean shutdown, after replication finished); a failed release is logged. */
   async releaseAll(): Promise<void> {
-    const addresses = [...this.mine.keys()];
+    const addresses = [...this.mine.values()].map((m) => m.address);
     await Promise.all(
-      addresses.map((k) =>
-        this.release(parseAddress(k)).catch((e: unknown) =>
-          this.log.warn({ actor: k, err: e }, 'releasing a hold at stop failed; the hold stays until this node’s lease ends'),
+      addresses.map((a) =>
+        this.release(a).catch((e: unknown) =>
+          this.log.warn({ actor: a.key, err: e }, 'releasing a hold at stop failed; the hold stays until this node’s lease ends'),
         ),
       ),
     );
@@ -230,7 +230,7 @@ export class HoldTable {
         // read, so it is never adopted as it stands but taken under a new generation (a late
         // release then fails its If-Match).
         if (this.released.get(a.key) === d.generation) return this.write(a, d.generation + 1, { ifMatch: obj!.etag });
-        this.mine.set(a.key, { generation: d.generation, etag: obj!.etag });
+        this.mine.set(a.key, { address: a, generation: d.generation, etag: obj!.etag });
         return { kind: 'mine', generation: d.generation };
       case 'forward':
         return { kind: 'elsewhere', nodeId: d.nodeId, addr: d.addr };
@@ -271,7 +271,7 @@ export class HoldTable {
     try {
       const { etag } = await this.store.put(holdKey(a), body, condition);
       this.etagsPredictable = etag === etagOf(body);
-      this.mine.set(a.key, { generation, etag, created: 'ifNoneMatch' in condition });
+      this.mine.set(a.key, { address: a, generation, etag, created: 'ifNoneMatch' in condition });
       this.takes[how]++;
       return { kind: 'mine', generation };
     } catch (e) {
