@@ -100,7 +100,7 @@ export class HoldTable {
   }
 
   async acquire(a: ActorAddress): Promise<Ownership> {
-    const key = a.key;
+    const { key } = a;
     const generation = this.expected.get(key);
     if (generation !== undefined) this.expected.delete(key);
     const known = this.mine.get(key);
@@ -120,7 +120,7 @@ export class HoldTable {
 
   /** Gives the actor back (after its replication is done). */
   async release(a: ActorAddress): Promise<void> {
-    const key = a.key;
+    const { key } = a;
     const known = this.mine.get(key);
     if (!known) return;
     this.mine.delete(key);
@@ -136,7 +136,7 @@ export class HoldTable {
    * next acquire may take it without reading it first. Bounded: the oldest are forgotten first.
    */
   expect(a: ActorAddress, generation: number): void {
-    const key = a.key;
+    const { key } = a;
     this.expected.delete(key);
     this.expected.set(key, generation);
     if (this.expected.size > EXPECTED_MAX) this.expected.delete(this.expected.keys().next().value!);

@@ -30,7 +30,7 @@ export class CommittedCache {
   }
 
   async get(a: ActorAddress, seqs?: number[]): Promise<CommittedActor> {
-    const key = a.key;
+    const { key } = a;
     const hit = this.map.get(key);
     if (!hit) return this.read(a, seqs);
     this.map.delete(key); // most recently used now

@@ -119,7 +119,7 @@ export class ActorSlots {
    * another node may have written to its chain in between.
    */
   async acquire(address: ActorAddress, create: boolean, generation: number, opts: TakeOptions = {}): Promise<Slot | null> {
-    const key = address.key;
+    const { key } = address;
     await this.closing.get(key);
     let slot: Slot | null | undefined = this.open.get(key);
     if (slot && slot.replica.generation !== generation) {
@@ -150,7 +150,7 @@ export class ActorSlots {
 
   /** Flushes and closes the actor (idle, or an owner giving it back). */
   close(address: ActorAddress): Promise<void> {
-    const key = address.key;
+    const { key } = address;
     const slot = this.open.get(key);
     if (!slot) return this.closing.get(key) ?? Promise.resolve();
     this.open.delete(key);
@@ -170,7 +170,7 @@ export class ActorSlots {
 
   /** Closes without flushing: the actor was given up, the bucket's chain is the truth (and may no longer end with our link). */
   drop(address: ActorAddress): void {
-    const key = address.key;
+    const { key } = address;
     this.uploadedUnder.delete(key);
     const slot = this.open.get(key);
     if (!slot) return;
