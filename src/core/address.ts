@@ -11,10 +11,11 @@
  * Invalid input raises `BadRequest` naming the part and the rule.
  *
  * An address is parsed once (`parseAddress`) into a frozen `ActorAddress` that carries its
- * formatted `key` ('acme/Counter/a/b'), the actor's key in every map, lane, log line and message;
- * code passes that one value, never a key and the parts side by side. A structured clone (a
- * message to a worker) keeps neither the freezing nor the type: what crosses is the key, parsed
- * again on the other side (workers/messages.ts `toWire` / `fromWire`).
+ * formatted `key` ('acme/Counter/a/b'), the actor's key in every map, lane, log line and message.
+ * Code passes that one value, never a key and the parts side by side; only a lookup (a map, a
+ * set, the sweep's busy check) takes the key alone. A structured clone (a message to a worker)
+ * keeps neither the freezing nor the promise that the value was validated: what crosses is the
+ * key, parsed again on the other side (workers/messages.ts `toWire` / `fromWire`).
  */
 import { BadRequest } from './errors.js';
 
