@@ -94,19 +94,17 @@ async function build(store: ObjectStore, from: number, to: number, label: string
 
 function sweeper(store: ObjectStore, clock: SimClock) {
   const self = { nodeId: 'n1', tenants: null, classes: ['C'] };
-  return new Sweeper({
-    store,
-    clock,
-    random: new SeededRandom(1),
-    config: resolveOptions(),
-    log: silentLogger(),
-    self: () => self,
-    live: async () => [self],
-    busy: { has: () => false },
-    offer: () => true,
-    backlog: () => 0,
-    tenants: async () => [TENANT],
-  });
+  return new Sweeper(
+    { store, clock, random: new SeededRandom(1), config: resolveOptions(), log: silentLogger() },
+    {
+      sweepNode: () => self,
+      liveNodes: async () => [self],
+      isBusy: () => false,
+      offerEntry: () => true,
+      deliveryBacklog: () => 0,
+      tenantsToSweep: async () => [TENANT],
+    },
+  );
 }
 
 async function measureSweeps(kind: string, inner: ObjectStore, size: number) {

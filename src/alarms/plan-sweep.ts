@@ -14,7 +14,6 @@
  */
 import { invariant } from '../core/invariant.js';
 import type { Random } from '../core/random.js';
-import { formatAddress } from '../core/address.js';
 import type { IndexEntry } from './keys.js';
 import { servesTenant, shardOwner } from './shard.js';
 
@@ -69,7 +68,7 @@ export class EntrySorter {
   }
 
   add(e: IndexEntry): void {
-    const key = formatAddress(e.address);
+    const key = e.address.key;
     if (this.#seen.has(key) || this.p.busy.has(key) || !this.p.self.classes.includes(e.address.className)) {
       this.skipped++;
       return;
@@ -126,7 +125,7 @@ export function planSorted(sorted: EntrySorter, p: Pick<PlanInput, 'cap' | 'anyo
 /** A plan has at most its cap of deliveries, and one per actor (invariant: INTERNAL otherwise). */
 export function checkPlan(deliveries: readonly IndexEntry[], cap: number): void {
   invariant(deliveries.length <= Math.max(0, cap), () => `sweep plan of ${deliveries.length} deliveries is over its cap ${cap}`);
-  const actors = new Set(deliveries.map((e) => formatAddress(e.address)));
+  const actors = new Set(deliveries.map((e) => e.address.key));
   invariant(actors.size === deliveries.length, () => `sweep plan delivers to ${actors.size} actors in ${deliveries.length} deliveries`);
 }
 

@@ -20,13 +20,16 @@
  */
 import { defer, expand, from, race, timer, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import { switchMap } from 'rxjs/operators';
+import type { ActorAddress } from '../core/address.js';
 import type { Clock } from '../core/clock.js';
+import type { Settings } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
+import { compareKeys } from '../store/keys.js';
+import { LIST_ASK_MAX, LIST_MAX_KEYS, type ObjectStore } from '../store/types.js';
 import { dueBound, parseEntryKey, tenantPrefix, type IndexEntry } from './keys.js';
 import { EntrySorter, planSorted, type SweepNode } from './plan-sweep.js';
 import { nextSweepDelayMs, waitsForRoom } from './sweep-cadence.js';
-import type { Settings } from '../core/config.js';
 
 export type SweepSettings = Settings<
   | 'alarmSweepMs'
@@ -38,33 +41,43 @@ export type SweepSettings = Settings<
   | 'sweepMinGapMs'
   | 'sweepPageEntries'
 >;
-import type { ActorAddress } from '../core/address.js';
-import { compareKeys } from '../store/keys.js';
-import { LIST_ASK_MAX, LIST_MAX_KEYS, type ObjectStore } from '../store/types.js';
 
 /** The first LIST of a sweep asks for this many keys; each next one twice as many (to 1,000). */
 export const FIRST_LIST_KEYS = 128;
 
-export interface SweepDeps {
+/** What a sweep is built with: the bucket it reads, its time, randomness and schedule, its settings and log. */
+export interface SweepSeams {
   store: ObjectStore;
   clock: Clock;
   random: Random;
   config: SweepSettings;
   log: Logger;
-  self: () => SweepNode;
-  live: (maxAgeMs: number) => Promise<SweepNode[]>;
-  busy: { has(actor: string): boolean };
-  /** Offers an entry to the timer, with the generation that wrote it (tagged entries); false when it keeps what it holds. */
-  offer: (address: ActorAddress, dueMs: number, generation?: number) => boolean;
-  /** Deliveries queued or running now (for "capacity is free"). */
-  backlog: () => number;
-  /** Resolves once the delivery queue has room for another sweep's deliveries (adaptive cadence). */
-  room?: () => Promise<void>;
-  /** The tenants to sweep: the node's own list, or those found in the index. */
-  tenants: () => Promise<string[]>;
-  observe?: (t: string, r: SweepResult, durationMs: number) => void;
   /** The schedules' RxJS scheduler (test seam: the simulator's virtual clock); RxJS's own by default. */
   scheduler?: SchedulerLike;
+}
+
+/**
+ * The node a sweep runs on, as the sweep sees it (main/node.ts implements it): who it is among
+ * the live nodes, which actors it has in hand, where the entries it plans go, and how full its
+ * delivery queue is.
+ */
+export interface SweepHost {
+  /** This node as a plan shards entries: its id, and the tenants and classes it serves. */
+  sweepNode(): SweepNode;
+  /** The live nodes (this one among them), from a listing at most `maxAgeMs` old. */
+  liveNodes(maxAgeMs: number): Promise<SweepNode[]>;
+  /** The actor with this key is in flight or retrying here: the sweep leaves its entries alone. */
+  isBusy(key: string): boolean;
+  /** Offers an entry to the timer, with the generation that wrote it (tagged entries); false when it keeps what it holds. */
+  offerEntry(address: ActorAddress, dueMs: number, generation?: number): boolean;
+  /** Deliveries queued or running now (for "capacity is free"). */
+  deliveryBacklog(): number;
+  /** Resolves once the delivery queue has room for another sweep's deliveries (adaptive cadence); absent: never waits. */
+  deliveryRoom?(): Promise<void>;
+  /** The tenants to sweep: the node's own list, or those found in the index. */
+  tenantsToSweep(): Promise<string[]>;
+  /** One sweep of `tenant` ended (metrics). */
+  swept?(tenant: string, result: SweepResult, durationMs: number): void;
 }
 
 export interface SweepResult {
@@ -87,13 +100,20 @@ export class Sweeper {
   private readonly backlogged = new Set<string>();
   private readonly running = new Map<string, Subscription>();
   private discovery: Subscription | undefined;
+  /** The host's busy actors, as a plan asks for them. */
+  private readonly busy: { has(key: string): boolean };
 
-  constructor(private readonly d: SweepDeps) {}
+  constructor(
+    private readonly d: SweepSeams,
+    private readonly host: SweepHost,
+  ) {
+    this.busy = { has: (key) => host.isBusy(key) };
+  }
 
   start(): void {
     const everyMs = this.d.config.alarmSweepMs;
     this.discovery = timer(0, everyMs, this.d.scheduler)
-      .pipe(switchMap(() => from(this.d.tenants().catch((e: unknown) => this.tenantsFailed(e)))))
+      .pipe(switchMap(() => from(this.host.tenantsToSweep().catch((e: unknown) => this.tenantsFailed(e)))))
       .subscribe((tenants) => tenants.forEach((t) => this.startTenant(t)));
   }
 
@@ -122,7 +142,7 @@ export class Sweeper {
     const t0 = this.d.clock.now();
     try {
       const r = await this.sweepTenant(tenant);
-      this.d.observe?.(tenant, r, this.d.clock.now() - t0);
+      this.host.swept?.(tenant, r, this.d.clock.now() - t0);
       return r;
     } catch (e) {
       this.d.log.warn({ tenant, err: e }, 'sweep failed; trying again at the next one');
@@ -138,19 +158,19 @@ export class Sweeper {
    */
   private wake(r: SweepResult): Observable<unknown> {
     const delay = timer(this.nextDelayMs(r), this.d.scheduler);
-    const room = this.d.room;
-    if (!room || !this.waitsForRoom(r)) return delay;
-    const roomThenGap = defer(() => from(room())).pipe(switchMap(() => timer(this.d.config.sweepMinGapMs, this.d.scheduler)));
+    const host = this.host;
+    if (!host.deliveryRoom || !this.waitsForRoom(r)) return delay;
+    const roomThenGap = defer(() => from(host.deliveryRoom!())).pipe(switchMap(() => timer(this.d.config.sweepMinGapMs, this.d.scheduler)));
     return race(delay, roomThenGap); // never more often than sweepMinGapMs, whatever the queue says
   }
 
   /** A full sweep (adaptive) with no room in the delivery queue: the next one waits for room. */
   waitsForRoom(r: SweepResult): boolean {
-    return waitsForRoom(r, this.d.backlog(), this.d.config);
+    return waitsForRoom(r, this.host.deliveryBacklog(), this.d.config);
   }
 
   nextDelayMs(r: SweepResult): number {
-    return nextSweepDelayMs(r, this.d.backlog(), this.d.clock.now(), this.d.config);
+    return nextSweepDelayMs(r, this.host.deliveryBacklog(), this.d.clock.now(), this.d.config);
   }
 
   /** One sweep of one tenant. */
@@ -158,11 +178,11 @@ export class Sweeper {
     const { config } = this.d;
     const now = this.d.clock.now();
     const startCursor = this.cursors.get(tenant);
-    const live = await this.d.live(config.sweepAdaptive ? Math.min(1_000, config.alarmSweepMs) : config.alarmSweepMs);
+    const live = await this.host.liveNodes(config.sweepAdaptive ? Math.min(1_000, config.alarmSweepMs) : config.alarmSweepMs);
     const sorter = new EntrySorter({
       live,
-      self: this.d.self(),
-      busy: this.d.busy,
+      self: this.host.sweepNode(),
+      busy: this.busy,
       nowMs: now,
       marginMs: config.marginMs,
       anyonesAfterMargins: config.anyonesAfterMargins,
@@ -186,7 +206,7 @@ export class Sweeper {
     let offered = 0;
     let offeredAnyones = 0;
     for (const [i, e] of plan.deliveries.entries()) {
-      if (!this.d.offer(e.address, e.dueMs, e.tag?.generation)) continue;
+      if (!this.host.offerEntry(e.address, e.dueMs, e.tag?.generation)) continue;
       offered++;
       if (i >= plan.own) offeredAnyones++; // own entries come first in the plan
     }

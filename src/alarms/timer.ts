@@ -1,8 +1,9 @@
 /**
  * The node's in-memory alarm timer (docs/architecture.md): the committed alarm of each actor this node
  * ran, in a min-heap, with one clock timer armed for the earliest. When an alarm comes due the
- * timer calls `onDue(key, at)` and forgets it; the caller runs the ordinary alarm event, which
- * re-reads the committed alarm and sets the timer again from the outcome.
+ * timer calls `onDue(actor, at)` and forgets it; the caller runs the ordinary alarm event, which
+ * re-reads the committed alarm and sets the timer again from the outcome. Alarms are set for an
+ * actor's address (the value `onDue` hands back) and looked up by its key.
  *
  * Backpressure: `onDue` may refuse an alarm (returns false: the caller's queue is full). The
  * alarm then stays in the heap, the timer stops firing, and `resume()` (called once there is room)
@@ -12,6 +13,7 @@
  * throws `Overloaded`, it never drops an alarm silently). Stale heap entries (replaced or cleared) are
  * skipped lazily when they reach the top.
  */
+import type { ActorAddress } from '../core/address.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { Overloaded } from '../core/errors.js';
 
@@ -28,12 +30,13 @@ export function sweepOffer(held: number | undefined, entryAt: number, nowMs: num
 
 interface Slot {
   at: number;
-  key: string;
+  actor: ActorAddress;
 }
 
 export class AlarmTimer {
   private readonly heap: Slot[] = [];
-  private readonly due = new Map<string, number>();
+  /** Actor key → its alarm. */
+  private readonly due = new Map<string, Slot>();
   /** Deferred alarms: the due time they are reported with when they fire later (see defer). */
   private readonly deferredDue = new Map<string, number>();
   private armed: { at: number; handle: TimerHandle } | undefined;
@@ -44,48 +47,51 @@ export class AlarmTimer {
   constructor(
     private readonly clock: Clock,
     /** An alarm came due; returning false refuses it for now (see resume). */
-    private readonly onDue: (key: string, at: number) => unknown,
+    private readonly onDue: (actor: ActorAddress, at: number) => unknown,
     private readonly maxEntries = 1_000_000,
   ) {}
 
-  /** Sets (or replaces) the alarm of `key`; null clears it. */
-  set(key: string, at: number | null): void {
+  /** Sets (or replaces) the alarm of `actor`; null clears it. */
+  set(actor: ActorAddress, at: number | null): void {
+    const { key } = actor;
     this.deferredDue.delete(key);
-    if (at === null) return this.clear(key);
+    if (at === null) return this.clear(actor);
     if (!this.due.has(key) && this.due.size >= this.maxEntries) {
       throw new Overloaded(`alarm timer holds ${this.maxEntries} alarms already (timerEntriesMax)`, { details: { key, at } });
     }
-    if (this.due.get(key) === at) return;
-    this.due.set(key, at);
-    this.push({ at, key });
+    if (this.due.get(key)?.at === at) return;
+    const slot = { at, actor };
+    this.due.set(key, slot);
+    this.push(slot);
     this.compact();
     this.arm();
   }
 
   /**
-   * Holds `key`'s alarm due at `dueMs` until `untilMs` (a full delivery queue, a failed delivery,
+   * Holds `actor`'s alarm due at `dueMs` until `untilMs` (a full delivery queue, a failed delivery,
    * an entry to offer again later): it fires then, reported as due at `dueMs`, so the delivery
    * still matches the entry or committed alarm it was for. A later set() or clear() replaces it.
    */
-  defer(key: string, dueMs: number, untilMs: number): void {
-    this.set(key, untilMs);
-    this.deferredDue.set(key, dueMs);
+  defer(actor: ActorAddress, dueMs: number, untilMs: number): void {
+    this.set(actor, untilMs);
+    this.deferredDue.set(actor.key, dueMs);
   }
 
   /** An entry offered by the sweep: set unless the backoff horizon says to keep what is held. */
-  offer(key: string, entryAt: number, retryMaxMs: number): boolean {
-    if (sweepOffer(this.due.get(key), entryAt, this.clock.now(), retryMaxMs) === 'keep') return false;
-    this.set(key, entryAt);
+  offer(actor: ActorAddress, entryAt: number, retryMaxMs: number): boolean {
+    if (sweepOffer(this.get(actor.key), entryAt, this.clock.now(), retryMaxMs) === 'keep') return false;
+    this.set(actor, entryAt);
     return true;
   }
 
-  clear(key: string): void {
-    this.deferredDue.delete(key);
-    this.due.delete(key);
+  clear(actor: ActorAddress): void {
+    this.deferredDue.delete(actor.key);
+    this.due.delete(actor.key);
   }
 
+  /** When the alarm of the actor with this key fires, if it has one here. */
   get(key: string): number | undefined {
-    return this.due.get(key);
+    return this.due.get(key)?.at;
   }
 
   get size(): number {
@@ -123,15 +129,16 @@ export class AlarmTimer {
       const top = this.next();
       if (!top || top.at > now || this.stopped) break;
       this.pop();
-      this.due.delete(top.key);
-      const dueMs = this.deferredDue.get(top.key) ?? top.at;
-      this.deferredDue.delete(top.key);
-      if (this.onDue(top.key, dueMs) === false) {
-        // Refused: back in the heap exactly as it was (unless onDue set the key itself).
-        if (!this.due.has(top.key)) {
-          this.due.set(top.key, top.at);
+      const { key } = top.actor;
+      this.due.delete(key);
+      const dueMs = this.deferredDue.get(key) ?? top.at;
+      this.deferredDue.delete(key);
+      if (this.onDue(top.actor, dueMs) === false) {
+        // Refused: back in the heap exactly as it was (unless onDue set the actor's alarm itself).
+        if (!this.due.has(key)) {
+          this.due.set(key, top);
           this.push(top);
-          if (dueMs !== top.at) this.deferredDue.set(top.key, dueMs);
+          if (dueMs !== top.at) this.deferredDue.set(key, dueMs);
         }
         this.held = true;
         return;
@@ -151,14 +158,14 @@ export class AlarmTimer {
   }
 
   private dropStale(): void {
-    while (this.heap.length > 0 && this.due.get(this.heap[0]!.key) !== this.heap[0]!.at) this.pop();
+    while (this.heap.length > 0 && this.get(this.heap[0]!.actor.key) !== this.heap[0]!.at) this.pop();
   }
 
   /** Rebuilds the heap when stale slots outnumber live ones (keeps memory bounded). */
   private compact(): void {
     if (this.heap.length <= 2 * this.due.size + 64) return;
     this.heap.length = 0;
-    for (const [key, at] of this.due) this.push({ at, key });
+    for (const slot of this.due.values()) this.push(slot);
   }
 
   private push(slot: Slot): void {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SystemClock } from '../core/clock.js';
-import { formatAddress, validateTenant } from '../core/address.js';
+import { validateTenant } from '../core/address.js';
 import { SystemRandom } from '../core/random.js';
 import { NonceSource } from '../alarms/keys.js';
 import { openExistingBucket } from './open-bucket.js';
@@ -39,11 +39,9 @@ function findingLine(f: Finding): string {
     if (f.expectedKey) parts.push(`expected ${f.expectedKey}`);
     if (a.error) parts.push(`error: ${a.error}`);
     if (f.repairedKey) parts.push(`REPAIRED: listed ${f.repairedKey}`);
-    return `actor  ${f.kind.padEnd(15)} ${formatAddress(a.address)}  ${parts.join('  ')}`;
+    return `actor  ${f.kind.padEnd(15)} ${a.address.key}  ${parts.join('  ')}`;
   }
-  const who = f.actor
-    ? `${formatAddress(f.actor.address)}${f.actor.alarmAt !== null ? ` (committed alarm ${iso(f.actor.alarmAt)})` : ''}`
-    : '';
+  const who = f.actor ? `${f.actor.address.key}${f.actor.alarmAt !== null ? ` (committed alarm ${iso(f.actor.alarmAt)})` : ''}` : '';
   return `entry  ${f.kind.padEnd(15)} ${f.key}  ${who}${f.served ? '' : '  [no live node serves this class]'}`.trimEnd();
 }
 
@@ -100,7 +98,7 @@ export async function indexCheckCommand(o: IndexCheckOptions): Promise<void> {
 function findingJson(f: Finding): Record<string, unknown> {
   const a = f.actor;
   const actor = a && {
-    address: formatAddress(a.address),
+    address: a.address.key,
     state: a.state,
     headSeq: a.headSeq,
     generation: a.generation,

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SystemClock } from '../core/clock.js';
-import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
+import { parseAddress, type ActorAddress } from '../core/address.js';
 import { isLive } from '../leases/decisions.js';
 import { decodeHold, decodeNode, holdKey, nodeKey, type HoldRecord } from '../leases/records.js';
 import { parseEntryKey, tenantPrefix } from '../alarms/keys.js';
@@ -75,7 +75,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 function inspectionLines(i: Inspection, nowMs: number): string[] {
   const c = i.committed;
   const rel = (ms: number) => (ms >= nowMs ? `in ${((ms - nowMs) / 1000).toFixed(1)}s` : `${((nowMs - ms) / 1000).toFixed(1)}s ago`);
-  const lines = [`actor          ${formatAddress(c.address)}`];
+  const lines = [`actor          ${c.address.key}`];
   if (c.state === 'empty') lines.push('chain          none in this bucket');
   else if (c.state === 'corrupt') lines.push(`chain          cannot be restored: ${c.error}`);
   else
@@ -107,7 +107,7 @@ export async function inspectCommand(address: string, o: { bucket: string; json?
   try {
     const now = clock.now();
     const i = await inspectActor(store, a, workDir, now, config.graceMs, new Progress());
-    if (o.json) console.log(JSON.stringify({ ...i, committed: { ...i.committed, address: formatAddress(a) } }, null, 2));
+    if (o.json) console.log(JSON.stringify({ ...i, committed: { ...i.committed, address: a.key } }, null, 2));
     else for (const line of inspectionLines(i, now)) console.log(line);
   } finally {
     rmSync(workDir, { recursive: true, force: true });

@@ -9,6 +9,13 @@
  *
  * As a string the name is everything after the second '/', so it may itself contain '/'.
  * Invalid input raises `BadRequest` naming the part and the rule.
+ *
+ * An address is parsed once (`parseAddress`) into a frozen `ActorAddress` that carries its
+ * formatted `key` ('acme/Counter/a/b'), the actor's key in every map, lane, log line and message.
+ * Code passes that one value, never a key and the parts side by side; only a lookup (a map, a
+ * set, the sweep's busy check) takes the key alone. A structured clone (a message to a worker)
+ * keeps neither the freezing nor the promise that the value was validated: what crosses is the
+ * key, parsed again on the other side (workers/messages.ts `toWire` / `fromWire`).
  */
 import { BadRequest } from './errors.js';
 
@@ -16,6 +23,8 @@ export interface ActorAddress {
   readonly tenant: string;
   readonly className: string;
   readonly name: string;
+  /** `tenant/class/name`, formatted once by `parseAddress`. */
+  readonly key: string;
 }
 
 const TENANT_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
@@ -54,14 +63,12 @@ export function parseAddress(input: unknown): ActorAddress {
   }
   if (typeof input !== 'object' || input === null) throw new BadRequest(`actor address must be a string or an object, got ${typeof input}`);
   const o = input as Record<string, unknown>;
-  return Object.freeze({
-    tenant: validateTenant(o.tenant),
-    className: validateClassName(o.className ?? o.class),
-    name: validateName(o.name),
-  });
+  const parts = { tenant: validateTenant(o.tenant), className: validateClassName(o.className ?? o.class), name: validateName(o.name) };
+  return Object.freeze({ ...parts, key: formatAddress(parts) });
 }
 
-export function formatAddress(a: ActorAddress): string {
+/** `tenant/class/name` of the parts (a parsed address has it already: its `key`). */
+export function formatAddress(a: Pick<ActorAddress, 'tenant' | 'className' | 'name'>): string {
   return `${a.tenant}/${a.className}/${a.name}`;
 }
 

@@ -26,7 +26,7 @@
 import type { Clock } from '../core/clock.js';
 import { ErrorCode, StoreUnavailable, isKeepworkError } from '../core/errors.js';
 import { etagOf } from '../store/etag.js';
-import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
 import { invariant } from '../core/invariant.js';
 import type { Logger } from '../core/logger.js';
@@ -51,7 +51,7 @@ export const holdHooks: { onExpectedTake?: (taken: boolean) => void } = {};
 
 export class HoldTable {
   /** `created`: this table created the hold (none existed) and no event has claimed that yet (`claimCreated`). */
-  private readonly mine = new Map<string, { generation: number; etag: string; created?: boolean }>();
+  private readonly mine = new Map<string, { address: ActorAddress; generation: number; etag: string; created?: boolean }>();
   /** Generations this node released (per actor), whose release PUT may still be in flight. */
   private readonly released = new Map<string, number>();
   /** Actors the sweep offered, with the generation of the entry (`expect`). */
@@ -82,7 +82,7 @@ export class HoldTable {
 
   /** The generation this node holds the actor under, if it does. */
   held(a: ActorAddress): number | undefined {
-    return this.mine.get(formatAddress(a))?.generation;
+    return this.mine.get(a.key)?.generation;
   }
 
   /**
@@ -92,7 +92,7 @@ export class HoldTable {
    * list it (docs/architecture.md, "A request"). Every later event lists it as usual.
    */
   claimCreated(a: ActorAddress): boolean {
-    const mine = this.mine.get(formatAddress(a));
+    const mine = this.mine.get(a.key);
     if (!mine?.created) return false;
     mine.created = false;
     return true;
@@ -103,7 +103,7 @@ export class HoldTable {
   }
 
   async acquire(a: ActorAddress): Promise<Ownership> {
-    const key = formatAddress(a);
+    const { key } = a;
     const generation = this.expected.get(key);
     if (generation !== undefined) this.expected.delete(key);
     const known = this.mine.get(key);
@@ -123,7 +123,7 @@ export class HoldTable {
 
   /** Gives the actor back (after its replication is done). */
   async release(a: ActorAddress): Promise<void> {
-    const key = formatAddress(a);
+    const { key } = a;
     const known = this.mine.get(key);
     if (!known) return;
     this.mine.delete(key);
@@ -139,7 +139,7 @@ export class HoldTable {
    * next acquire may take it without reading it first. Bounded: the oldest are forgotten first.
    */
   expect(a: ActorAddress, generation: number): void {
-    const key = formatAddress(a);
+    const { key } = a;
     this.expected.delete(key);
     this.expected.set(key, generation);
     if (this.expected.size > EXPECTED_MAX) this.expected.delete(this.expected.keys().next().value!);
@@ -152,7 +152,7 @@ export class HoldTable {
    */
   private async takeExpected(a: ActorAddress, generation: number): Promise<Ownership | undefined> {
     const like = this.lastTakeable;
-    if (!this.guessing || !like || !this.etagsPredictable || generation < (this.released.get(formatAddress(a)) ?? 0)) return undefined;
+    if (!this.guessing || !like || !this.etagsPredictable || generation < (this.released.get(a.key) ?? 0)) return undefined;
     if (like.state === 'held' && !this.nodes.isOver(like.nodeId, like.epoch)) return undefined; // (never: a run stays over)
     this.lease.check();
     const assumed: HoldRecord = { nodeId: like.nodeId, epoch: like.epoch, generation, state: like.state };
@@ -172,7 +172,7 @@ export class HoldTable {
    * hold exists, at a higher generation). undefined: not tried, or the hold exists (412) — read it.
    */
   private async createUnread(a: ActorAddress): Promise<Ownership | undefined> {
-    if (!this.creating || this.released.has(formatAddress(a))) return undefined;
+    if (!this.creating || this.released.has(a.key)) return undefined;
     this.lease.check();
     const made = await this.write(a, 1, { ifNoneMatch: '*' }, 'created');
     if (!made) {
@@ -191,11 +191,11 @@ export class HoldTable {
 
   /** Releases every hold this node has (clean shutdown, after replication finished); a failed release is logged. */
   async releaseAll(): Promise<void> {
-    const addresses = [...this.mine.keys()];
+    const addresses = [...this.mine.values()].map((m) => m.address);
     await Promise.all(
-      addresses.map((k) =>
-        this.release(parseAddress(k)).catch((e: unknown) =>
-          this.log.warn({ actor: k, err: e }, 'releasing a hold at stop failed; the hold stays until this node’s lease ends'),
+      addresses.map((a) =>
+        this.release(a).catch((e: unknown) =>
+          this.log.warn({ actor: a.key, err: e }, 'releasing a hold at stop failed; the hold stays until this node’s lease ends'),
         ),
       ),
     );
@@ -207,7 +207,7 @@ export class HoldTable {
   }
 
   forget(a: ActorAddress): void {
-    this.mine.delete(formatAddress(a));
+    this.mine.delete(a.key);
   }
 
   /** undefined: lost a race, decide again. */
@@ -232,8 +232,8 @@ export class HoldTable {
         // A generation this node released: the release may still be in flight and land after this
         // read, so it is never adopted as it stands but taken under a new generation (a late
         // release then fails its If-Match).
-        if (this.released.get(formatAddress(a)) === d.generation) return this.write(a, d.generation + 1, { ifMatch: obj!.etag });
-        this.mine.set(formatAddress(a), { generation: d.generation, etag: obj!.etag });
+        if (this.released.get(a.key) === d.generation) return this.write(a, d.generation + 1, { ifMatch: obj!.etag });
+        this.mine.set(a.key, { address: a, generation: d.generation, etag: obj!.etag });
         return { kind: 'mine', generation: d.generation };
       case 'forward':
         return { kind: 'elsewhere', nodeId: d.nodeId, addr: d.addr };
@@ -274,7 +274,7 @@ export class HoldTable {
     try {
       const { etag } = await this.store.put(holdKey(a), body, condition);
       this.etagsPredictable = etag === etagOf(body);
-      this.mine.set(formatAddress(a), { generation, etag, created: 'ifNoneMatch' in condition });
+      this.mine.set(a.key, { address: a, generation, etag, created: 'ifNoneMatch' in condition });
       this.takes[how]++;
       return { kind: 'mine', generation };
     } catch (e) {
@@ -288,11 +288,8 @@ export class HoldTable {
    * below a generation this node already released for the actor (holds are never deleted).
    */
   private checkNotBelowReleased(a: ActorAddress, generation: number, what: string): void {
-    const released = this.released.get(formatAddress(a)) ?? 0;
-    invariant(
-      generation >= released,
-      () => `${what} generation ${generation} of ${formatAddress(a)}, below ${released} this node released`,
-    );
+    const released = this.released.get(a.key) ?? 0;
+    invariant(generation >= released, () => `${what} generation ${generation} of ${a.key}, below ${released} this node released`);
   }
 
   /** Writes the holder's record `fenced` so it can never renew again; false if it changed meanwhile. */

@@ -7,7 +7,7 @@
  *        deliveryConcurrencyMax while the bucket's round trips are the limit, delivery-limit.ts;
  *        full: the timer holds what is due until half the queue has drained)
  *     ─▶ room for another actor (the releases past heldActorsMax keep up, idle-actors.ts)
- *     ─▶ deliver(key, at) (the Node: hold, lane, worker) ─▶ outcome:
+ *     ─▶ deliver(actor, at) (the Node: hold, lane, worker) ─▶ outcome:
  *          ran / stale / kept   counted; a committed retry is deferred to its time
  *          releaseHold          the empty-bucket rule: the actor is given back at once
  *          failed (threw)       deferred a lease period, still due at `at`
@@ -26,7 +26,7 @@ import PQueue from 'p-queue';
 import type { Clock } from '../core/clock.js';
 import type { Settings } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
-import { parseAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import { ErrorCode, isKeepworkError } from '../core/errors.js';
 import { AlarmTimer } from '../alarms/timer.js';
 import type { EventResult } from '../workers/messages.js';
@@ -64,7 +64,7 @@ export class AlarmDelivery {
   private timerFull = { count: 0, loggedAtMs: -Infinity };
 
   constructor(private readonly deps: DeliveryDeps) {
-    this.timer = new AlarmTimer(deps.clock, (key, at) => this.queueDelivery(key, at), deps.config.timerEntriesMax);
+    this.timer = new AlarmTimer(deps.clock, (actor, at) => this.queueDelivery(actor, at), deps.config.timerEntriesMax);
     const { deliveryConcurrency, deliveryConcurrencyMax } = deps.config;
     this.limit = new DeliveryLimit(deliveryConcurrency, deliveryConcurrencyMax);
     this.queue = new PQueue({ concurrency: this.limit.limit });
@@ -96,23 +96,23 @@ export class AlarmDelivery {
     await this.deps.actorRoom?.();
   }
 
-  /** The actor's alarm is in the timer or its delivery is queued or running. */
+  /** The alarm of the actor with this key is in the timer, or its delivery is queued or running. */
   has(key: string): boolean {
     return this.timer.get(key) !== undefined || this.delivering.has(key);
   }
 
   /** The committed alarm of an actor this node ran (null: none). */
-  set(key: string, at: number | null): void {
-    this.intoTimer(key, at, () => this.timer.set(key, at));
+  set(actor: ActorAddress, at: number | null): void {
+    this.intoTimer(actor, at, () => this.timer.set(actor, at));
   }
 
-  clear(key: string): void {
-    this.timer.clear(key);
+  clear(actor: ActorAddress): void {
+    this.timer.clear(actor);
   }
 
   /** An index entry the sweep found overdue (the timer's backoff horizon applies). */
-  offer(key: string, dueMs: number): boolean {
-    return !this.stopped && this.intoTimer(key, dueMs, () => this.timer.offer(key, dueMs, this.deps.config.retryMaxMs));
+  offer(actor: ActorAddress, dueMs: number): boolean {
+    return !this.stopped && this.intoTimer(actor, dueMs, () => this.timer.offer(actor, dueMs, this.deps.config.retryMaxMs));
   }
 
   /** Nothing more is queued; what waits is dropped (the alarms stay committed and indexed). */
@@ -131,43 +131,43 @@ export class AlarmDelivery {
    * The timer fired: into the bounded queue. A full queue refuses it: the timer keeps it (and
    * everything due after it) until half the queue has drained, then fires again in due order.
    */
-  private queueDelivery(key: string, at: number): boolean {
+  private queueDelivery(actor: ActorAddress, at: number): boolean {
     if (this.stopped) return true;
     if (this.queue.size >= this.deps.config.deliveriesPerSweep) {
       void this.room().then(() => this.timer.resume());
       return false;
     }
-    this.delivering.add(key);
-    void this.queue.add(() => this.run(key, at).finally(() => this.delivering.delete(key)));
+    this.delivering.add(actor.key);
+    void this.queue.add(() => this.run(actor, at).finally(() => this.delivering.delete(actor.key)));
     return true;
   }
 
   /**
-   * One delivery of `key` at `at` (its own committed alarm, or an entry the sweep offered): the
+   * One delivery to `actor` at `at` (its own committed alarm, or an entry the sweep offered): the
    * worker runs the alarm if `at` is the committed one, else cleans up stale entries at `at`.
    */
-  private async run(key: string, at: number): Promise<void> {
+  private async run(actor: ActorAddress, at: number): Promise<void> {
     const { clock, metrics, log, config } = this.deps;
-    const address = parseAddress(key);
+    const { key } = actor;
     try {
       await this.deps.actorRoom?.();
       if (this.stopped) return;
       const startMs = clock.now();
-      const r = await this.deps.deliver(address, at);
+      const r = await this.deps.deliver(actor, at);
       if (!r) return;
       const limit = this.limit.ended(clock.now() - startMs, this.queue.size > 0);
       if (limit !== this.queue.concurrency) this.queue.concurrency = limit; // the setter walks the queue: only at a window's change
       metrics.deliveries.inc({ outcome: r.type === 'error' ? 'failed' : r.ran ? 'ran' : r.removed ? 'stale' : 'kept' });
       metrics.feed.delivered(key, at, r, clock.now());
       if (r.type === 'ok' && r.removed) metrics.staleRemoved.inc(r.removed);
-      if (r.type === 'ok' && r.retryAtMs !== undefined) this.intoTimer(key, at, () => this.timer.defer(key, at, r.retryAtMs!));
-      if (r.type === 'ok' && r.releaseHold) await this.deps.giveBack(address);
+      if (r.type === 'ok' && r.retryAtMs !== undefined) this.intoTimer(actor, at, () => this.timer.defer(actor, at, r.retryAtMs!));
+      if (r.type === 'ok' && r.releaseHold) await this.deps.giveBack(actor);
     } catch (e) {
       if (this.stopped) return;
       metrics.feed.failed(key, at, e, clock.now());
       const retryAt = clock.now() + config.leasePeriodMs;
       log.error({ actor: key, err: e, retryAt }, 'alarm delivery failed; trying again after a lease period');
-      this.intoTimer(key, at, () => this.timer.defer(key, at, retryAt));
+      this.intoTimer(actor, at, () => this.timer.defer(actor, at, retryAt));
     }
   }
 
@@ -175,7 +175,7 @@ export class AlarmDelivery {
    * Puts an alarm into the timer; a full timer (Overloaded) leaves it to the sweep — it is
    * committed and indexed — and counts and logs it instead of failing the caller (false).
    */
-  private intoTimer(key: string, at: number | null, put: () => boolean | void): boolean {
+  private intoTimer(actor: ActorAddress, at: number | null, put: () => boolean | void): boolean {
     try {
       return put() !== false;
     } catch (e) {
@@ -184,7 +184,7 @@ export class AlarmDelivery {
       metrics.timerFull.inc();
       this.timerFull.count++;
       if (clock.now() - this.timerFull.loggedAtMs >= TIMER_FULL_LOG_EVERY_MS) {
-        log.warn({ actor: key, at, left: this.timerFull.count, err: e }, 'alarm timer full; alarms left to the sweep');
+        log.warn({ actor: actor.key, at, left: this.timerFull.count, err: e }, 'alarm timer full; alarms left to the sweep');
         this.timerFull = { count: 0, loggedAtMs: clock.now() };
       }
       return false;

@@ -13,7 +13,7 @@
  * while the reply waits for the final (`ActorLanes.keep`: the actor stays busy until then).
  */
 import type { Clock } from '../core/clock.js';
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
 import { LeaseLost, reviveError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
@@ -42,47 +42,43 @@ export interface EventRunnerParts {
     claimCreated?(address: ActorAddress): boolean;
   };
   /** The actor has an event running (idle-actors.ts). */
-  used(key: string, address: ActorAddress): void;
+  used(address: ActorAddress): void;
   /** An event's result, in the actor's order (the node's timer learns the committed alarm). */
-  learned(key: string, event: ActorEvent, result: EventResult): void;
+  learned(address: ActorAddress, event: ActorEvent, result: EventResult): void;
 }
 
 export class EventRunner {
   constructor(private readonly p: EventRunnerParts) {}
 
   submit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
-    const key = formatAddress(address);
+    const { key } = address;
     if (event.type === 'request')
       // A pending durable call's value is the promise of its reply: its caller waits for it (Promise adoption).
       return this.p.lanes.batch(key, event, this.p.config.eventsPerTaskMax, (events) =>
-        this.runEvents(key, address, events),
+        this.runEvents(address, events),
       ) as Promise<EventResult>;
     return this.p.lanes.run(key, async () => {
-      const changed = this.holdChanged(key, address, event);
+      const changed = this.holdChanged(address, event);
       if (changed) throw changed;
       this.p.holds.claimCreated?.(address); // only a request creates the actor: the claim lapses
-      this.p.used(key, address);
+      this.p.used(address);
       const r = await this.runWithHardLimit(address, event);
-      this.p.learned(key, event, r);
+      this.p.learned(address, event, r);
       return r;
     });
   }
 
   /** A batch of the actor's events, in order; an event sent under a hold no longer held fails alone (HoldChanged). */
-  private async runEvents(
-    key: string,
-    address: ActorAddress,
-    events: ActorEvent[],
-  ): Promise<Outcome<EventResult | Promise<EventResult>>[]> {
+  private async runEvents(address: ActorAddress, events: ActorEvent[]): Promise<Outcome<EventResult | Promise<EventResult>>[]> {
     const out: Outcome<EventResult | Promise<EventResult>>[] = [];
     const live: number[] = [];
     events.forEach((e, i) => {
-      const changed = this.holdChanged(key, address, e);
+      const changed = this.holdChanged(address, e);
       out.push(changed ? { ok: false, error: changed } : { ok: false, error: new Error('not run') });
       if (!changed) live.push(i);
     });
     if (live.length === 0) return out;
-    this.p.used(key, address);
+    this.p.used(address);
     const sent = live.map((i) => events[i]!);
     // The first event under a hold this node created: its worker need not list the actor's chain.
     const first = sent[0]!;
@@ -92,8 +88,8 @@ export class EventRunner {
       const { final, ...r } = results[j]!;
       if (r.type === 'thrown') out[i] = { ok: false, error: reviveError(r.error) };
       else {
-        this.p.learned(key, events[i]!, r); // at the commit, in the actor's order
-        out[i] = { ok: true, value: final ? this.p.lanes.keep(key, final.then(settleFinal)) : r };
+        this.p.learned(address, events[i]!, r); // at the commit, in the actor's order
+        out[i] = { ok: true, value: final ? this.p.lanes.keep(address.key, final.then(settleFinal)) : r };
       }
     });
     return out;
@@ -101,9 +97,9 @@ export class EventRunner {
 
   /** The hold may have been released (idle, empty bucket) or lost while the event waited in the
    *  lane: it must not run under a generation this node no longer holds. */
-  private holdChanged(key: string, address: ActorAddress, event: ActorEvent): HoldChanged | undefined {
+  private holdChanged(address: ActorAddress, event: ActorEvent): HoldChanged | undefined {
     if ('generation' in event && this.p.holds.held(address) !== event.generation)
-      return new HoldChanged(`the hold of ${key} changed while the event waited; retry`);
+      return new HoldChanged(`the hold of ${address.key} changed while the event waited; retry`);
     return undefined;
   }
 
@@ -114,7 +110,7 @@ export class EventRunner {
       return await this.p.workers.run(event, limit.signal);
     } catch (e) {
       if (!limit.signal.aborted || event.type !== 'alarm') throw e;
-      this.p.log.warn({ actor: formatAddress(address) }, 'alarm handler stuck past its time limit; worker restarted');
+      this.p.log.warn({ actor: address.key }, 'alarm handler stuck past its time limit; worker restarted');
       return this.p.workers.run({ ...event, recordFailure: true });
     } finally {
       limit.cancel();
@@ -129,7 +125,7 @@ export class EventRunner {
       return await this.p.workers.runBatch(address, events, limit.signal);
     } catch (e) {
       if (limit.signal.aborted)
-        this.p.log.warn({ actor: formatAddress(address), events: events.length }, 'a batch stuck past its time limit; worker restarted');
+        this.p.log.warn({ actor: address.key, events: events.length }, 'a batch stuck past its time limit; worker restarted');
       throw e;
     } finally {
       limit.cancel();

@@ -7,7 +7,7 @@
  * idempotency key travels in `Idempotency-Key`, so a client's retry after OWNER_UNREACHABLE is
  * answered from the holder's record instead of running again.
  */
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import { KeepworkError, OwnerUnreachable, isKeepworkError, type ErrorCode } from '../core/errors.js';
 
 export const HOPS_HEADER = 'x-keepwork-hops';
@@ -63,9 +63,8 @@ async function send(
   a: ActorAddress,
   headers: Record<string, string> = {},
 ): Promise<unknown> {
-  if (!addr) throw new OwnerUnreachable(`${formatAddress(a)} is held by a node without an HTTP address; retry later`);
-  if (hops >= s.hopsMax)
-    throw new OwnerUnreachable(`${formatAddress(a)}: the call was forwarded ${hops} times (forwardHopsMax); retry later`);
+  if (!addr) throw new OwnerUnreachable(`${a.key} is held by a node without an HTTP address; retry later`);
+  if (hops >= s.hopsMax) throw new OwnerUnreachable(`${a.key}: the call was forwarded ${hops} times (forwardHopsMax); retry later`);
   let res: Response;
   try {
     res = await fetch(addr + path, {
@@ -75,10 +74,9 @@ async function send(
       signal: AbortSignal.timeout(s.timeoutMs),
     });
   } catch (e) {
-    throw new OwnerUnreachable(
-      `${formatAddress(a)} is held by ${addr}, which did not answer (${(e as Error).message}); retry in a few seconds`,
-      { cause: e },
-    );
+    throw new OwnerUnreachable(`${a.key} is held by ${addr}, which did not answer (${(e as Error).message}); retry in a few seconds`, {
+      cause: e,
+    });
   }
   const json = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
   if (res.ok) return json;

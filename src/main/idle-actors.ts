@@ -16,7 +16,7 @@
 import PQueue from 'p-queue';
 import { interval, type SchedulerLike, type Subscription } from 'rxjs';
 import type { Clock } from '../core/clock.js';
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import type { HoldTable } from '../leases/holds.js';
@@ -62,8 +62,9 @@ export class IdleActors {
     this.reaper = interval(reapEveryMs, deps.scheduler).subscribe(() => void this.reapIdle());
   }
 
-  /** An event for the actor (`key`: its formatted address) runs now. */
-  used(key: string, address: ActorAddress): void {
+  /** An event for the actor runs now. */
+  used(address: ActorAddress): void {
+    const { key } = address;
     this.lastUsed.delete(key); // re-insert: the map's order is least recently used first
     this.lastUsed.set(key, { address, at: this.deps.clock.now() });
     this.mayBeOpen.add(key);
@@ -71,8 +72,8 @@ export class IdleActors {
   }
 
   /** The actor's last event left nothing of it open in its worker (called in the actor's lane, after `used`). */
-  closed(key: string): void {
-    this.mayBeOpen.delete(key);
+  closed(address: ActorAddress): void {
+    this.mayBeOpen.delete(address.key);
   }
 
   /** Actors queued to be closed and released, or being released. */
@@ -85,7 +86,7 @@ export class IdleActors {
     return this.reaping.onSizeLessThan(REAP_WAITING_MAX);
   }
 
-  /** True when this node ran an event for the actor within the last `withinMs`. */
+  /** True when this node ran an event for the actor with this key within the last `withinMs`. */
   usedWithin(key: string, withinMs: number): boolean {
     const used = this.lastUsed.get(key);
     return used !== undefined && used.at > this.deps.clock.now() - withinMs;
@@ -103,9 +104,8 @@ export class IdleActors {
 
   /** Closes the actor and releases its hold at once (the empty-bucket rule). */
   async giveBack(address: ActorAddress): Promise<void> {
-    const key = formatAddress(address);
-    this.lastUsed.delete(key);
-    await this.closeAndRelease(key, address);
+    this.lastUsed.delete(address.key);
+    await this.closeAndRelease(address);
   }
 
   private async reapIdle(): Promise<void> {
@@ -122,7 +122,7 @@ export class IdleActors {
       this.lastUsed.delete(key); // deleting the entry being visited: a Map's iteration goes on
       void this.reaping.add(async () => {
         if (this.deps.stopping()) return;
-        await this.closeAndRelease(key, address).catch((e: unknown) =>
+        await this.closeAndRelease(address).catch((e: unknown) =>
           this.deps.log.warn({ actor: key, err: e }, 'closing an idle actor failed'),
         );
       });
@@ -130,9 +130,9 @@ export class IdleActors {
   }
 
   /** Close and release run in the actor's lane, so no event slips in between. */
-  private async closeAndRelease(key: string, address: ActorAddress): Promise<void> {
-    await this.deps.lanes.run(key, async () => {
-      if (this.mayBeOpen.delete(key)) await this.deps.workers.run({ type: 'close', address });
+  private async closeAndRelease(address: ActorAddress): Promise<void> {
+    await this.deps.lanes.run(address.key, async () => {
+      if (this.mayBeOpen.delete(address.key)) await this.deps.workers.run({ type: 'close', address });
       await this.releaseHold(address);
     });
   }
@@ -140,6 +140,6 @@ export class IdleActors {
   private async releaseHold(address: ActorAddress): Promise<void> {
     await this.deps.holds
       .release(address)
-      .catch((e: unknown) => this.deps.log.warn({ actor: formatAddress(address), err: e }, 'releasing a hold failed'));
+      .catch((e: unknown) => this.deps.log.warn({ actor: address.key, err: e }, 'releasing a hold failed'));
   }
 }

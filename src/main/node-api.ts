@@ -1,6 +1,7 @@
 /**
  * What a keepwork node offers: the options of `startNode`, the public node and actor handle, and
- * the routing surface the HTTP layer, the status page and the sweep use.
+ * the routing surface the HTTP layer and the status page use (what the sweep needs of a node is
+ * alarms/sweep.ts `SweepHost`).
  */
 import type { SchedulerLike } from 'rxjs';
 import type { ActorAddress } from '../core/address.js';
@@ -71,18 +72,13 @@ export interface KeepworkNode {
   stop(): Promise<void>;
 }
 
-/** What the HTTP layer and the sweep need beyond the public node. */
+/** What the HTTP layer and the status page need beyond the public node. */
 export interface RoutingNode extends KeepworkNode {
   /** Prometheus text of this node's metrics. */
   metricsText(): Promise<string>;
   /** Alarm deliveries queued or running on this node (keepwork_delivery_backlog). */
   deliveryBacklog(): number;
   readonly metrics: NodeMetrics;
-  /**
-   * An index entry the sweep found overdue: delivered through the timer (its backoff horizon
-   * applies). `generation`: the entry's tag's, the hold the delivery expects to find (holds.ts).
-   */
-  offerEntry(address: ActorAddress, dueMs: number, generation?: number): boolean;
   /** `idempotencyKey`: only with `durable` (docs/guide.md "Idempotent durable calls"). */
   request(
     address: ActorAddress,

@@ -8,12 +8,13 @@
  *   RxJS schedules: lease renewal (membership.ts), idle reaping (idle-actors.ts: flush, close, release the hold).
  */
 import type { Clock } from '../core/clock.js';
-import { formatAddress, parseAddress, type ActorAddress } from '../core/address.js';
+import { parseAddress, type ActorAddress } from '../core/address.js';
 import { BadRequest, LeaseLost, NodeStopped, reviveError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
-import { Sweeper, type SweepResult } from '../alarms/sweep.js';
+import { Sweeper, type SweepHost, type SweepResult } from '../alarms/sweep.js';
+import type { SweepNode } from '../alarms/plan-sweep.js';
 import type { ActorEvent, EventResult } from '../workers/messages.js';
 import { scanAlarms } from '../workers/scan.js';
 import { checkIdempotencyKey } from '../workers/idempotency.js';
@@ -51,7 +52,7 @@ export interface NodeParts {
   dirLock?: { release(): void };
 }
 
-export class Node implements RoutingNode {
+export class Node implements RoutingNode, SweepHost {
   readonly nodeId: string;
   /** This run's epoch; a fenced node rejoins under a new one. */
   epoch: number;
@@ -95,23 +96,9 @@ export class Node implements RoutingNode {
     this.onRejoin = seams.onRejoin;
     this.lanes = new ActorLanes(config.actorQueueMax);
     this.delivery = this.newDelivery();
-    this.sweeper = new Sweeper({
-      store,
-      clock,
-      random: seams.random ?? new SystemRandom(),
-      scheduler: seams.scheduler,
-      config,
-      log: log.child({ component: 'sweep' }),
-      self: () => ({ nodeId: this.nodeId, tenants: this.served.tenants ?? null, classes: Object.keys(this.served.classes) }),
-      live: async (maxAgeMs) =>
-        (await this.membership.nodes.live(maxAgeMs)).map((r) => ({ nodeId: r.nodeId, tenants: r.tenants, classes: r.classes })),
-      busy: { has: (actor) => this.busy(actor) },
-      offer: (address, dueMs, generation) => this.offerEntry(address, dueMs, generation),
-      backlog: () => this.delivery.backlog(),
-      room: () => this.delivery.room(),
-      tenants: async () => this.served.tenants ?? (await indexTenants(store)),
-      observe: (tenant, r, ms) => this.observeSweep(tenant, r, ms),
-    });
+    const random = seams.random ?? new SystemRandom();
+    const sweepLog = log.child({ component: 'sweep' });
+    this.sweeper = new Sweeper({ store, clock, random, scheduler: seams.scheduler, config, log: sweepLog }, this);
     this.forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax };
     const { lanes, workers, membership } = this;
     const idle = { clock, config, log, lanes, workers, holds: membership.holds, scheduler: seams.scheduler, stopping: () => this.stopping };
@@ -123,11 +110,11 @@ export class Node implements RoutingNode {
       lanes,
       workers,
       holds: membership.holds,
-      used: (key, address) => this.idle.used(key, address),
-      learned: (key, event, r) => {
-        if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.delivery.set(key, r.alarmAt);
-        if (r.type === 'ok' && r.deleted) this.delivery.clear(key);
-        if (r.type === 'ok' && r.closed) this.idle.closed(key);
+      used: (address) => this.idle.used(address),
+      learned: (address, event, r) => {
+        if (event.type !== 'getAlarm' && !(r.type === 'ok' && r.retryAtMs !== undefined)) this.delivery.set(address, r.alarmAt);
+        if (r.type === 'ok' && r.deleted) this.delivery.clear(address);
+        if (r.type === 'ok' && r.closed) this.idle.closed(address);
       },
     });
   }
@@ -158,13 +145,6 @@ export class Node implements RoutingNode {
     return this.delivery.size;
   }
 
-  offerEntry(address: ActorAddress, dueMs: number, generation?: number): boolean {
-    if (this.stopping || this.isFenced || !serves(this.served, address)) return false;
-    if (!this.delivery.offer(formatAddress(address), dueMs)) return false;
-    if (generation !== undefined) this.membership.holds.expect(address, generation);
-    return true;
-  }
-
   heldActors(): number {
     return this.membership.holds.heldCount();
   }
@@ -180,7 +160,7 @@ export class Node implements RoutingNode {
       this.log.error({ path, err: e }, 'cannot read actor database at start'),
     )) {
       if (!serves(this.served, address)) continue;
-      this.delivery.set(formatAddress(address), at);
+      this.delivery.set(address, at);
       n++;
     }
     this.log.info({ alarms: n }, 'timer refilled from the data dir');
@@ -188,6 +168,58 @@ export class Node implements RoutingNode {
 
   startSweeping(): void {
     this.sweeper.start();
+  }
+
+  // The node as its sweep sees it (alarms/sweep.ts SweepHost).
+
+  sweepNode(): SweepNode {
+    return { nodeId: this.nodeId, tenants: this.served.tenants ?? null, classes: Object.keys(this.served.classes) };
+  }
+
+  async liveNodes(maxAgeMs: number): Promise<SweepNode[]> {
+    return (await this.membership.nodes.live(maxAgeMs)).map((r) => ({ nodeId: r.nodeId, tenants: r.tenants, classes: r.classes }));
+  }
+
+  /**
+   * Actors the sweep leaves alone: in the timer, running, or with a delivery queued — and those
+   * this node ran an event for within the last margin. Such an actor's committed alarm is in this
+   * node's timer, and its other entries are stale ones whose DELETE follows this node's next
+   * upload; offering them again (the sweep rereads the index from the start while those DELETEs are
+   * in flight) only costs a LIST and a HEAD each, and a drain would spend them on a share of its
+   * deliveries (bench/drain-profile.ts counts them). After a margin the sweep offers them again (a
+   * DELETE that failed, or a timer that was full).
+   */
+  isBusy(key: string): boolean {
+    if (this.delivery.has(key) || this.lanes.has(key)) return true;
+    return this.idle.usedWithin(key, this.config.marginMs);
+  }
+
+  /**
+   * An index entry the sweep found overdue: delivered through the timer (its backoff horizon
+   * applies). `generation`: the entry's tag's, the hold the delivery expects to find (holds.ts).
+   */
+  offerEntry(address: ActorAddress, dueMs: number, generation?: number): boolean {
+    if (this.stopping || this.isFenced || !serves(this.served, address)) return false;
+    if (!this.delivery.offer(address, dueMs)) return false;
+    if (generation !== undefined) this.membership.holds.expect(address, generation);
+    return true;
+  }
+
+  deliveryRoom(): Promise<void> {
+    return this.delivery.room();
+  }
+
+  async tenantsToSweep(): Promise<string[]> {
+    return this.served.tenants ?? (await indexTenants(this.store));
+  }
+
+  swept(tenant: string, r: SweepResult, ms: number): void {
+    this.metrics.sweepDuration.observe({ tenant }, ms / 1000);
+    this.metrics.sweepRead.inc({ tenant }, r.read);
+    this.metrics.sweepOffered.inc({ tenant }, r.offered);
+    this.metrics.sweepOfferedAnyones.inc({ tenant }, r.offeredAnyones ?? 0);
+    const lag = r.oldestDueMs === undefined ? 0 : Math.max(0, (this.clock.now() - r.oldestDueMs) / 1000);
+    this.metrics.indexLag.set({ tenant }, lag);
   }
 
   async metricsText(): Promise<string> {
@@ -211,29 +243,6 @@ export class Node implements RoutingNode {
       giveBack: (address) => this.idle.giveBack(address),
       actorRoom: () => this.idle.room(),
     });
-  }
-
-  private observeSweep(tenant: string, r: SweepResult, ms: number): void {
-    this.metrics.sweepDuration.observe({ tenant }, ms / 1000);
-    this.metrics.sweepRead.inc({ tenant }, r.read);
-    this.metrics.sweepOffered.inc({ tenant }, r.offered);
-    this.metrics.sweepOfferedAnyones.inc({ tenant }, r.offeredAnyones ?? 0);
-    const lag = r.oldestDueMs === undefined ? 0 : Math.max(0, (this.clock.now() - r.oldestDueMs) / 1000);
-    this.metrics.indexLag.set({ tenant }, lag);
-  }
-
-  /**
-   * Actors the sweep leaves alone: in the timer, running, or with a delivery queued — and those
-   * this node ran an event for within the last margin. Such an actor's committed alarm is in this
-   * node's timer, and its other entries are stale ones whose DELETE follows this node's next
-   * upload; offering them again (the sweep rereads the index from the start while those DELETEs are
-   * in flight) only costs a LIST and a HEAD each, and a drain would spend them on a share of its
-   * deliveries (bench/drain-profile.ts counts them). After a margin the sweep offers them again (a
-   * DELETE that failed, or a timer that was full).
-   */
-  private busy(actor: string): boolean {
-    if (this.delivery.has(actor) || this.lanes.has(actor)) return true;
-    return this.idle.usedWithin(actor, this.config.marginMs);
   }
 
   /** Serves the node's API on `http`, bound before the node joined (its url is already in the lease). */
@@ -379,7 +388,7 @@ export class Node implements RoutingNode {
     return this.withHold(
       address,
       async (own) => {
-        this.log.info({ actor: formatAddress(address), holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it');
+        this.log.info({ actor: address.key, holder: own.nodeId }, 'alarm dropped: another live node holds the actor and has it');
         return undefined;
       },
       (generation) => {

@@ -7,11 +7,11 @@
  */
 import { Piscina } from 'piscina';
 import { availableParallelism } from 'node:os';
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { KeepworkOptions, Settings } from '../core/config.js';
 import { ActorGivenUp, HandlerFailed, HandlerTimeout, reviveError } from '../core/errors.js';
-import type { ActorEvent, BatchOutcome, EventBatch, EventResult, FinalOutcome } from '../workers/messages.js';
+import { toWire, type ActorEvent, type BatchOutcome, type EventBatch, type EventResult, type FinalOutcome } from '../workers/messages.js';
 import type { WorkerSetup } from '../workers/event-worker.js';
 
 export type WorkerGroupSettings = Settings<'actorQueueMax' | 'workerConcurrency' | 'workerThreads' | 'workerYoungGenerationMb'>;
@@ -69,9 +69,9 @@ export class WorkerGroup {
    * restarts the worker — a new single-thread pool in its place, the old one destroyed with the
    * stuck thread and every task it was running (they fail; the caller learns it was aborted).
    */
-  private submit(worker: number, task: unknown, signal?: AbortSignal, transferList?: MessagePort[]): Promise<unknown> {
+  private submit(worker: number, task: ActorEvent | EventBatch, signal?: AbortSignal, transferList?: MessagePort[]): Promise<unknown> {
     const pool = this.pools[worker]!;
-    const ran = pool.run(task, transferList ? { transferList } : {}).catch((e: unknown) => {
+    const ran = post(pool, task, transferList).catch((e: unknown) => {
       if (signal?.aborted)
         throw new HandlerTimeout(
           'aborted: its worker finished nothing for handlerTimeoutMs + 5 s (a handler stuck in synchronous code); the worker was restarted',
@@ -155,12 +155,12 @@ export class WorkerGroup {
   }
 
   private workerOf(address: ActorAddress): number {
-    return fnv1a(formatAddress(address)) % this.pools.length;
+    return fnv1a(address.key) % this.pools.length;
   }
 
   /** Runs `event` on every worker (e.g. closeAll). */
   async broadcast(event: ActorEvent): Promise<void> {
-    await Promise.all(this.pools.map((p) => p.run(event)));
+    await Promise.all(this.pools.map((p) => post(p, event)));
   }
 
   /**
@@ -169,7 +169,7 @@ export class WorkerGroup {
    * Rejects with the first worker's error.
    */
   async loadClasses(classNames: string[]): Promise<void> {
-    const results = (await Promise.all(this.pools.map((p) => p.run({ type: 'loadClasses', classNames })))) as EventResult[];
+    const results = (await Promise.all(this.pools.map((p) => post(p, { type: 'loadClasses', classNames })))) as EventResult[];
     const failed = results.find((r) => r.type === 'error');
     if (failed?.type === 'error') throw reviveError(failed.error);
   }
@@ -177,6 +177,11 @@ export class WorkerGroup {
   async destroy(): Promise<void> {
     await Promise.all(this.pools.map((p) => p.destroy()));
   }
+}
+
+/** Every task reaches a worker through here: in its wire form (messages.ts), each address as its key. */
+function post(pool: Piscina, task: ActorEvent | EventBatch, transferList?: MessagePort[]): Promise<unknown> {
+  return pool.run(toWire(task), transferList ? { transferList } : {});
 }
 
 function lostOutcome(): BatchOutcome {

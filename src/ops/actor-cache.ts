@@ -3,7 +3,7 @@
  * each actor's chain about once without keeping every actor in memory. A Map keeps insertion
  * order: a hit or a put moves the entry to the end, and the first entry is the least recently used.
  */
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import type { ObjectStore } from '../store/types.js';
 import { readCommitted, type CommittedActor } from './committed-state.js';
 
@@ -23,14 +23,14 @@ export class CommittedCache {
   }
 
   put(actor: CommittedActor): void {
-    const key = formatAddress(actor.address);
+    const key = actor.address.key;
     this.map.delete(key);
     this.map.set(key, actor);
     while (this.map.size > this.max) this.map.delete(this.map.keys().next().value!);
   }
 
   async get(a: ActorAddress, seqs?: number[]): Promise<CommittedActor> {
-    const key = formatAddress(a);
+    const { key } = a;
     const hit = this.map.get(key);
     if (!hit) return this.read(a, seqs);
     this.map.delete(key); // most recently used now

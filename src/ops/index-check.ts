@@ -11,7 +11,7 @@
  * we look). With `repair`, a confirmed `missing` / `unindexed` alarm gets a fresh entry at its
  * time (`repairEntry`); nothing is ever deleted and no chain is written.
  */
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import { isLive } from '../leases/decisions.js';
 import { NODES_PREFIX, decodeNode, type NodeRecord } from '../leases/records.js';
 import { actorEntriesPrefix, entryKey, parseEntryKey, tenantPrefix, type NonceSource } from '../alarms/keys.js';
@@ -85,7 +85,7 @@ async function* actorsWithChains(store: ObjectStore, tenant?: string): AsyncGene
   for await (const key of listAll(store, { prefix: statePrefix(tenant) })) {
     const link = parseLinkKey(key);
     if (!link) continue;
-    const id = formatAddress(link.address);
+    const id = link.address.key;
     if (current && current.id !== id) yield current;
     if (!current || current.id !== id) current = { address: link.address, seqs: [], id };
     current.seqs.push(link.seq);

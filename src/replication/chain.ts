@@ -16,7 +16,7 @@ import type { Clock } from '../core/clock.js';
 import { ActorGivenUp, CorruptLink, ErrorCode, isKeepworkError } from '../core/errors.js';
 import type { Random } from '../core/random.js';
 import { isTransientStoreError, retry } from '../core/retry.js';
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import { sameBytes } from '../store/etag.js';
 import { fsyncPathSync } from '../store/fs/io.js';
 import { listAll } from '../store/keys.js';
@@ -79,7 +79,7 @@ async function settleConflict(
   const current = await store.get(key);
   if (current && sameBytes(current.body, body)) return { etag: current.etag }; // our own earlier attempt landed
   throw new ChainConflict(
-    `link ${seq} of ${formatAddress(a)} was written by another writer${uncertain ? ' (after an ambiguous attempt of ours)' : ''}`,
+    `link ${seq} of ${a.key} was written by another writer${uncertain ? ' (after an ambiguous attempt of ours)' : ''}`,
     {
       details: { key, seq },
     },
@@ -114,10 +114,9 @@ async function fetchFromSnapshot(
   const fetched: Fetched[] = [];
   for (let i = seqs.length - 1; i >= 0; i--) {
     const seq = seqs[i]!;
-    if (i < seqs.length - 1 && seqs[i + 1] !== seq + 1)
-      throw new CorruptLink(`chain of ${formatAddress(a)} has a gap before link ${seqs[i + 1]}`);
+    if (i < seqs.length - 1 && seqs[i + 1] !== seq + 1) throw new CorruptLink(`chain of ${a.key} has a gap before link ${seqs[i + 1]}`);
     const obj = await store.get(linkKey(a, seq));
-    if (!obj) throw new CorruptLink(`link ${seq} of ${formatAddress(a)} vanished while restoring`, { details: { seq } });
+    if (!obj) throw new CorruptLink(`link ${seq} of ${a.key} vanished while restoring`, { details: { seq } });
     const link = decodeLink(obj.body, seq);
     fetched.push({ seq, etag: obj.etag, link });
     if (i === seqs.length - 1 && link.header.kind === 'tombstone')
@@ -125,8 +124,7 @@ async function fetchFromSnapshot(
     if (link.header.kind !== 'delta') break;
   }
   const base = fetched[fetched.length - 1]!;
-  if (base.link.header.kind !== 'snapshot')
-    throw new CorruptLink(`chain of ${formatAddress(a)} has no snapshot at or below link ${base.seq}`);
+  if (base.link.header.kind !== 'snapshot') throw new CorruptLink(`chain of ${a.key} has no snapshot at or below link ${base.seq}`);
   return { state: 'links', fetched: fetched.reverse() };
 }
 

@@ -9,7 +9,7 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { BadRequest, CorruptLink } from '../core/errors.js';
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import type { ObjectStore } from '../store/types.js';
 import { createLink, listChain, restoreChain, type RetryDeps } from './chain.js';
 import { decodeLink, encodeLink } from './link.js';
@@ -31,7 +31,7 @@ async function seqAt(store: ObjectStore, a: ActorAddress, seqs: number[], atMs: 
   while (lo <= hi) {
     const mid = (lo + hi) >> 1;
     const obj = await store.get(linkKey(a, seqs[mid]!));
-    if (!obj) throw new CorruptLink(`link ${seqs[mid]} of ${formatAddress(a)} vanished while searching`);
+    if (!obj) throw new CorruptLink(`link ${seqs[mid]} of ${a.key} vanished while searching`);
     if (decodeLink(obj.body, seqs[mid]).header.atMs <= atMs) {
       found = seqs[mid];
       lo = mid + 1;
@@ -51,17 +51,17 @@ export async function restorePointInTime(
   },
 ): Promise<PitrResult> {
   const seqs = await listChain(store, a);
-  if (seqs.length === 0) throw new BadRequest(`${formatAddress(a)} has no chain in this bucket`);
+  if (seqs.length === 0) throw new BadRequest(`${a.key} has no chain in this bucket`);
   const seq = 'seq' in target ? target.seq : await seqAt(store, a, seqs, target.atMs);
   if (seq === undefined || !seqs.includes(seq)) {
     throw new BadRequest(
-      `${formatAddress(a)} has no link ${'seq' in target ? target.seq : `written at or before ${new Date(target.atMs).toISOString()}`}; links ${seqs[0]}..${seqs[seqs.length - 1]} are kept`,
+      `${a.key} has no link ${'seq' in target ? target.seq : `written at or before ${new Date(target.atMs).toISOString()}`}; links ${seqs[0]}..${seqs[seqs.length - 1]} are kept`,
     );
   }
   const tmp = join(r.workDir, `pitr-${process.pid}-${seq}.db`);
   try {
     const restored = await restoreChain(store, a, tmp, { seqs, uptoSeq: seq, onProgress: r.onProgress });
-    if (restored.state !== 'restored') throw new BadRequest(`${formatAddress(a)} was deleted as of link ${seq}; nothing to restore`);
+    if (restored.state !== 'restored') throw new BadRequest(`${a.key} was deleted as of link ${seq}; nothing to restore`);
     const image = readFileSync(tmp);
     const pageSize = image.readUInt16BE(16) === 1 ? 65536 : image.readUInt16BE(16);
     const newSeq = seqs[seqs.length - 1]! + 1;

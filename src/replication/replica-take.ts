@@ -15,7 +15,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, fstatSync, openSync, readSync, renameSync, rmSync } from 'node:fs';
 import { ActorGivenUp } from '../core/errors.js';
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import { fsyncPathSync } from '../store/fs/io.js';
 import { listChain, restoreChain, restoreImage } from './chain.js';
 import type { ChainPosition, Head } from './chain-position.js';
@@ -52,7 +52,7 @@ export async function take(t: TakeContext, listed?: number[]): Promise<TakeResul
     // Only a trusted local copy needs the head's etag (a node taking an actor it never ran
     // restores from the links at once: one request less per takeover).
     const head = await t.deps.store.head(linkKey(t.address, headSeq));
-    if (!head) throw new ActorGivenUp(`head link ${headSeq} of ${name(t)} vanished during take`);
+    if (!head) throw new ActorGivenUp(`head link ${headSeq} of ${t.address.key} vanished during take`);
     // The head is still the one the file was last in line with: commits past the sidecar's
     // cursor (a kill before their upload) go up as the next link, from start().
     if (side.etag === head.etag) return adopt(t, side, unuploadedCommits(t, side));
@@ -111,10 +111,6 @@ export async function takeNew(t: TakeContext, empty: Buffer, listed?: number[]):
   return { image: empty };
 }
 
-function name(t: TakeContext): string {
-  return formatAddress(t.address);
-}
-
 /** Local commits the sidecar's cursor has not reached (never uploaded, as far as the sidecar knows). */
 function unuploadedCommits(t: TakeContext, side: Sidecar): number {
   const captured = captureWal(`${t.dbPath}-wal`, side.cursor);
@@ -142,7 +138,7 @@ function takeEmptyBucket(t: TakeContext, local: boolean, side: Sidecar | undefin
   if (!local) return 'absent';
   if (side && side.seq > 0)
     t.deps.log.warn(
-      { actor: name(t), sidecarSeq: side.seq },
+      { actor: t.address.key, sidecarSeq: side.seq },
       'the bucket has no chain for a local actor with a sidecar; uploading it as link 1',
     );
   t.pos.head = null; // start() schedules the first upload, a snapshot, once the alarm is indexed (R4, docs/alarm-index.md)
@@ -173,7 +169,7 @@ function adoptPast(t: TakeContext, side: Sidecar, head: Head, unuploaded: number
   // from the cursor applied to the head gives the file too, so the sidecar may name the head.
   t.saveSidecar();
   t.deps.log.warn(
-    { actor: name(t), sidecarSeq: side.seq, head: head.seq, commits: unuploaded },
+    { actor: t.address.key, sidecarSeq: side.seq, head: head.seq, commits: unuploaded },
     'local copy is ahead of its own last upload (the sidecar was not written); uploading it as the next link',
   );
   return 'ready';
@@ -215,7 +211,7 @@ async function catchUp(t: TakeContext, side: Sidecar, seqs: number[]): Promise<T
   t.pos.cursor = null;
   t.pos.linksSinceSnapshot = t.deps.config.snapshotEveryLinks; // unknown: the next link is a snapshot
   t.saveSidecar();
-  t.deps.log.info({ actor: name(t), from: side.seq, to: top.seq }, 'applied missing links onto the local copy');
+  t.deps.log.info({ actor: t.address.key, from: side.seq, to: top.seq }, 'applied missing links onto the local copy');
   return 'ready';
 }
 
@@ -229,7 +225,7 @@ function setAside(t: TakeContext, dropped: number | undefined, headSeq: number):
     if (existsSync(t.dbPath + suffix)) renameSync(t.dbPath + suffix, aside + suffix);
   }
   removeSidecar(t.dbPath);
-  const fields = { actor: name(t), aside, head: headSeq, droppedCommits: dropped ?? 'unknown' };
+  const fields = { actor: t.address.key, aside, head: headSeq, droppedCommits: dropped ?? 'unknown' };
   if (dropped === 0) t.deps.log.info(fields, 'local copy is behind the bucket; set aside and restoring the bucket’s state');
   else
     t.deps.log.warn(

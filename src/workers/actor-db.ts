@@ -14,7 +14,7 @@ import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { formatAddress, nameHex, type ActorAddress } from '../core/address.js';
+import { nameHex, type ActorAddress } from '../core/address.js';
 import { forMemory } from '../replication/memory-image.js';
 import { fsyncFd } from '../store/fs/io.js';
 import type { SpareActorFiles } from './spare-files.js';
@@ -96,7 +96,7 @@ function openFile(path: string, address: ActorAddress, created: boolean): Db {
   db.pragma('foreign_keys = ON');
   db.pragma('cache_size = -512'); // 512 KiB per open actor: many actors stay open per worker
   if (!created) db.exec(SCHEMA); // a file created here holds an image with the tables
-  if (readMeta(db, 'address') === null) writeMeta(db, 'address', formatAddress(address));
+  if (readMeta(db, 'address') === null) writeMeta(db, 'address', address.key);
   if (created) db.pragma('synchronous = NORMAL');
   return db;
 }
@@ -208,7 +208,7 @@ export function openMemoryActorDb(image: Buffer, address: ActorAddress): Db {
   actorDbHooks.onOpen?.(db);
   db.pragma('foreign_keys = ON');
   db.exec(SCHEMA);
-  if (readMeta(db, 'address') === null) writeMeta(db, 'address', formatAddress(address));
+  if (readMeta(db, 'address') === null) writeMeta(db, 'address', address.key);
   return db;
 }
 

@@ -8,7 +8,7 @@
  * An actor in use by a running event is never evicted; the LRU may exceed `max` by the number in
  * use at once.
  */
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
 import { ActorReplica, type ReplicaDeps } from '../replication/replica.js';
 import { removeSidecar } from '../replication/sidecar.js';
@@ -119,7 +119,7 @@ export class ActorSlots {
    * another node may have written to its chain in between.
    */
   async acquire(address: ActorAddress, create: boolean, generation: number, opts: TakeOptions = {}): Promise<Slot | null> {
-    const key = formatAddress(address);
+    const { key } = address;
     await this.closing.get(key);
     let slot: Slot | null | undefined = this.open.get(key);
     if (slot && slot.replica.generation !== generation) {
@@ -143,14 +143,14 @@ export class ActorSlots {
     slot.users = Math.max(0, slot.users - 1);
     // Only this slot: a durable call waiting for its upload may release a slot closed (idle) and reopened meanwhile.
     if (slot.replica.givenUp) {
-      if (this.open.get(formatAddress(slot.replica.address)) === slot) this.drop(slot.replica.address);
+      if (this.open.get(slot.replica.address.key) === slot) this.drop(slot.replica.address);
     } else if (slot.memory && !slot.keep && slot.users === 0) void this.close(slot.replica.address);
     this.evict();
   }
 
   /** Flushes and closes the actor (idle, or an owner giving it back). */
   close(address: ActorAddress): Promise<void> {
-    const key = formatAddress(address);
+    const { key } = address;
     const slot = this.open.get(key);
     if (!slot) return this.closing.get(key) ?? Promise.resolve();
     this.open.delete(key);
@@ -170,7 +170,7 @@ export class ActorSlots {
 
   /** Closes without flushing: the actor was given up, the bucket's chain is the truth (and may no longer end with our link). */
   drop(address: ActorAddress): void {
-    const key = formatAddress(address);
+    const { key } = address;
     this.uploadedUnder.delete(key);
     const slot = this.open.get(key);
     if (!slot) return;
@@ -199,7 +199,7 @@ export class ActorSlots {
 
   /** The actor is open here (closing counts as closed: an event taking it again waits for that to end). */
   isOpen(address: ActorAddress): boolean {
-    return this.open.has(formatAddress(address));
+    return this.open.has(address.key);
   }
 
   /** Closes everything without flushing (the lease was lost). */
@@ -215,7 +215,7 @@ export class ActorSlots {
   ): Promise<Slot | null> {
     const path = actorDbPath(this.dataDir, address);
     const replica = new ActorReplica(this.replicaDeps, address, path, generation);
-    if (this.uploadedUnder.get(formatAddress(address)) === generation) replica.uploadedUnderHold = true;
+    if (this.uploadedUnder.get(address.key) === generation) replica.uploadedUnderHold = true;
     const noFile = !existsSync(path);
     if (noFile && !create && this.inMemory) {
       const { state, image } = await replica.takeInMemory();

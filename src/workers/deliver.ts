@@ -12,7 +12,6 @@
  * Costs one LIST of the actor's tagged entries at that time; a legacy key is deleted by name.
  */
 import type { ActorAddress } from '../core/address.js';
-import { formatAddress } from '../core/address.js';
 import { actorEntriesPrefix, entryKey, parseEntryKey, parseIndexed, type IndexEntry, type Indexed } from '../alarms/keys.js';
 import { staleEntries, staleRemoval } from '../alarms/stale.js';
 import { listAll } from '../store/keys.js';
@@ -36,7 +35,7 @@ async function entriesAt(deps: PipelineDeps, a: ActorAddress, dueMs: number): Pr
 async function remove(deps: PipelineDeps, a: ActorAddress, dueMs: number, named: Indexed | null, generation: number): Promise<number> {
   const doomed = staleEntries(await entriesAt(deps, a, dueMs), named, generation, deps.rules).map(entryKey);
   if (doomed.length > 0) await deps.store.deleteMany(doomed);
-  deps.log.info({ actor: formatAddress(a), dueMs, removed: doomed.length }, 'stale index entries removed');
+  deps.log.info({ actor: a.key, dueMs, removed: doomed.length }, 'stale index entries removed');
   return doomed.length;
 }
 

@@ -19,7 +19,7 @@ import { countedStore, RequestCounts } from '../store/request-counts.js';
 import { ActorSlots, slotsSettings } from './actor-slots.js';
 import { newFileImage } from './actor-db.js';
 import { SpareActorFiles } from './spare-files.js';
-import type { ActorEvent, BatchOutcome, EventBatch, EventResult, FinalOutcome } from './messages.js';
+import { fromWire, type BatchOutcome, type EventResult, type FinalOutcome, type WireTask } from './messages.js';
 import { runBatch } from './batch.js';
 import { runEvent } from './pipeline.js';
 import type { PipelineDeps } from './deps.js';
@@ -97,7 +97,8 @@ const ran = () => void Atomics.add(progress, setup.worker, 1);
  * abortable task per worker at a time: a task waiting for uploads would hold the worker); the
  * final outcomes of those follow on the batch's `finals` port as their links land, then it closes.
  */
-export default async function handle(task: ActorEvent | EventBatch): Promise<EventResult | BatchOutcome[]> {
+export default async function handle(posted: WireTask): Promise<EventResult | BatchOutcome[]> {
+  const task = fromWire(posted);
   if (task.type === 'batch') {
     const { outcomes, later } = await runBatch((e, committed) => runEvent(deps, e, committed), task.events, ran);
     const port = task.finals;

@@ -8,7 +8,7 @@
  * If the index cannot be brought in line (the PUT fails, alarm_indexed is unreadable, the lease
  * lapsed) the actor is given up: the caller rolls back and nothing more is uploaded.
  */
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import { LeaseLost } from '../core/errors.js';
 import type { Clock } from '../core/clock.js';
 import type { Random } from '../core/random.js';
@@ -56,7 +56,7 @@ export async function indexBeforeCommit(
   const plan = firstUpload ? { list: after, replaces: null } : indexPlan(after, indexed, d.rules);
   if (plan.list === null && plan.replaces === null) return null;
   if (!replica.healthy())
-    throw replica.giveUpNow(new LeaseLost(`cannot index the alarm of ${formatAddress(address)}: no valid lease or replication given up`));
+    throw replica.giveUpNow(new LeaseLost(`cannot index the alarm of ${address.key}: no valid lease or replication given up`));
   let named: Indexed | null = null;
   if (plan.list !== null) {
     const listing = {

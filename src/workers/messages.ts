@@ -1,8 +1,16 @@
 /**
- * Messages between the main thread and the event workers: one union each way,
- * tagged by `type`. Everything here is structured-clone safe.
+ * Messages between the main thread and the event workers: one union each way, tagged by `type`.
+ *
+ * An event names its actor by the parsed, frozen ActorAddress (core/address.ts); a structured
+ * clone would keep neither its freezing nor the promise that it was validated. So a task crosses
+ * to a worker in its wire form, each address as its key, and is parsed again there:
+ *
+ *   main: WorkerGroup ─ toWire(task) ─▶ postMessage ─▶ worker: event-worker.ts ─ fromWire(task) ─▶ pipeline
+ *
+ * Those two functions are the only crossing; the pipeline, and the simulator that runs it inline,
+ * see parsed addresses only. What comes back (EventResult, BatchOutcome) names no actor.
  */
-import type { ActorAddress } from '../core/address.js';
+import { parseAddress, type ActorAddress } from '../core/address.js';
 import type { ErrorJSON } from '../core/errors.js';
 import type { MessagePort } from 'node:worker_threads';
 
@@ -78,3 +86,28 @@ export interface FinalOutcome {
 
 /** Worker → main, one per event of a batch: its result, or what it threw (no result: nothing to learn from it). */
 export type BatchOutcome = EventResult | { type: 'thrown'; error: ErrorData };
+
+/** An event in its wire form: its address, if it has one, as the address's key. */
+export type WireEvent = AddressAsKey<ActorEvent>;
+type AddressAsKey<E> = E extends { address: ActorAddress } ? Omit<E, 'address'> & { address: string } : E;
+
+/** A task as it is posted to a worker. */
+export type WireTask = WireEvent | (Omit<EventBatch, 'events'> & { events: WireEvent[] });
+
+/** Main thread, before posting: each address as its key (a batch's `finals` port goes along as it is, transferred). */
+export function toWire(task: ActorEvent | EventBatch): WireTask {
+  return task.type === 'batch' ? { ...task, events: task.events.map(eventToWire) } : eventToWire(task);
+}
+
+/** Worker, on receipt: each key parsed again into a frozen ActorAddress. */
+export function fromWire(task: WireTask): ActorEvent | EventBatch {
+  return task.type === 'batch' ? { ...task, events: task.events.map(eventFromWire) } : eventFromWire(task);
+}
+
+function eventToWire(e: ActorEvent): WireEvent {
+  return 'address' in e ? { ...e, address: e.address.key } : e;
+}
+
+function eventFromWire(e: WireEvent): ActorEvent {
+  return 'address' in e ? ({ ...e, address: parseAddress(e.address) } as ActorEvent) : e;
+}

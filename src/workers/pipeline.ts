@@ -18,7 +18,7 @@
  * commits made while one upload is in flight go up together in the next (replica.sync).
  */
 import { BadRequest, HandlerFailed, HandlerTimeout, NotFound, isKeepworkError, type ErrorCode } from '../core/errors.js';
-import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ActorAddress } from '../core/address.js';
 import { alarmOutcome, type AlarmState, type EventKind } from '../alarms/retry.js';
 import { readAlarm, readFailures, readMeta, writeAlarm, writeMeta, type Db } from './actor-db.js';
 import type { Slot, TakeOptions } from './actor-slots.js';
@@ -154,7 +154,7 @@ async function recordCallError(
     await slot.replica.sync();
   } catch (err) {
     if (db.inTransaction) db.exec('ROLLBACK');
-    deps.log.warn({ actor: formatAddress(address), err }, 'recording the error of a call with an idempotency key failed');
+    deps.log.warn({ actor: address.key, err }, 'recording the error of a call with an idempotency key failed');
   }
   return r;
 }
@@ -167,7 +167,7 @@ async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure
     const def = await deps.loadClass(address.className);
     const info = { scheduledAt: at, retryCount: readFailures(db) };
     return inEvent(deps, slot, address, 'alarm', false, async (run) => {
-      if (recordFailure) throw new HandlerTimeout(`the alarm handler of ${formatAddress(address)} was stopped at its time limit`);
+      if (recordFailure) throw new HandlerTimeout(`the alarm handler of ${address.key} was stopped at its time limit`);
       await initOnce(deps, db, def, run);
       await def.alarm?.(run.ctx, info);
     });
@@ -253,7 +253,7 @@ async function inEvent(
   const before: AlarmState = { at: readAlarm(db), failures: readFailures(db) };
   const soFar = () => alarmOutcome(kind, before, run.alarm, false, deps.clock.now(), deps.config);
   const checkpoint = durable ? () => midEventCheckpoint(deps, slot, address, soFar()) : undefined;
-  const run = createGuestRun(db, address, before.at, deps.clock, deps.log.child({ actor: formatAddress(address) }), checkpoint);
+  const run = createGuestRun(db, address, before.at, deps.clock, deps.log.child({ actor: address.key }), checkpoint);
   let after: AlarmState;
   let result: unknown;
   try {
@@ -347,12 +347,12 @@ async function recordAlarmFailure(
     await commitWithAlarm(deps, slot, address, after);
   } catch (e) {
     if (slot.db.inTransaction) slot.db.exec('ROLLBACK');
-    deps.log.error({ actor: formatAddress(address), err: e }, 'recording an alarm failure failed; the actor is given up');
+    deps.log.error({ actor: address.key, err: e }, 'recording an alarm failure failed; the actor is given up');
     return;
   }
   slot.replica.committed();
   deps.log.warn(
-    { actor: formatAddress(address), retryCount: before.failures, nextAttemptAt: after.at, err: errorData(err) },
+    { actor: address.key, retryCount: before.failures, nextAttemptAt: after.at, err: errorData(err) },
     'alarm handler failed; retry committed',
   );
 }
@@ -363,7 +363,7 @@ async function withTimeLimit<T>(deps: PipelineDeps, work: Promise<T>, address: A
   let timer: { cancel(): void } | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
     timer = deps.clock.setTimer(limit, () =>
-      reject(new HandlerTimeout(`a handler of ${formatAddress(address)} ran past handlerTimeoutMs (${limit} ms)`)),
+      reject(new HandlerTimeout(`a handler of ${address.key} ran past handlerTimeoutMs (${limit} ms)`)),
     );
   });
   try {

@@ -3,20 +3,21 @@ import { describe, it } from 'node:test';
 import { formatAddress, parseAddress, type ActorAddress } from '../../src/core/address.js';
 import { SimClock } from '../../src/core/clock.js';
 import { ErrorCode, StoreUnavailable } from '../../src/core/errors.js';
-import { silentLogger } from '../../src/core/logger.js';
+import { silentLogger, type Logger } from '../../src/core/logger.js';
 import { capturedLogger } from '../helpers/log-lines.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { dueBound, entryKey } from '../../src/alarms/keys.js';
 import { compareKeys } from '../../src/store/keys.js';
 import { resolveOptions, type KeepworkOptions } from '../../src/core/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { FIRST_LIST_KEYS, Sweeper, type SweepDeps } from '../../src/alarms/sweep.js';
+import { FIRST_LIST_KEYS, Sweeper, type SweepHost } from '../../src/alarms/sweep.js';
 import { ClockScheduler } from '../../src/core/clock-scheduler.js';
 import { shardOwner } from '../../src/alarms/shard.js';
 
 const NOW = 1_900_000_000_000;
 
-function setup(options: KeepworkOptions = {}, classes = ['C'], others: string[] = [], extra: Partial<SweepDeps> = {}) {
+/** A sweeper of tenant `t` on node n1 (serving `classes`, with `others` live), its host a stand-in that records what it is offered. */
+function setup(options: KeepworkOptions = {}, classes = ['C'], others: string[] = [], extra: Partial<SweepHost> & { log?: Logger } = {}) {
   const clock = new SimClock(NOW);
   const store = new MemoryStore({ clock });
   const config = resolveOptions(options);
@@ -24,21 +25,18 @@ function setup(options: KeepworkOptions = {}, classes = ['C'], others: string[] 
   let backlog = 0;
   const busy = new Set<string>();
   const self = { nodeId: 'n1', tenants: null, classes };
-  const sweeper = new Sweeper({
-    store,
-    clock,
-    random: new SeededRandom(1),
-    config,
-    log: silentLogger(),
-    self: () => self,
-    live: async () => [self, ...others.map((nodeId) => ({ nodeId, tenants: null, classes }))],
-    busy,
-    offer: (address, dueMs, generation) => (offered.push({ address, dueMs, generation }), true),
-    backlog: () => backlog,
-    tenants: async () => ['t'],
-    scheduler: new ClockScheduler(clock),
-    ...extra,
-  });
+  const { log = silentLogger(), ...hostExtra } = extra;
+  const host: SweepHost = {
+    sweepNode: () => self,
+    liveNodes: async () => [self, ...others.map((nodeId) => ({ nodeId, tenants: null, classes }))],
+    isBusy: (key) => busy.has(key),
+    offerEntry: (address, dueMs, generation) => (offered.push({ address, dueMs, generation }), true),
+    deliveryBacklog: () => backlog,
+    tenantsToSweep: async () => ['t'],
+    ...hostExtra,
+  };
+  const seams = { store, clock, random: new SeededRandom(1), config, log, scheduler: new ClockScheduler(clock) };
+  const sweeper = new Sweeper(seams, host);
   const add = (name: string, overdueMs: number, className = 'C', generation = 1) =>
     store.put(
       entryKey({ address: parseAddress({ tenant: 't', className, name }), dueMs: NOW - overdueMs, tag: { generation, nonce: 'ab' } }),
@@ -113,8 +111,8 @@ describe('the sweep', () => {
     let sweeps = 0;
     const offered: string[] = [];
     const busy = new Set<string>();
-    const offer = (a: ActorAddress) => (busy.add(formatAddress(a)), offered.push(a.name), true); // in flight once offered
-    const s = setup({}, ['C'], [], { observe: () => void sweeps++, offer, busy });
+    const offerEntry = (a: ActorAddress) => (busy.add(a.key), offered.push(a.name), true); // in flight once offered
+    const s = setup({}, ['C'], [], { swept: () => void sweeps++, offerEntry, isBusy: (key) => busy.has(key) });
     assert.deepEqual([s.config.sweepPageEntries, s.config.deliveriesPerSweep, s.config.alarmSweepMs], [2048, 256, 10_000]);
     const total = 2_100;
     for (let i = 0; i < total; i++) await s.add(`e${String(i).padStart(5, '0')}`, 20_000 + total - i);
@@ -241,9 +239,9 @@ describe('the sweep', () => {
   it('adaptive cadence: a full sweep that found the delivery queue full sweeps again as soon as it has room, not a whole alarmSweepMs later', async () => {
     let sweeps = 0;
     let makeRoom = () => {};
-    const extra: Partial<SweepDeps> = {
-      observe: () => void sweeps++,
-      room: () => new Promise<void>((resolve) => (makeRoom = resolve)),
+    const extra: Partial<SweepHost> = {
+      swept: () => void sweeps++,
+      deliveryRoom: () => new Promise<void>((resolve) => (makeRoom = resolve)),
     };
     const s = setup({ deliveriesPerSweep: 4, alarmSweepMs: 10_000 }, ['C'], [], extra);
     for (let i = 0; i < 20; i++) await s.add(`e${i}`, 20_000 + i);
@@ -299,7 +297,7 @@ describe('tenant discovery', () => {
       if (calls === 1) throw new StoreUnavailable('listing alarms/ failed');
       return [] as string[];
     };
-    const s = setup({ alarmSweepMs: 1_000 }, ['C'], [], { log, tenants });
+    const s = setup({ alarmSweepMs: 1_000 }, ['C'], [], { log, tenantsToSweep: tenants });
     s.sweeper.start();
     await s.clock.advance(1_000);
     s.sweeper.stop();

@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { parseAddress } from '../../src/core/address.js';
 import { SimClock } from '../../src/core/clock.js';
 import { resolveOptions } from '../../src/core/config.js';
 import { ErrorCode } from '../../src/core/errors.js';
@@ -36,7 +37,7 @@ describe('alarm delivery and room for another actor', () => {
     };
     let cue = false;
     void d.room().then(() => (cue = true));
-    assert.equal(d.offer('t/C/a', 999_000), true);
+    assert.equal(d.offer(parseAddress('t/C/a'), 999_000), true);
     await clock.advance(1);
     await settle();
     assert.deepEqual(delivered, [], 'no room: the delivery waits');
@@ -47,7 +48,7 @@ describe('alarm delivery and room for another actor', () => {
     assert.deepEqual(delivered, ['a']);
     assert.equal(cue, true);
     gate = new Promise<void>((resolve) => (open = resolve));
-    d.offer('t/C/b', 999_000);
+    d.offer(parseAddress('t/C/b'), 999_000);
     await clock.advance(1);
     d.stop(); // stopped while waiting for room: nothing more is delivered
     open();
@@ -63,11 +64,11 @@ describe('alarm delivery with a full timer', () => {
     const metrics = new NodeMetrics();
     const config = resolveOptions({ timerEntriesMax: 2 });
     const d = new AlarmDelivery({ clock, config, log, metrics, deliver: async () => undefined, giveBack: async () => undefined });
-    d.set('t/C/a', 2_000_000);
-    d.set('t/C/b', 2_000_000);
-    d.set('t/C/c', 2_000_000); // the timer is full: no throw
-    assert.equal(d.offer('t/C/d', 900_000), false, 'a sweep offer the timer cannot take stays in the index');
-    d.set('t/C/a', 2_500_000); // replacing a held alarm needs no room
+    d.set(parseAddress('t/C/a'), 2_000_000);
+    d.set(parseAddress('t/C/b'), 2_000_000);
+    d.set(parseAddress('t/C/c'), 2_000_000); // the timer is full: no throw
+    assert.equal(d.offer(parseAddress('t/C/d'), 900_000), false, 'a sweep offer the timer cannot take stays in the index');
+    d.set(parseAddress('t/C/a'), 2_500_000); // replacing a held alarm needs no room
     assert.equal(d.size, 2);
     assert.equal(d.has('t/C/c'), false);
     assert.equal((await metrics.timerFull.get()).values[0]?.value, 2);
@@ -75,7 +76,7 @@ describe('alarm delivery with a full timer', () => {
     assert.equal(full.length, 1, 'one line a minute');
     assert.equal(full[0]?.err?.code, ErrorCode.Overloaded);
     await clock.advance(60_000);
-    d.set('t/C/e', 3_000_000);
+    d.set(parseAddress('t/C/e'), 3_000_000);
     assert.equal(lines.filter((l) => l.msg === 'alarm timer full; alarms left to the sweep').length, 2);
     d.stop();
   });

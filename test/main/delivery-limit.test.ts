@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { parseAddress } from '../../src/core/address.js';
 import { SimClock } from '../../src/core/clock.js';
 import { resolveOptions } from '../../src/core/config.js';
 import { BadConfig } from '../../src/core/errors.js';
@@ -92,7 +93,7 @@ describe('deliveryConcurrencyMax', () => {
       },
       giveBack: async () => undefined,
     });
-    for (let i = 0; i < 2_000; i++) assert.equal(d.offer(`t/C/a${i}`, 999_000), true);
+    for (let i = 0; i < 2_000; i++) assert.equal(d.offer(parseAddress(`t/C/a${i}`), 999_000), true);
     await clock.advance(30_000);
     await d.drained();
     assert.ok(most > 32, `at most ${most} ran at once`);

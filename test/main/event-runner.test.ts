@@ -49,7 +49,7 @@ function setup(options: { eventsPerTaskMax?: number; actorQueueMax?: number; cre
     },
     holds: { held: () => generation, claimCreated: () => created && !(created = false) },
     used: () => undefined,
-    learned: (_k, e, r) => learned.push([name(e), r.alarmAt]),
+    learned: (_a, e, r) => learned.push([name(e), r.alarmAt]),
   });
   const call = (method: string, ...args: unknown[]) =>
     runner.submit(A, { type: 'request', address: A, method, args, durable: false, generation: 7 }).then(

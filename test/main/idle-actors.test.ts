@@ -25,7 +25,7 @@ function setup(heldActorsMax: number, idleTimeoutMs = 60_000, release?: (name: s
     scheduler: new ClockScheduler(clock),
     stopping: () => false,
   });
-  const use = (name: string) => idle.used(`t/C/${name}`, parseAddress(`t/C/${name}`));
+  const use = (name: string) => idle.used(parseAddress(`t/C/${name}`));
   return { clock, idle, released, closeTasks, use };
 }
 
@@ -67,12 +67,12 @@ describe('IdleActors', () => {
   it('an actor whose last event left nothing open is released without a task for its worker; one used since is closed first', async () => {
     const { idle, released, closeTasks, use } = setup(1);
     use('a');
-    idle.closed('t/C/a'); // its delivery ran in memory
+    idle.closed(parseAddress('t/C/a')); // its delivery ran in memory
     use('b'); // over the cap: a goes
     await settle();
     assert.deepEqual(released, ['a']);
     assert.deepEqual(closeTasks, [], 'closed already: only its hold is released');
-    idle.closed('t/C/b');
+    idle.closed(parseAddress('t/C/b'));
     use('b'); // used again after it was closed: it may be open now
     use('c');
     await settle();

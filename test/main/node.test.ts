@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { startNode } from '../../src/index.js';
 import type { KeepworkNode, RoutingNode, StartNodeOptions } from '../../src/main/node-api.js';
+import type { SweepHost } from '../../src/alarms/sweep.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { listChain } from '../../src/replication/chain.js';
@@ -156,7 +157,7 @@ describe('node (real Piscina workers)', () => {
     const store = new FsStore(bucket);
     const entries = new Map<string, IndexEntry>();
     for await (const k of listAll(store, { prefix: 'alarms/' })) entries.set(parseEntryKey(k)!.address.name, parseEntryKey(k)!);
-    const b = (await start(join(dir, 'b'), { bucket })) as RoutingNode;
+    const b = (await start(join(dir, 'b'), { bucket })) as RoutingNode & SweepHost;
     return { store, entries, b };
   }
 

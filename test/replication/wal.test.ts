@@ -27,11 +27,12 @@ import {
   type WalCursor,
 } from '../../src/replication/wal.js';
 import { openActorDb, readMeta, writeMeta, type Db } from '../../src/workers/actor-db.js';
+import { parseAddress } from '../../src/core/address.js';
 
 const root = mkdtempSync(join(tmpdir(), 'keepwork-wal-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 let dirs = 0;
-const address = { tenant: 'acme', className: 'Wal', name: 'a' };
+const address = parseAddress('acme/Wal/a');
 
 /** A live database opened as actor-db.ts does, with autocheckpoint off and a small page cache so big transactions spill. */
 function openLive(cachePages = 16): { db: Db; dir: string; path: string; wal: string } {
