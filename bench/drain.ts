@@ -4,7 +4,7 @@
  * up to one sweep; each live node delivers up to 256 per sweep, about 25 per second), next to
  * the store's own ceiling and to BullMQ doing the same work, in the same run.
  *
- *   1+M real node processes (test/cluster/harness.ts) share one bucket (a folder, or the S3
+ *   1+M real node processes (support/cluster/cluster.ts) share one bucket (a folder, or the S3
  *   server when KEEPWORK_TEST_S3_URL is set). Node A runs one template actor whose alarm is due
  *   at T; A is killed with SIGKILL; the template's chain, hold and index entry are copied under
  *   K−1 more names (bench/support/backlog.ts), so the bucket holds K pending alarms of actors

@@ -1,6 +1,6 @@
 /**
  * Cluster tests with real node processes on loopback sharing one folder bucket
- * (docs/architecture.md), each test its own bucket, timings shortened with `--set` (harness.ts FAST: lease 2 s,
+ * (docs/architecture.md), each test its own bucket, timings shortened with `--set` (support/cluster/cluster.ts FAST: lease 2 s,
  * grace 0.5 s):
  *
  *   routing    calls through any of 3 nodes reach the holder: one consistent counter per actor,
@@ -32,7 +32,10 @@ import { decodeHold, decodeNode, holdKey, nodeKey, type HoldRecord, type NodeRec
 import type { ObjectStore } from '../../src/store/types.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { checkBucket, describeChain, LinkLedger } from './chains.js';
-import { call, FAST, killLeftovers, mustCall, waitFor, withCluster } from './harness.js';
+import { call, mustCall } from '../../support/cluster/calls.js';
+import { FAST, withCluster } from '../../support/cluster/cluster.js';
+import { killLeftovers } from '../../support/cluster/processes.js';
+import { waitFor } from '../helpers/wait.js';
 import { describeCall, killUnderDurableLoad, valueAfterTakeover } from './takeover.js';
 
 after(() => {

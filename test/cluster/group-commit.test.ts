@@ -16,7 +16,10 @@ import { after, describe, it, type TestContext } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { listChain } from '../../src/replication/chain.js';
 import { checkBucket, LinkLedger } from './chains.js';
-import { call, FAST, killLeftovers, mustCall, waitFor, withCluster, type Cluster } from './harness.js';
+import { call, mustCall } from '../../support/cluster/calls.js';
+import { FAST, withCluster, type Cluster } from '../../support/cluster/cluster.js';
+import { killLeftovers } from '../../support/cluster/processes.js';
+import { waitFor } from '../helpers/wait.js';
 import { withS3Bucket } from './s3-bucket.js';
 import { describeCall, valueAfterTakeover } from './takeover.js';
 

@@ -13,7 +13,10 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { checkBucket, LinkLedger } from './chains.js';
-import { call, FAST, killLeftovers, mustCall, waitFor, withCluster, type CallResult } from './harness.js';
+import { call, mustCall, type CallResult } from '../../support/cluster/calls.js';
+import { FAST, withCluster } from '../../support/cluster/cluster.js';
+import { killLeftovers } from '../../support/cluster/processes.js';
+import { waitFor } from '../helpers/wait.js';
 import { describeCall } from './takeover.js';
 
 after(() => {

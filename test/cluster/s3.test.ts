@@ -13,7 +13,9 @@ import { after, describe, it } from 'node:test';
 import { decodeHold, decodeNode, holdKey, nodeKey, type HoldRecord } from '../../src/leases/records.js';
 import { parseAddress } from '../../src/core/address.js';
 import { checkBucket, describeChain, LinkLedger } from './chains.js';
-import { FAST, killLeftovers, mustCall, withCluster } from './harness.js';
+import { mustCall } from '../../support/cluster/calls.js';
+import { FAST, withCluster } from '../../support/cluster/cluster.js';
+import { killLeftovers } from '../../support/cluster/processes.js';
 import { killUnderDurableLoad, valueAfterTakeover } from './takeover.js';
 import { withS3Bucket } from './s3-bucket.js';
 

@@ -44,7 +44,12 @@ import { listAll } from '../../src/store/keys.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { decodeNode, nodeKey } from '../../src/leases/records.js';
 import { elapse } from '../helpers/wait.js';
-import { REPO, call, killLeftovers, mustCall, waitFor, withCluster, type Cluster, type ClusterNode } from './harness.js';
+import { call, mustCall } from '../../support/cluster/calls.js';
+import { withCluster, type Cluster } from '../../support/cluster/cluster.js';
+import type { ClusterNode } from '../../support/cluster/node.js';
+import { killLeftovers } from '../../support/cluster/processes.js';
+import { REPO } from '../../support/repo.js';
+import { waitFor } from '../helpers/wait.js';
 import { withS3Bucket } from './s3-bucket.js';
 
 after(() => {

@@ -4,7 +4,9 @@
  * a survivor to answer for it. The callers assert what must hold of the result.
  */
 import assert from 'node:assert/strict';
-import { call, waitFor, type CallResult, type ClusterNode } from './harness.js';
+import { call, type CallResult } from '../../support/cluster/calls.js';
+import type { ClusterNode } from '../../support/cluster/node.js';
+import { waitFor } from '../helpers/wait.js';
 
 export const describeCall = (r: CallResult) => `${r.status} ${r.ok ? JSON.stringify(r.result) : `${r.error}: ${r.message}`}`;
 

@@ -1,7 +1,7 @@
 /**
  * The cluster one drain configuration runs on: its bucket (a folder, a folder behind a fixed
  * latency, a SQLite file or a fresh S3 prefix), 1+M node processes that all serve the drained
- * class (test/cluster/harness.ts), and their disposal, which removes every trace of the run
+ * class (support/cluster/cluster.ts), and their disposal, which removes every trace of the run
  * unless it failed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { listAll } from '../../../src/store/keys.js';
 import { openStore } from '../../../src/store/open.js';
 import { LATENCY_SCHEME, parseLatencyUrl } from '../../../src/store/testing/latency.js';
 import type { ObjectStore } from '../../../src/store/types.js';
-import { Cluster } from '../../../test/cluster/harness.js';
+import { Cluster } from '../../../support/cluster/cluster.js';
 import { ALARMED_MODULE, CLASS } from './scenario.js';
 
 /** Folders of `--store latency` and `--store sqlite` buckets by URL, removed with their cluster. */

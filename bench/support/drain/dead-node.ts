@@ -7,7 +7,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseAddress, type ActorAddress } from '../../../src/core/address.js';
 import type { ObjectStore } from '../../../src/store/types.js';
-import { mustCall, type Cluster, type ClusterNode } from '../../../test/cluster/harness.js';
+import { mustCall } from '../../../support/cluster/calls.js';
+import type { Cluster } from '../../../support/cluster/cluster.js';
+import type { ClusterNode } from '../../../support/cluster/node.js';
 import { cloneBacklog, copyPuts, readTemplate } from '../backlog.js';
 import { progressBar } from '../progress.js';
 import { copyStore } from './cluster.js';

@@ -5,7 +5,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO } from '../../../test/cluster/harness.js';
+import { REPO } from '../../../support/repo.js';
 import { quick, round, writeResult } from '../../lib.js';
 import type { PeerResult } from '../../peer-bullmq.js';
 import { lineChart } from '../svg-chart.js';

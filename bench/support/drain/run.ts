@@ -4,7 +4,9 @@
  * the concurrency seen, and the cluster disposed of (kept after a failure).
  */
 import { parseAddress, type ActorAddress } from '../../../src/core/address.js';
-import { mustCall, type Cluster, type ClusterNode } from '../../../test/cluster/harness.js';
+import { mustCall } from '../../../support/cluster/calls.js';
+import type { Cluster } from '../../../support/cluster/cluster.js';
+import type { ClusterNode } from '../../../support/cluster/node.js';
 import { quick } from '../../lib.js';
 import { storeRates, type Rates } from '../ceiling.js';
 import { cpuMs, peakRssMb } from '../proc-stats.js';

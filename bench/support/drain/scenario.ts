@@ -4,7 +4,7 @@
  * modes (named sets of tunables) a run compares.
  */
 import { join } from 'node:path';
-import { REPO } from '../../../test/cluster/harness.js';
+import { REPO } from '../../../support/repo.js';
 
 export const ALARMED_MODULE = join(REPO, 'test/fixtures/cluster/alarmed.ts');
 export const CLASS = 'Alarmed';
