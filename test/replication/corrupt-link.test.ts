@@ -12,7 +12,7 @@ import { encodeLink } from '../../src/replication/link.js';
 import { linkKey } from '../../src/replication/state-keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from '../workers/harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 
 const Notes = defineActor({
   init: (ctx: ActorContext) => void ctx.sql.exec('CREATE TABLE notes (text TEXT)'),

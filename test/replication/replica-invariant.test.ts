@@ -11,7 +11,7 @@ import { invariantHooks } from '../../src/core/invariant.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { PutCondition } from '../../src/store/types.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from '../workers/harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 
 const Notes = defineActor({
   init: (ctx: ActorContext) => void ctx.sql.exec('CREATE TABLE notes (text TEXT)'),

@@ -14,11 +14,10 @@ import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { makeTempDir, removeTempDir } from '../../support/temp-dir.js';
 import { elapse } from '../helpers/wait.js';
+import { str, text } from '../helpers/bytes.js';
 
 const RACERS = 4;
 const COUNTER_KEY = 'race/counter';
-const text = (s: string) => new TextEncoder().encode(s);
-const str = (b: Uint8Array) => new TextDecoder().decode(b);
 
 const spawned: Racer[] = [];
 

@@ -4,7 +4,7 @@
  * between two clients of one process.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
@@ -12,7 +12,7 @@ import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 import { ErrorCode } from '../../src/core/errors.js';
 import { etagOf } from '../../src/store/etag.js';
-import { listAll, validatePrefix } from '../../src/store/keys.js';
+import { validatePrefix } from '../../src/store/keys.js';
 import {
   FORMAT_FILE_NAME,
   FsStore,
@@ -27,25 +27,19 @@ import {
 import { runConformance } from './conformance.js';
 import { elapse } from '../helpers/wait.js';
 import { tsWorkerEntry } from '../helpers/ts-worker.js';
+import { allKeys } from '../helpers/all-keys.js';
+import { str, text } from '../helpers/bytes.js';
+import { tempDirs } from '../helpers/temp.js';
 
-const text = (s: string) => new TextEncoder().encode(s);
-const str = (b: Uint8Array) => new TextDecoder().decode(b);
-
-function tempRoot(): string {
-  return mkdtempSync(join(tmpdir(), 'kw-fs-'));
-}
+const tempRoot = tempDirs('kw-fs-');
+/** Listings in pages of 7 keys: a listing of more crosses pages. */
+const SMALL_PAGES = { pageKeys: 7 };
 
 /** Every path under `dir`, relative, sorted. */
 function tree(dir: string, rel = ''): string[] {
   return readdirSync(join(dir, rel), { withFileTypes: true })
     .flatMap((d) => [join(rel, d.name) + (d.isDirectory() ? '/' : ''), ...(d.isDirectory() ? tree(dir, join(rel, d.name)) : [])])
     .sort();
-}
-
-async function allKeys(store: FsStore, prefix?: string): Promise<string[]> {
-  const out: string[] = [];
-  for await (const k of listAll(store, { prefix, pageKeys: 7 })) out.push(k);
-  return out;
 }
 
 async function withStore(fn: (store: FsStore, root: string) => Promise<void>): Promise<void> {
@@ -95,7 +89,7 @@ describe('fs store: path safety', () => {
         await assert.rejects(store.delete(key), { code: ErrorCode.BadKey }, key);
       }
       assert.deepEqual(tree(parent), ['bucket/', `bucket/${FORMAT_FILE_NAME}`, `bucket/${LOCK_FILE_NAME}`, `bucket/${TEMP_DIR_NAME}/`]);
-      assert.deepEqual(await allKeys(store), []);
+      assert.deepEqual(await allKeys(store, SMALL_PAGES), []);
     } finally {
       await store.close();
       rmSync(parent, { recursive: true, force: true });
@@ -107,7 +101,7 @@ describe('fs store: path safety', () => {
       const keys = ['...', '.x', '~tmp', '~lock.db', 'a%2F..', 'a+b', 'sp ace/x', '-/_'];
       for (const k of keys) await store.put(k, text(k));
       for (const k of keys) assert.equal(str((await store.get(k))!.body), k);
-      assert.deepEqual(await allKeys(store), [...keys].sort());
+      assert.deepEqual(await allKeys(store, SMALL_PAGES), [...keys].sort());
       assert.ok(tree(root).includes('%7Etmp~'));
       assert.ok(tree(root).includes('a%252F..~'));
     });
@@ -130,14 +124,14 @@ describe('fs store: on-disk mapping', () => {
       await store.put('a', text('A'));
       await store.put('a/b', text('AB'));
       assert.ok(existsSync(join(root, 'a~')) && existsSync(join(root, 'a', 'b~')));
-      assert.deepEqual(await allKeys(store), ['a', 'a/b']);
+      assert.deepEqual(await allKeys(store, SMALL_PAGES), ['a', 'a/b']);
       await store.delete('a/b');
       assert.equal(str((await store.get('a'))!.body), 'A');
       assert.ok(!existsSync(join(root, 'a')), 'the emptied folder is removed');
       await store.put('a/b', text('AB2'), { ifNoneMatch: '*' });
       await store.delete('a');
       assert.equal(str((await store.get('a/b'))!.body), 'AB2');
-      assert.deepEqual(await allKeys(store), ['a/b']);
+      assert.deepEqual(await allKeys(store, SMALL_PAGES), ['a/b']);
     });
   });
 
@@ -146,7 +140,7 @@ describe('fs store: on-disk mapping', () => {
       const keys = ['x/a/1', 'x/a/2', 'x/b/c/d/3', 'x/b/4', 'x/keep/5', 'y/z/6'];
       for (const k of keys) await store.put(k, text(k));
       await store.deleteMany(['y/z/6', 'x/b/4', 'x/a/1', 'x/b/c/d/3', 'x/a/2']);
-      assert.deepEqual(await allKeys(store), ['x/keep/5']);
+      assert.deepEqual(await allKeys(store, SMALL_PAGES), ['x/keep/5']);
       for (const gone of ['x/a', 'x/b', 'y']) assert.ok(!existsSync(join(root, gone)), `${gone} was emptied and is removed`);
       assert.ok(existsSync(join(root, 'x', 'keep', '5~')), 'a folder still holding an object stays');
       await store.deleteMany(['x/keep/5']);
@@ -173,13 +167,13 @@ describe('fs store: on-disk mapping', () => {
       await assert.rejects(store.put(keys[0]!, text('again'), { ifNoneMatch: '*' }), { code: ErrorCode.PreconditionFailed });
       for (const k of keys) assert.equal(str((await store.get(k))!.body), k);
       const sorted = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
-      assert.deepEqual(await allKeys(store), sorted);
+      assert.deepEqual(await allKeys(store, SMALL_PAGES), sorted);
       assert.deepEqual(
-        await allKeys(store, `h/${hex.slice(0, 250)}`),
+        await allKeys(store, { ...SMALL_PAGES, prefix: `h/${hex.slice(0, 250)}` }),
         sorted.filter((k) => k.startsWith(`h/${hex.slice(0, 250)}`)),
       );
-      assert.deepEqual(await allKeys(store, `h/${hex}/`), [`h/${hex}/x`]);
-      assert.deepEqual(await allKeys(store, `h/${astral}/`), [`h/${astral}/y`]);
+      assert.deepEqual(await allKeys(store, { ...SMALL_PAGES, prefix: `h/${hex}/` }), [`h/${hex}/x`]);
+      assert.deepEqual(await allKeys(store, { ...SMALL_PAGES, prefix: `h/${astral}/` }), [`h/${astral}/y`]);
       const after = await store.list({ startAfter: `h/${hex.slice(0, 241)}` });
       assert.deepEqual(
         after.keys,
@@ -187,7 +181,7 @@ describe('fs store: on-disk mapping', () => {
       );
       assert.ok(objectNames(`h/${hex}`).every((n) => n.length <= PIECE_CHARS_MAX + 1));
       await store.deleteMany(keys);
-      assert.deepEqual(await allKeys(store), []);
+      assert.deepEqual(await allKeys(store, SMALL_PAGES), []);
     });
   });
 
@@ -200,7 +194,7 @@ describe('fs store: on-disk mapping', () => {
       }
       await Promise.all(keys.map((k) => store.put(k, text(k))));
       const sorted = [...keys].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
-      assert.deepEqual(await allKeys(store), sorted);
+      assert.deepEqual(await allKeys(store, SMALL_PAGES), sorted);
       for (const start of ['a/x', 'a/x/', 'a.', 'a0/y', '\u00e9/x.', 'zz', '']) {
         const expected = sorted.filter((k) => Buffer.compare(Buffer.from(k), Buffer.from(start)) > 0).slice(0, 9);
         assert.deepEqual((await store.list({ startAfter: start, maxKeys: 9 })).keys, expected, start);
@@ -216,7 +210,7 @@ describe('fs store: a listing orders only what it returns (issue 15)', () => {
       await Promise.all(keys.map((k) => store.put(k, text(k))));
       for (let i = 0; i < 300; i += 3) mkdirSync(join(root, 'd', String(i).padStart(3, '0')), { recursive: true }); // empty (or already there)
       const sorted = [...keys].sort();
-      assert.deepEqual(await allKeys(store, 'd/'), sorted);
+      assert.deepEqual(await allKeys(store, { ...SMALL_PAGES, prefix: 'd/' }), sorted);
       for (const start of ['d/', 'd/0', 'd/100/x', 'd/5', 'd/999/x']) {
         for (const maxKeys of [1, 3, 50]) {
           const expected = sorted.filter((k) => k > start).slice(0, maxKeys);
@@ -236,7 +230,7 @@ describe('fs store: temp files and foreign files', () => {
       writeFileSync(join(root, 'k', '%41~'), 'non-canonical');
       mkdirSync(join(root, 'k', 'sub dir'));
       writeFileSync(join(root, 'k', 'sub dir', 'x~'), 'not ours');
-      assert.deepEqual(await allKeys(store), ['k/1']);
+      assert.deepEqual(await allKeys(store, SMALL_PAGES), ['k/1']);
       assert.equal(readdirSync(join(root, TEMP_DIR_NAME)).length, 1, 'only the orphan');
     });
   });
@@ -417,8 +411,7 @@ describe('fs store: listing matches a sorted model (property)', () => {
             await Promise.all(keys.map((k) => store.put(k, text(k))));
             const p = listable(prefix);
             const expected = keys.filter((k) => k.startsWith(p) && byteOrder(k, startAfter) > 0).sort(byteOrder);
-            const got: string[] = [];
-            for await (const k of listAll(store, { prefix: p || undefined, startAfter: startAfter || undefined, pageKeys })) got.push(k);
+            const got = await allKeys(store, { prefix: p || undefined, startAfter: startAfter || undefined, pageKeys });
             assert.deepEqual(got, expected);
             for (const k of keys.slice(0, 3)) assert.equal(Buffer.from((await store.get(k))!.body).toString('utf8'), k); // TextDecoder would strip a BOM
           } finally {

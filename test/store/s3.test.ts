@@ -19,8 +19,7 @@ import { S3Store } from '../../src/store/s3/store.js';
 import { classifyS3Error } from '../../src/store/s3/errors.js';
 import { parseS3Url } from '../../src/store/s3/url.js';
 import { runConformance } from './conformance.js';
-
-const text = (s: string) => new TextEncoder().encode(s);
+import { text } from '../helpers/bytes.js';
 
 // ---------------------------------------------------------------------------------------------
 // Conformance against a real server

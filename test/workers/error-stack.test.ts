@@ -9,7 +9,7 @@ import { ErrorCode, reviveError } from '../../src/core/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import FailsTwice from '../fixtures/classes/fails-twice.js';
 import { capturedLogger } from '../helpers/log-lines.js';
-import { InlineActors, okResult } from './harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 
 const A = 't/FailsTwice/a';
 const HANDLER_FILE = /fixtures\/classes\/fails-twice\.ts:\d+/;
