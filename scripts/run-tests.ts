@@ -53,9 +53,9 @@ if (runs.every((r) => r.files.length === 0)) {
 const userReporter = flags.some((f) => f.startsWith('--test-reporter'));
 const scratch = mkdtempSync(join(tmpdir(), 'kw-run-tests-'));
 /**
- * Per-file time limits. Cluster files start real node processes and arm up to 1,000 actors: with
- * two CPU-bound processes beside `npm test` on 2 cores, test/cluster/sweep.test.ts took just over
- * 300 s although each of its tests passed.
+ * Per-file time limits. Cluster files start real node processes and arm up to 1,000 actors
+ * (test/cluster/sweep-orphans.test.ts): with two CPU-bound processes beside `npm test` on 2 cores,
+ * a file of several such tests can run past 300 s although each of its tests passes.
  */
 const TIMEOUT_MS: Record<string, number> = { unit: 300_000, integration: 300_000, cluster: 600_000 };
 
