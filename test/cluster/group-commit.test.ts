@@ -1,5 +1,5 @@
 /**
- * Group commit of durable calls under kill -9 (issue 16): 64 durable increments in flight at once
+ * Group commit of durable calls under kill -9: 64 durable increments in flight at once
  * on one hot actor held by node a, over HTTP; kill -9 of a while they run; node b takes the actor
  * over after lease + grace. Every acknowledged increment must be there: the value b reads is at
  * least the highest value a acknowledged (each increment's value is the counter at its commit,

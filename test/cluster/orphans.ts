@@ -81,7 +81,7 @@ export const DRAIN_BOUND_MS = 120_000;
 
 /**
  * Nodes that logged "this node was fenced" while their record in the bucket is not `fenced`:
- * nobody fenced them (before 52bbd83, overlapping lease renewals did this under a slow bucket).
+ * nobody fenced them (what overlapping lease renewals would do under a slow bucket).
  */
 async function selfFenced(c: Cluster): Promise<string[]> {
   const out: string[] = [];

@@ -5,7 +5,7 @@
  *
  *   slow bucket    the folder store's host lock held 1.2 s (a bucket slower than the renewal
  *                  interval, shorter than the lease): no node stops as fenced, since nobody
- *                  fenced it, and alarms still fire after (overlapping renewals, fixed in 52bbd83)
+ *                  fenced it, and alarms still fire after
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
@@ -32,12 +32,12 @@ async function renewedSince(c: Cluster, nodes: ClusterNode[], sinceMs: number): 
 }
 
 describe('alarm sweep across real node processes (folder bucket)', () => {
-  // Renewals used to run every leasePeriodMs / 3 without waiting for the previous one, each with
-  // If-Match on the last etag: with the bucket slower than that, the second lost with 412 and
-  // renew() read it as a fence, so the node stopped every actor for good with its record still
-  // `live` (found by these tests under load; fixed in 52bbd83, unit test in test/leases). Here the
-  // whole bucket stalls for 1.2 s (less than the lease: nobody could fence anyone) by holding the
-  // folder store's host lock from this process.
+  // A lease renewal (every leasePeriodMs / 3, with If-Match on the last etag) waits for the one
+  // before it. Were two to overlap with the bucket slower than that, the second would lose with 412
+  // and renew() would read it as a fence: the node would stop every actor for good with its record
+  // still `live` (the unit test is in test/leases). Here the whole bucket stalls for 1.2 s (less
+  // than the lease: nobody could fence anyone) by holding the folder store's host lock from this
+  // process.
   it(
     'a bucket slow for 1.2 s (its host lock held) does not make live nodes believe they were fenced; alarms still fire after',
     TEST_OPTIONS,

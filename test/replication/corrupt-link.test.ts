@@ -1,6 +1,6 @@
 /**
- * A corrupt delta in the bucket reaches the caller as CORRUPT_LINK (issue 14), not as a handler
- * failure: another node that restores the actor from the bucket cannot decode the link, so the
+ * A corrupt delta in the bucket reaches the caller as CORRUPT_LINK, not as a handler failure (the
+ * handler did nothing wrong): another node that restores the actor from the bucket cannot decode the link, so the
  * actor is not served and the call says why. (test/http/errors.test.ts shows the same through a
  * real node's library handle and HTTP.)
  */

@@ -1,5 +1,6 @@
 /**
- * FsStore's layout for due-time segments (issue 15): a 15-digit segment is cut into nested
+ * FsStore's layout for due-time segments, so that a sweep's listing of the alarm index reads only
+ * the folders its page needs however many entries are due: a 15-digit segment is cut into nested
  * folders, a listing reads only the folders its page needs, the listing equals the memory store's
  * for random key sets of the index's shapes, and a folder of the older format is refused until
  * `migrateFsBucket` converts it.

@@ -14,7 +14,7 @@ import { SMALL_PAGES, tempRoot, withStore } from './fs-fixture.js';
 import { allKeys } from '../helpers/all-keys.js';
 import { text } from '../helpers/bytes.js';
 
-describe('fs store: a listing orders only what it returns (issue 15)', () => {
+describe('fs store: a listing orders only what it returns', () => {
   it('a page from a large folder is the smallest keys after startAfter, across empty folders left by racing deletes', async () => {
     await withStore(async (store, root) => {
       const keys = Array.from({ length: 120 }, (_, i) => `d/${String((i * 7919) % 1000).padStart(3, '0')}/x`);
