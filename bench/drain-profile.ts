@@ -28,7 +28,7 @@ import { FsStore } from '../src/store/fs/store.js';
 import { openStore } from '../src/store/open.js';
 import type { ObjectStore } from '../src/store/types.js';
 import { listAll } from '../src/store/keys.js';
-import { REPO } from '../test/cluster/harness.js';
+import { REPO } from '../support/repo.js';
 import { armAllBefore, benchCommand, setPairs } from './lib.js';
 import { cpuSince, threadCpu } from './support/proc-stats.js';
 

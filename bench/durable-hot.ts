@@ -1,7 +1,7 @@
 /**
  * bench/durable-hot: durable calls per second on one hot actor (the counter example's `add`),
  * 64 in flight over the library API, one worker thread — the case group commit of durable calls
- * is for (issue 16 item 2). Also prints the links the run uploaded, so the calls per link show.
+ * is for. Also prints the links the run uploaded, so the calls per link show.
  *
  *   npm run bench -- durable-hot [--calls 2000] [--in-flight 64] [--rounds 3] [--bucket fs|latency|s3]
  *

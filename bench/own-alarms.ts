@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
-import { REPO } from '../test/cluster/harness.js';
+import { REPO } from '../support/repo.js';
 import { armAllBefore, benchArgs, percentile, quick, round, table, writeResult } from './lib.js';
 import { cpuSince, threadCpu } from './support/proc-stats.js';
 

@@ -15,7 +15,7 @@ import { listAll } from '../../src/store/keys.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from '../workers/harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 import { RecordingStore } from '../helpers/recording-store.js';
 import Database from 'better-sqlite3';
 import { waitFor } from '../helpers/wait.js';

@@ -3,7 +3,7 @@
  * bucket. Test names state the rules of docs/alarm-index.md.
  */
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { entryKey, parseEntryKey, parseIndexed } from '../../src/alarms/keys.js';
 import { deletable, indexPlan } from '../../src/alarms/owner.js';
@@ -11,7 +11,7 @@ import { SAFE_RULES } from '../../src/alarms/rules.js';
 import { listChain, restoreChain } from '../../src/replication/chain.js';
 import { MemoryStore, type StoreRequest } from '../../src/store/memory.js';
 import { defineActor, type ActorContext, type AlarmInfo } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from '../workers/harness.js';
+import { InlineActors, inlineEnvs, okResult } from '../helpers/inline-actors.js';
 import { tempDirs } from '../helpers/temp.js';
 import Database from 'better-sqlite3';
 import { rmSync } from 'node:fs';
@@ -38,11 +38,8 @@ const Rem = defineActor({
 
 const A = 't/Rem/a';
 const address = parseAddress(A);
-const envs: InlineActors[] = [];
+const env = inlineEnvs({ Rem }, { replicationDelayMs: 20 });
 const tmp = tempDirs('kw-owner-'); // restored copies of a chain, removed when the tests end
-after(async () => {
-  for (const e of envs) await e.cleanup();
-});
 
 /** A memory bucket that records every request, for exact counts and ordering. */
 function recordingStore() {
@@ -50,13 +47,6 @@ function recordingStore() {
   const store = new MemoryStore({ faults: (r) => void log.push(r) });
   const count = (op: string, prefix: string) => log.filter((r) => r.op === op && r.key.startsWith(prefix)).length;
   return { store, log, count, reset: () => (log.length = 0) };
-}
-
-function env(store: MemoryStore, generation = 1, dataDir?: string): InlineActors {
-  const e = new InlineActors({ Rem }, { replicationDelayMs: 20 }, store, dataDir);
-  e.generation = generation;
-  envs.push(e);
-  return e;
 }
 
 function indexedOf(e: InlineActors) {
@@ -192,7 +182,7 @@ describe('alarm index, owner side (through the pipeline)', () => {
     const r = recordingStore();
     const legacy = entryKey({ address, dueMs: 1_900_000_000_000, tag: null });
     await r.store.put(legacy, new Uint8Array(0));
-    const e = env(r.store, 2, local.dataDir);
+    const e = env(r.store, 2, { dataDir: local.dataDir });
     okResult(await e.callDurable(A, 'touch')); // first upload (R4): a tagged entry is listed
     okResult(await e.callDurable(A, 'touch')); // an event later: the legacy entry still stands beside it
     const both = entries(r.store).map((k) => parseEntryKey(k)!.tag === null);
@@ -231,7 +221,7 @@ describe('alarm index, owner side (through the pipeline)', () => {
     okResult(await local.callDurable(A, 'set', 1_900_000_000_000));
     await local.restart();
     const r = recordingStore();
-    const joined = env(r.store, 1, local.dataDir); // the same data dir joins a new (empty) bucket
+    const joined = env(r.store, 1, { dataDir: local.dataDir }); // the same data dir joins a new (empty) bucket
     assert.equal(await joined.getAlarm(A), 1_900_000_000_000);
     await joined.clock.advance(25);
     const writes = r.log.filter((x) => x.op === 'put').map((x) => x.key.split('/')[0]);
@@ -250,7 +240,7 @@ describe('alarm index, owner side (through the pipeline)', () => {
     okResult(await local.callDurable(A, 'set', 1_900_000_000_000));
     await local.restart();
     const store = new MemoryStore({ faults: (x) => (x.op === 'put' && x.key.startsWith('alarms/') ? { fail: true } : undefined) });
-    const joined = env(store, 1, local.dataDir);
+    const joined = env(store, 1, { dataDir: local.dataDir });
     const res = await settle(joined, joined.call(A, 'touch'));
     assert.equal(res.type === 'error' && res.error.code, 'STORE_UNAVAILABLE');
     await joined.clock.advance(100);

@@ -104,10 +104,11 @@ describe('the sweep', () => {
     assert.equal(new Set(s.offered.map((o) => o.address.name)).size, 8, 'in-flight entries do not count against the cap');
   });
 
-  it('no stall: entries read but left behind by the delivery cap are offered by the next sweeps, not after alarmSweepMs (issue 15)', async () => {
+  it('no stall: entries read but left behind by the delivery cap are offered by the next sweeps, not after alarmSweepMs', async () => {
     // 2,100 of this node's entries overdue at once: a page of 2,048 read, 256 offered per sweep.
-    // The cursor used to move past all 2,048 read; the next sweep read the last 52, reached the end
-    // with fewer than 256 planned, counted as not full and waited alarmSweepMs with 1,792 due behind it.
+    // The cursor must stop after the last entry offered, not after the last read: past all 2,048,
+    // the next sweep would read the last 52, reach the end with fewer than 256 planned, count as
+    // not full and wait alarmSweepMs with 1,792 due behind it.
     let sweeps = 0;
     const offered: string[] = [];
     const busy = new Set<string>();
@@ -156,9 +157,9 @@ describe('the sweep', () => {
     }
   });
 
-  it('a backlog’s entries are each read about once: a sweep stops listing once its plan is full (issue 15)', async () => {
-    // Defaults: pages of 2,048, 256 deliveries per sweep. Each sweep used to read a whole page and
-    // offer 256 of it, so every entry of a backlog was read about eight times before it was offered.
+  it('a backlog’s entries are each read about once: a sweep stops listing once its plan is full', async () => {
+    // Defaults: pages of 2,048, 256 deliveries per sweep. A sweep that read a whole page and
+    // offered 256 of it would read every entry of a backlog about eight times before offering it.
     const s = setup();
     const listed: number[] = [];
     const list = s.store.list.bind(s.store);

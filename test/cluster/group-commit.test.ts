@@ -1,5 +1,5 @@
 /**
- * Group commit of durable calls under kill -9 (issue 16): 64 durable increments in flight at once
+ * Group commit of durable calls under kill -9: 64 durable increments in flight at once
  * on one hot actor held by node a, over HTTP; kill -9 of a while they run; node b takes the actor
  * over after lease + grace. Every acknowledged increment must be there: the value b reads is at
  * least the highest value a acknowledged (each increment's value is the counter at its commit,
@@ -12,11 +12,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it, type TestContext } from 'node:test';
+import { describe, it, type TestContext } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { listChain } from '../../src/replication/chain.js';
 import { checkBucket, LinkLedger } from './chains.js';
-import { call, FAST, killLeftovers, mustCall, waitFor, withCluster, type Cluster } from './harness.js';
+import { call, mustCall } from '../../support/cluster/calls.js';
+import { FAST, withCluster, type Cluster } from '../../support/cluster/cluster.js';
+import { checkNoLeftovers } from './leftovers.js';
+import { waitFor } from '../helpers/wait.js';
 import { withS3Bucket } from './s3-bucket.js';
 import { describeCall, valueAfterTakeover } from './takeover.js';
 
@@ -29,10 +32,7 @@ if (!S3_URL) {
   console.error(`\n!!! ${NO_S3} — SKIPPING the S3 group-commit crash test !!!\n`);
 }
 
-after(() => {
-  const n = killLeftovers();
-  assert.equal(n, 0, `${n} node processes were still running after the tests`);
-});
+checkNoLeftovers();
 
 async function killUnderGroupCommit(t: TestContext, c: Cluster, actor: string): Promise<void> {
   const ledger = new LinkLedger();

@@ -11,15 +11,15 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { checkBucket, LinkLedger } from './chains.js';
-import { call, FAST, killLeftovers, mustCall, waitFor, withCluster, type CallResult } from './harness.js';
+import { call, mustCall, type CallResult } from '../../support/cluster/calls.js';
+import { FAST, withCluster } from '../../support/cluster/cluster.js';
+import { checkNoLeftovers } from './leftovers.js';
+import { waitFor } from '../helpers/wait.js';
 import { describeCall } from './takeover.js';
 
-after(() => {
-  const n = killLeftovers();
-  assert.equal(n, 0, `${n} node processes were still running after the tests`);
-});
+checkNoLeftovers();
 
 const TEST_OPTIONS = { timeout: 120_000 };
 const TAKEOVER_BOUND_MS = FAST.leasePeriodMs! + FAST.graceMs! + 20_000;

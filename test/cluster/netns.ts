@@ -19,7 +19,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { REPO } from './harness.js';
+import { REPO } from '../../support/repo.js';
 
 const SCRIPT = join(REPO, 'scripts/netns-lab.sh');
 

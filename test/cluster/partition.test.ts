@@ -38,7 +38,12 @@ import { parseAddress } from '../../src/core/address.js';
 import { decodeHold, decodeNode, holdKey, nodeKey, type NodeRecord } from '../../src/leases/records.js';
 import { checkBucket, LinkLedger, readChains } from './chains.js';
 import { elapse } from '../helpers/wait.js';
-import { Cluster, REPO, call, killLeftovers, mustCall, waitFor, type ClusterNode } from './harness.js';
+import { call, mustCall } from '../../support/cluster/calls.js';
+import { Cluster } from '../../support/cluster/cluster.js';
+import type { ClusterNode } from '../../support/cluster/node.js';
+import { killLeftovers } from '../../support/cluster/processes.js';
+import { REPO } from '../../support/repo.js';
+import { waitFor } from '../helpers/wait.js';
 import { Lab, labUnavailable } from './netns.js';
 
 const UNAVAILABLE = labUnavailable();

@@ -9,21 +9,20 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { decodeHold, decodeNode, holdKey, nodeKey, type HoldRecord } from '../../src/leases/records.js';
 import { parseAddress } from '../../src/core/address.js';
 import { checkBucket, describeChain, LinkLedger } from './chains.js';
-import { FAST, killLeftovers, mustCall, withCluster } from './harness.js';
+import { mustCall } from '../../support/cluster/calls.js';
+import { FAST, withCluster } from '../../support/cluster/cluster.js';
+import { checkNoLeftovers } from './leftovers.js';
 import { killUnderDurableLoad, valueAfterTakeover } from './takeover.js';
 import { withS3Bucket } from './s3-bucket.js';
 
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
 const SKIP = S3_URL ? false : 'set KEEPWORK_TEST_S3_URL (bash scripts/s3-test-server.sh up; eval "$(bash scripts/s3-test-server.sh env)")';
 
-after(() => {
-  const n = killLeftovers();
-  assert.equal(n, 0, `${n} node processes were still running after the tests`);
-});
+checkNoLeftovers();
 
 describe('cluster of real node processes (S3 bucket)', () => {
   it(

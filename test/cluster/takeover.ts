@@ -4,7 +4,13 @@
  * a survivor to answer for it. The callers assert what must hold of the result.
  */
 import assert from 'node:assert/strict';
-import { call, waitFor, type CallResult, type ClusterNode } from './harness.js';
+import { call, type CallResult } from '../../support/cluster/calls.js';
+import { FAST } from '../../support/cluster/cluster.js';
+import type { ClusterNode } from '../../support/cluster/node.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** How long a takeover may take under FAST: lease + grace, plus generous slack for a loaded 2-core machine. */
+export const TAKEOVER_BOUND_MS = FAST.leasePeriodMs! + FAST.graceMs! + 12_000;
 
 export const describeCall = (r: CallResult) => `${r.status} ${r.ok ? JSON.stringify(r.result) : `${r.error}: ${r.message}`}`;
 

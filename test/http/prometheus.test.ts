@@ -3,7 +3,7 @@
  * 3-node cluster, and promtool on what ships in docs/prometheus/:
  *
  *   promtool check config / check rules / test rules   docs/prometheus/{prometheus.yml, alerts.yml, alerts.test.yml}
- *   3 node processes (test/cluster/harness.ts) ─▶ an index entry of a class no node serves (a steady
+ *   3 node processes (support/cluster/cluster.ts) ─▶ an index entry of a class no node serves (a steady
  *       index lag), Probe alarms (ran), an extra entry at a wrong time (stale), an entry of an actor the
  *       bucket never had (kept), an alarm that fails twice and then runs (failed, ran)
  *   promtool check metrics on each node's GET /metrics
@@ -21,7 +21,12 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { entryKey } from '../../src/alarms/keys.js';
 import { parseAddress } from '../../src/index.js';
-import { REPO, killLeftovers, mustCall, waitFor, withCluster, type Cluster, type ClusterNode } from '../cluster/harness.js';
+import { mustCall } from '../../support/cluster/calls.js';
+import { withCluster, type Cluster } from '../../support/cluster/cluster.js';
+import type { ClusterNode } from '../../support/cluster/node.js';
+import { killLeftovers } from '../../support/cluster/processes.js';
+import { REPO } from '../../support/repo.js';
+import { waitFor } from '../helpers/wait.js';
 
 const DOCS = join(REPO, 'docs/prometheus');
 const FAILS_TWICE = join(REPO, 'test/fixtures/classes/fails-twice.ts');

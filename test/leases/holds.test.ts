@@ -1,7 +1,8 @@
 /**
- * HoldTable's invariant and its logged failures (issue 14): a hold's generation never decreases,
- * checked where it is read and written; releases that fail at stop are logged, not swallowed.
- * The take of an expected hold without a read (issue 15): only of the exact record assumed.
+ * HoldTable's invariant and its logged failures: a hold's generation never decreases, checked
+ * where it is read and written; releases that fail at stop are logged, not swallowed. The take of
+ * an expected hold without a read first (a conditional PUT on the etag assumed, no GET): only
+ * of the exact record assumed.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

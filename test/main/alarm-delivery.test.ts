@@ -1,8 +1,9 @@
 /**
- * Room for another actor (issue 15): a delivery waits while the node's releases past
- * heldActorsMax fall behind, so a drain takes on actors no faster than it lets them go.
+ * Room for another actor: a delivery waits while the node's releases past heldActorsMax fall
+ * behind, so a drain takes on actors no faster than it lets them go (and its open actors stay
+ * bounded).
  *
- * A full alarm timer (issue 14): the event that committed the alarm already succeeded, so the
+ * A full alarm timer: the event that committed the alarm already succeeded, so the
  * timer's Overloaded never reaches its caller. The alarm is left to the sweep (it stays committed
  * and indexed), counted in keepwork_timer_full_total and logged.
  */

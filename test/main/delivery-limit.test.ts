@@ -1,7 +1,7 @@
 /**
- * How many deliveries run at once (issue 15: the ADR's numbers must not cap throughput): more
- * than deliveryConcurrency only while a delivery takes no longer with more in flight, i.e. while
- * the bucket's round trips, not the node's threads, are the limit.
+ * How many deliveries run at once: more than deliveryConcurrency only while a delivery takes no
+ * longer with more in flight, i.e. while the bucket's round trips, not the node's threads, are the
+ * limit, so that a slow bucket does not cap a drain's throughput at the configured concurrency.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

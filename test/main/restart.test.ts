@@ -1,5 +1,5 @@
 /**
- * kill -9 and restart on the node's own data dir (issue 17): test/fixtures/restart-node.ts is
+ * kill -9 and restart on the node's own data dir: test/fixtures/restart-node.ts is
  * killed in the middle of a stream of plain calls and started again on the same data dir and
  * bucket, 20 times over one bucket and data dir.
  *

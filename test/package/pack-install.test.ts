@@ -17,15 +17,14 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncOptions } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
-import { onExit } from '../helpers/exit.js';
+import { onExit } from '../../support/exit.js';
+import { REPO } from '../../support/repo.js';
 import { tempDirs } from '../helpers/temp.js';
 import { waitFor } from '../helpers/wait.js';
 
-const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURE = join(REPO, 'test/fixtures/app');
-const DIE_WITH_PARENT = join(REPO, 'test/helpers/die-with-parent.mjs');
+const DIE_WITH_PARENT = join(REPO, 'support/die-with-parent.mjs');
 const tempDir = tempDirs('kw-pack-');
 
 /** The environment of npm and the app's processes: none of the npm_* variables of an `npm test` around this one. */

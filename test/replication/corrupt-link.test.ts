@@ -1,6 +1,6 @@
 /**
- * A corrupt delta in the bucket reaches the caller as CORRUPT_LINK (issue 14), not as a handler
- * failure: another node that restores the actor from the bucket cannot decode the link, so the
+ * A corrupt delta in the bucket reaches the caller as CORRUPT_LINK, not as a handler failure (the
+ * handler did nothing wrong): another node that restores the actor from the bucket cannot decode the link, so the
  * actor is not served and the call says why. (test/http/errors.test.ts shows the same through a
  * real node's library handle and HTTP.)
  */
@@ -12,7 +12,7 @@ import { encodeLink } from '../../src/replication/link.js';
 import { linkKey } from '../../src/replication/state-keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from '../workers/harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 
 const Notes = defineActor({
   init: (ctx: ActorContext) => void ctx.sql.exec('CREATE TABLE notes (text TEXT)'),

@@ -33,7 +33,7 @@ import { tempDirs } from '../helpers/temp.js';
 import { waitFor } from '../helpers/wait.js';
 
 const CRASH_NODE = fileURLToPath(new URL('../fixtures/crash-node.ts', import.meta.url));
-const DIE_WITH_PARENT = fileURLToPath(new URL('../helpers/die-with-parent.mjs', import.meta.url));
+const DIE_WITH_PARENT = fileURLToPath(new URL('../../support/die-with-parent.mjs', import.meta.url));
 const LEDGER = new URL('../fixtures/classes/ledger.ts', import.meta.url).href;
 const ACTORS = ['a0', 'a1'];
 const addressOf = (name: string) => parseAddress(`crash/Ledger/${name}`);

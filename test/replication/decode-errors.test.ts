@@ -1,8 +1,9 @@
 /**
- * Every decode failure of the replication formats carries its code (issue 14): what comes from the
- * bucket (a link, a delta, the pages it writes) is CORRUPT_LINK; what comes from the actor's own
- * files (its WAL cursor, a database file too short) is CORRUPT_STATE; a delta this node built
- * wrong is INTERNAL. Before, each was a plain Error and reached callers as HANDLER_FAILED.
+ * Every decode failure of the replication formats carries its code, so that a caller can tell
+ * damaged data from its handler's own failure (HANDLER_FAILED): what comes from the bucket (a
+ * link, a delta, the pages it writes) is CORRUPT_LINK; what comes from the actor's own files (its
+ * WAL cursor, a database file too short) is CORRUPT_STATE; a delta this node built wrong is
+ * INTERNAL.
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';

@@ -9,7 +9,7 @@ import { linkKey } from '../../src/replication/state-keys.js';
 import { parseTarget } from '../../src/cli/restore-command.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from '../workers/harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 import { tmpdir } from 'node:os';
 
 const Log = defineActor({

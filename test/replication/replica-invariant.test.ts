@@ -1,5 +1,5 @@
 /**
- * The replica's invariant (issue 14): an upload's seq is the head + 1. Uploads of one actor run
+ * The replica's invariant: an upload's seq is the head + 1. Uploads of one actor run
  * one at a time, so nothing may move the head while a link is in flight; a planted move stops the
  * actor there (given up with INTERNAL) instead of extending the chain from a head it never had.
  */
@@ -11,7 +11,7 @@ import { invariantHooks } from '../../src/core/invariant.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { PutCondition } from '../../src/store/types.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from '../workers/harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 
 const Notes = defineActor({
   init: (ctx: ActorContext) => void ctx.sql.exec('CREATE TABLE notes (text TEXT)'),

@@ -10,7 +10,7 @@ import { SimClock } from '../../src/core/clock.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from '../workers/harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 
 const Notes = defineActor({
   init(ctx: ActorContext) {

@@ -11,7 +11,7 @@ import { parseAddress } from '../../src/core/address.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from '../workers/harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 import { dumpDb } from './dump.js';
 
 type Op =

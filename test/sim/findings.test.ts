@@ -6,14 +6,14 @@
 import assert from 'node:assert/strict';
 import { silentLogger } from '../../src/core/logger.js';
 import { existsSync } from 'node:fs';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { entryKey } from '../../src/alarms/keys.js';
 import { listChain } from '../../src/replication/chain.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from '../workers/harness.js';
+import { InlineActors, inlineEnvs, okResult } from '../helpers/inline-actors.js';
 import { SimClock } from '../../src/core/clock.js';
 import { resolveOptions } from '../../src/core/config.js';
 import { NodeDirectory } from '../../src/leases/directory.js';
@@ -30,16 +30,7 @@ const A = 't/Rem/a';
 const address = parseAddress(A);
 const T = 1_900_000_000_000;
 const U = 1_900_000_060_000;
-const envs: InlineActors[] = [];
-after(async () => {
-  for (const e of envs.reverse()) await e.cleanup();
-});
-function env(store: MemoryStore, generation: number, dataDir?: string): InlineActors {
-  const e = new InlineActors({ Rem }, { replicationDelayMs: 20 }, store, dataDir);
-  e.generation = generation;
-  envs.push(e);
-  return e;
-}
+const env = inlineEnvs({ Rem }, { replicationDelayMs: 20 });
 const holds = (store: MemoryStore, e: InlineActors) => new IndexInvariant(store).check([address]);
 
 describe('what the simulator found', () => {
@@ -102,7 +93,7 @@ describe('what the simulator found', () => {
     const other = env(shared, 1);
     for (const at of [U, U + 1, U + 2]) okResult(await other.callDurable(A, 'set', at)); // links 1..3 of another chain
     await other.deps.slots.closeAll();
-    const joiner = env(shared, 2, solo.dataDir);
+    const joiner = env(shared, 2, { dataDir: solo.dataDir });
     assert.equal(await joiner.getAlarm(A), U + 2, "the bucket's state, not a mix");
     assert.ok(existsSync(actorDbPath(joiner.dataDir, address) + '.replaced'), 'its own copy is kept aside');
     assert.equal(holds(shared, joiner), undefined);

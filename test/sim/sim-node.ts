@@ -3,7 +3,7 @@
  * Membership, HoldTable, AlarmTimer, Sweeper and ActorLanes) wired to the simulator's seams —
  * its own NodeClock on the shared virtual time, a NodeLink to the shared bucket, a seeded
  * Random, a Clock-driven RxJS scheduler — with the event pipeline (`runEvent`) run inline in
- * place of the Piscina workers, exactly as test/workers/harness.ts does.
+ * place of the Piscina workers, exactly as test/helpers/inline-actors.ts does.
  *
  *   start()  identity (epoch + 1) ─▶ lease (a live one of its dead predecessor here: fenced at
  *            once) ─▶ Node ─▶ timer refilled from the data dir ─▶ sweeping; once fenced, the Node

@@ -1,7 +1,8 @@
 /**
- * The deterministic simulation in `npm test` (issue 8), besides the seeds (seeds-*.test.ts, 50
- * each, so no file nears the runner's per-file cap): the three fast unsafe variants must each be
- * caught within FAST_BUDGET seeds; the canaries must fail; one seed replays exactly.
+ * The deterministic simulation in `npm test`, besides the seeds (seeds-*.test.ts, 50 each, so no
+ * file nears the runner's per-file cap): the simulator must be able to fail, so the three fast
+ * unsafe variants must each be caught within FAST_BUDGET seeds and the canaries must fail; and a
+ * run must be reproducible from its seed, so one seed replays exactly.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

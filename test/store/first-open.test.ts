@@ -26,7 +26,7 @@ class Opener {
   constructor(id: number) {
     this.child = spawn(
       process.execPath,
-      ['--import', 'tsx', '--import', './test/helpers/die-with-parent.mjs', 'test/fixtures/bucket-opener.ts', String(id)],
+      ['--import', 'tsx', '--import', './support/die-with-parent.mjs', 'test/fixtures/bucket-opener.ts', String(id)],
       { stdio: ['pipe', 'pipe', 'pipe'] },
     );
     createInterface({ input: this.child.stdout! }).on('line', (line) => {

@@ -1,34 +1,27 @@
 /**
- * FsStore's layout for due-time segments (issue 15): a 15-digit segment is cut into nested
+ * FsStore's layout for due-time segments, so that a sweep's listing of the alarm index reads only
+ * the folders its page needs however many entries are due: a 15-digit segment is cut into nested
  * folders, a listing reads only the folders its page needs, the listing equals the memory store's
  * for random key sets of the index's shapes, and a folder of the older format is refused until
  * `migrateFsBucket` converts it.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ErrorCode } from '../../src/core/errors.js';
 import { LARGE_FOLDER_BYTES, ListWalk } from '../../src/store/fs/list.js';
 import { FORMAT_FILE_NAME, FsStore, migrateFsBucket, objectNames } from '../../src/store/fs/store.js';
-import { listAll, validatePrefix } from '../../src/store/keys.js';
+import { validatePrefix } from '../../src/store/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import type { ObjectStore } from '../../src/store/types.js';
+import { allKeys } from '../helpers/all-keys.js';
+import { text } from '../helpers/bytes.js';
+import { tempDirs } from '../helpers/temp.js';
 
-const text = (s: string) => new TextEncoder().encode(s);
 const byteOrder = (x: string, y: string) => Buffer.compare(Buffer.from(x), Buffer.from(y));
 
-function tempRoot(): string {
-  return mkdtempSync(join(tmpdir(), 'kw-fs-layout-'));
-}
-
-async function allKeys(store: ObjectStore, options: { prefix?: string; startAfter?: string; pageKeys?: number } = {}): Promise<string[]> {
-  const out: string[] = [];
-  for await (const k of listAll(store, options)) out.push(k);
-  return out;
-}
+const tempRoot = tempDirs('kw-fs-layout-');
 
 /** Index keys as src/alarms/keys.ts builds them (not imported: the store sits below alarms). */
 const entry = (tenant: string, dueMs: number, name = '6a6f65', tag = '00000000000000000001-ab') =>

@@ -12,13 +12,12 @@ import { join } from 'node:path';
 import { FsStore } from '../../src/store/fs/store.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
-import { makeTempDir, removeTempDir } from '../helpers/temp.js';
+import { makeTempDir, removeTempDir } from '../../support/temp-dir.js';
 import { elapse } from '../helpers/wait.js';
+import { str, text } from '../helpers/bytes.js';
 
 const RACERS = 4;
 const COUNTER_KEY = 'race/counter';
-const text = (s: string) => new TextEncoder().encode(s);
-const str = (b: Uint8Array) => new TextDecoder().decode(b);
 
 const spawned: Racer[] = [];
 
@@ -35,7 +34,7 @@ class Racer {
   constructor(args: string[]) {
     this.child = spawn(
       process.execPath,
-      ['--expose-gc', '--import', 'tsx', '--import', './test/helpers/die-with-parent.mjs', 'test/fixtures/fs-racer.ts', ...args],
+      ['--expose-gc', '--import', 'tsx', '--import', './support/die-with-parent.mjs', 'test/fixtures/fs-racer.ts', ...args],
       {
         stdio: ['pipe', 'pipe', 'pipe'],
       },

@@ -6,8 +6,7 @@ import { DEFAULT_LATENCY_MS, LatencyStore, parseLatencyUrl } from '../../src/sto
 import { MemoryStore } from '../../src/store/memory.js';
 import { openStore } from '../../src/store/open.js';
 import { runConformance } from './conformance.js';
-
-const text = (s: string) => new TextEncoder().encode(s);
+import { text } from '../helpers/bytes.js';
 
 runConformance('latency (1 ms) around memory', async () => {
   const inner = new MemoryStore();

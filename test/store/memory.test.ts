@@ -4,8 +4,7 @@ import { SimClock } from '../../src/core/clock.js';
 import { ErrorCode } from '../../src/core/errors.js';
 import { MemoryStore, type StoreRequest } from '../../src/store/memory.js';
 import { CONFORMANCE_CASE_COUNT, runConformance } from './conformance.js';
-
-const text = (s: string) => new TextEncoder().encode(s);
+import { text } from '../helpers/bytes.js';
 
 runConformance('memory', async () => {
   const store = new MemoryStore();

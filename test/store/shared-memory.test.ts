@@ -6,8 +6,8 @@ import { openStore } from '../../src/store/open.js';
 import { SharedMemoryClient } from '../../src/store/testing/shared-memory.js';
 import { tsWorkerEntry } from '../helpers/ts-worker.js';
 import { runConformance } from './conformance.js';
+import { text } from '../helpers/bytes.js';
 
-const text = (s: string) => new TextEncoder().encode(s);
 let fixtures = 0;
 
 // A client in the main thread talks to the host over the same channel a worker's would.

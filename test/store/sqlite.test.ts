@@ -15,6 +15,7 @@ import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
 import { openStore } from '../../src/store/open.js';
 import { SqliteStore, parseSqliteUrl, prefixEnd, type SqliteStoreSettings } from '../../src/store/sqlite/store.js';
 import { runConformance } from './conformance.js';
+import { text } from '../helpers/bytes.js';
 
 const roots: string[] = [];
 after(() => {
@@ -30,7 +31,6 @@ function tempFile(): string {
 const clock = new SystemClock();
 const open = (file: string, settings: Partial<SqliteStoreSettings> = {}) =>
   new SqliteStore(file, { lockWaitMs: 2_000, ...settings }, clock);
-const text = (s: string) => new TextEncoder().encode(s);
 
 runConformance('sqlite', async () => {
   const file = tempFile();

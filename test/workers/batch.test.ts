@@ -5,7 +5,7 @@ import { runBatch } from '../../src/workers/batch.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
 import type { ActorEvent, BatchOutcome } from '../../src/workers/messages.js';
 import { runEvent } from '../../src/workers/pipeline.js';
-import { InlineActors } from './harness.js';
+import { InlineActors } from '../helpers/inline-actors.js';
 
 const Counter = defineActor({
   init(ctx: ActorContext) {

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { entryKey, parseEntryKey } from '../../src/alarms/keys.js';
 import { listChain } from '../../src/replication/chain.js';
@@ -15,7 +15,7 @@ import { SimClock } from '../../src/core/clock.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from './harness.js';
+import { inlineEnvs, okResult } from '../helpers/inline-actors.js';
 
 const fired: string[] = [];
 const Rem = defineActor({
@@ -28,16 +28,7 @@ const Rem = defineActor({
 });
 const A = 't/Rem/a';
 const address = parseAddress(A);
-const envs: InlineActors[] = [];
-after(async () => {
-  for (const e of envs) await e.cleanup();
-});
-function env(store: MemoryStore, generation: number): InlineActors {
-  const e = new InlineActors({ Rem }, { replicationDelayMs: 20 }, store);
-  e.generation = generation;
-  envs.push(e);
-  return e;
-}
+const env = inlineEnvs({ Rem }, { replicationDelayMs: 20 });
 const entries = (s: MemoryStore) =>
   s
     .keys()
@@ -138,9 +129,7 @@ describe('late deletes (R1: a fresh key for every PUT)', () => {
   it('late deletes after an owner’s own reschedule and a takeover: the alarm is still delivered by a node that never ran the actor', async () => {
     const clock = new SimClock(1_800_000_000_000);
     const store = new MemoryStore({ clock }); // one bucket, one virtual time for both nodes
-    const owner = new InlineActors({ Rem }, { replicationDelayMs: 20 }, store, undefined, clock);
-    owner.generation = 1;
-    envs.push(owner);
+    const owner = env(store, 1, { clock });
     const t1 = owner.clock.now() + 60_000;
     okResult(await owner.callDurable(A, 'set', t1)); // entry E1 at t1
     let late = true;
@@ -160,9 +149,7 @@ describe('late deletes (R1: a fresh key for every PUT)', () => {
       'the entry for t1 survived the late delete',
     );
     // The owner dies; a node that never ran the actor delivers the entry.
-    const other = new InlineActors({ Rem }, { replicationDelayMs: 20 }, store, undefined, clock);
-    other.generation = 2;
-    envs.push(other);
+    const other = env(store, 2, { clock });
     await clock.runUntil(t1 + 20_000);
     fired.length = 0;
     const [entry] = entries(store);

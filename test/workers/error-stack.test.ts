@@ -1,7 +1,7 @@
 /**
- * A failed handler's own stack crosses the worker boundary (issue 14): the error data the worker
- * sends names the handler's file, and so does the log line of a failed alarm (it logged
- * `"stack":""` before).
+ * A failed handler's own stack crosses the worker boundary, so that its failure can be traced to
+ * the handler's code: the error data the worker sends names the handler's file, and so does the
+ * log line of a failed alarm (not an empty `"stack":""`).
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -9,7 +9,7 @@ import { ErrorCode, reviveError } from '../../src/core/errors.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import FailsTwice from '../fixtures/classes/fails-twice.js';
 import { capturedLogger } from '../helpers/log-lines.js';
-import { InlineActors, okResult } from './harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 
 const A = 't/FailsTwice/a';
 const HANDLER_FILE = /fixtures\/classes\/fails-twice\.ts:\d+/;

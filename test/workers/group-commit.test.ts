@@ -14,7 +14,7 @@ import type { PutCondition } from '../../src/store/types.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
 import type { ActorEvent, EventResult } from '../../src/workers/messages.js';
 import { runEvent } from '../../src/workers/pipeline.js';
-import { InlineActors, okResult } from './harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 
 const ADDRESS = 't/Acc/hot';
 const Acc = defineActor({

@@ -12,7 +12,7 @@ import { defineActor, type ActorContext } from '../../src/workers/define-actor.j
 import { checkIdempotencyKey, IDEMPOTENCY_KEY_MAX_CHARS } from '../../src/workers/idempotency.js';
 import type { EventResult } from '../../src/workers/messages.js';
 import { runEvent } from '../../src/workers/pipeline.js';
-import { InlineActors, okResult } from './harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 
 let runs = 0;
 

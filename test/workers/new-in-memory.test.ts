@@ -13,7 +13,7 @@ import { MemoryStore } from '../../src/store/memory.js';
 import type { ListOptions } from '../../src/store/types.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { runEvent } from '../../src/workers/pipeline.js';
-import { Counter, InlineActors, okResult } from './harness.js';
+import { Counter, InlineActors, okResult } from '../helpers/inline-actors.js';
 
 const A = 't/Counter/a';
 const address = parseAddress(A);

@@ -4,7 +4,7 @@ import { after, describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { defineActor, type ActorContext, type AlarmInfo } from '../../src/workers/define-actor.js';
-import { InlineActors, okResult } from './harness.js';
+import { InlineActors, okResult } from '../helpers/inline-actors.js';
 
 const A = 't1/Rem/a';
 const seen: AlarmInfo[] = [];

@@ -10,7 +10,7 @@ import { parseAddress } from '../../src/core/address.js';
 import { readSidecar } from '../../src/replication/sidecar.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
-import { Counter, InlineActors, okResult } from './harness.js';
+import { Counter, InlineActors, okResult } from '../helpers/inline-actors.js';
 
 const A = 't/Counter/a';
 // A long replication delay: nothing is uploaded behind the test's back.

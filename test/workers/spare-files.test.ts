@@ -13,7 +13,7 @@ import { actorDbPath, newFileImage } from '../../src/workers/actor-db.js';
 import { SpareActorFiles } from '../../src/workers/spare-files.js';
 import { capturedLogger } from '../helpers/log-lines.js';
 import { tempDirs } from '../helpers/temp.js';
-import { Counter, InlineActors, okResult } from './harness.js';
+import { Counter, InlineActors, okResult } from '../helpers/inline-actors.js';
 
 const dir = tempDirs('kw-spare-');
 const envs: InlineActors[] = [];

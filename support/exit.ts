@@ -1,8 +1,8 @@
 /**
- * Cleanup that runs however a test process ends: normally, or stopped by a signal (node:test
- * sends SIGTERM to a test file that ran past its timeout; a terminal sends SIGINT). A signal
- * would skip 'exit' handlers, so it is turned into process.exit(128 + n), which runs them.
- * Handlers must be synchronous (kill children, remove folders).
+ * Cleanup that runs however a test or bench process ends: normally, or stopped by a signal
+ * (node:test sends SIGTERM to a test file that ran past its timeout; a terminal sends SIGINT).
+ * A signal would skip 'exit' handlers, so it is turned into process.exit(128 + n), which runs
+ * them. Handlers must be synchronous (kill children, remove folders).
  */
 const handlers: Array<() => void> = [];
 let installed = false;

@@ -2,9 +2,9 @@
  * bench/drain's tables: the console table, the requests-per-delivery breakdown, and
  * bench/results/drain.md (the same tables in markdown, plus the BullMQ rows and the command).
  */
-import type { DrainRow } from '../drain.js';
-import type { PeerResult } from '../peer-bullmq.js';
-import { round, table } from '../lib.js';
+import { round, table } from '../../lib.js';
+import type { PeerResult } from '../../peer-bullmq.js';
+import type { DrainRow } from './rows.js';
 
 const s = (ms: number) => round(ms / 1000, 1);
 

@@ -1,9 +1,12 @@
 /**
- * Runs the real event pipeline inline (no worker threads) on a SimClock and a temp data dir.
+ * Runs the real event pipeline inline (no worker threads) on a SimClock and a temp data dir:
+ * InlineActors is one node's actors, `inlineEnvs` a test file's maker of them (each on a bucket
+ * and a hold generation, all cleaned up when the file's tests end).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after } from 'node:test';
 import { SimClock } from '../../src/core/clock.js';
 import { parseAddress } from '../../src/core/address.js';
 import { NotFound } from '../../src/core/errors.js';
@@ -163,4 +166,26 @@ export class InlineActors {
 export function okResult(r: EventResult): unknown {
   if (r.type !== 'ok') throw new Error(`expected ok, got ${r.error.code}: ${r.error.message}`);
   return r.result;
+}
+
+/**
+ * A maker of InlineActors for a test file, each cleaned up (the newest first) when the file's
+ * tests end: `env(store, generation)` runs `classes` with `options` on that bucket under that hold
+ * generation, in a data dir of its own or `dataDir` (another's, to restart on it), on its own
+ * SimClock or `clock` (one virtual time for several nodes).
+ */
+export function inlineEnvs(
+  classes: Record<string, ActorDefinition>,
+  options: KeepworkOptions = {},
+): (store: ObjectStore, generation: number, at?: { dataDir?: string; clock?: SimClock }) => InlineActors {
+  const made: InlineActors[] = [];
+  after(async () => {
+    for (const e of made.reverse()) await e.cleanup();
+  });
+  return (store, generation, at = {}) => {
+    const e = new InlineActors(classes, options, store, at.dataDir, at.clock);
+    e.generation = generation;
+    made.push(e);
+    return e;
+  };
 }

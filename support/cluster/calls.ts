@@ -1,0 +1,60 @@
+/**
+ * Method calls on a node's HTTP API (`POST /v1/actors/<tenant>/<Class>/<name>/<method>`, the
+ * arguments as a JSON array, `?durable=1` for a durable call):
+ *
+ *   call(url, address, method, args, {durable, timeoutMs, idempotencyKey}) ─▶ { ok, status, result | error }
+ *   mustCall(…)                                                            ─▶ the result, or throws
+ *
+ * `call` never throws: no answer at all (connection refused, timeout) is `status: 0`, `NO_ANSWER`.
+ */
+
+export interface CallResult {
+  ok: boolean;
+  /** HTTP status; 0 when no answer came (connection refused, timeout). */
+  status: number;
+  result?: unknown;
+  error?: string;
+  message?: string;
+}
+
+export function actorUrl(base: string, address: string): string {
+  return `${base}/v1/actors/${address.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+export interface CallOptions {
+  durable?: boolean;
+  timeoutMs?: number;
+  /** Sent as `Idempotency-Key` (with `durable`). */
+  idempotencyKey?: string;
+}
+
+/** POST one method call; never throws (a failure comes back as `ok: false`). */
+export async function call(base: string, address: string, method: string, args: unknown[] = [], o: CallOptions = {}): Promise<CallResult> {
+  const url = `${actorUrl(base, address)}/${method}${o.durable ? '?durable=1' : ''}`;
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      body: JSON.stringify(args),
+      headers: { 'content-type': 'application/json', ...(o.idempotencyKey === undefined ? {} : { 'idempotency-key': o.idempotencyKey }) },
+      signal: AbortSignal.timeout(o.timeoutMs ?? 10_000),
+    });
+    const body = (await res.json().catch(() => ({}))) as { result?: unknown; error?: string; message?: string };
+    return { ok: res.ok, status: res.status, ...body };
+  } catch (e) {
+    return { ok: false, status: 0, error: 'NO_ANSWER', message: (e as Error).message };
+  }
+}
+
+/** A call that must succeed: its result, or an assertion-style error naming what came back. */
+export async function mustCall<T = unknown>(
+  base: string,
+  address: string,
+  method: string,
+  args: unknown[] = [],
+  o: CallOptions = {},
+): Promise<T> {
+  const r = await call(base, address, method, args, o);
+  if (!r.ok)
+    throw new Error(`${method}${o.durable ? ' (durable)' : ''} on ${address} via ${base} failed: ${r.status} ${r.error}: ${r.message}`);
+  return r.result as T;
+}
