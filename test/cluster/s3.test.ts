@@ -1,5 +1,5 @@
 /**
- * The kill -9 takeover of cluster.test.ts against a real S3 server (RGW on loopback, see
+ * The kill -9 takeover of cluster-takeover.test.ts against a real S3 server (RGW on loopback, see
  * scripts/s3-test-server.sh), in a prefix of its own (`s3://keepwork-test/cluster-<random>`) that
  * is emptied afterwards. Skipped, with the reason, when KEEPWORK_TEST_S3_URL is not set.
  *
