@@ -17,7 +17,8 @@
  * Uploads run one at a time per actor (`queue`). A conflict (someone else wrote our next seq: a
  * late commit or a rival) or a persistent failure gives the actor up: `givenUp` is set, every
  * later sync rejects with it, and the owner drops the open database; the next take restores.
- * Time, randomness and the store are injected.
+ * What the alarm index needs of the uploads (deletes after a link, the owner fence) is `index`
+ * (index-upload.ts). Time, randomness and the store are injected.
  */
 import type { TimerHandle } from '../core/clock.js';
 import { ActorGivenUp, LeaseLost, isKeepworkError } from '../core/errors.js';
@@ -25,6 +26,7 @@ import { invariantFailure } from '../core/invariant.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { createLink, deleteLinksBelow, type RetryDeps } from './chain.js';
 import { ChainPosition, type InMemory } from './chain-position.js';
+import { IndexUpload } from './index-upload.js';
 import { diffImages, forBucket, headerPageSize } from './memory-image.js';
 import { encodeLink, type LinkKind } from './link.js';
 import { committedImage } from './image.js';
@@ -50,8 +52,8 @@ export class ActorReplica {
    * waits for its first event's commit.
    */
   newFile = false;
-  /** Index entries to DELETE once the next link is in the bucket (the state no longer names them). */
-  private pendingDeletes: string[] = [];
+  /** The alarm index's part of the uploads: entries deleted after a link, the owner fence. */
+  readonly index: IndexUpload;
   private db: ReplicaDb | undefined;
   private queue: Promise<void> = Promise.resolve();
   /** The upload queued behind the one in flight, not yet captured: later `sync` callers join it. */
@@ -61,7 +63,7 @@ export class ActorReplica {
   private timer: TimerHandle | undefined;
 
   /** The node's epoch when the replica was made: its hold is of that epoch, so it writes only while the lease is too. */
-  private readonly epoch: number;
+  readonly epoch: number;
 
   constructor(
     private readonly deps: ReplicaDeps,
@@ -71,6 +73,7 @@ export class ActorReplica {
     readonly generation: number,
   ) {
     this.epoch = deps.writer.epoch;
+    this.index = new IndexUpload(deps, this);
   }
 
   /** LeaseView: the lease is valid and still of this replica's epoch (a rejoined node's old replicas never write). */
@@ -81,6 +84,11 @@ export class ActorReplica {
   /** Commits in the local file past the sidecar's cursor that take() adopted (uploaded from start()). */
   get unuploaded(): number {
     return this.pos.unuploaded;
+  }
+
+  /** The seq of the chain's head as this replica knows it (0: none). */
+  get headSeq(): number {
+    return this.pos.head?.seq ?? 0;
   }
 
   /** This replica's take found nothing in the bucket for the actor (a local-only or new actor). */
@@ -163,6 +171,7 @@ export class ActorReplica {
 
   attach(db: ReplicaDb): void {
     this.db = db;
+    this.index.attach(db);
     if (!this.pos.memory) db.pragma('wal_autocheckpoint = 0');
   }
 
@@ -191,30 +200,6 @@ export class ActorReplica {
   private saveFirstSidecar(): void {
     if (this.pos.memory || this.closed) return;
     writeSidecar(this.dbPath, { seq: 0, etag: '', generation: this.generation, cursor: null });
-  }
-
-  /**
-   * `key` is named by no state from the last commit on: delete it once a link holding that commit
-   * is in the bucket (docs/alarm-index.md, R2). Call it after the commit, so the next capture includes it.
-   */
-  deleteAfterUpload(key: string): void {
-    this.pendingDeletes.push(key);
-  }
-
-  /**
-   * The owner fence (docs/alarm-index.md, R2): before removing entries as stale, an owner that has uploaded nothing
-   * under its hold ends the history with a one-line change of its own, so no earlier owner's late
-   * upload can still become the state. At most one extra upload per hold.
-   */
-  async fence(): Promise<void> {
-    if (this.uploadedUnderHold) return;
-    const db = this.db;
-    if (!db || db.inTransaction) throw new ActorGivenUp(`cannot fence ${this.name()} now`);
-    db.prepare("INSERT INTO _keep_meta (key, value) VALUES ('owner_fence', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(
-      `${this.deps.writer.nodeId}/${this.epoch}/${this.generation}/${this.pos.head?.seq ?? 0}`, // on top of this head: never the value it holds
-    );
-    await this.sync();
-    if (!this.uploadedUnderHold) throw this.giveUpNow(new ActorGivenUp(`the owner fence of ${this.name()} uploaded nothing`));
   }
 
   /** The index could not be brought in line: the actor is given up, nothing more is uploaded. */
@@ -295,9 +280,9 @@ export class ActorReplica {
     const first = this.pos.head === null || this.pos.deleted; // a chain (re)starts with a snapshot
     // No frames (no change) — and a new actor in memory that has committed nothing has no chain yet.
     if (!captured.delta && (!first || this.pos.memory)) return;
-    const deletes = this.pendingDeletes.splice(0); // registered after commits this capture holds
+    const deletes = this.index.captured();
     await this.uploadCaptured(captured, first); // if it fails the entries stay: extra ones are harmless
-    void this.deleteEntries(deletes); // not awaited: a durable reply waits for its link, not for cleanup
+    this.index.landed(deletes); // not awaited: a durable reply waits for its link, not for cleanup
   }
 
   /** The pages the in-memory database changed since the head's image. */
@@ -306,19 +291,6 @@ export class ActorReplica {
     const delta = diffImages(m.uploaded, now, m.pageSize);
     m.captured = delta ? now : null; // an unchanged image is not kept: it would only outlive its use
     return { delta, cursor: null };
-  }
-
-  private async deleteEntries(keys: string[]): Promise<void> {
-    if (keys.length === 0) return;
-    if (this.deps.deletes) return this.deps.deletes.add(keys);
-    try {
-      await this.deps.store.deleteMany(keys);
-    } catch (e) {
-      this.deps.log.warn(
-        { actor: this.name(), keys, err: e },
-        'deleting replaced index entries failed; they stay until a delivery removes them',
-      );
-    }
   }
 
   private async uploadCaptured(captured: ReturnType<typeof captureWal>, first: boolean): Promise<void> {

@@ -278,7 +278,7 @@ async function commitWithAlarm(deps: PipelineDeps, slot: Slot, address: ActorAdd
   commitAlarm(slot.db, state);
   const replaced = await indexBeforeCommit(deps, slot, address, state.at);
   slot.db.exec('COMMIT');
-  if (replaced) slot.replica.deleteAfterUpload(replaced);
+  if (replaced) slot.replica.index.deleteAfterUpload(replaced);
 }
 
 /**

@@ -1,0 +1,103 @@
+/**
+ * The alarm index's part of one actor's uploads (docs/alarm-index.md, "The owner's sequencing"):
+ * what rides on the replica's links (replica.ts) without being replication.
+ *
+ *   deleteAfterUpload(e)   e is named by no state from the last commit on (R2): DELETE it once a
+ *                          link holding that commit is in the bucket
+ *   captured()             at the capture of a link: the deletes that link carries
+ *   landed(deletes)        that link is in the bucket: the deletes go out (not awaited; a failure
+ *                          leaves extra entries, which a delivery removes later)
+ *   fence()                the owner fence (R2): an owner that has uploaded nothing under its hold
+ *                          ends the history with a one-line change of its own first
+ *
+ *   event: PUT ─▶ alarm_indexed ─▶ COMMIT ─▶ deleteAfterUpload
+ *   replica: capture ─▶ captured ─▶ link up ─▶ landed ─▶ DELETE
+ *
+ * Entries are opaque here: alarms/keys.ts builds keys and alarm_indexed values (replication sits
+ * below alarms).
+ */
+import { ActorGivenUp } from '../core/errors.js';
+import { formatAddress, type ActorAddress } from '../core/address.js';
+import type { ReplicaDb, ReplicaDeps } from './replica-deps.js';
+
+/** An index entry to delete: its key and the generation of the owner that listed it (null: a legacy entry). */
+export interface ReplacedEntry {
+  readonly key: string;
+  readonly generation: number | null;
+}
+
+/** What the index's part needs of its actor's replica. */
+export interface IndexedReplica {
+  readonly address: ActorAddress;
+  /** The hold generation the replica writes under. */
+  readonly generation: number;
+  /** The node's epoch the hold is of. */
+  readonly epoch: number;
+  /** The seq of the chain's head as the replica knows it (0: none). */
+  readonly headSeq: number;
+  /** A link was uploaded under this hold (the history ends with the owner's own). */
+  readonly uploadedUnderHold: boolean;
+  sync(): Promise<void>;
+  giveUpNow(e: unknown): Error;
+}
+
+const WRITE_FENCE = "INSERT INTO _keep_meta (key, value) VALUES ('owner_fence', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value";
+
+export class IndexUpload {
+  private db: ReplicaDb | undefined;
+  /** Entries to DELETE once the next link is in the bucket. */
+  private pending: ReplacedEntry[] = [];
+
+  constructor(
+    private readonly deps: ReplicaDeps,
+    private readonly replica: IndexedReplica,
+  ) {}
+
+  /** The actor's database (the owner fence writes its row there). */
+  attach(db: ReplicaDb): void {
+    this.db = db;
+  }
+
+  /** `entry` is named by no state from the last commit on: call it after the commit, so the next capture includes it. */
+  deleteAfterUpload(entry: ReplacedEntry): void {
+    this.pending.push(entry);
+  }
+
+  /** At the capture of a link: the deletes it carries (registered after the commits it holds). */
+  captured(): ReplacedEntry[] {
+    return this.pending.splice(0);
+  }
+
+  /** The link that carried `deletes` is in the bucket: they go out (batched across actors when the deps have a batcher). */
+  landed(deletes: readonly ReplacedEntry[]): void {
+    if (deletes.length === 0) return;
+    const keys = deletes.map((e) => e.key);
+    if (this.deps.deletes) return this.deps.deletes.add(keys);
+    this.deps.store.deleteMany(keys).catch((e: unknown) => {
+      this.deps.log.warn(
+        { actor: this.name(), keys, err: e },
+        'deleting replaced index entries failed; they stay until a delivery removes them',
+      );
+    });
+  }
+
+  /**
+   * The owner fence (docs/alarm-index.md, R2): before removing entries as stale, an owner that has
+   * uploaded nothing under its hold ends the history with a one-line change of its own, so no
+   * earlier owner's late upload can still become the state. At most one extra upload per hold.
+   */
+  async fence(): Promise<void> {
+    const r = this.replica;
+    if (r.uploadedUnderHold) return;
+    const db = this.db;
+    if (!db || db.inTransaction) throw new ActorGivenUp(`cannot fence ${this.name()} now`);
+    // On top of this head: never the value the row holds already.
+    db.prepare(WRITE_FENCE).run(`${this.deps.writer.nodeId}/${r.epoch}/${r.generation}/${r.headSeq}`);
+    await r.sync();
+    if (!r.uploadedUnderHold) throw r.giveUpNow(new ActorGivenUp(`the owner fence of ${this.name()} uploaded nothing`));
+  }
+
+  private name(): string {
+    return formatAddress(this.replica.address);
+  }
+}
