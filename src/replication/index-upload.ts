@@ -3,7 +3,7 @@
  * what rides on the replica's links (replica.ts) without being replication.
  *
  *   deleteAfterUpload(e)   e is named by no state from the last commit on (R2): DELETE it once a
- *                          link holding that commit is in the bucket
+ *                          link holding that commit is in the bucket; never a newer owner's (R3)
  *   captured()             at the capture of a link: the deletes that link carries
  *   landed(deletes)        that link is in the bucket: the deletes go out (not awaited; a failure
  *                          leaves extra entries, which a delivery removes later)
@@ -14,10 +14,12 @@
  *   replica: capture ─▶ captured ─▶ link up ─▶ landed ─▶ DELETE
  *
  * Entries are opaque here: alarms/keys.ts builds keys and alarm_indexed values (replication sits
- * below alarms).
+ * below alarms). A broken rule is a bug (an invariant): the actor is given up there, before
+ * anything deletes the wrong entry.
  */
 import { ActorGivenUp } from '../core/errors.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
+import { invariantFailure } from '../core/invariant.js';
 import type { ReplicaDb, ReplicaDeps } from './replica-deps.js';
 
 /** An index entry to delete: its key and the generation of the owner that listed it (null: a legacy entry). */
@@ -60,6 +62,16 @@ export class IndexUpload {
 
   /** `entry` is named by no state from the last commit on: call it after the commit, so the next capture includes it. */
   deleteAfterUpload(entry: ReplacedEntry): void {
+    // R3: an entry listed under a generation above this owner's is a newer owner's, and the state
+    // that owner uploads may name it. The state this owner runs on names entries of its own
+    // generation or below (it restored the state written before its hold), so none is replaced.
+    const own = this.replica.generation;
+    if (entry.generation !== null && entry.generation > own)
+      throw this.replica.giveUpNow(
+        invariantFailure(
+          `${this.name()} would delete index entry ${entry.key} of generation ${entry.generation}, above its own ${own} (R3)`,
+        ),
+      );
     this.pending.push(entry);
   }
 

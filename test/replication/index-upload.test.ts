@@ -1,0 +1,91 @@
+/**
+ * The alarm index's part of an actor's uploads (src/replication/index-upload.ts), through the real
+ * event pipeline on a memory bucket: the rules it asserts (a broken one stops the actor with
+ * INTERNAL before anything deletes or names the wrong entry), and that no rule fires on the way
+ * the pipeline uses it.
+ */
+import assert from 'node:assert/strict';
+import { after, afterEach, describe, it } from 'node:test';
+import { parseAddress } from '../../src/core/address.js';
+import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
+import { invariantHooks } from '../../src/core/invariant.js';
+import { entryKey, parseEntryKey } from '../../src/alarms/keys.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
+import { InlineActors, okResult } from '../workers/harness.js';
+
+const Rem = defineActor({
+  init: (ctx: ActorContext) => ctx.sql.exec('CREATE TABLE t (v INTEGER)'),
+  alarm: () => undefined,
+  methods: {
+    set: (ctx: ActorContext, at: number) => ctx.setAlarm(at),
+    touch: (ctx: ActorContext) => void ctx.sql.prepare('INSERT INTO t VALUES (1)').run(),
+  },
+});
+
+const A = 't/Rem/a';
+const address = parseAddress(A);
+const AT = 1_900_000_000_000;
+const envs: InlineActors[] = [];
+after(async () => {
+  for (const e of envs) await e.cleanup();
+});
+afterEach(() => (invariantHooks.onFailure = undefined));
+
+function env(store: MemoryStore, generation: number): InlineActors {
+  const e = new InlineActors({ Rem }, { replicationDelayMs: 20 }, store);
+  e.generation = generation;
+  envs.push(e);
+  return e;
+}
+
+/** Every failed invariant's message, as it is raised. */
+function heardInvariants(): string[] {
+  const heard: string[] = [];
+  invariantHooks.onFailure = (err) => heard.push(err.message);
+  return heard;
+}
+
+const entries = (store: MemoryStore) => store.keys().filter((k) => k.startsWith('alarms/'));
+const isInternal = (pattern: RegExp) => (e: unknown) => isKeepworkError(e, ErrorCode.Internal) && pattern.test(e.message);
+
+describe('R3 at the delete: an owner never deletes an entry of a generation above its own', () => {
+  it('an entry of a newer owner handed to the delete stops the actor with INTERNAL, and stays (wrong input)', async () => {
+    const store = new MemoryStore();
+    const e = env(store, 3);
+    okResult(await e.callDurable(A, 'set', AT));
+    const newer = entryKey({ address, dueMs: AT + 1, tag: { generation: 4, nonce: 'ff' } });
+    await store.put(newer, new Uint8Array(0)); // listed by the owner of generation 4
+    const heard = heardInvariants();
+    const slot = (await e.deps.slots.acquire(address, false, e.generation))!;
+
+    assert.throws(
+      () => slot.replica.index.deleteAfterUpload({ key: newer, generation: 4 }),
+      isInternal(/generation 4, above its own 3 \(R3\)/),
+    );
+    e.deps.slots.release(slot);
+    assert.match(heard[0] ?? '', /t\/Rem\/a would delete index entry .* of generation 4, above its own 3 \(R3\)/);
+    assert.equal((slot.replica.givenUp as { code?: string } | undefined)?.code, ErrorCode.Internal, 'the actor is given up');
+    okResult(await e.callDurable(A, 'touch')); // taken again (restored), uploaded
+    assert.ok(store.peek(newer), 'the newer owner’s entry is still there');
+  });
+
+  it('an entry of its own generation, one below and a legacy one are deleted once the next link is up', async () => {
+    const store = new MemoryStore();
+    const e = env(store, 3);
+    okResult(await e.callDurable(A, 'set', AT));
+    const heard = heardInvariants();
+    const own = entries(store);
+    const older = entryKey({ address, dueMs: AT + 1, tag: { generation: 2, nonce: 'ee' } });
+    const legacy = entryKey({ address, dueMs: AT + 2, tag: null });
+    for (const k of [older, legacy]) await store.put(k, new Uint8Array(0));
+    const slot = (await e.deps.slots.acquire(address, false, e.generation))!;
+    slot.replica.index.deleteAfterUpload({ key: older, generation: 2 });
+    slot.replica.index.deleteAfterUpload({ key: legacy, generation: null });
+    e.deps.slots.release(slot);
+    okResult(await e.callDurable(A, 'touch'));
+    assert.deepEqual(entries(store), own, 'both deleted after the link; the entry the state names stays');
+    assert.equal(parseEntryKey(own[0]!)?.tag?.generation, 3);
+    assert.deepEqual(heard, []);
+  });
+});
