@@ -280,7 +280,7 @@ export class ActorReplica {
     const first = this.pos.head === null || this.pos.deleted; // a chain (re)starts with a snapshot
     // No frames (no change) — and a new actor in memory that has committed nothing has no chain yet.
     if (!captured.delta && (!first || this.pos.memory)) return;
-    const deletes = this.index.captured();
+    const deletes = this.index.captured(db);
     await this.uploadCaptured(captured, first); // if it fails the entries stay: extra ones are harmless
     this.index.landed(deletes); // not awaited: a durable reply waits for its link, not for cleanup
   }

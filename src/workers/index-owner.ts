@@ -74,6 +74,7 @@ export async function indexBeforeCommit(
     } catch (e) {
       throw replica.giveUpNow(e);
     }
+    replica.index.listed(formatIndexed(named)); // R1, R4: an upload may name it only from now on
   }
   writeMeta(db, 'alarm_indexed', named ? formatIndexed(named) : null);
   const replaced = plan.replaces;

@@ -9,7 +9,8 @@ import { after, afterEach, describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
 import { invariantHooks } from '../../src/core/invariant.js';
-import { entryKey, parseEntryKey } from '../../src/alarms/keys.js';
+import { entryKey, formatIndexed, parseEntryKey } from '../../src/alarms/keys.js';
+import { listChain } from '../../src/replication/chain.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
 import { InlineActors, okResult } from '../workers/harness.js';
@@ -19,6 +20,7 @@ const Rem = defineActor({
   alarm: () => undefined,
   methods: {
     set: (ctx: ActorContext, at: number) => ctx.setAlarm(at),
+    clear: (ctx: ActorContext) => ctx.clearAlarm(),
     touch: (ctx: ActorContext) => void ctx.sql.prepare('INSERT INTO t VALUES (1)').run(),
   },
 });
@@ -87,5 +89,45 @@ describe('R3 at the delete: an owner never deletes an entry of a generation abov
     assert.deepEqual(entries(store), own, 'both deleted after the link; the entry the state names stays');
     assert.equal(parseEntryKey(own[0]!)?.tag?.generation, 3);
     assert.deepEqual(heard, []);
+  });
+});
+
+describe('R1, R4 at the upload: a link names only an entry listed before it', () => {
+  it('state naming an entry this owner never listed stops the actor before its link goes up (planted)', async () => {
+    const store = new MemoryStore();
+    const e = env(store, 3);
+    okResult(await e.callDurable(A, 'set', AT));
+    const chain = await listChain(store, address);
+    const heard = heardInvariants();
+    const slot = (await e.deps.slots.acquire(address, false, e.generation))!;
+    const unlisted = formatIndexed({ at: AT + 5, tag: { generation: 3, nonce: 'abcd' } });
+    // The wrong state: alarm_indexed names an entry no PUT listed (committed outside the pipeline).
+    slot.db.prepare("UPDATE _keep_meta SET value = ? WHERE key = 'alarm_indexed'").run(unlisted);
+
+    await assert.rejects(slot.replica.sync(), isInternal(/never listed \(R1, R4\)/));
+    e.deps.slots.release(slot);
+    assert.match(heard[0] ?? '', new RegExp(`t/Rem/a would upload state naming index entry ${unlisted}, which this owner never listed`));
+    assert.equal((slot.replica.givenUp as { code?: string } | undefined)?.code, ErrorCode.Internal, 'the actor is given up');
+    assert.deepEqual(await listChain(store, address), chain, 'no link names it');
+  });
+
+  it('entries listed by this owner, by an earlier owner, and none: every upload goes up, no invariant heard', async () => {
+    const store = new MemoryStore();
+    const first = env(store, 1);
+    okResult(await first.callDurable(A, 'set', AT));
+    await first.deps.slots.closeAll();
+    const heard = heardInvariants();
+    const e = env(store, 2); // takes the actor naming generation 1's entry
+    okResult(await e.callDurable(A, 'touch')); // names the earlier owner's entry (an unchanged alarm keeps it)
+    okResult(await e.call(A, 'set', AT + 1)); // plain: uploaded by the group commit
+    okResult(await e.call(A, 'set', AT + 2)); // two listings before one upload
+    await e.clock.advance(25);
+    okResult(await e.callDurable(A, 'clear'));
+    okResult(await e.callDurable(A, 'set', AT + 3));
+    assert.deepEqual(heard, []);
+    assert.deepEqual(
+      entries(store).map((k) => parseEntryKey(k)?.tag?.generation),
+      [2],
+    );
   });
 });
