@@ -25,12 +25,12 @@ import { ActorGivenUp, LeaseLost, isKeepworkError } from '../core/errors.js';
 import { invariantFailure } from '../core/invariant.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { createLink, deleteLinksBelow, type RetryDeps } from './chain.js';
-import { ChainPosition, type InMemory } from './chain-position.js';
+import { ChainPosition } from './chain-position.js';
 import { IndexUpload } from './index-upload.js';
 import { diffImages, forBucket, headerPageSize } from './memory-image.js';
 import { encodeLink, type LinkKind } from './link.js';
 import { committedImage } from './image.js';
-import { checkpointDue, nextLinkKind } from './link-policy.js';
+import { checkpointDue, nextLinkKind, pruneBelow } from './link-policy.js';
 import type { ReplicaDb, ReplicaDeps } from './replica-deps.js';
 import { take, takeInMemory, takeNew, type TakeContext, type TakeResult } from './replica-take.js';
 import { removeSidecar, writeSidecar } from './sidecar.js';
@@ -120,11 +120,6 @@ export class ActorReplica {
   private takeContext(): TakeContext {
     const { deps, address, dbPath, generation, pos } = this;
     return { deps, address, dbPath, generation, pos, saveSidecar: () => this.saveSidecar() };
-  }
-
-  /** True when the actor lives in memory (see takeInMemory). */
-  get inMemory(): boolean {
-    return this.pos.memory !== null;
   }
 
   /**
@@ -276,21 +271,16 @@ export class ActorReplica {
     if (this.lost) throw this.lost; // a durable call waiting here must fail, not be told its commit is up
     const db = this.db;
     if (!db || !db.open) return;
-    const captured = this.pos.memory ? this.captureMemory(db, this.pos.memory) : captureWal(`${this.dbPath}-wal`, this.pos.cursor);
+    const m = this.pos.memory;
+    const captured = m
+      ? { delta: this.pos.captureMemory(m, db.serialize()), cursor: null }
+      : captureWal(`${this.dbPath}-wal`, this.pos.cursor);
     const first = this.pos.head === null || this.pos.deleted; // a chain (re)starts with a snapshot
     // No frames (no change) — and a new actor in memory that has committed nothing has no chain yet.
     if (!captured.delta && (!first || this.pos.memory)) return;
     const deletes = this.index.captured(db);
     await this.uploadCaptured(captured, first); // if it fails the entries stay: extra ones are harmless
     this.index.landed(deletes); // not awaited: a durable reply waits for its link, not for cleanup
-  }
-
-  /** The pages the in-memory database changed since the head's image. */
-  private captureMemory(db: ReplicaDb, m: InMemory): ReturnType<typeof captureWal> {
-    const now = db.serialize();
-    const delta = diffImages(m.uploaded, now, m.pageSize);
-    m.captured = delta ? now : null; // an unchanged image is not kept: it would only outlive its use
-    return { delta, cursor: null };
   }
 
   private async uploadCaptured(captured: ReturnType<typeof captureWal>, first: boolean): Promise<void> {
@@ -333,32 +323,22 @@ export class ActorReplica {
     const headNow = this.pos.head?.seq ?? 0;
     if (seq !== headNow + 1)
       throw this.giveUp(invariantFailure(`link ${seq} of ${this.name()} landed on head ${headNow}, not ${seq - 1}`), seq);
-    this.pos.head = { seq, etag };
+    this.pos.landed({ seq, etag, kind, bytes: payload.byteLength, atMs, cursor });
     this.uploadedUnderHold = true;
-    if (this.pos.memory?.captured) this.pos.memory.uploaded = this.pos.memory.captured;
-    this.pos.cursor = cursor ?? this.pos.cursor;
-    this.pos.deleted = kind === 'tombstone';
-    this.pos.countLink(kind, payload.byteLength);
-    if (kind === 'snapshot') this.pos.snapshots = [...this.pos.snapshots, { seq, atMs }].slice(-3);
     this.saveSidecar();
     this.checkpoint(false);
     await this.prune();
   }
 
-  /**
-   * Retention: links before a snapshot that is not the newest, and older than linkRetentionMs,
-   * are no longer needed by any restore (nor by a point-in-time restore within the retention).
-   */
+  /** Retention (link-policy.ts pruneBelow): links no restore needs any more are deleted. */
   private async prune(): Promise<void> {
-    const cutoff = this.deps.clock.now() - this.deps.config.linkRetentionMs;
-    const older = this.pos.snapshots.slice(0, -1).filter((s) => s.atMs <= cutoff);
-    const keepFrom = older[older.length - 1];
-    if (!keepFrom) return;
+    const below = pruneBelow(this.pos.snapshots, this.deps.clock.now(), this.deps.config);
+    if (below === undefined) return;
     try {
-      const n = await deleteLinksBelow(this.deps.store, this.address, keepFrom.seq);
-      this.pos.snapshots = this.pos.snapshots.filter((s) => s.seq >= keepFrom.seq);
+      const n = await deleteLinksBelow(this.deps.store, this.address, below);
+      this.pos.snapshots = this.pos.snapshots.filter((s) => s.seq >= below);
       this.saveSidecar();
-      if (n > 0) this.deps.log.debug({ actor: this.name(), below: keepFrom.seq, links: n }, 'old links deleted (retention)');
+      if (n > 0) this.deps.log.debug({ actor: this.name(), below, links: n }, 'old links deleted (retention)');
     } catch (e) {
       this.deps.log.warn({ actor: this.name(), err: e }, 'deleting old links failed; retrying after the next snapshot');
     }
