@@ -61,6 +61,8 @@ export class ActorReplica {
   /** Closed holding commits the bucket does not have (dropped, or given up): no `sync` may resolve. */
   private lost: Error | undefined;
   private timer: TimerHandle | undefined;
+  /** The hold generation of the event using the replica now (`usedUnder`). */
+  private holdInUse: number;
 
   /** The node's epoch when the replica was made: its hold is of that epoch, so it writes only while the lease is too. */
   readonly epoch: number;
@@ -73,7 +75,13 @@ export class ActorReplica {
     readonly generation: number,
   ) {
     this.epoch = deps.writer.epoch;
+    this.holdInUse = generation;
     this.index = new IndexUpload(deps, this);
+  }
+
+  /** An event of the hold of `generation` uses the replica (ActorSlots.acquire: a replica of another hold is taken anew). */
+  usedUnder(generation: number): void {
+    this.holdInUse = generation;
   }
 
   /** LeaseView: the lease is valid and still of this replica's epoch (a rejoined node's old replicas never write). */
@@ -308,6 +316,13 @@ export class ActorReplica {
     const { nodeId } = this.deps.writer;
     const epoch = this.epoch;
     const generation = this.generation;
+    // A link's generation is its hold's: the take path (replica-take.ts ownLinkAfter) counts a link
+    // of this generation as this holder's own, and index entries' R3 trusts the same number.
+    if (generation !== this.holdInUse)
+      throw this.giveUp(
+        invariantFailure(`link ${seq} of ${this.name()} carries generation ${generation}, not its hold's ${this.holdInUse}`),
+        seq,
+      );
     const atMs = this.deps.clock.now();
     const body = encodeLink({ seq, kind, generation, nodeId, epoch, atMs, pageSize, pageCount }, payload);
     let etag: string;
