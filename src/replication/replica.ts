@@ -15,13 +15,14 @@
  * (chain-position.ts): the take path sets it, every upload here moves it on.
  *
  * Uploads run one at a time per actor (`queue`). A conflict (someone else wrote our next seq: a
- * late commit or a rival) or a persistent failure gives the actor up: `givenUp` is set, every
- * later sync rejects with it, and the owner drops the open database; the next take restores.
+ * late commit or a rival), a persistent failure or a failed invariant gives the actor up: `givenUp`
+ * is set, every later sync rejects with it, and the owner drops the open database; the next take
+ * restores.
  * What the alarm index needs of the uploads (deletes after a link, the owner fence) is `index`
  * (index-upload.ts). Time, randomness and the store are injected.
  */
 import type { TimerHandle } from '../core/clock.js';
-import { ActorGivenUp, LeaseLost, isKeepworkError } from '../core/errors.js';
+import { ActorGivenUp, ErrorCode, LeaseLost, isKeepworkError } from '../core/errors.js';
 import { invariantFailure } from '../core/invariant.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { createLink, deleteLinksBelow, type RetryDeps } from './chain.js';
@@ -279,16 +280,20 @@ export class ActorReplica {
     if (this.lost) throw this.lost; // a durable call waiting here must fail, not be told its commit is up
     const db = this.db;
     if (!db || !db.open) return;
-    const m = this.pos.memory;
-    const captured = m
-      ? { delta: this.pos.captureMemory(m, db.serialize()), cursor: null }
-      : captureWal(`${this.dbPath}-wal`, this.pos.cursor);
-    const first = this.pos.head === null || this.pos.deleted; // a chain (re)starts with a snapshot
-    // No frames (no change) — and a new actor in memory that has committed nothing has no chain yet.
-    if (!captured.delta && (!first || this.pos.memory)) return;
-    const deletes = this.index.captured(db);
-    await this.uploadCaptured(captured, first); // if it fails the entries stay: extra ones are harmless
-    this.index.landed(deletes); // not awaited: a durable reply waits for its link, not for cleanup
+    try {
+      const m = this.pos.memory;
+      const captured = m
+        ? { delta: this.pos.captureMemory(m, db.serialize()), cursor: null }
+        : captureWal(`${this.dbPath}-wal`, this.pos.cursor);
+      const first = this.pos.head === null || this.pos.deleted; // a chain (re)starts with a snapshot
+      // No frames (no change) — and a new actor in memory that has committed nothing has no chain yet.
+      if (!captured.delta && (!first || this.pos.memory)) return;
+      const deletes = this.index.captured(db);
+      await this.uploadCaptured(captured, first); // if it fails the entries stay: extra ones are harmless
+      this.index.landed(deletes); // not awaited: a durable reply waits for its link, not for cleanup
+    } catch (e) {
+      throw isKeepworkError(e, ErrorCode.Internal) && !this.givenUp ? this.giveUpNow(e) : e; // a bug, wherever raised: loudly
+    }
   }
 
   private async uploadCaptured(captured: ReturnType<typeof captureWal>, first: boolean): Promise<void> {
@@ -382,7 +387,8 @@ export class ActorReplica {
       ? (e as unknown as Error)
       : new ActorGivenUp(`uploading link ${seq} of ${this.name()} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
     this.givenUp = err;
-    this.deps.log.error({ actor: this.name(), seq, err: e }, 'actor given up: its chain could not be extended');
+    const why = isKeepworkError(e, ErrorCode.Internal) ? 'an invariant failed' : 'its chain could not be extended';
+    this.deps.log.error({ actor: this.name(), seq, err: e }, `actor given up: ${why}`);
     return err;
   }
 
