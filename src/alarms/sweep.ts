@@ -23,11 +23,13 @@ import { switchMap } from 'rxjs/operators';
 import type { ActorAddress } from '../core/address.js';
 import type { Clock } from '../core/clock.js';
 import type { Settings } from '../core/config.js';
+import { ErrorCode, isKeepworkError } from '../core/errors.js';
+import { invariant } from '../core/invariant.js';
 import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import { compareKeys } from '../store/keys.js';
 import { LIST_ASK_MAX, LIST_MAX_KEYS, type ObjectStore } from '../store/types.js';
-import { dueBound, parseEntryKey, tenantPrefix, type IndexEntry } from './keys.js';
+import { dueBound, entryKey, parseEntryKey, tenantPrefix, type IndexEntry } from './keys.js';
 import { EntrySorter, planSorted, type SweepNode } from './plan-sweep.js';
 import { nextSweepDelayMs, waitsForRoom } from './sweep-cadence.js';
 
@@ -145,7 +147,8 @@ export class Sweeper {
       this.host.swept?.(tenant, r, this.d.clock.now() - t0);
       return r;
     } catch (e) {
-      this.d.log.warn({ tenant, err: e }, 'sweep failed; trying again at the next one');
+      if (isKeepworkError(e, ErrorCode.Internal)) this.d.log.error({ tenant, err: e }, 'sweep stopped: an invariant failed');
+      else this.d.log.warn({ tenant, err: e }, 'sweep failed; trying again at the next one');
       return { read: 0, offered: 0, planned: 0, full: false };
     }
   }
@@ -200,9 +203,16 @@ export class Sweeper {
     });
     const firstLeft = plan.ownLeftBehind[0];
     const resumeAfter = firstLeft === undefined ? undefined : before.get(firstLeft);
-    if (firstLeft !== undefined && resumeAfter !== startCursor && resumeAfter !== undefined) this.cursors.set(tenant, resumeAfter);
-    else if (reachedEnd) this.cursors.delete(tenant);
-    else if (lastKey !== undefined) this.cursors.set(tenant, lastKey);
+    const resumesAtLeft = firstLeft !== undefined && resumeAfter !== startCursor && resumeAfter !== undefined;
+    const cursor = resumesAtLeft ? resumeAfter : reachedEnd ? undefined : (lastKey ?? startCursor);
+    // The sweep's resumption: the cursor never moves past an own entry the delivery cap left out
+    // (unless that entry was the first read: then it moves past everything read, so it advances).
+    invariant(
+      firstLeft === undefined || resumeAfter === startCursor || cursor === undefined || compareKeys(cursor, entryKey(firstLeft)) < 0,
+      () => `the sweep of tenant ${tenant} would move its cursor to ${cursor}, past ${entryKey(firstLeft!)}, an own entry it did not offer`,
+    );
+    if (cursor === undefined) this.cursors.delete(tenant);
+    else this.cursors.set(tenant, cursor);
     let offered = 0;
     let offeredAnyones = 0;
     for (const [i, e] of plan.deliveries.entries()) {

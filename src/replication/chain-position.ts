@@ -7,12 +7,22 @@
  * sidecar records it (`sidecar()`).
  */
 import type { LinkKind } from './link.js';
+import { diffImages } from './memory-image.js';
+import type { PageDelta } from './pages.js';
 import type { Sidecar } from './sidecar.js';
 import type { WalCursor } from './wal.js';
 
 export interface Head {
   seq: number;
   etag: string;
+}
+
+/** A link that landed as the chain's new head: `bytes` of payload, written at `atMs`; `cursor`, where its WAL capture stopped. */
+export interface LandedLink extends Head {
+  kind: LinkKind;
+  bytes: number;
+  atMs: number;
+  cursor: WalCursor | null;
 }
 
 /** An actor kept in memory: the image the bucket's head equals, and the one captured for the next link. */
@@ -38,16 +48,31 @@ export class ChainPosition {
   /** The take found nothing in the bucket for the actor (a local-only or new actor). */
   foundNothing = false;
 
-  /** A link of `kind` and `bytes` of payload went up: the counters the link policy reads. */
-  countLink(kind: LinkKind, bytes: number): void {
+  /**
+   * The pages an actor in memory changed since the head's image (`now`, its image at the capture),
+   * kept as the image the next link carries.
+   */
+  captureMemory(m: InMemory, now: Buffer): PageDelta | null {
+    const delta = diffImages(m.uploaded, now, m.pageSize);
+    m.captured = delta ? now : null; // an unchanged image is not kept: it would only outlive its use
+    return delta;
+  }
+
+  /** `link` went up as the new head: the position moves on to it, with the counters the link policy reads. */
+  landed(link: LandedLink): void {
+    this.head = { seq: link.seq, etag: link.etag };
+    if (this.memory?.captured) this.memory.uploaded = this.memory.captured;
+    this.cursor = link.cursor ?? this.cursor;
+    this.deleted = link.kind === 'tombstone';
     this.linksSinceCheckpoint++;
-    if (kind === 'snapshot') {
+    if (link.kind === 'snapshot') {
       this.linksSinceSnapshot = 0;
       this.deltaBytesSinceSnapshot = 0;
-      this.snapshotBytes = bytes;
+      this.snapshotBytes = link.bytes;
+      this.snapshots = [...this.snapshots, { seq: link.seq, atMs: link.atMs }].slice(-3);
     } else {
       this.linksSinceSnapshot++;
-      this.deltaBytesSinceSnapshot += bytes;
+      this.deltaBytesSinceSnapshot += link.bytes;
     }
   }
 

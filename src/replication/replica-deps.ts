@@ -35,14 +35,14 @@ export interface ReplicaDeps {
 
 /**
  * What the replica needs of the actor's open database (better-sqlite3's `Database` has it): the
- * worker owns the handle; the replica turns off autocheckpoint, writes the owner fence and
- * checkpoints when no transaction is open.
+ * worker owns the handle; the replica turns off autocheckpoint and checkpoints when no
+ * transaction is open; its index part (index-upload.ts) reads alarm_indexed and writes the owner fence.
  */
 export interface ReplicaDb {
   readonly open: boolean;
   readonly inTransaction: boolean;
   pragma(source: string): unknown;
-  prepare(source: string): { run(...params: unknown[]): unknown };
+  prepare(source: string): { run(...params: unknown[]): unknown; get(...params: unknown[]): unknown };
   /** The whole database image (used for a database kept in memory). */
   serialize(): Buffer;
 }

@@ -15,20 +15,23 @@
  * (chain-position.ts): the take path sets it, every upload here moves it on.
  *
  * Uploads run one at a time per actor (`queue`). A conflict (someone else wrote our next seq: a
- * late commit or a rival) or a persistent failure gives the actor up: `givenUp` is set, every
- * later sync rejects with it, and the owner drops the open database; the next take restores.
- * Time, randomness and the store are injected.
+ * late commit or a rival), a persistent failure or a failed invariant gives the actor up: `givenUp`
+ * is set, every later sync rejects with it, and the owner drops the open database; the next take
+ * restores.
+ * What the alarm index needs of the uploads (deletes after a link, the owner fence) is `index`
+ * (index-upload.ts). Time, randomness and the store are injected.
  */
 import type { TimerHandle } from '../core/clock.js';
-import { ActorGivenUp, LeaseLost, isKeepworkError } from '../core/errors.js';
+import { ActorGivenUp, ErrorCode, LeaseLost, isKeepworkError } from '../core/errors.js';
 import { invariantFailure } from '../core/invariant.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { createLink, deleteLinksBelow, type RetryDeps } from './chain.js';
-import { ChainPosition, type InMemory } from './chain-position.js';
+import { ChainPosition } from './chain-position.js';
+import { IndexUpload } from './index-upload.js';
 import { diffImages, forBucket, headerPageSize } from './memory-image.js';
 import { encodeLink, type LinkKind } from './link.js';
 import { committedImage } from './image.js';
-import { checkpointDue, nextLinkKind } from './link-policy.js';
+import { checkpointDue, nextLinkKind, pruneBelow } from './link-policy.js';
 import type { ReplicaDb, ReplicaDeps } from './replica-deps.js';
 import { take, takeInMemory, takeNew, type TakeContext, type TakeResult } from './replica-take.js';
 import { removeSidecar, writeSidecar } from './sidecar.js';
@@ -50,8 +53,8 @@ export class ActorReplica {
    * waits for its first event's commit.
    */
   newFile = false;
-  /** Index entries to DELETE once the next link is in the bucket (the state no longer names them). */
-  private pendingDeletes: string[] = [];
+  /** The alarm index's part of the uploads: entries deleted after a link, the owner fence. */
+  readonly index: IndexUpload;
   private db: ReplicaDb | undefined;
   private queue: Promise<void> = Promise.resolve();
   /** The upload queued behind the one in flight, not yet captured: later `sync` callers join it. */
@@ -59,9 +62,11 @@ export class ActorReplica {
   /** Closed holding commits the bucket does not have (dropped, or given up): no `sync` may resolve. */
   private lost: Error | undefined;
   private timer: TimerHandle | undefined;
+  /** The hold generation of the event using the replica now (`usedUnder`). */
+  private holdInUse: number;
 
   /** The node's epoch when the replica was made: its hold is of that epoch, so it writes only while the lease is too. */
-  private readonly epoch: number;
+  readonly epoch: number;
 
   constructor(
     private readonly deps: ReplicaDeps,
@@ -71,6 +76,13 @@ export class ActorReplica {
     readonly generation: number,
   ) {
     this.epoch = deps.writer.epoch;
+    this.holdInUse = generation;
+    this.index = new IndexUpload(deps, this);
+  }
+
+  /** An event of the hold of `generation` uses the replica (ActorSlots.acquire: a replica of another hold is taken anew). */
+  usedUnder(generation: number): void {
+    this.holdInUse = generation;
   }
 
   /** LeaseView: the lease is valid and still of this replica's epoch (a rejoined node's old replicas never write). */
@@ -81,6 +93,11 @@ export class ActorReplica {
   /** Commits in the local file past the sidecar's cursor that take() adopted (uploaded from start()). */
   get unuploaded(): number {
     return this.pos.unuploaded;
+  }
+
+  /** The seq of the chain's head as this replica knows it (0: none). */
+  get headSeq(): number {
+    return this.pos.head?.seq ?? 0;
   }
 
   /** This replica's take found nothing in the bucket for the actor (a local-only or new actor). */
@@ -112,11 +129,6 @@ export class ActorReplica {
   private takeContext(): TakeContext {
     const { deps, address, dbPath, generation, pos } = this;
     return { deps, address, dbPath, generation, pos, saveSidecar: () => this.saveSidecar() };
-  }
-
-  /** True when the actor lives in memory (see takeInMemory). */
-  get inMemory(): boolean {
-    return this.pos.memory !== null;
   }
 
   /**
@@ -163,6 +175,7 @@ export class ActorReplica {
 
   attach(db: ReplicaDb): void {
     this.db = db;
+    this.index.attach(db);
     if (!this.pos.memory) db.pragma('wal_autocheckpoint = 0');
   }
 
@@ -191,30 +204,6 @@ export class ActorReplica {
   private saveFirstSidecar(): void {
     if (this.pos.memory || this.closed) return;
     writeSidecar(this.dbPath, { seq: 0, etag: '', generation: this.generation, cursor: null });
-  }
-
-  /**
-   * `key` is named by no state from the last commit on: delete it once a link holding that commit
-   * is in the bucket (docs/alarm-index.md, R2). Call it after the commit, so the next capture includes it.
-   */
-  deleteAfterUpload(key: string): void {
-    this.pendingDeletes.push(key);
-  }
-
-  /**
-   * The owner fence (docs/alarm-index.md, R2): before removing entries as stale, an owner that has uploaded nothing
-   * under its hold ends the history with a one-line change of its own, so no earlier owner's late
-   * upload can still become the state. At most one extra upload per hold.
-   */
-  async fence(): Promise<void> {
-    if (this.uploadedUnderHold) return;
-    const db = this.db;
-    if (!db || db.inTransaction) throw new ActorGivenUp(`cannot fence ${this.name()} now`);
-    db.prepare("INSERT INTO _keep_meta (key, value) VALUES ('owner_fence', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(
-      `${this.deps.writer.nodeId}/${this.epoch}/${this.generation}/${this.pos.head?.seq ?? 0}`, // on top of this head: never the value it holds
-    );
-    await this.sync();
-    if (!this.uploadedUnderHold) throw this.giveUpNow(new ActorGivenUp(`the owner fence of ${this.name()} uploaded nothing`));
   }
 
   /** The index could not be brought in line: the actor is given up, nothing more is uploaded. */
@@ -291,33 +280,19 @@ export class ActorReplica {
     if (this.lost) throw this.lost; // a durable call waiting here must fail, not be told its commit is up
     const db = this.db;
     if (!db || !db.open) return;
-    const captured = this.pos.memory ? this.captureMemory(db, this.pos.memory) : captureWal(`${this.dbPath}-wal`, this.pos.cursor);
-    const first = this.pos.head === null || this.pos.deleted; // a chain (re)starts with a snapshot
-    // No frames (no change) — and a new actor in memory that has committed nothing has no chain yet.
-    if (!captured.delta && (!first || this.pos.memory)) return;
-    const deletes = this.pendingDeletes.splice(0); // registered after commits this capture holds
-    await this.uploadCaptured(captured, first); // if it fails the entries stay: extra ones are harmless
-    void this.deleteEntries(deletes); // not awaited: a durable reply waits for its link, not for cleanup
-  }
-
-  /** The pages the in-memory database changed since the head's image. */
-  private captureMemory(db: ReplicaDb, m: InMemory): ReturnType<typeof captureWal> {
-    const now = db.serialize();
-    const delta = diffImages(m.uploaded, now, m.pageSize);
-    m.captured = delta ? now : null; // an unchanged image is not kept: it would only outlive its use
-    return { delta, cursor: null };
-  }
-
-  private async deleteEntries(keys: string[]): Promise<void> {
-    if (keys.length === 0) return;
-    if (this.deps.deletes) return this.deps.deletes.add(keys);
     try {
-      await this.deps.store.deleteMany(keys);
+      const m = this.pos.memory;
+      const captured = m
+        ? { delta: this.pos.captureMemory(m, db.serialize()), cursor: null }
+        : captureWal(`${this.dbPath}-wal`, this.pos.cursor);
+      const first = this.pos.head === null || this.pos.deleted; // a chain (re)starts with a snapshot
+      // No frames (no change) — and a new actor in memory that has committed nothing has no chain yet.
+      if (!captured.delta && (!first || this.pos.memory)) return;
+      const deletes = this.index.captured(db);
+      await this.uploadCaptured(captured, first); // if it fails the entries stay: extra ones are harmless
+      this.index.landed(deletes); // not awaited: a durable reply waits for its link, not for cleanup
     } catch (e) {
-      this.deps.log.warn(
-        { actor: this.name(), keys, err: e },
-        'deleting replaced index entries failed; they stay until a delivery removes them',
-      );
+      throw isKeepworkError(e, ErrorCode.Internal) && !this.givenUp ? this.giveUpNow(e) : e; // a bug, wherever raised: loudly
     }
   }
 
@@ -346,6 +321,13 @@ export class ActorReplica {
     const { nodeId } = this.deps.writer;
     const epoch = this.epoch;
     const generation = this.generation;
+    // A link's generation is its hold's: the take path (replica-take.ts ownLinkAfter) counts a link
+    // of this generation as this holder's own, and index entries' R3 trusts the same number.
+    if (generation !== this.holdInUse)
+      throw this.giveUp(
+        invariantFailure(`link ${seq} of ${this.name()} carries generation ${generation}, not its hold's ${this.holdInUse}`),
+        seq,
+      );
     const atMs = this.deps.clock.now();
     const body = encodeLink({ seq, kind, generation, nodeId, epoch, atMs, pageSize, pageCount }, payload);
     let etag: string;
@@ -361,32 +343,22 @@ export class ActorReplica {
     const headNow = this.pos.head?.seq ?? 0;
     if (seq !== headNow + 1)
       throw this.giveUp(invariantFailure(`link ${seq} of ${this.name()} landed on head ${headNow}, not ${seq - 1}`), seq);
-    this.pos.head = { seq, etag };
+    this.pos.landed({ seq, etag, kind, bytes: payload.byteLength, atMs, cursor });
     this.uploadedUnderHold = true;
-    if (this.pos.memory?.captured) this.pos.memory.uploaded = this.pos.memory.captured;
-    this.pos.cursor = cursor ?? this.pos.cursor;
-    this.pos.deleted = kind === 'tombstone';
-    this.pos.countLink(kind, payload.byteLength);
-    if (kind === 'snapshot') this.pos.snapshots = [...this.pos.snapshots, { seq, atMs }].slice(-3);
     this.saveSidecar();
     this.checkpoint(false);
     await this.prune();
   }
 
-  /**
-   * Retention: links before a snapshot that is not the newest, and older than linkRetentionMs,
-   * are no longer needed by any restore (nor by a point-in-time restore within the retention).
-   */
+  /** Retention (link-policy.ts pruneBelow): links no restore needs any more are deleted. */
   private async prune(): Promise<void> {
-    const cutoff = this.deps.clock.now() - this.deps.config.linkRetentionMs;
-    const older = this.pos.snapshots.slice(0, -1).filter((s) => s.atMs <= cutoff);
-    const keepFrom = older[older.length - 1];
-    if (!keepFrom) return;
+    const below = pruneBelow(this.pos.snapshots, this.deps.clock.now(), this.deps.config);
+    if (below === undefined) return;
     try {
-      const n = await deleteLinksBelow(this.deps.store, this.address, keepFrom.seq);
-      this.pos.snapshots = this.pos.snapshots.filter((s) => s.seq >= keepFrom.seq);
+      const n = await deleteLinksBelow(this.deps.store, this.address, below);
+      this.pos.snapshots = this.pos.snapshots.filter((s) => s.seq >= below);
       this.saveSidecar();
-      if (n > 0) this.deps.log.debug({ actor: this.name(), below: keepFrom.seq, links: n }, 'old links deleted (retention)');
+      if (n > 0) this.deps.log.debug({ actor: this.name(), below, links: n }, 'old links deleted (retention)');
     } catch (e) {
       this.deps.log.warn({ actor: this.name(), err: e }, 'deleting old links failed; retrying after the next snapshot');
     }
@@ -415,7 +387,8 @@ export class ActorReplica {
       ? (e as unknown as Error)
       : new ActorGivenUp(`uploading link ${seq} of ${this.name()} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
     this.givenUp = err;
-    this.deps.log.error({ actor: this.name(), seq, err: e }, 'actor given up: its chain could not be extended');
+    const why = isKeepworkError(e, ErrorCode.Internal) ? 'an invariant failed' : 'its chain could not be extended';
+    this.deps.log.error({ actor: this.name(), seq, err: e }, `actor given up: ${why}`);
     return err;
   }
 

@@ -133,6 +133,7 @@ export class ActorSlots {
       slot = await this.take(address, create, generation, opts);
       if (!slot) return null;
     }
+    slot.replica.usedUnder(generation);
     slot.users++;
     this.open.set(key, slot);
     this.evict();

@@ -77,7 +77,7 @@ export async function deliverTo(
   // earlier may still land and name the entry (the simulator's seed 175).
   const rule = staleRemoval(slot.replica, deps.rules);
   if (rule === 'emptyBucket') return { ...base, retryAtMs: deps.clock.now() + deps.config.retryMaxMs, releaseHold: true };
-  if (rule === 'fenceFirst') await slot.replica.fence();
+  if (rule === 'fenceFirst') await slot.replica.index.fence();
   else await slot.replica.sync(); // R2: what the *replicated* state names — local commits go up first
   const named = parseIndexed(readMeta(slot.db, 'alarm_indexed'));
   return { ...base, removed: await remove(deps, a, dueMs, named, slot.replica.generation) };

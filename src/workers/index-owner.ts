@@ -16,6 +16,7 @@ import type { Settings } from '../core/config.js';
 
 export type IndexSettings = Settings<'storeAttemptsMax' | 'storeRetryBaseMs'>;
 import type { ObjectStore } from '../store/types.js';
+import type { ReplacedEntry } from '../replication/index-upload.js';
 import { formatIndexed, parseIndexed, type Indexed, type NonceSource } from '../alarms/keys.js';
 import { deletable, indexPlan, keyOf, listEntry } from '../alarms/owner.js';
 import type { ProtocolRules } from '../alarms/rules.js';
@@ -33,8 +34,8 @@ export interface IndexDeps {
 }
 
 /**
- * Brings `alarm_indexed` in line with the alarm `after` this transaction commits. Returns the key
- * of the entry to delete once the commit is in the bucket (null: none).
+ * Brings `alarm_indexed` in line with the alarm `after` this transaction commits. Returns the
+ * entry to delete once the commit is in the bucket (null: none).
  */
 export async function indexBeforeCommit(
   d: IndexDeps,
@@ -42,7 +43,7 @@ export async function indexBeforeCommit(
   address: ActorAddress,
   after: number | null,
   firstUpload = false,
-): Promise<string | null> {
+): Promise<ReplacedEntry | null> {
   const { db, replica } = slot;
   let indexed: Indexed | null;
   try {
@@ -73,9 +74,12 @@ export async function indexBeforeCommit(
     } catch (e) {
       throw replica.giveUpNow(e);
     }
+    replica.index.listed(formatIndexed(named)); // R1, R4: an upload may name it only from now on
   }
   writeMeta(db, 'alarm_indexed', named ? formatIndexed(named) : null);
-  return plan.replaces && deletable(plan.replaces, replica.generation, d.rules) ? keyOf(address, plan.replaces) : null;
+  const replaced = plan.replaces;
+  if (!replaced || !deletable(replaced, replica.generation, d.rules)) return null;
+  return { key: keyOf(address, replaced), generation: replaced.tag?.generation ?? null };
 }
 
 /**
@@ -87,7 +91,7 @@ export async function indexOnTake(d: IndexDeps, slot: Slot, address: ActorAddres
   const firstUpload = replica.firstUpload();
   if (firstUpload && !d.rules.entryBeforeUpload) await uploadBeforeEntry(slot);
   db.exec('BEGIN IMMEDIATE');
-  let replaced: string | null;
+  let replaced: ReplacedEntry | null;
   try {
     replaced = await indexBeforeCommit(d, slot, address, readAlarm(db), firstUpload);
     db.exec('COMMIT');
@@ -95,7 +99,7 @@ export async function indexOnTake(d: IndexDeps, slot: Slot, address: ActorAddres
     if (db.inTransaction) db.exec('ROLLBACK');
     throw e;
   }
-  if (replaced) replica.deleteAfterUpload(replaced);
+  if (replaced) replica.index.deleteAfterUpload(replaced);
   replica.start();
   if (firstUpload && !d.rules.entryBeforeUpload) replica.committed();
 }

@@ -17,7 +17,7 @@
  * event, and replies only once a link holding its commit is in the bucket (the output gate); the
  * commits made while one upload is in flight go up together in the next (replica.sync).
  */
-import { BadRequest, HandlerFailed, HandlerTimeout, NotFound, isKeepworkError, type ErrorCode } from '../core/errors.js';
+import { BadRequest, ErrorCode, HandlerFailed, HandlerTimeout, NotFound, isKeepworkError, reviveError } from '../core/errors.js';
 import type { ActorAddress } from '../core/address.js';
 import { alarmOutcome, type AlarmState, type EventKind } from '../alarms/retry.js';
 import { readAlarm, readFailures, readMeta, writeAlarm, writeMeta, type Db } from './actor-db.js';
@@ -189,7 +189,7 @@ async function runDeliver(deps: PipelineDeps, address: ActorAddress, dueMs: numb
   try {
     return await deliverWithoutState(deps, address, dueMs, taken === 'deleted', generation);
   } catch (e) {
-    return failure(e, null);
+    return stopOnBug(deps, address, null, failure(e, null));
   }
 }
 
@@ -205,7 +205,7 @@ async function withDb(
   try {
     slot = await deps.slots.acquire(address, create, generation, opts);
   } catch (e) {
-    return failure(e, null); // the chain could not be read or restored: the actor is not served
+    return stopOnBug(deps, address, null, failure(e, null)); // the chain could not be read or restored: the actor is not served
   }
   if (!slot) return opts.absent ? opts.absent() : ok(null, false);
   let result: EventResult;
@@ -221,8 +221,21 @@ async function withDb(
   } catch (e) {
     result = failure(e, null);
   }
+  stopOnBug(deps, address, slot, result);
   deps.slots.release(slot);
   return result.type === 'ok' && !deps.slots.isOpen(address) ? { ...result, closed: true } : result;
+}
+
+/**
+ * A failed invariant (INTERNAL) is a bug, not an outcome to answer and go on from: the actor is
+ * given up, with an error log carrying the invariant's message (the replica's, or here without a
+ * slot), dropped at release and restored by its next take. The node serves its other actors.
+ */
+function stopOnBug(deps: PipelineDeps, address: ActorAddress, slot: Slot | null, result: EventResult): EventResult {
+  if (result.type !== 'error' || result.error.code !== ErrorCode.Internal) return result;
+  if (!slot) deps.log.error({ actor: address.key, err: result.error }, 'actor given up: an invariant failed');
+  else if (!slot.replica.givenUp) slot.replica.giveUpNow(reviveError(result.error));
+  return result;
 }
 
 async function initOnce(deps: PipelineDeps, db: Db, def: ActorDefinition, run: GuestRun): Promise<void> {
@@ -278,7 +291,7 @@ async function commitWithAlarm(deps: PipelineDeps, slot: Slot, address: ActorAdd
   commitAlarm(slot.db, state);
   const replaced = await indexBeforeCommit(deps, slot, address, state.at);
   slot.db.exec('COMMIT');
-  if (replaced) slot.replica.deleteAfterUpload(replaced);
+  if (replaced) slot.replica.index.deleteAfterUpload(replaced);
 }
 
 /**

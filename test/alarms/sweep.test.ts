@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { formatAddress, parseAddress, type ActorAddress } from '../../src/core/address.js';
 import { SimClock } from '../../src/core/clock.js';
-import { ErrorCode, StoreUnavailable } from '../../src/core/errors.js';
+import { ErrorCode, isKeepworkError, StoreUnavailable } from '../../src/core/errors.js';
 import { silentLogger, type Logger } from '../../src/core/logger.js';
 import { capturedLogger } from '../helpers/log-lines.js';
 import { SeededRandom } from '../../src/core/random.js';
@@ -305,5 +305,41 @@ describe('tenant discovery', () => {
     assert.ok(calls >= 2, 'discovery ran again');
     const line = lines.find((l) => l.msg.startsWith('listing the index’s tenants failed'));
     assert.equal(line?.err?.code, ErrorCode.StoreUnavailable);
+  });
+});
+
+describe('the cursor’s invariant: it never moves past an own entry the delivery cap left out', () => {
+  it('a listing out of byte order stops the sweep with INTERNAL before it offers or moves anything (wrong input), logged as an error', async () => {
+    const { log, lines } = capturedLogger();
+    const s = setup({ deliveriesPerSweep: 2, anyonesDeliveriesPerSweep: 0 }, ['C'], [], { log });
+    for (let i = 0; i < 4; i++) await s.add(`a${i}`, 20_000 - i);
+    const list = s.store.list.bind(s.store);
+    // Breaks the store's contract (keys in byte order): a3 a2 a1 a0, so the plan takes a3 and a2,
+    // leaves a1 behind, and a1's cursor ("the key read before it") is a2's, past it.
+    s.store.list = async (o) => {
+      const page = await list(o);
+      return { ...page, keys: [...page.keys].reverse() };
+    };
+    await assert.rejects(
+      s.sweeper.sweepTenant('t'),
+      (e: unknown) =>
+        isKeepworkError(e, ErrorCode.Internal) && /would move its cursor to .*, past .*, an own entry it did not offer/.test(e.message),
+    );
+    assert.equal(s.offered.length, 0, 'nothing offered from that plan');
+
+    s.sweeper.start(); // the schedule's sweep: the same failure is logged as an error
+    await s.clock.advance(0);
+    s.sweeper.stop();
+    const line = lines.find((l) => l.msg === 'sweep stopped: an invariant failed');
+    assert.match(line?.err?.message ?? '', /an own entry it did not offer/);
+    assert.equal(line?.level, 50);
+
+    s.store.list = list;
+    await s.sweeper.sweepTenant('t');
+    assert.deepEqual(
+      s.offered.map((o) => o.address.name),
+      ['a0', 'a1'],
+      'the cursor did not move: the next sweep reads from the start',
+    );
   });
 });

@@ -1,10 +1,10 @@
 /**
- * The replica's pure decisions (replication/link-policy.ts): snapshot or delta, checkpoint due.
+ * The replica's pure decisions (replication/link-policy.ts): snapshot or delta, checkpoint due, retention.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { checkpointDue, nextLinkKind } from '../../src/replication/link-policy.js';
+import { checkpointDue, nextLinkKind, pruneBelow } from '../../src/replication/link-policy.js';
 
 const s = { snapshotEveryLinks: 10, checkpointEveryLinks: 4, checkpointWalBytes: 1_000 };
 const since = (linksSinceSnapshot: number, deltaBytesSinceSnapshot: number, snapshotBytes: number) => ({
@@ -47,5 +47,21 @@ describe('checkpoint due', () => {
     assert.equal(checkpointDue(4, 0, s), true);
     assert.equal(checkpointDue(0, 1_000, s), true);
     assert.equal(checkpointDue(0, 0, s), false);
+  });
+});
+
+describe('retention', () => {
+  const snaps = [
+    { seq: 3, atMs: 1_000 },
+    { seq: 9, atMs: 5_000 },
+    { seq: 14, atMs: 9_000 },
+  ];
+  it('below the newest snapshot that is not the newest and is older than linkRetentionMs', () => {
+    assert.equal(pruneBelow(snaps, 10_000, { linkRetentionMs: 5_000 }), 9);
+    assert.equal(pruneBelow(snaps, 10_000, { linkRetentionMs: 6_000 }), 3);
+  });
+  it('nothing while only the newest snapshot is old enough, or with one snapshot', () => {
+    assert.equal(pruneBelow(snaps, 10_000, { linkRetentionMs: 9_500 }), undefined);
+    assert.equal(pruneBelow(snaps.slice(-1), 1e9, { linkRetentionMs: 0 }), undefined);
   });
 });
