@@ -9,7 +9,8 @@
  * holding the commit is in the bucket, or the error if it never gets there — is in `later`.
  */
 import type { ActorEvent, BatchOutcome, EventResult } from './messages.js';
-import { errorData, type OnCommitted } from './pipeline.js';
+import type { OnCommitted } from './pipeline.js';
+import { errorData } from './results.js';
 
 export interface BatchRun {
   outcomes: BatchOutcome[];

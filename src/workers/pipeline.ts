@@ -17,14 +17,15 @@
  * event, and replies only once a link holding its commit is in the bucket (the output gate); the
  * commits made while one upload is in flight go up together in the next (replica.sync).
  */
-import { BadRequest, ErrorCode, HandlerFailed, HandlerTimeout, NotFound, isKeepworkError, reviveError } from '../core/errors.js';
+import { BadRequest, ErrorCode, HandlerTimeout, NotFound, isKeepworkError, reviveError } from '../core/errors.js';
 import type { ActorAddress } from '../core/address.js';
 import { alarmOutcome, type AlarmState, type EventKind } from '../alarms/retry.js';
 import { readAlarm, readFailures, readMeta, writeAlarm, writeMeta, type Db } from './actor-db.js';
 import type { Slot, TakeOptions } from './actor-slots.js';
 import { hasMethod, type ActorDefinition } from './define-actor.js';
 import { createGuestRun, type GuestRun } from './guest-context.js';
-import type { ActorEvent, ErrorData, EventResult } from './messages.js';
+import type { ActorEvent, EventResult } from './messages.js';
+import { errorData, failure, ok } from './results.js';
 import { indexBeforeCommit, indexOnTake } from './index-owner.js';
 import type { PipelineDeps } from './deps.js';
 import { deliverTo, deliverWithoutState } from './deliver.js';
@@ -176,7 +177,7 @@ async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure
 
 async function runDeliver(deps: PipelineDeps, address: ActorAddress, dueMs: number, generation: number): Promise<EventResult> {
   let taken = '';
-  const absent: EventResult = { type: 'ok', alarmAt: null, deleted: false, ran: false };
+  const absent = ok(null, false);
   const result = await withDb(
     deps,
     address,
@@ -384,27 +385,4 @@ async function withTimeLimit<T>(deps: PipelineDeps, work: Promise<T>, address: A
   } finally {
     timer?.cancel();
   }
-}
-
-function ok(alarmAt: number | null, ran: boolean): EventResult {
-  return { type: 'ok', alarmAt, deleted: false, ran };
-}
-
-function failure(err: unknown, alarmAt: number | null): EventResult {
-  return { type: 'error', error: errorData(err), alarmAt };
-}
-
-/**
- * An error as data for the main thread: its code (anything without one is HANDLER_FAILED) and the
- * stack where it was thrown — the handler's own frames, so the log line names the handler's file.
- */
-export function errorData(err: unknown): ErrorData {
-  const stack = err instanceof Error && typeof err.stack === 'string' ? { stack: err.stack } : {};
-  if (isKeepworkError(err)) {
-    const e = err as { code: ErrorCode; message: string; details?: Record<string, unknown> };
-    return { code: e.code, message: e.message, details: e.details ?? {}, ...stack };
-  }
-  const message = err instanceof Error ? err.message : String(err);
-  const { code, details } = new HandlerFailed(message).toJSON();
-  return { code, message, details, ...stack };
 }

@@ -1,0 +1,26 @@
+/** An event's outcome as the worker sends it to the main thread: a result, or an error as data. */
+import { HandlerFailed, isKeepworkError, type ErrorCode } from '../core/errors.js';
+import type { ErrorData, EventResult } from './messages.js';
+
+export function ok(alarmAt: number | null, ran: boolean): EventResult {
+  return { type: 'ok', alarmAt, deleted: false, ran };
+}
+
+export function failure(err: unknown, alarmAt: number | null): EventResult {
+  return { type: 'error', error: errorData(err), alarmAt };
+}
+
+/**
+ * An error as data for the main thread: its code (anything without one is HANDLER_FAILED) and the
+ * stack where it was thrown — the handler's own frames, so the log line names the handler's file.
+ */
+export function errorData(err: unknown): ErrorData {
+  const stack = err instanceof Error && typeof err.stack === 'string' ? { stack: err.stack } : {};
+  if (isKeepworkError(err)) {
+    const e = err as { code: ErrorCode; message: string; details?: Record<string, unknown> };
+    return { code: e.code, message: e.message, details: e.details ?? {}, ...stack };
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  const { code, details } = new HandlerFailed(message).toJSON();
+  return { code, message, details, ...stack };
+}
