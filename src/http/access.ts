@@ -3,7 +3,8 @@
  *
  *   x-keepwork-signature present and a cluster secret set ─▶ a forward from another node: the
  *        signature over method, path, body digest, timestamp, hops and caller must verify within
- *        the window; the caller's name is looked up in this node's own token file
+ *        the window; the caller's name is looked up in this node's own token file (no name: the
+ *        forwarding node's own call, served as the node's)
  *   otherwise ─▶ Authorization: Bearer <token>, matched against the token file (core/tokens.ts)
  *
  * The hop count is taken from `x-keepwork-hops` only on a verified forward; from anyone else it
@@ -61,8 +62,9 @@ function forwarded(s: AccessSettings, key: ClusterKey, req: IncomingMessage, bod
     throw new Unauthenticated('a forwarded request needs its signature, timestamp and hop count');
   const check = verifyRequest(key, { method: req.method ?? '', path: req.url ?? '', body, timestampMs, hops, caller }, signature, nowMs);
   if (!check.ok) throw new Unauthenticated(`forwarded request refused: ${check.why}`);
-  if (!s.tokens) return { identity: undefined, name: caller, hops, forwardSignature: signature };
-  if (caller === '') throw new Unauthenticated('the forwarding node authenticated nobody, and this node checks tokens');
+  // No caller: the forwarding node's own call (an embedded app's handle, or a node without tokens);
+  // whoever holds the secret is a node and could name any caller, so this grants nothing more.
+  if (!s.tokens || caller === '') return { identity: undefined, name: caller, hops, forwardSignature: signature };
   const identity = identityByName(s.tokens, caller);
   if (!identity) throw new Forbidden(`the caller ${JSON.stringify(caller)} has no entry in this node’s token file`);
   return { identity, name: caller, hops, forwardSignature: signature };

@@ -9,7 +9,7 @@
  *                                       carry no identity a holder could trust
  *
  * On loopback, tokens without a cluster secret start with a warning: a forward from such a node
- * carries no identity, so a holder that checks tokens refuses it (401).
+ * is unsigned, so a holder that checks tokens refuses it (401).
  */
 import { isIP } from 'node:net';
 
