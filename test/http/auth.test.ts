@@ -123,7 +123,7 @@ describe('HTTP API with tokens', () => {
     assert.equal((await get('/metrics', TOKENS.root)).status, 200);
   });
 
-  it('shows in /v1/status only the tenants of the token (admin and "*" see all)', async () => {
+  it('shows in /v1/status only the tenants and deliveries of the token (admin and "*" see all)', async () => {
     assert.equal((await post('/v1/actors/acme/Probe/s/setAlarm', `[${FAR}]`, TOKENS.root)).status, 200);
     assert.equal((await post('/v1/actors/other/Probe/s/setAlarm', `[${FAR}]`, TOKENS.root)).status, 200);
     const tenantsFor = async (token: string) => {
@@ -134,9 +134,21 @@ describe('HTTP API with tokens', () => {
     assert.deepEqual(await tenantsFor(TOKENS.root), ['acme', 'other']);
     assert.deepEqual(await tenantsFor(TOKENS.ops), ['acme', 'other']);
     assert.deepEqual(await tenantsFor(TOKENS.reader), ['acme']);
+
+    // Alarms due now on both tenants: each delivery is listed under its actor.
+    const now = Date.now();
+    assert.equal((await post('/v1/actors/acme/Probe/d/setAlarm', `[${now}]`, TOKENS.root)).status, 200);
+    assert.equal((await post('/v1/actors/other/Probe/d/setAlarm', `[${now}]`, TOKENS.root)).status, 200);
+    const deliveriesFor = async (token: string) => {
+      const body = (await (await get('/v1/status', token)).json()) as { deliveries: Array<{ actor: string }> };
+      return [...new Set(body.deliveries.map((d) => d.actor))].sort();
+    };
+    await waitFor('both deliveries', 20_000, async () => (await deliveriesFor(TOKENS.root)).length === 2, 100);
+    assert.deepEqual(await deliveriesFor(TOKENS.root), ['acme/Probe/d', 'other/Probe/d']);
+    assert.deepEqual(await deliveriesFor(TOKENS.reader), ['acme/Probe/d']);
   });
 
-  it('ignores a hop count from a client (it is not a node), where a node without a secret refuses it', async () => {
+  it('ignores a hop count from a client (it is not a node): even a malformed one is not read', async () => {
     for (const hops of ['99', 'abc']) {
       const r = await post('/v1/actors/acme/Probe/h/echo', '[]', TOKENS.app, { 'x-keepwork-hops': hops });
       assert.equal(r.status, 200, `hops ${hops}`);
