@@ -12,6 +12,7 @@ export * from './core/errors.js';
 export { SystemClock, SimClock, type Clock, type TimerHandle } from './core/clock.js';
 export { SystemRandom, SeededRandom, type Random } from './core/random.js';
 export { createLogger, type Logger } from './core/logger.js';
+export { RIGHTS, newToken, sha256Hex, parseTokenFile, type Right, type TokenEntry, type TokenFile } from './core/tokens.js';
 export type { ObjectStore, PutCondition, ListOptions, ListPage, StoredObject, ObjectHead } from './store/types.js';
 export { openStore, DEFAULT_BUCKET_URL, defaultBucketUrl } from './store/open.js';
 export { MemoryStore, type FaultHook, type Fault, type StoreRequest } from './store/memory.js';

@@ -9,6 +9,7 @@ import { createLogger } from '../core/logger.js';
 import { isKeepworkError } from '../core/errors.js';
 import { defaultBucketUrl } from '../store/open.js';
 import { startNode } from '../http/start.js';
+import { readClusterSecret } from '../core/cluster-signature.js';
 import { parseTunable, tunablesHelp } from './tunables-help.js';
 
 function port(value: string): number {
@@ -85,6 +86,9 @@ program
     'a tunable, e.g. leasePeriodMs=2000 or sweepAdaptive=false (repeatable; every tunable is listed below)',
     tunable,
   )
+  .option('--auth-file <path>', 'bearer tokens and their rights (keepwork token add; docs/security.md)')
+  .option('--cluster-secret-file <path>', 'the secret every node of the cluster shares: signs forwarded calls and their replies')
+  .option('--insecure-no-auth', 'serve a non-loopback --host without tokens or cluster secret (a warning at every start)')
   .option(
     '--heap-growth <pct>',
     'V8 collects the old generation once it has grown this many percent past what the last full GC kept (0: V8 decides)',
@@ -104,9 +108,13 @@ program
       nodeId?: string;
       set?: Record<string, number | boolean>;
       heapGrowth: number;
+      authFile?: string;
+      clusterSecretFile?: string;
+      insecureNoAuth?: boolean;
     }) => {
       setHeapGrowing(o.heapGrowth);
       const log = createLogger();
+      const secret = o.clusterSecretFile === undefined ? {} : { clusterSecret: readClusterSecret(o.clusterSecretFile) };
       const node = await startNode({
         ...o.set,
         dataDir: o.data,
@@ -117,6 +125,9 @@ program
         tenants: o.tenants,
         nodeId: o.nodeId,
         logger: log,
+        ...(o.authFile === undefined ? {} : { auth: o.authFile }),
+        ...secret,
+        ...(o.insecureNoAuth ? { insecureNoAuth: true } : {}),
       });
       console.error(`keepwork node ${node.nodeId} (epoch ${node.epoch}) serving ${node.url} — Ctrl-C stops it`);
       await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
@@ -192,6 +203,38 @@ bucketCommand(bucket, 'migrate')
   .action(async (o: { bucket: string }) => {
     const { bucketMigrateCommand } = await import('./bucket-migrate-command.js');
     bucketMigrateCommand(o);
+  });
+
+const token = program.command('token').description('bearer tokens in a token file (--auth-file of start; docs/security.md)');
+const TOKEN_FILE = './keepwork-tokens.json';
+token
+  .command('add')
+  .description('add a token: prints it once (stdout); the file keeps only its SHA-256')
+  .argument('<name>', 'a name for the token’s holder (letters, digits, . _ -)')
+  .requiredOption('--tenants <a,b>', 'tenants it may use (* for all)', list)
+  .requiredOption('--rights <call,read,admin>', 'call: actor calls; read: status and metrics; admin: everything', list)
+  .option('--file <path>', 'the token file (created, mode 0600)', TOKEN_FILE)
+  .action(async (name: string, o: { file: string; tenants: string[]; rights: string[] }) => {
+    const { tokenAddCommand } = await import('./token-command.js');
+    tokenAddCommand(name, o);
+  });
+token
+  .command('list')
+  .description('names, tenants and rights (never the hashes)')
+  .option('--file <path>', 'the token file', TOKEN_FILE)
+  .option('--json', 'print JSON')
+  .action(async (o: { file: string; json?: boolean }) => {
+    const { tokenListCommand } = await import('./token-command.js');
+    tokenListCommand(o);
+  });
+token
+  .command('remove')
+  .description('remove a token by name')
+  .argument('<name>')
+  .option('--file <path>', 'the token file', TOKEN_FILE)
+  .action(async (name: string, o: { file: string }) => {
+    const { tokenRemoveCommand } = await import('./token-command.js');
+    tokenRemoveCommand(name, o);
   });
 
 program.parseAsync().catch((e: unknown) => {

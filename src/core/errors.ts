@@ -57,6 +57,10 @@ export const ErrorCode = {
   OwnerUnreachable: 'OWNER_UNREACHABLE',
   /** An idempotency key was used again with another method or other arguments; nothing ran. */
   IdempotencyMismatch: 'IDEMPOTENCY_MISMATCH',
+  /** No bearer token, one that matches no entry of the token file, or a forward whose cluster signature fails. */
+  Unauthenticated: 'UNAUTHENTICATED',
+  /** The token is valid but lacks the right, or the tenant, the request needs. */
+  Forbidden: 'FORBIDDEN',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -125,6 +129,8 @@ export const Internal = errorClass(ErrorCode.Internal, 'Internal');
 export const PayloadTooLarge = errorClass(ErrorCode.PayloadTooLarge, 'PayloadTooLarge');
 export const MethodNotAllowed = errorClass(ErrorCode.MethodNotAllowed, 'MethodNotAllowed');
 export const IdempotencyMismatch = errorClass(ErrorCode.IdempotencyMismatch, 'IdempotencyMismatch');
+export const Unauthenticated = errorClass(ErrorCode.Unauthenticated, 'Unauthenticated');
+export const Forbidden = errorClass(ErrorCode.Forbidden, 'Forbidden');
 
 /**
  * Rebuilds a typed error from its structured-clone form (the worker boundary). It keeps the stack

@@ -9,6 +9,10 @@
  *   GET  /                                                      → the status page (status-page.ts)
  *   GET  /v1/status                                             → what it shows, as JSON (status-view.ts)
  *
+ * Every route but /healthz needs a bearer token when the node has a token file, or a cluster
+ * signature on a forward (access.ts): 401 UNAUTHENTICATED (with WWW-Authenticate: Bearer), 403
+ * FORBIDDEN. A verified forward's reply, error or not, is signed for the forwarding node.
+ *
  * Path segments are percent-decoded (a name containing "/" is sent as %2F). Errors are
  * `{error: CODE, message}` with CODE from core/errors.ts' ErrorCode: 400 bad input, 404 unknown
  * route/class/method, 405, 409 an idempotency key reused with other arguments, 413 body too
@@ -32,7 +36,10 @@ import {
   isKeepworkError,
 } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import { HOPS_HEADER, IDEMPOTENCY_HEADER } from '../main/forward.js';
+import { REPLY_SIGNATURE_HEADER, signReply, type ClusterKey } from '../core/cluster-signature.js';
+import type { TokenSet } from '../core/tokens.js';
+import { IDEMPOTENCY_HEADER } from '../main/forward.js';
+import { authorize, callerOf, isForward, tenantFilter, type Caller } from './access.js';
 import { checkIdempotencyKey } from '../workers/idempotency.js';
 import type { BoundHttp, HttpServer, RoutingNode } from '../main/node-api.js';
 
@@ -45,6 +52,10 @@ export interface HttpSettings {
   host: string;
   bodyMaxBytes: number;
   log: Logger;
+  /** Bearer tokens requests must present; absent: nothing is checked. */
+  tokens?: TokenSet;
+  /** The cluster secret: forwards are verified and replies to them signed. */
+  clusterKey?: ClusterKey;
 }
 
 const STATUS: Partial<Record<ErrorCode, number>> = {
@@ -59,6 +70,8 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCode.ActorGivenUp]: 503,
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.MethodNotAllowed]: 405,
+  [ErrorCode.Unauthenticated]: 401,
+  [ErrorCode.Forbidden]: 403,
   // CORRUPT_LINK, CORRUPT_STATE, INTERNAL, HANDLER_FAILED: 500 (retrying will not help; see the logs)
 };
 
@@ -107,15 +120,27 @@ function portUnavailable(s: HttpSettings, e: unknown): Error {
   });
 }
 
+/** A verified forward's replies are signed over its signature (forward.ts checks them). */
+const replySigners = new WeakMap<ServerResponse, (status: number, body: string) => string>();
+
 async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, res: ServerResponse, view: StatusView): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://x');
   const parts = url.pathname.split('/').slice(1);
-  if (url.pathname === '/' || url.pathname === '/v1/status') return serveStatus(url.pathname, req, res, view);
   if (url.pathname === '/healthz') {
     onlyMethod(req, 'GET');
     return send(res, 200, { ok: true, nodeId: node.nodeId, epoch: node.epoch });
   }
+  const signedBody = isForward(s, req) ? await readBody(req, s.bodyMaxBytes) : undefined;
+  const caller = callerOf(s, req, signedBody, Date.now());
+  const key = s.clusterKey;
+  const forwardSignature = caller.forwardSignature;
+  if (key && forwardSignature) replySigners.set(res, (status, body) => signReply(key, forwardSignature, status, body));
+  if (url.pathname === '/' || url.pathname === '/v1/status') {
+    authorize(s, caller, { kind: 'read' });
+    return serveStatus(url.pathname, req, res, view, caller);
+  }
   if (url.pathname === '/metrics') {
+    authorize(s, caller, { kind: 'metrics' });
     onlyMethod(req, 'GET');
     const text = await node.metricsText();
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
@@ -123,32 +148,25 @@ async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, 
   }
   if (parts[0] !== 'v1' || parts[1] !== 'actors' || parts.length !== 6) throw new NotFound(`no route ${req.method} ${url.pathname}`);
   const address = addressOf(parts.slice(2, 5));
+  authorize(s, caller, { kind: 'call', tenant: address.tenant });
   const last = decode(parts[5]!);
-  const hops = hopsOf(req);
-  if (req.method === 'GET' && last === 'alarm') return send(res, 200, { alarm: await node.readAlarm(address, hops) });
+  const { hops, name } = caller;
+  if (req.method === 'GET' && last === 'alarm') return send(res, 200, { alarm: await node.readAlarm(address, hops, name) });
   onlyMethod(req, 'POST');
   if (!METHOD_RE.test(last)) throw new BadRequest(`method name ${JSON.stringify(last)} must match ${METHOD_RE.source}`);
-  const args = parseArgs(await readBody(req, s.bodyMaxBytes));
+  const args = parseArgs(signedBody ?? (await readBody(req, s.bodyMaxBytes)));
   const durable = url.searchParams.get('durable');
   if (durable !== null && durable !== '0' && durable !== '1') throw new BadRequest('durable must be 0 or 1');
-  const key = idempotencyKeyOf(req, durable === '1');
-  const result = await node.request(address, last, args, durable === '1', hops, key);
+  const idempotencyKey = idempotencyKeyOf(req, durable === '1');
+  const result = await node.request(address, last, args, durable === '1', hops, idempotencyKey, name);
   send(res, 200, { result: result === undefined ? null : result });
 }
 
-async function serveStatus(path: string, req: IncomingMessage, res: ServerResponse, view: StatusView): Promise<void> {
+async function serveStatus(path: string, req: IncomingMessage, res: ServerResponse, view: StatusView, caller: Caller): Promise<void> {
   onlyMethod(req, 'GET');
-  if (path === '/v1/status') return send(res, 200, await view.json());
+  if (path === '/v1/status') return send(res, 200, await view.json(tenantFilter(caller)));
   res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
   res.end(STATUS_PAGE_HTML);
-}
-
-function hopsOf(req: IncomingMessage): number {
-  const raw = req.headers[HOPS_HEADER];
-  if (raw === undefined) return 0;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 100) throw new BadRequest(`${HOPS_HEADER} must be a small non-negative integer`);
-  return n;
 }
 
 function idempotencyKeyOf(req: IncomingMessage, durable: boolean): string | undefined {
@@ -211,12 +229,15 @@ function reply(res: ServerResponse, log: Logger | undefined, e: unknown): void {
   if (status >= 500) log?.warn({ code, err: e }, 'request failed');
   if (res.headersSent) return void res.destroy();
   if (status === 413) res.setHeader('connection', 'close');
+  if (status === 401) res.setHeader('www-authenticate', 'Bearer realm="keepwork"');
   if (status === 503) res.setHeader('retry-after', '1');
   send(res, status, { error: code, message });
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
+  const signer = replySigners.get(res);
+  if (signer) res.setHeader(REPLY_SIGNATURE_HEADER, signer(status, text));
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }

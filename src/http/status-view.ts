@@ -86,14 +86,20 @@ export class StatusView {
     this.feed.sample({ atMs: this.now(), backlog, lagSeconds: lag, held: this.node.heldActors(), timer: this.node.pendingAlarms() });
   }
 
-  async json(): Promise<StatusJson> {
+  /**
+   * `sees`: which tenants' rows the caller may see (a token's tenants, docs/security.md); the
+   * tenant rows, deliveries and failures of the others are left out, and the health line is
+   * computed from what is left. Absent: every tenant.
+   */
+  async json(sees: (tenant: string) => boolean = () => true): Promise<StatusJson> {
     await this.cluster.refresh();
     const now = this.now();
     const holds = this.cluster.holds;
     const nodes = this.cluster.nodes.map((r) => this.row(r, now, holds?.counts));
-    const tenants = await this.tenantRows();
+    const tenants = (await this.tenantRows()).filter((t) => sees(t.tenant));
     const samples = this.feed.samples.toArray();
-    const failures = this.feed.failures.toArray().reverse();
+    const ofSeen = (d: DeliveryRecord) => sees(tenantOf(d.actor));
+    const failures = this.feed.failures.toArray().reverse().filter(ofSeen);
     const fenced = ((await this.node.metrics.fenced.get()).values[0]?.value ?? 0) > 0;
     const marginMs = this.node.config.marginMs;
     return {
@@ -114,7 +120,7 @@ export class StatusView {
       tenantsTruncated: this.cluster.index?.tenantsTruncated ?? false,
       indexReadAtMs: this.cluster.index?.atMs ?? null,
       samples,
-      deliveries: this.feed.deliveries.toArray().reverse(),
+      deliveries: this.feed.deliveries.toArray().reverse().filter(ofSeen),
       failures,
       totals: { ...this.feed.totals },
       sampleMs: STATUS_SAMPLE_MS,
@@ -154,4 +160,10 @@ export class StatusView {
       self,
     };
   }
+}
+
+/** The tenant of an actor key `tenant/class/name` (core/address.ts formatAddress). */
+function tenantOf(actorKey: string): string {
+  const slash = actorKey.indexOf('/');
+  return slash < 0 ? actorKey : actorKey.slice(0, slash);
 }

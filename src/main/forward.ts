@@ -6,8 +6,22 @@
  * so this node must not take the actor over — it may be serving it right now. A durable call's
  * idempotency key travels in `Idempotency-Key`, so a client's retry after OWNER_UNREACHABLE is
  * answered from the holder's record instead of running again.
+ *
+ * With a cluster secret (core/cluster-signature.ts) the request is signed — method, path, body
+ * digest, timestamp, hops and the caller's verified token name — and the holder's reply must carry
+ * its signature over the request's signature and the reply body: an unsigned or wrongly signed
+ * reply is OWNER_UNREACHABLE and its body never reaches the client.
  */
 import type { ActorAddress } from '../core/address.js';
+import {
+  CALLER_HEADER,
+  REPLY_SIGNATURE_HEADER,
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  signRequest,
+  verifyReply,
+  type ClusterKey,
+} from '../core/cluster-signature.js';
 import { KeepworkError, OwnerUnreachable, isKeepworkError, type ErrorCode } from '../core/errors.js';
 
 export const HOPS_HEADER = 'x-keepwork-hops';
@@ -17,6 +31,16 @@ export const IDEMPOTENCY_HEADER = 'idempotency-key';
 export interface ForwardSettings {
   timeoutMs: number;
   hopsMax: number;
+  /** The cluster secret: forwards are signed and replies checked; absent, neither (a loopback cluster). */
+  cluster?: ClusterKey;
+  /** The time a signature carries. */
+  nowMs: () => number;
+}
+
+/** How a call reached this node: the hops it took, and the verified caller's token name ('' if none). */
+export interface Via {
+  hops: number;
+  caller: string;
 }
 
 const seg = (s: string) => encodeURIComponent(s);
@@ -31,7 +55,7 @@ export async function forwardCall(
   method: string,
   args: unknown[],
   durable: boolean,
-  hops: number,
+  via: Via,
   s: ForwardSettings,
   idempotencyKey?: string,
 ): Promise<unknown> {
@@ -40,7 +64,7 @@ export async function forwardCall(
     `${actorPath(a)}/${seg(method)}${durable ? '?durable=1' : ''}`,
     'POST',
     JSON.stringify(args),
-    hops,
+    via,
     s,
     a,
     idempotencyKey === undefined ? {} : { [IDEMPOTENCY_HEADER]: idempotencyKey },
@@ -48,8 +72,8 @@ export async function forwardCall(
   return body.result;
 }
 
-export async function forwardGetAlarm(addr: string, a: ActorAddress, hops: number, s: ForwardSettings): Promise<number | null> {
-  const body = (await send(addr, `${actorPath(a)}/alarm`, 'GET', undefined, hops, s, a)) as { alarm: number | null };
+export async function forwardGetAlarm(addr: string, a: ActorAddress, via: Via, s: ForwardSettings): Promise<number | null> {
+  const body = (await send(addr, `${actorPath(a)}/alarm`, 'GET', undefined, via, s, a)) as { alarm: number | null };
   return body.alarm;
 }
 
@@ -58,30 +82,58 @@ async function send(
   path: string,
   method: string,
   body: string | undefined,
-  hops: number,
+  via: Via,
   s: ForwardSettings,
   a: ActorAddress,
   headers: Record<string, string> = {},
 ): Promise<unknown> {
   if (!addr) throw new OwnerUnreachable(`${a.key} is held by a node without an HTTP address; retry later`);
+  const { hops } = via;
   if (hops >= s.hopsMax) throw new OwnerUnreachable(`${a.key}: the call was forwarded ${hops} times (forwardHopsMax); retry later`);
+  const signed = s.cluster ? signedHeaders(s.cluster, method, path, body ?? '', { hops: hops + 1, caller: via.caller }, s.nowMs()) : {};
   let res: Response;
+  let text: string;
   try {
     res = await fetch(addr + path, {
       method,
       body,
-      headers: { ...headers, [HOPS_HEADER]: String(hops + 1), 'content-type': 'application/json' },
+      headers: { ...headers, ...signed, [HOPS_HEADER]: String(hops + 1), 'content-type': 'application/json' },
       signal: AbortSignal.timeout(s.timeoutMs),
     });
+    text = await res.text();
   } catch (e) {
     throw new OwnerUnreachable(`${a.key} is held by ${addr}, which did not answer (${(e as Error).message}); retry in a few seconds`, {
       cause: e,
     });
   }
-  const json = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
+  if (s.cluster) checkReply(s.cluster, signed[SIGNATURE_HEADER]!, res, text, addr, a);
+  const json = parseReply(text);
   if (res.ok) return json;
   const code = (json.error ?? 'HANDLER_FAILED') as ErrorCode;
   const err = new KeepworkError(code, json.message ?? `HTTP ${res.status} from ${addr}`);
   if (!isKeepworkError(err)) throw new OwnerUnreachable(`${addr} answered ${res.status}: ${json.message ?? ''}`);
   throw err;
+}
+
+function signedHeaders(key: ClusterKey, method: string, path: string, body: string, via: Via, nowMs: number): Record<string, string> {
+  const signature = signRequest(key, { method, path, body, timestampMs: nowMs, hops: via.hops, caller: via.caller });
+  return { [SIGNATURE_HEADER]: signature, [TIMESTAMP_HEADER]: String(nowMs), [CALLER_HEADER]: via.caller };
+}
+
+/** The holder must prove the cluster secret: a reply without its signature over this request is not an answer. */
+function checkReply(key: ClusterKey, requestSignature: string, res: Response, text: string, addr: string, a: ActorAddress): void {
+  const signature = res.headers.get(REPLY_SIGNATURE_HEADER) ?? '';
+  if (!verifyReply(key, requestSignature, res.status, text, signature))
+    throw new OwnerUnreachable(
+      `${a.key} is held by ${addr}, whose reply (HTTP ${res.status}) does not carry the cluster's signature; it was not passed on`,
+    );
+}
+
+function parseReply(text: string): { error?: string; message?: string } {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null ? (v as { error?: string; message?: string }) : {};
+  } catch {
+    return {};
+  }
 }

@@ -9,6 +9,8 @@ import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
 import type { KeepworkOptions, ResolvedConfig } from '../core/config.js';
+import type { ClusterKey } from '../core/cluster-signature.js';
+import type { TokenFile, TokenSet } from '../core/tokens.js';
 import type { NodeMetrics } from './metrics.js';
 
 export interface StartNodeOptions extends KeepworkOptions {
@@ -34,6 +36,16 @@ export interface StartNodeOptions extends KeepworkOptions {
   port?: number;
   host?: string;
   logger?: Logger;
+  /**
+   * Bearer tokens and their rights (docs/security.md): a token file's path, or its parsed value.
+   * Without it every request is served unauthenticated, which a node whose `host` is not loopback
+   * refuses unless `insecureNoAuth` is set.
+   */
+  auth?: string | TokenFile;
+  /** The cluster secret every node shares (at least 32 bytes): signs forwards and their replies. */
+  clusterSecret?: string | Uint8Array;
+  /** Serve a non-loopback `host` without tokens or cluster secret (logged as a warning at every start). */
+  insecureNoAuth?: boolean;
 }
 
 export interface ActorHandle {
@@ -79,7 +91,10 @@ export interface RoutingNode extends KeepworkNode {
   /** Alarm deliveries queued or running on this node (keepwork_delivery_backlog). */
   deliveryBacklog(): number;
   readonly metrics: NodeMetrics;
-  /** `idempotencyKey`: only with `durable` (docs/guide.md "Idempotent durable calls"). */
+  /**
+   * `idempotencyKey`: only with `durable` (docs/guide.md "Idempotent durable calls"). `caller`: the
+   * verified token name a forward carries to the holder ('' when nobody was authenticated).
+   */
   request(
     address: ActorAddress,
     method: string,
@@ -87,8 +102,9 @@ export interface RoutingNode extends KeepworkNode {
     durable: boolean,
     hops: number,
     idempotencyKey?: string,
+    caller?: string,
   ): Promise<unknown>;
-  readAlarm(address: ActorAddress, hops: number): Promise<number | null>;
+  readAlarm(address: ActorAddress, hops: number, caller?: string): Promise<number | null>;
 }
 
 /** A running HTTP server of a node. */
@@ -108,7 +124,18 @@ export interface BoundHttp extends HttpServer {
  * busy port fails the start (PORT_UNAVAILABLE) with nothing written. The layer above the main
  * thread hands it to `startNodeWith`, so the main thread never imports the HTTP layer.
  */
-export type FrontDoor = (settings: { port: number; host: string; bodyMaxBytes: number; log: Logger }) => Promise<BoundHttp>;
+export type FrontDoor = (settings: FrontDoorSettings) => Promise<BoundHttp>;
+
+export interface FrontDoorSettings {
+  port: number;
+  host: string;
+  bodyMaxBytes: number;
+  log: Logger;
+  /** The tokens requests must present; none: nothing is checked. */
+  tokens?: TokenSet;
+  /** The cluster secret forwarded requests are signed with (and replies to them). */
+  clusterKey?: ClusterKey;
+}
 
 /** Test seams (the deterministic simulator): a seeded Random and a virtual-time RxJS scheduler. */
 export interface NodeSeams {

@@ -23,6 +23,7 @@ import { EventRunner, HoldChanged } from './event-runner.js';
 import { indexTenants } from '../alarms/index-listing.js';
 import type { ResolvedConfig } from '../core/config.js';
 import { forwardCall, forwardGetAlarm, type ForwardSettings } from './forward.js';
+import type { ClusterKey } from '../core/cluster-signature.js';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import { AlarmDelivery } from './alarm-delivery.js';
@@ -50,6 +51,8 @@ export interface NodeParts {
   seams?: NodeSeams;
   /** The data dir's lock (data-dir-lock.ts), given back at the end of a clean stop. */
   dirLock?: { release(): void };
+  /** The cluster secret: forwards are signed and their replies checked (forward.ts). */
+  clusterKey?: ClusterKey;
 }
 
 export class Node implements RoutingNode, SweepHost {
@@ -99,7 +102,12 @@ export class Node implements RoutingNode, SweepHost {
     const random = seams.random ?? new SystemRandom();
     const sweepLog = log.child({ component: 'sweep' });
     this.sweeper = new Sweeper({ store, clock, random, scheduler: seams.scheduler, config, log: sweepLog }, this);
-    this.forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax };
+    this.forwarding = {
+      timeoutMs: config.forwardTimeoutMs,
+      hopsMax: config.forwardHopsMax,
+      nowMs: () => clock.now(),
+      ...(parts.clusterKey ? { cluster: parts.clusterKey } : {}),
+    };
     const { lanes, workers, membership } = this;
     const idle = { clock, config, log, lanes, workers, holds: membership.holds, scheduler: seams.scheduler, stopping: () => this.stopping };
     this.idle = new IdleActors(idle);
@@ -258,6 +266,7 @@ export class Node implements RoutingNode, SweepHost {
     durable: boolean,
     hops: number,
     idempotencyKey?: string,
+    caller = '',
   ): Promise<unknown> {
     checkServed(this.served, address);
     const once = idempotencyKey === undefined ? {} : { idempotencyKey: checkIdempotencyKey(idempotencyKey) };
@@ -265,7 +274,7 @@ export class Node implements RoutingNode, SweepHost {
       throw new BadRequest('an idempotency key needs a durable call (callDurable, or ?durable=1)');
     return this.withHold(
       address,
-      (own) => forwardCall(own.addr, address, method, args, durable, hops, this.forwarding, idempotencyKey),
+      (own) => forwardCall(own.addr, address, method, args, durable, { hops, caller }, this.forwarding, idempotencyKey),
       async (generation) => {
         const r = await this.submit(address, { type: 'request', address, method, args, durable, generation, ...once });
         if (r.type === 'error') throw reviveError(r.error);
@@ -274,11 +283,11 @@ export class Node implements RoutingNode, SweepHost {
     );
   }
 
-  async readAlarm(address: ActorAddress, hops: number): Promise<number | null> {
+  async readAlarm(address: ActorAddress, hops: number, caller = ''): Promise<number | null> {
     checkServed(this.served, address);
     return this.withHold(
       address,
-      (own) => forwardGetAlarm(own.addr, address, hops, this.forwarding),
+      (own) => forwardGetAlarm(own.addr, address, { hops, caller }, this.forwarding),
       async (generation) => (await this.submit(address, { type: 'getAlarm', address, generation })).alarmAt,
     );
   }

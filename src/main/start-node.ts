@@ -23,19 +23,42 @@ import type { BoundHttp, FrontDoor, KeepworkNode, StartNodeOptions } from './nod
 import { BadConfig } from '../core/errors.js';
 import { WorkerGroup } from './worker-group.js';
 import { DataDirLock } from './data-dir-lock.js';
+import { clusterKey as keyOf, type ClusterKey } from '../core/cluster-signature.js';
+import { tokenSetOf } from '../core/tokens.js';
+import { doorDecision } from './access-policy.js';
 
 /**
  * Starts a node; `frontDoor` serves its HTTP API when `options.port` is given (the package's
  * `startNode`, src/http/start.ts, passes src/http's server). Everything that can be checked
- * locally fails the start before the node writes anything to the bucket: the options, every
+ * locally fails the start before the node writes anything to the bucket: the options, the token
+ * file, the cluster secret and whether the listen host may go without them (access-policy.ts), every
  * class module (loaded and checked here; the workers load them again), the data dir's lock and
  * the HTTP port (bound before the lease is written).
  */
 export async function startNodeWith(options: StartNodeOptions, frontDoor?: FrontDoor): Promise<KeepworkNode> {
   if (options.port !== undefined && !frontDoor)
     throw new BadConfig('port is set but this node was started without an HTTP server (use startNode from keepwork)');
-  const { classes, classBase, bucket, dataDir: dir, tenants, nodeId, port, host, logger, ...tunables } = options;
+  const {
+    classes,
+    classBase,
+    bucket,
+    dataDir: dir,
+    tenants,
+    nodeId,
+    port,
+    host,
+    logger,
+    auth,
+    clusterSecret,
+    insecureNoAuth,
+    ...tunables
+  } = options;
   const config = resolveOptions(tunables);
+  const listenHost = host ?? '127.0.0.1';
+  const tokens = auth === undefined ? undefined : tokenSetOf(auth);
+  const clusterKey = clusterSecret === undefined ? undefined : keyOf(clusterSecret, config.skewBoundMs);
+  const doors = doorDecision({ host: listenHost, tokens: !!tokens, clusterSecret: !!clusterKey, insecureNoAuth: insecureNoAuth === true });
+  if (!doors.start) throw new BadConfig(doors.why);
   const classUrls = resolveClasses(classes, classBase);
   const served = tenants?.map(validateTenant);
   await checkClasses(classUrls);
@@ -43,12 +66,15 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
   mkdirSync(dataDir, { recursive: true });
   const dirLock = DataDirLock.acquire(dataDir); // held until stop, or until the process dies
   const baseLog = logger ?? createLogger();
+  for (const w of doors.warnings) baseLog.warn({ host: listenHost }, w);
   let http: BoundHttp | undefined;
   try {
     if (port !== undefined && frontDoor) {
-      http = await frontDoor({ port, host: host ?? '127.0.0.1', bodyMaxBytes: config.httpBodyMaxBytes, log: baseLog });
+      const access = { ...(tokens ? { tokens } : {}), ...(clusterKey ? { clusterKey } : {}) };
+      http = await frontDoor({ port, host: listenHost, bodyMaxBytes: config.httpBodyMaxBytes, log: baseLog, ...access });
     }
-    const parts = { config, tunables, classUrls, served, bucketUrl: bucket ?? defaultBucketUrl(dataDir), nodeId, baseLog, http };
+    const bucketUrl = bucket ?? defaultBucketUrl(dataDir);
+    const parts = { config, tunables, classUrls, served, bucketUrl, nodeId, baseLog, http, clusterKey };
     return await startLocked(parts, dataDir, dirLock);
   } catch (e) {
     await http?.close();
@@ -66,6 +92,7 @@ interface StartParts {
   nodeId: string | undefined;
   baseLog: Logger;
   http: BoundHttp | undefined;
+  clusterKey: ClusterKey | undefined;
 }
 
 /** The rest of the start, holding the data dir's lock (released by `Node.stop`) and the port. */
@@ -108,6 +135,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     tenants: served,
     metrics,
     dirLock,
+    ...(parts.clusterKey ? { clusterKey: parts.clusterKey } : {}),
   });
   try {
     await workers.loadClasses(Object.keys(classUrls));

@@ -26,6 +26,8 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Sent as `Idempotency-Key` (with `durable`). */
   idempotencyKey?: string;
+  /** Sent as `Authorization: Bearer <token>`. */
+  token?: string;
 }
 
 /** POST one method call; never throws (a failure comes back as `ok: false`). */
@@ -35,7 +37,11 @@ export async function call(base: string, address: string, method: string, args: 
     const res = await fetch(url, {
       method: 'POST',
       body: JSON.stringify(args),
-      headers: { 'content-type': 'application/json', ...(o.idempotencyKey === undefined ? {} : { 'idempotency-key': o.idempotencyKey }) },
+      headers: {
+        'content-type': 'application/json',
+        ...(o.idempotencyKey === undefined ? {} : { 'idempotency-key': o.idempotencyKey }),
+        ...(o.token === undefined ? {} : { authorization: `Bearer ${o.token}` }),
+      },
       signal: AbortSignal.timeout(o.timeoutMs ?? 10_000),
     });
     const body = (await res.json().catch(() => ({}))) as { result?: unknown; error?: string; message?: string };

@@ -58,6 +58,8 @@ export interface StartOptions {
   launcher?: readonly string[];
   /** Environment variables for this node's process, on top of the test's own. */
   env?: Readonly<Record<string, string>>;
+  /** More arguments to `start`, e.g. `['--auth-file', path]`. */
+  args?: readonly string[];
 }
 
 export class Cluster {
@@ -101,6 +103,7 @@ export class Cluster {
       '--node-id',
       nodeId,
       ...Object.entries(set).flatMap(([k, v]) => ['--set', `${k}=${v}`]),
+      ...(o.args ?? []),
     ];
   }
 

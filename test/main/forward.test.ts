@@ -1,0 +1,82 @@
+/**
+ * A forward's reply must prove the cluster secret (src/main/forward.ts): a holder at the node
+ * record's address answers; an unsigned or wrongly signed reply is OWNER_UNREACHABLE and its body
+ * never reaches the caller, a correctly signed one is the result.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { parseAddress } from '../../src/core/address.js';
+import {
+  CALLER_HEADER,
+  REPLY_SIGNATURE_HEADER,
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  clusterKey,
+  signReply,
+  verifyRequest,
+} from '../../src/core/cluster-signature.js';
+import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
+import { forwardCall, type ForwardSettings } from '../../src/main/forward.js';
+
+const key = clusterKey('the-cluster-secret-of-this-test-0123456789', 1_000);
+const forged = clusterKey('a-secret-the-cluster-does-not-share-0123', 1_000);
+const actor = parseAddress('acme/Probe/a');
+
+type Answer = 'unsigned' | 'forged' | 'signed' | 'signed-then-tampered';
+
+describe('forwardCall with a cluster secret', () => {
+  let server: Server;
+  let addr: string;
+  let answer: Answer = 'signed';
+  const seen: IncomingMessage['headers'][] = [];
+  before(async () => {
+    server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        seen.push(req.headers);
+        const sig = String(req.headers[SIGNATURE_HEADER]);
+        const request = {
+          method: req.method ?? '',
+          path: req.url ?? '',
+          body: Buffer.concat(chunks).toString(),
+          timestampMs: Number(req.headers[TIMESTAMP_HEADER]),
+          hops: Number(req.headers['x-keepwork-hops']),
+          caller: String(req.headers[CALLER_HEADER]),
+        };
+        const valid = verifyRequest(key, request, sig, Date.now()).ok;
+        const body = JSON.stringify({ result: valid ? 'from the holder' : 'request not signed' });
+        if (answer === 'forged') res.setHeader(REPLY_SIGNATURE_HEADER, signReply(forged, sig, 200, body));
+        if (answer === 'signed') res.setHeader(REPLY_SIGNATURE_HEADER, signReply(key, sig, 200, body));
+        if (answer === 'signed-then-tampered') res.setHeader(REPLY_SIGNATURE_HEADER, signReply(key, sig, 200, body));
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(answer === 'signed-then-tampered' ? JSON.stringify({ result: 'changed on the way' }) : body);
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    addr = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => new Promise<void>((ok) => server.close(() => ok())));
+
+  const settings: ForwardSettings = { timeoutMs: 5_000, hopsMax: 2, cluster: key, nowMs: () => Date.now() };
+  const forward = () => forwardCall(addr, actor, 'echo', [1], false, { hops: 0, caller: 'app' }, settings);
+
+  it('signs the request (with the caller) and returns a correctly signed answer', async () => {
+    answer = 'signed';
+    assert.equal(await forward(), 'from the holder');
+    assert.equal(seen.at(-1)![CALLER_HEADER], 'app');
+    assert.equal(seen.at(-1)!['x-keepwork-hops'], '1');
+  });
+
+  for (const a of ['unsigned', 'forged', 'signed-then-tampered'] as const)
+    it(`refuses a reply that is ${a}: OWNER_UNREACHABLE, its body not passed on`, async () => {
+      answer = a;
+      await assert.rejects(
+        forward(),
+        (e: unknown) =>
+          isKeepworkError(e, ErrorCode.OwnerUnreachable) && /cluster's signature/.test(e.message) && !/holder|changed/.test(e.message),
+      );
+    });
+});
