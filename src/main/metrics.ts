@@ -5,6 +5,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { RequestCounts } from '../store/request-counts.js';
 import { StatusFeed } from './status-feed.js';
+import type { SweepResult } from '../alarms/sweep.js';
 
 /** keepwork_hold_takes_total's `how` label for each count of the hold table (holds.ts `takes`). */
 const HOLD_TAKE_LABELS = {
@@ -133,5 +134,14 @@ export class NodeMetrics {
     ] as const) {
       for (const { op, area, count } of counts.entries()) this.storeRequests.inc({ op, area, thread }, count);
     }
+  }
+
+  /** One sweep of `tenant`: its duration, what it read and offered, and how late its oldest overdue entry was at `nowMs`. */
+  observeSweep(tenant: string, r: SweepResult, ms: number, nowMs: number): void {
+    this.sweepDuration.observe({ tenant }, ms / 1000);
+    this.sweepRead.inc({ tenant }, r.read);
+    this.sweepOffered.inc({ tenant }, r.offered);
+    this.sweepOfferedAnyones.inc({ tenant }, r.offeredAnyones ?? 0);
+    this.indexLag.set({ tenant }, r.oldestDueMs === undefined ? 0 : Math.max(0, (nowMs - r.oldestDueMs) / 1000));
   }
 }

@@ -102,12 +102,8 @@ export class Node implements RoutingNode, SweepHost {
     const random = seams.random ?? new SystemRandom();
     const sweepLog = log.child({ component: 'sweep' });
     this.sweeper = new Sweeper({ store, clock, random, scheduler: seams.scheduler, config, log: sweepLog }, this);
-    this.forwarding = {
-      timeoutMs: config.forwardTimeoutMs,
-      hopsMax: config.forwardHopsMax,
-      nowMs: () => clock.now(),
-      ...(parts.clusterKey ? { cluster: parts.clusterKey } : {}),
-    };
+    const forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax, cluster: parts.clusterKey };
+    this.forwarding = { ...forwarding, nowMs: () => clock.now() };
     const { lanes, workers, membership } = this;
     const idle = { clock, config, log, lanes, workers, holds: membership.holds, scheduler: seams.scheduler, stopping: () => this.stopping };
     this.idle = new IdleActors(idle);
@@ -222,12 +218,7 @@ export class Node implements RoutingNode, SweepHost {
   }
 
   swept(tenant: string, r: SweepResult, ms: number): void {
-    this.metrics.sweepDuration.observe({ tenant }, ms / 1000);
-    this.metrics.sweepRead.inc({ tenant }, r.read);
-    this.metrics.sweepOffered.inc({ tenant }, r.offered);
-    this.metrics.sweepOfferedAnyones.inc({ tenant }, r.offeredAnyones ?? 0);
-    const lag = r.oldestDueMs === undefined ? 0 : Math.max(0, (this.clock.now() - r.oldestDueMs) / 1000);
-    this.metrics.indexLag.set({ tenant }, lag);
+    this.metrics.observeSweep(tenant, r, ms, this.clock.now());
   }
 
   async metricsText(): Promise<string> {
