@@ -1,8 +1,8 @@
 /**
  * Example actor: a counter. Try it (with `npm start` running):
  *
- *   curl -s -XPOST localhost:8080/v1/actors/demo/Counter/hits/add -d '[5]'    → {"result":5}
- *   curl -s -XPOST localhost:8080/v1/actors/demo/Counter/hits/get              → {"result":5}
+ *   curl -s localhost:8080/v1/actors/demo/Counter/hits/add --json '[5]'    → {"result":5}
+ *   curl -s localhost:8080/v1/actors/demo/Counter/hits/get --json '[]'              → {"result":5}
  */
 import { BadRequest, defineActor, type ActorContext } from 'keepwork/actor';
 

@@ -56,7 +56,11 @@ function start(id: string, port: number): void {
 }
 
 async function call(id: string, actor: string, method: string, args: unknown[]): Promise<void> {
-  const r = await fetch(`${nodes.get(id)!.url}/v1/actors/${actor}/${method}?durable=1`, { method: 'POST', body: JSON.stringify(args) });
+  const r = await fetch(`${nodes.get(id)!.url}/v1/actors/${actor}/${method}?durable=1`, {
+    method: 'POST',
+    body: JSON.stringify(args),
+    headers: { 'content-type': 'application/json' },
+  });
   if (!r.ok) throw new Error(`${actor}.${method}: ${r.status} ${await r.text()}`);
 }
 

@@ -86,6 +86,7 @@ program
     'a tunable, e.g. leasePeriodMs=2000 or sweepAdaptive=false (repeatable; every tunable is listed below)',
     tunable,
   )
+  .option('--advertise <url>', 'the URL other nodes call this one at, if not the listen address (required with --host 0.0.0.0)')
   .option('--auth-file <path>', 'bearer tokens and their rights (keepwork token add; docs/security.md)')
   .option('--cluster-secret-file <path>', 'the secret every node of the cluster shares: signs forwarded calls and their replies')
   .option('--insecure-no-auth', 'serve a non-loopback --host without tokens or cluster secret (a warning at every start)')
@@ -103,6 +104,7 @@ program
       bucket: string;
       port: number;
       host: string;
+      advertise?: string;
       class?: Record<string, string>;
       tenants?: string[];
       nodeId?: string;
@@ -121,6 +123,7 @@ program
         bucket: o.bucket,
         port: o.port,
         host: o.host,
+        ...(o.advertise === undefined ? {} : { advertise: o.advertise }),
         classes: o.class ?? {},
         tenants: o.tenants,
         nodeId: o.nodeId,

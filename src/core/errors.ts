@@ -53,6 +53,8 @@ export const ErrorCode = {
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
   /** An HTTP method the route does not take (GET on a method call, POST on the alarm). */
   MethodNotAllowed: 'METHOD_NOT_ALLOWED',
+  /** A POST whose content-type is not application/json (what a browser's form or a cross-site fetch sends without asking). */
+  UnsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',
   /** The node holding the actor is live but could not be reached (or a routing loop); retry. */
   OwnerUnreachable: 'OWNER_UNREACHABLE',
   /** An idempotency key was used again with another method or other arguments; nothing ran. */
@@ -128,6 +130,7 @@ export const CorruptState = errorClass(ErrorCode.CorruptState, 'CorruptState');
 export const Internal = errorClass(ErrorCode.Internal, 'Internal');
 export const PayloadTooLarge = errorClass(ErrorCode.PayloadTooLarge, 'PayloadTooLarge');
 export const MethodNotAllowed = errorClass(ErrorCode.MethodNotAllowed, 'MethodNotAllowed');
+export const UnsupportedMediaType = errorClass(ErrorCode.UnsupportedMediaType, 'UnsupportedMediaType');
 export const IdempotencyMismatch = errorClass(ErrorCode.IdempotencyMismatch, 'IdempotencyMismatch');
 export const Unauthenticated = errorClass(ErrorCode.Unauthenticated, 'Unauthenticated');
 export const Forbidden = errorClass(ErrorCode.Forbidden, 'Forbidden');

@@ -33,6 +33,7 @@ import {
   NotFound,
   PayloadTooLarge,
   PortUnavailable,
+  UnsupportedMediaType,
   isKeepworkError,
 } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
@@ -70,6 +71,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCode.ActorGivenUp]: 503,
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.MethodNotAllowed]: 405,
+  [ErrorCode.UnsupportedMediaType]: 415,
   [ErrorCode.Unauthenticated]: 401,
   [ErrorCode.Forbidden]: 403,
   // CORRUPT_LINK, CORRUPT_STATE, INTERNAL, HANDLER_FAILED: 500 (retrying will not help; see the logs)
@@ -153,6 +155,7 @@ async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, 
   const { hops, name } = caller;
   if (req.method === 'GET' && last === 'alarm') return send(res, 200, { alarm: await node.readAlarm(address, hops, name) });
   onlyMethod(req, 'POST');
+  onlyJson(req);
   if (!METHOD_RE.test(last)) throw new BadRequest(`method name ${JSON.stringify(last)} must match ${METHOD_RE.source}`);
   const args = parseArgs(signedBody ?? (await readBody(req, s.bodyMaxBytes)));
   const durable = url.searchParams.get('durable');
@@ -167,6 +170,16 @@ async function serveStatus(path: string, req: IncomingMessage, res: ServerRespon
   if (path === '/v1/status') return send(res, 200, await view.json(tenantFilter(caller)));
   res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
   res.end(STATUS_PAGE_HTML);
+}
+
+/**
+ * A call's body must be declared JSON: a browser sends text/plain, a form's types or no type
+ * across sites without a preflight, so this refuses every call a foreign page could make.
+ */
+function onlyJson(req: IncomingMessage): void {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json')
+    throw new UnsupportedMediaType(`send the arguments with content-type: application/json, not ${JSON.stringify(type || 'none')}`);
 }
 
 function idempotencyKeyOf(req: IncomingMessage, durable: boolean): string | undefined {

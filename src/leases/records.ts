@@ -62,6 +62,26 @@ function parse(body: Uint8Array, what: string): Record<string, unknown> {
 
 const int = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
 
+/**
+ * Why `addr` cannot be a node's address, or undefined when it can: an http or https URL with a
+ * host, an explicit port and nothing after it (no path, query, fragment or credentials). The bucket
+ * is not trusted with where calls go: a planted record must not aim a forward at another service.
+ */
+export function nodeAddrProblem(addr: string): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(addr);
+  } catch {
+    return 'not a URL';
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `scheme ${u.protocol} (http or https only)`;
+  if (!u.hostname) return 'no host';
+  if (!/^[a-z]+:\/\/[^/?#]*:\d+\/?$/i.test(addr)) return 'an explicit port and nothing after it are required';
+  if (u.username || u.password) return 'credentials in the URL';
+  return undefined;
+}
+
+/** A node record; an `addr` that is not a node's address (nodeAddrProblem) reads as none: calls held there are not forwarded. */
 export function decodeNode(body: Uint8Array): NodeRecord {
   const r = parse(body, 'node');
   const ok =
@@ -73,6 +93,7 @@ export function decodeNode(body: Uint8Array): NodeRecord {
     int(r.expiresAtMs) &&
     (r.state === 'live' || r.state === 'released' || r.state === 'fenced');
   if (!ok) throw new BadRequest('node record has missing or invalid fields');
+  if (r.addr !== '' && nodeAddrProblem(r.addr as string) !== undefined) return { ...(r as unknown as NodeRecord), addr: '' };
   return r as unknown as NodeRecord;
 }
 

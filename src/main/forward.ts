@@ -99,6 +99,7 @@ async function send(
       body,
       headers: { ...headers, ...signed, [HOPS_HEADER]: String(hops + 1), 'content-type': 'application/json' },
       signal: AbortSignal.timeout(s.timeoutMs),
+      redirect: 'manual',
     });
     text = await res.text();
   } catch (e) {
@@ -106,6 +107,8 @@ async function send(
       cause: e,
     });
   }
+  if (res.status >= 300 && res.status < 400)
+    throw new OwnerUnreachable(`${a.key} is held by ${addr}, which answered a redirect (HTTP ${res.status}); it was not followed`);
   if (s.cluster) checkReply(s.cluster, signed[SIGNATURE_HEADER]!, res, text, addr, a);
   const json = parseReply(text);
   if (res.ok) return json;

@@ -35,6 +35,11 @@ export interface StartNodeOptions extends KeepworkOptions {
   /** HTTP port; 0 picks a free one; no HTTP server when absent (then no node can forward to it). */
   port?: number;
   host?: string;
+  /**
+   * The URL other nodes call this one at, carried in its lease (http or https, a host and a port);
+   * default: the listen address. Needed when `host` is unspecified (0.0.0.0, ::).
+   */
+  advertise?: string;
   logger?: Logger;
   /**
    * Bearer tokens and their rights (docs/security.md): a token file's path, or its parsed value.

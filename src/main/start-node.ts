@@ -26,6 +26,7 @@ import { DataDirLock } from './data-dir-lock.js';
 import { clusterKey as keyOf, type ClusterKey } from '../core/cluster-signature.js';
 import { tokenSetOf } from '../core/tokens.js';
 import { doorDecision } from './access-policy.js';
+import { nodeAddrProblem } from '../leases/records.js';
 
 /**
  * Starts a node; `frontDoor` serves its HTTP API when `options.port` is given (the package's
@@ -47,6 +48,7 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
     nodeId,
     port,
     host,
+    advertise,
     logger,
     auth,
     clusterSecret,
@@ -59,6 +61,7 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
   const clusterKey = clusterSecret === undefined ? undefined : keyOf(clusterSecret, config.skewBoundMs);
   const doors = doorDecision({ host: listenHost, tokens: !!tokens, clusterSecret: !!clusterKey, insecureNoAuth: insecureNoAuth === true });
   if (!doors.start) throw new BadConfig(doors.why);
+  checkAdvertise(listenHost, advertise);
   const classUrls = resolveClasses(classes, classBase);
   const served = tenants?.map(validateTenant);
   await checkClasses(classUrls);
@@ -74,7 +77,8 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
       http = await frontDoor({ port, host: listenHost, bodyMaxBytes: config.httpBodyMaxBytes, log: baseLog, ...access });
     }
     const bucketUrl = bucket ?? defaultBucketUrl(dataDir);
-    const parts = { config, tunables, classUrls, served, bucketUrl, nodeId, baseLog, http, clusterKey };
+    const addr = advertise ?? http?.url ?? '';
+    const parts = { config, tunables, classUrls, served, bucketUrl, nodeId, baseLog, http, clusterKey, addr };
     return await startLocked(parts, dataDir, dirLock);
   } catch (e) {
     await http?.close();
@@ -93,6 +97,19 @@ interface StartParts {
   baseLog: Logger;
   http: BoundHttp | undefined;
   clusterKey: ClusterKey | undefined;
+  /** What the lease carries for other nodes to call: `advertise`, or the listen URL. */
+  addr: string;
+}
+
+/** `advertise` must be a node address (nodeAddrProblem); an unspecified listen host has none of its own to offer. */
+function checkAdvertise(host: string, advertise: string | undefined): void {
+  if (advertise !== undefined) {
+    const problem = nodeAddrProblem(advertise);
+    if (problem) throw new BadConfig(`advertise ${JSON.stringify(advertise)} is not a node address: ${problem}`);
+  } else if (['0.0.0.0', '::', '[::]', ''].includes(host))
+    throw new BadConfig(
+      `host ${host || '""'} listens everywhere and names no address other nodes can call: pass advertise (--advertise URL)`,
+    );
 }
 
 /** The rest of the start, holding the data dir's lock (released by `Node.stop`) and the port. */
@@ -104,7 +121,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
   const store = countedStore(openStore(bucketUrl, { config, clock }), metrics.mainRequests);
   const membership = new Membership(store, clock, config, baseLog.child({ nodeId: identity.nodeId }), {
     nodeId: identity.nodeId,
-    addr: http?.url ?? '',
+    addr: parts.addr,
     tenants: served ?? null,
     classes: Object.keys(classUrls),
     dataDirId: identity.dataDirId, // we hold the data dir's lock

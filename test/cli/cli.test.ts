@@ -43,7 +43,11 @@ describe('keepwork CLI', () => {
         });
         child.once('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
       });
-      const r = await fetch(`${url}/v1/actors/demo/Counter/c/add`, { method: 'POST', body: '[3]' });
+      const r = await fetch(`${url}/v1/actors/demo/Counter/c/add`, {
+        method: 'POST',
+        body: '[3]',
+        headers: { 'content-type': 'application/json' },
+      });
       assert.deepEqual(await r.json(), { result: 3 });
       const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');

@@ -227,6 +227,7 @@ describe('starting on a non-loopback host', () => {
       classes: { Probe: PROBE },
       port: 0,
       host: '0.0.0.0',
+      advertise: 'http://10.0.0.7:8080',
       workerThreads: 1,
       logger: log,
       insecureNoAuth: true,

@@ -44,7 +44,11 @@ describe('coded errors through a real node', () => {
 
   it('a corrupt delta: the library call rejects with CORRUPT_LINK, HTTP answers 500 {"error":"CORRUPT_LINK"}', async () => {
     await assert.rejects(node.actor('t1/Probe/c').call('value'), (e: unknown) => isKeepworkError(e, ErrorCode.CorruptLink));
-    const r = await fetch(`${node.url}/v1/actors/t1/Probe/c/value`, { method: 'POST', body: '[]' });
+    const r = await fetch(`${node.url}/v1/actors/t1/Probe/c/value`, {
+      method: 'POST',
+      body: '[]',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(r.status, 500);
     const json = (await r.json()) as { error: string; message: string };
     assert.equal(json.error, 'CORRUPT_LINK');
@@ -56,7 +60,11 @@ describe('coded errors through a real node', () => {
       node.actor('t1/Probe/f').call('fail', 'thrown by the handler'),
       (e: unknown) => isKeepworkError(e, ErrorCode.HandlerFailed) && PROBE_FILE.test((e as unknown as Error).stack ?? ''),
     );
-    const r = await fetch(`${node.url}/v1/actors/t1/Probe/f/fail`, { method: 'POST', body: '["over HTTP"]' });
+    const r = await fetch(`${node.url}/v1/actors/t1/Probe/f/fail`, {
+      method: 'POST',
+      body: '["over HTTP"]',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.deepEqual(await r.json(), { error: 'HANDLER_FAILED', message: 'over HTTP' });
     const line = lines.find((l) => l.msg === 'request failed' && l.err?.message === 'over HTTP');
     assert.ok(line, 'the 500 is logged');

@@ -43,9 +43,16 @@ describe('HTTP API', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const post = (path: string, body?: string) => fetch(base + path, { method: 'POST', body });
+  const post = (path: string, body?: string) =>
+    fetch(base + path, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
   const postKey = (key: string, path: string, body?: string) =>
-    fetch(base + path, { method: 'POST', body, headers: { 'idempotency-key': key } });
+    fetch(base + path, { method: 'POST', body, headers: { 'content-type': 'application/json', 'idempotency-key': key } });
+  const postAs = (type: string | undefined, path: string, body: string | undefined) =>
+    fetch(base + path, {
+      method: 'POST',
+      body: body === undefined ? body : new TextEncoder().encode(body),
+      headers: type ? { 'content-type': type } : {},
+    });
   const json = async (r: Response) => ({ status: r.status, body: (await r.json()) as Record<string, unknown> });
 
   it('calls a method with a JSON array of arguments', async () => {
@@ -93,6 +100,10 @@ describe('HTTP API', () => {
     ['an unknown method', () => post('/v1/actors/t1/Probe/b/nothing', '[]'), 404, 'NOT_FOUND'],
     ['an unknown route', () => fetch(`${base}/v2/whatever`), 404, 'NOT_FOUND'],
     ['GET on a method', () => fetch(`${base}/v1/actors/t1/Probe/b/echo`), 405, 'METHOD_NOT_ALLOWED'],
+    // What a foreign page can send without a preflight: text/plain, a form's type, or no type at all.
+    ['a text/plain body', () => postAs('text/plain;charset=UTF-8', '/v1/actors/t1/Probe/b/echo', '[]'), 415, 'UNSUPPORTED_MEDIA_TYPE'],
+    ['a form body', () => postAs('application/x-www-form-urlencoded', '/v1/actors/t1/Probe/b/echo', '[]'), 415, 'UNSUPPORTED_MEDIA_TYPE'],
+    ['a call with no content-type', () => postAs(undefined, '/v1/actors/t1/Probe/b/echo', undefined), 415, 'UNSUPPORTED_MEDIA_TYPE'],
     [
       'a body over httpBodyMaxBytes',
       () => post('/v1/actors/t1/Probe/b/echo', JSON.stringify(['x'.repeat(5000)])),
@@ -110,6 +121,22 @@ describe('HTTP API', () => {
       assert.deepEqual(actorFiles(dataDir), before);
     });
   }
+
+  it('sends no CORS headers, to a preflight or to a call from another origin', async () => {
+    const headers = { origin: 'https://evil.example', 'access-control-request-method': 'POST' };
+    const preflight = await fetch(`${base}/v1/actors/t1/Probe/b/echo`, { method: 'OPTIONS', headers });
+    const call = await fetch(`${base}/v1/actors/t1/Probe/b/echo`, {
+      method: 'POST',
+      body: '[]',
+      headers: { origin: 'https://evil.example', 'content-type': 'application/json' },
+    });
+    for (const r of [preflight, call])
+      assert.deepEqual(
+        [...r.headers.keys()].filter((k) => k.startsWith('access-control-')),
+        [],
+      );
+    assert.equal(preflight.status, 405);
+  });
 
   it('Idempotency-Key: a repeat returns the first result without running; other arguments → 409 IDEMPOTENCY_MISMATCH', async () => {
     const path = '/v1/actors/t1/Probe/idem/slowIncrement?durable=1';

@@ -80,3 +80,31 @@ describe('forwardCall with a cluster secret', () => {
       );
     });
 });
+
+describe('forwardCall never follows a redirect', () => {
+  let server: Server;
+  let addr: string;
+  const paths: string[] = [];
+  before(async () => {
+    server = createServer((req, res) => {
+      paths.push(req.url ?? '');
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(307, { location: '/internal-admin/delete-everything' });
+        res.end();
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    addr = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => new Promise<void>((ok) => server.close(() => ok())));
+
+  it('a 307 from the address is OWNER_UNREACHABLE, and its target is never asked', async () => {
+    const settings: ForwardSettings = { timeoutMs: 5_000, hopsMax: 2, nowMs: () => Date.now() };
+    await assert.rejects(
+      forwardCall(addr, actor, 'echo', [1], false, { hops: 0, caller: '' }, settings),
+      (e: unknown) => isKeepworkError(e, ErrorCode.OwnerUnreachable) && /redirect \(HTTP 307\)/.test(e.message),
+    );
+    assert.deepEqual(paths, ['/v1/actors/acme/Probe/a/echo']);
+  });
+});

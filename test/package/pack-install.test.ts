@@ -109,7 +109,10 @@ async function firedOnce(url: string, name: string): Promise<Array<{ at: number;
 }
 
 async function fired(url: string, name: string): Promise<Array<{ at: number; text: string }>> {
-  const r = await fetch(`${url}/v1/actors/demo/Reminder/${name}/fired`, { method: 'POST' });
+  const r = await fetch(`${url}/v1/actors/demo/Reminder/${name}/fired`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(r.status, 200, await r.clone().text());
   return ((await r.json()) as { result: Array<{ at: number; text: string }> }).result;
 }
@@ -214,7 +217,11 @@ describe('the packed package installed into an app', () => {
       app,
     );
     assert.equal((await fired(cli.url, 'r1'))[0]?.text, 'stand up');
-    const set = await fetch(`${cli.url}/v1/actors/demo/Reminder/r2/remind`, { method: 'POST', body: JSON.stringify([500, 'stretch']) });
+    const set = await fetch(`${cli.url}/v1/actors/demo/Reminder/r2/remind`, {
+      method: 'POST',
+      body: JSON.stringify([500, 'stretch']),
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(set.status, 200, await set.clone().text());
     const r2 = await waitFor('r2 alarm to fire under npx keepwork', 60_000, () => firedOnce(cli.url, 'r2'));
     assert.equal(r2[0]!.text, 'stretch');
