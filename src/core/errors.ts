@@ -55,6 +55,8 @@ export const ErrorCode = {
   MethodNotAllowed: 'METHOD_NOT_ALLOWED',
   /** A POST whose content-type is not application/json (what a browser's form or a cross-site fetch sends without asking). */
   UnsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',
+  /** A request to a loopback node whose Host header names another host (a page on a rebound domain name). */
+  MisdirectedRequest: 'MISDIRECTED_REQUEST',
   /** The node holding the actor is live but could not be reached (or a routing loop); retry. */
   OwnerUnreachable: 'OWNER_UNREACHABLE',
   /** An idempotency key was used again with another method or other arguments; nothing ran. */
@@ -131,6 +133,7 @@ export const Internal = errorClass(ErrorCode.Internal, 'Internal');
 export const PayloadTooLarge = errorClass(ErrorCode.PayloadTooLarge, 'PayloadTooLarge');
 export const MethodNotAllowed = errorClass(ErrorCode.MethodNotAllowed, 'MethodNotAllowed');
 export const UnsupportedMediaType = errorClass(ErrorCode.UnsupportedMediaType, 'UnsupportedMediaType');
+export const MisdirectedRequest = errorClass(ErrorCode.MisdirectedRequest, 'MisdirectedRequest');
 export const IdempotencyMismatch = errorClass(ErrorCode.IdempotencyMismatch, 'IdempotencyMismatch');
 export const Unauthenticated = errorClass(ErrorCode.Unauthenticated, 'Unauthenticated');
 export const Forbidden = errorClass(ErrorCode.Forbidden, 'Forbidden');

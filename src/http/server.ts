@@ -32,6 +32,7 @@ import {
   NodeStopped,
   NotFound,
   PayloadTooLarge,
+  MisdirectedRequest,
   PortUnavailable,
   UnsupportedMediaType,
   isKeepworkError,
@@ -41,6 +42,7 @@ import { REPLY_SIGNATURE_HEADER, signReply, type ClusterKey } from '../core/clus
 import type { TokenSet } from '../core/tokens.js';
 import { IDEMPOTENCY_HEADER } from '../main/forward.js';
 import { authorize, callerOf, isForward, tenantFilter, type Caller } from './access.js';
+import { isLoopback } from '../main/access-policy.js';
 import { checkIdempotencyKey } from '../workers/idempotency.js';
 import type { BoundHttp, HttpServer, RoutingNode } from '../main/node-api.js';
 
@@ -72,6 +74,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.MethodNotAllowed]: 405,
   [ErrorCode.UnsupportedMediaType]: 415,
+  [ErrorCode.MisdirectedRequest]: 421,
   [ErrorCode.Unauthenticated]: 401,
   [ErrorCode.Forbidden]: 403,
   // CORRUPT_LINK, CORRUPT_STATE, INTERNAL, HANDLER_FAILED: 500 (retrying will not help; see the logs)
@@ -128,6 +131,7 @@ const replySigners = new WeakMap<ServerResponse, (status: number, body: string) 
 async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, res: ServerResponse, view: StatusView): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://x');
   const parts = url.pathname.split('/').slice(1);
+  checkHost(s, req);
   if (url.pathname === '/healthz') {
     onlyMethod(req, 'GET');
     return send(res, 200, { ok: true, nodeId: node.nodeId, epoch: node.epoch });
@@ -180,6 +184,18 @@ function onlyJson(req: IncomingMessage): void {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json')
     throw new UnsupportedMediaType(`send the arguments with content-type: application/json, not ${JSON.stringify(type || 'none')}`);
+}
+
+/**
+ * A node bound to loopback answers only requests addressed to a loopback name: a page whose domain
+ * name was rebound to 127.0.0.1 sends its own name as Host, and must not read or call this node.
+ */
+function checkHost(s: HttpSettings, req: IncomingMessage): void {
+  if (!isLoopback(s.host)) return;
+  const host = req.headers.host ?? '';
+  const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
+  if (!isLoopback(name))
+    throw new MisdirectedRequest(`this node listens on loopback and answers only loopback names, not Host ${JSON.stringify(host)}`);
 }
 
 function idempotencyKeyOf(req: IncomingMessage, durable: boolean): string | undefined {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { silentLogger } from '../../src/core/logger.js';
@@ -121,6 +122,26 @@ describe('HTTP API', () => {
       assert.deepEqual(actorFiles(dataDir), before);
     });
   }
+
+  it('answers 421 MISDIRECTED_REQUEST to a Host that is not a loopback name (DNS rebinding), and serves loopback names', async () => {
+    const port = Number(new URL(base).port);
+    const get = (host: string) =>
+      new Promise<{ status: number; body: string }>((ok, fail) => {
+        const req = request({ host: '127.0.0.1', port, path: '/v1/status', headers: { host } }, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (c: string) => (body += c));
+          res.on('end', () => ok({ status: res.statusCode ?? 0, body }));
+        });
+        req.on('error', fail).end();
+      });
+    for (const host of ['evil.example', `evil.example:${port}`, '10.0.0.7']) {
+      const r = await get(host);
+      assert.equal(r.status, 421, host);
+      assert.equal((JSON.parse(r.body) as { error: string }).error, 'MISDIRECTED_REQUEST');
+    }
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, 'localhost'])
+      assert.equal((await get(host)).status, 200, host);
+  });
 
   it('sends no CORS headers, to a preflight or to a call from another origin', async () => {
     const headers = { origin: 'https://evil.example', 'access-control-request-method': 'POST' };
