@@ -64,7 +64,7 @@ const int = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
 
 /**
  * Why `addr` cannot be a node's address, or undefined when it can: an http or https URL with a
- * host, an explicit port and nothing after it (no path, query, fragment or credentials). The bucket
+ * host, a port if not the scheme's, and nothing after them (no path, query, fragment or credentials). The bucket
  * is not trusted with where calls go: a planted record must not aim a forward at another service.
  */
 export function nodeAddrProblem(addr: string): string | undefined {
@@ -76,7 +76,7 @@ export function nodeAddrProblem(addr: string): string | undefined {
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return `scheme ${u.protocol} (http or https only)`;
   if (!u.hostname) return 'no host';
-  if (!/^[a-z]+:\/\/[^/?#]*:\d+\/?$/i.test(addr)) return 'an explicit port and nothing after it are required';
+  if (!/^[a-z]+:\/\/[^/?#]*\/?$/i.test(addr)) return 'nothing may follow the host and port';
   if (u.username || u.password) return 'credentials in the URL';
   return undefined;
 }

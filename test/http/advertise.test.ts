@@ -30,7 +30,7 @@ describe('the address a node advertises', () => {
       assert.equal(existsSync(dataDir), false);
     });
 
-  for (const advertise of ['http://10.0.0.7:8080/admin', 'http://10.0.0.7', 'ftp://10.0.0.7:21', 'http://u:p@10.0.0.7:8080'])
+  for (const advertise of ['http://10.0.0.7:8080/admin', 'http://10.0.0.7:8080?x', 'ftp://10.0.0.7:21', 'http://u:p@10.0.0.7:8080'])
     it(`refuses advertise ${advertise}`, async () => {
       const dataDir = join(tempDir(), 'data');
       await assert.rejects(

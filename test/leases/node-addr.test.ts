@@ -11,13 +11,19 @@ const record = (addr: string) =>
   new TextEncoder().encode(JSON.stringify({ nodeId: 'evil', epoch: 1, addr, tenants: null, classes: [], expiresAtMs: 1, state: 'live' }));
 
 describe('node record addresses', () => {
-  const good = ['http://127.0.0.1:8080', 'https://node-1.internal:443', 'http://[::1]:8081', 'http://10.0.0.7:8080/'];
+  const good = [
+    'http://127.0.0.1:8080',
+    'https://node-1.internal',
+    'http://n1',
+    'https://node-1.internal:443',
+    'http://[::1]:8081',
+    'http://10.0.0.7:8080/',
+  ];
   const bad = [
     'http://127.0.0.1:8080/internal-admin/delete-everything',
     'http://127.0.0.1:8080?x=1',
     'http://127.0.0.1:8080#frag',
     'http://user:pass@127.0.0.1:8080',
-    'http://127.0.0.1',
     'file:///etc/passwd',
     'javascript:alert(1)',
     'ftp://127.0.0.1:21',
