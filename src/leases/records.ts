@@ -64,8 +64,9 @@ const int = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
 
 /**
  * Why `addr` cannot be a node's address, or undefined when it can: an http or https URL with a
- * host, a port if not the scheme's, and nothing after them (no path, query, fragment or credentials). The bucket
- * is not trusted with where calls go: a planted record must not aim a forward at another service.
+ * host, a port if not the scheme's, and nothing after them (no path, query, fragment or
+ * credentials). The bucket is not trusted with where calls go: a planted record must not aim a
+ * forward at another service.
  */
 export function nodeAddrProblem(addr: string): string | undefined {
   let u: URL;
