@@ -237,8 +237,13 @@ async function readBody(req: IncomingMessage, max: number): Promise<string> {
   return text;
 }
 
+/** How deep a call's arguments may nest (the arguments array is level 1): deeper ones would overflow a stack on their way to the handler. */
+export const ARGS_DEPTH_MAX = 64;
+
 function parseArgs(body: string): unknown[] {
   if (body.trim() === '') return [];
+  const depth = nestingDepth(body);
+  if (depth > ARGS_DEPTH_MAX) throw new BadRequest(`the arguments nest ${depth} levels deep; at most ${ARGS_DEPTH_MAX} are taken`);
   let value: unknown;
   try {
     value = JSON.parse(body);
@@ -247,6 +252,24 @@ function parseArgs(body: string): unknown[] {
   }
   if (!Array.isArray(value)) throw new BadRequest('body must be a JSON array of arguments, e.g. [1, "two"]');
   return value;
+}
+
+/** The deepest nesting of arrays and objects in JSON text (strings skipped), without parsing it. */
+function nestingDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) max = Math.max(max, ++depth);
+    else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return max;
 }
 
 /** `log`: undefined for the 503s of a node that is not serving yet (nothing to log). */

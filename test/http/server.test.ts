@@ -100,6 +100,13 @@ describe('HTTP API', () => {
     ['an unknown class', () => post('/v1/actors/t1/Nope/b/echo', '[]'), 404, 'NOT_FOUND'],
     ['an unknown method', () => post('/v1/actors/t1/Probe/b/nothing', '[]'), 404, 'NOT_FOUND'],
     ['an unknown route', () => fetch(`${base}/v2/whatever`), 404, 'NOT_FOUND'],
+    [
+      'arguments nested 2,000 deep (under the body limit)',
+      () => post('/v1/actors/t1/Probe/b/echo', '['.repeat(2_000) + ']'.repeat(2_000)),
+      400,
+      'BAD_REQUEST',
+    ],
+    ['arguments nested 65 deep', () => post('/v1/actors/t1/Probe/b/echo', '['.repeat(65) + ']'.repeat(65)), 400, 'BAD_REQUEST'],
     ['GET on a method', () => fetch(`${base}/v1/actors/t1/Probe/b/echo`), 405, 'METHOD_NOT_ALLOWED'],
     // What a foreign page can send without a preflight: text/plain, a form's type, or no type at all.
     ['a text/plain body', () => postAs('text/plain;charset=UTF-8', '/v1/actors/t1/Probe/b/echo', '[]'), 415, 'UNSUPPORTED_MEDIA_TYPE'],
@@ -141,6 +148,15 @@ describe('HTTP API', () => {
     }
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, 'localhost'])
       assert.equal((await get(host)).status, 200, host);
+  });
+
+  it('takes arguments nested 64 deep, and brackets inside strings do not count', async () => {
+    const deep = '['.repeat(64) + ']'.repeat(64);
+    assert.deepEqual((await json(await post('/v1/actors/t1/Probe/d/echo', deep))).status, 200);
+    assert.deepEqual(await json(await post('/v1/actors/t1/Probe/d/echo', JSON.stringify(['[[[[\\"{{{{'.repeat(40)]))), {
+      status: 200,
+      body: { result: ['[[[[\\"{{{{'.repeat(40)] },
+    });
   });
 
   it('sends no CORS headers, to a preflight or to a call from another origin', async () => {
