@@ -38,28 +38,19 @@ import {
   isKeepworkError,
 } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import { REPLY_SIGNATURE_HEADER, signReply, type ClusterKey } from '../core/cluster-signature.js';
-import type { TokenSet } from '../core/tokens.js';
+import { REPLY_SIGNATURE_HEADER, signReply } from '../core/cluster-signature.js';
 import { IDEMPOTENCY_HEADER } from '../main/forward.js';
 import { authorize, callerOf, isForward, tenantFilter, type Caller } from './access.js';
 import { isLoopback } from '../main/access-policy.js';
 import { checkIdempotencyKey } from '../workers/idempotency.js';
-import type { BoundHttp, HttpServer, RoutingNode } from '../main/node-api.js';
+import type { BoundHttp, FrontDoorSettings, HttpServer, RoutingNode } from '../main/node-api.js';
 
 export type { HttpServer };
 import { STATUS_PAGE_HTML } from './status-page.js';
 import { StatusView } from './status-view.js';
 
-export interface HttpSettings {
-  port: number;
-  host: string;
-  bodyMaxBytes: number;
-  log: Logger;
-  /** Bearer tokens requests must present; absent: nothing is checked. */
-  tokens?: TokenSet;
-  /** The cluster secret: forwards are verified and replies to them signed. */
-  clusterKey?: ClusterKey;
-}
+/** What `startHttp` binds and serves with: the front door's settings (node-api.ts). */
+export type HttpSettings = FrontDoorSettings;
 
 const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCode.BadRequest]: 400,
