@@ -222,7 +222,10 @@ async function runScenario(t: TestContext, name: string, fault: (s: Scenario) =>
   const load = new Load();
   let failed = true;
   try {
-    const started = await Promise.all(NODES.map((n) => c.start(n, { set: TIMINGS, host: l.host(n).ip, launcher: l.host(n).launcher })));
+    // The nodes listen on their namespaces' private addresses; these tests are about partitions, so
+    // they serve open (--insecure-no-auth) rather than with tokens (test/cluster/cluster-auth.test.ts).
+    const open = { set: TIMINGS, args: ['--insecure-no-auth'] };
+    const started = await Promise.all(NODES.map((n) => c.start(n, { ...open, host: l.host(n).ip, launcher: l.host(n).launcher })));
     const nodes = Object.fromEntries(NODES.map((n, i) => [n, started[i]!])) as Record<NodeName, ClusterNode>;
     const store = c.store();
     const s: Scenario = {
