@@ -87,6 +87,7 @@ program
     tunable,
   )
   .option('--advertise <url>', 'the URL other nodes call this one at, if not the listen address (required with --host 0.0.0.0)')
+  .option('--peers-allow <cidrs>', 'forward calls only to holders inside these networks, e.g. 10.0.0.0/8,fd00::/8', list)
   .option('--auth-file <path>', 'bearer tokens and their rights (keepwork token add; docs/security.md)')
   .option('--cluster-secret-file <path>', 'the secret every node of the cluster shares: signs forwarded calls and their replies')
   .option('--insecure-no-auth', 'serve a non-loopback --host without tokens or cluster secret (a warning at every start)')
@@ -105,6 +106,7 @@ program
       port: number;
       host: string;
       advertise?: string;
+      peersAllow?: string[];
       class?: Record<string, string>;
       tenants?: string[];
       nodeId?: string;
@@ -124,6 +126,7 @@ program
         port: o.port,
         host: o.host,
         ...(o.advertise === undefined ? {} : { advertise: o.advertise }),
+        ...(o.peersAllow === undefined ? {} : { peersAllow: o.peersAllow }),
         classes: o.class ?? {},
         tenants: o.tenants,
         nodeId: o.nodeId,

@@ -61,6 +61,14 @@ export const DEFAULTS = Object.freeze({
   dbCacheMax: 2048,
   /** Largest HTTP request body. */
   httpBodyMaxBytes: 1_048_576,
+  /** Time limit for a request body to arrive, from its headers (a trickled body is answered 408). */
+  httpBodyTimeoutMs: 30_000,
+  /** Time limit for a request's headers to arrive (node:http's headersTimeout). */
+  httpHeadersTimeoutMs: 10_000,
+  /** Open HTTP connections the node accepts at once; more are closed at once (node:http's maxConnections). */
+  httpConnectionsMax: 1_024,
+  /** Largest result a call answers over HTTP; a larger one is 500 RESULT_TOO_LARGE. */
+  httpResultMaxBytes: 8_388_608,
   /** Alarms the in-memory timer holds, at most. */
   timerEntriesMax: 1_000_000,
   /** A snapshot link at least every this many links (also when the deltas outweigh a snapshot). */
@@ -161,6 +169,10 @@ export const RULES: Readonly<Record<IntegerTunable, Rule>> = {
   workerYoungGenerationMb: { min: 1, max: 1024 },
   dbCacheMax: { min: 1, max: 100_000 },
   httpBodyMaxBytes: { min: 1, max: 1_073_741_824 },
+  httpBodyTimeoutMs: { min: 1 },
+  httpHeadersTimeoutMs: { min: 1 },
+  httpConnectionsMax: { min: 1, max: 1_000_000 },
+  httpResultMaxBytes: { min: 1, max: 1_073_741_824 },
   timerEntriesMax: { min: 1 },
   snapshotEveryLinks: { min: 1 },
   checkpointEveryLinks: { min: 1 },

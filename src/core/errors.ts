@@ -51,6 +51,10 @@ export const ErrorCode = {
   Internal: 'INTERNAL',
   /** An HTTP request body over `httpBodyMaxBytes`. */
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
+  /** An HTTP request body that did not arrive within `httpBodyTimeoutMs`. */
+  RequestTimeout: 'REQUEST_TIMEOUT',
+  /** A call's result over `httpResultMaxBytes`: the call ran (and committed), its result is not sent. */
+  ResultTooLarge: 'RESULT_TOO_LARGE',
   /** An HTTP method the route does not take (GET on a method call, POST on the alarm). */
   MethodNotAllowed: 'METHOD_NOT_ALLOWED',
   /** A POST whose content-type is not application/json (what a browser's form or a cross-site fetch sends without asking). */
@@ -131,6 +135,8 @@ export const CorruptLink = errorClass(ErrorCode.CorruptLink, 'CorruptLink');
 export const CorruptState = errorClass(ErrorCode.CorruptState, 'CorruptState');
 export const Internal = errorClass(ErrorCode.Internal, 'Internal');
 export const PayloadTooLarge = errorClass(ErrorCode.PayloadTooLarge, 'PayloadTooLarge');
+export const RequestTimeout = errorClass(ErrorCode.RequestTimeout, 'RequestTimeout');
+export const ResultTooLarge = errorClass(ErrorCode.ResultTooLarge, 'ResultTooLarge');
 export const MethodNotAllowed = errorClass(ErrorCode.MethodNotAllowed, 'MethodNotAllowed');
 export const UnsupportedMediaType = errorClass(ErrorCode.UnsupportedMediaType, 'UnsupportedMediaType');
 export const MisdirectedRequest = errorClass(ErrorCode.MisdirectedRequest, 'MisdirectedRequest');

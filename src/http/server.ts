@@ -16,10 +16,11 @@
  * Path segments are percent-decoded (a name containing "/" is sent as %2F). Errors are
  * `{error: CODE, message}` with CODE from core/errors.ts' ErrorCode: 400 bad input, 404 unknown
  * route/class/method, 405, 409 an idempotency key reused with other arguments, 413 body too
- * large, 503 overloaded, stopping, unreachable or lease lost (retry), 504 handler time limit,
- * 500 a handler failure, a corrupt chain or state, or a bug (INTERNAL) — retrying does not help
- * those. Input is
- * validated before any event is submitted, so bad input never writes.
+ * large, 408 a body that did not arrive in httpBodyTimeoutMs, 503 overloaded, stopping, unreachable
+ * or lease lost (retry), 504 handler time limit, 500 a handler failure, a result over
+ * httpResultMaxBytes, a corrupt chain or state, or a bug (INTERNAL) — retrying does not help those.
+ * Input is validated before any event is submitted, so bad input never writes. A refused body is
+ * read to its end (up to DISCARD_MAX_BYTES) before the answer, so the client, still sending, hears it.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -34,6 +35,8 @@ import {
   PayloadTooLarge,
   MisdirectedRequest,
   PortUnavailable,
+  RequestTimeout,
+  ResultTooLarge,
   UnsupportedMediaType,
   isKeepworkError,
 } from '../core/errors.js';
@@ -63,28 +66,44 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCode.LeaseLost]: 503,
   [ErrorCode.ActorGivenUp]: 503,
   [ErrorCode.PayloadTooLarge]: 413,
+  [ErrorCode.RequestTimeout]: 408,
   [ErrorCode.MethodNotAllowed]: 405,
   [ErrorCode.UnsupportedMediaType]: 415,
   [ErrorCode.MisdirectedRequest]: 421,
   [ErrorCode.Unauthenticated]: 401,
   [ErrorCode.Forbidden]: 403,
-  // CORRUPT_LINK, CORRUPT_STATE, INTERNAL, HANDLER_FAILED: 500 (retrying will not help; see the logs)
+  // CORRUPT_LINK, CORRUPT_STATE, INTERNAL, HANDLER_FAILED, RESULT_TOO_LARGE: 500 (retrying will not help; see the logs)
 };
 
 const METHOD_RE = /^[A-Za-z_$][A-Za-z0-9_$]{0,127}$/;
+
+/** A refused body is read and dropped up to this many bytes before the answer; past it the connection is closed. */
+export const DISCARD_MAX_BYTES = 16_777_216;
+/** A 503 (a retry helps) is logged at most once per code per this interval, with how many were not. */
+export const RETRY_LOG_EVERY_MS = 10_000;
 
 /**
  * Binds the port (PORT_UNAVAILABLE when it is taken or not allowed) and answers 503 NODE_STOPPED
  * until `serve` hands it the node: the node binds before it joins the cluster (start-node.ts).
  */
 export async function startHttp(s: HttpSettings): Promise<BoundHttp> {
-  let serving: { node: RoutingNode; settings: HttpSettings; view: StatusView } | undefined;
-  const server = createServer((req, res) => {
-    if (!serving) return reply(res, undefined, new NodeStopped('this node is starting; retry'));
-    const { node, settings, view } = serving;
-    handle(node, settings, req, res, view).catch((e: unknown) => reply(res, settings.log, e));
-  });
+  let serving: { node: RoutingNode; settings: HttpSettings; view: StatusView; failures: FailureLog } | undefined;
+  const { httpHeadersTimeoutMs: headersMs, httpBodyTimeoutMs: bodyMs } = s.limits;
+  const server = createServer(
+    {
+      headersTimeout: headersMs,
+      // node:http's own limit for a whole request, past ours for the body (which answers with a code)
+      requestTimeout: headersMs + bodyMs + 1_000,
+      connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(headersMs, bodyMs) / 2))),
+    },
+    (req, res) => {
+      if (!serving) return reply(res, undefined, new NodeStopped('this node is starting; retry'));
+      const { node, settings, view, failures } = serving;
+      handle(node, settings, req, res, view).catch((e: unknown) => reply(res, failures, e));
+    },
+  );
   server.keepAliveTimeout = 5_000;
+  server.maxConnections = s.limits.httpConnectionsMax;
   await new Promise<void>((ok, fail) => server.once('error', fail).listen(s.port, s.host, ok)).catch((e: unknown) => {
     throw portUnavailable(s, e);
   });
@@ -94,7 +113,7 @@ export async function startHttp(s: HttpSettings): Promise<BoundHttp> {
     url: `http://${host}:${port}`,
     serve(node, log) {
       if (serving) throw new Internal('this HTTP server already serves a node');
-      serving = { node, settings: { ...s, log }, view: new StatusView(node, node.metrics.feed) };
+      serving = { node, settings: { ...s, log }, view: new StatusView(node, node.metrics.feed), failures: new FailureLog(log) };
       serving.view.start();
     },
     close: () =>
@@ -127,7 +146,7 @@ async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, 
     onlyMethod(req, 'GET');
     return send(res, 200, { ok: true, nodeId: node.nodeId, epoch: node.epoch });
   }
-  const signedBody = isForward(s, req) ? await readBody(req, s.bodyMaxBytes) : undefined;
+  const signedBody = isForward(s, req) ? await readBody(req, s) : undefined;
   const caller = callerOf(s, req, signedBody, Date.now());
   const key = s.clusterKey;
   const forwardSignature = caller.forwardSignature;
@@ -152,12 +171,19 @@ async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, 
   onlyMethod(req, 'POST');
   onlyJson(req);
   if (!METHOD_RE.test(last)) throw new BadRequest(`method name ${JSON.stringify(last)} must match ${METHOD_RE.source}`);
-  const args = parseArgs(signedBody ?? (await readBody(req, s.bodyMaxBytes)));
+  const args = parseArgs(signedBody ?? (await readBody(req, s)));
   const durable = url.searchParams.get('durable');
   if (durable !== null && durable !== '0' && durable !== '1') throw new BadRequest('durable must be 0 or 1');
   const idempotencyKey = idempotencyKeyOf(req, durable === '1');
   const result = await node.request(address, last, args, durable === '1', hops, idempotencyKey, name);
-  send(res, 200, { result: result === undefined ? null : result });
+  const text = JSON.stringify({ result: result === undefined ? null : result });
+  const max = s.limits.httpResultMaxBytes;
+  const size = Buffer.byteLength(text);
+  if (size > max)
+    throw new ResultTooLarge(
+      `${address.key}.${last} ran, and its result is ${size} bytes as JSON; the limit is ${max} (httpResultMaxBytes)`,
+    );
+  sendText(res, 200, text);
 }
 
 async function serveStatus(path: string, req: IncomingMessage, res: ServerResponse, view: StatusView, caller: Caller): Promise<void> {
@@ -214,18 +240,42 @@ function addressOf(segments: string[]): ActorAddress {
   return parseAddress({ tenant, className, name });
 }
 
-async function readBody(req: IncomingMessage, max: number): Promise<string> {
+/**
+ * The request body, within httpBodyMaxBytes and httpBodyTimeoutMs. A body over the limit is read on
+ * and dropped to its end before PAYLOAD_TOO_LARGE, so the answer reaches a client still sending (a
+ * socket closed under it is a reset, not a 413); one past DISCARD_MAX_BYTES is answered at once.
+ */
+function readBody(req: IncomingMessage, s: HttpSettings): Promise<string> {
+  const max = s.bodyMaxBytes;
   const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > max) throw new PayloadTooLarge(`request body is ${declared} bytes; the limit is ${max} (httpBodyMaxBytes)`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > max) throw new PayloadTooLarge(`request body exceeds ${max} bytes (httpBodyMaxBytes)`);
-    chunks.push(chunk as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  return text;
+  const tooLarge = () => new PayloadTooLarge(`request body exceeds ${max} bytes (httpBodyMaxBytes)`);
+  if (declared > DISCARD_MAX_BYTES) return Promise.reject(tooLarge());
+  return new Promise((ok, fail) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const timeoutMs = s.limits.httpBodyTimeoutMs;
+    const timer = setTimeout(
+      () => done(new RequestTimeout(`the request body did not arrive within ${timeoutMs} ms (httpBodyTimeoutMs)`)),
+      timeoutMs,
+    );
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= max) chunks.push(chunk);
+      else if (size > DISCARD_MAX_BYTES) done(tooLarge());
+      else chunks.length = 0;
+    };
+    const onEnd = () => (size > max ? done(tooLarge()) : done(undefined, Buffer.concat(chunks).toString('utf8')));
+    const onAborted = () => done(new BadRequest('the client closed the connection before its body arrived'));
+    function done(e: Error | undefined, text = ''): void {
+      clearTimeout(timer);
+      req.off('data', onData).off('end', onEnd).off('aborted', onAborted);
+      if (e) {
+        req.pause();
+        fail(e);
+      } else ok(text);
+    }
+    req.on('data', onData).on('end', onEnd).on('aborted', onAborted);
+  });
 }
 
 /** How deep a call's arguments may nest (the arguments array is level 1): deeper ones would overflow a stack on their way to the handler. */
@@ -263,22 +313,48 @@ function nestingDepth(text: string): number {
   return max;
 }
 
-/** `log`: undefined for the 503s of a node that is not serving yet (nothing to log). */
-function reply(res: ServerResponse, log: Logger | undefined, e: unknown): void {
+/**
+ * Failed requests in the node's log: a 500 each with its error (a bug, or a handler's failure); a
+ * 503 — a retry helps, and under load there are many — once per code per RETRY_LOG_EVERY_MS,
+ * without a stack, saying how many of that code were not logged since.
+ */
+class FailureLog {
+  private readonly last = new Map<string, { atMs: number; unlogged: number }>();
+
+  constructor(private readonly log: Logger) {}
+
+  failed(status: number, code: ErrorCode, message: string, e: unknown): void {
+    if (status !== 503) return void this.log.warn({ code, err: e }, 'request failed');
+    const now = Date.now();
+    const seen = this.last.get(code);
+    if (seen && now - seen.atMs < RETRY_LOG_EVERY_MS) return void seen.unlogged++;
+    this.last.set(code, { atMs: now, unlogged: 0 });
+    this.log.warn(
+      { code, message, unloggedSince: seen?.unlogged ?? 0 },
+      `request refused with 503 (logged once per ${RETRY_LOG_EVERY_MS} ms)`,
+    );
+  }
+}
+
+/** `failures`: undefined for the 503s of a node that is not serving yet (nothing to log). */
+function reply(res: ServerResponse, failures: FailureLog | undefined, e: unknown): void {
   // A handler's failure arrives coded (HANDLER_FAILED, from the worker); an uncoded error here is the node's own bug.
   const code = isKeepworkError(e) ? e.code : ErrorCode.Internal;
   const status = STATUS[code] ?? 500;
   const message = e instanceof Error ? e.message : String(e);
-  if (status >= 500) log?.warn({ code, err: e }, 'request failed');
+  if (status >= 500) failures?.failed(status, code, message, e);
   if (res.headersSent) return void res.destroy();
-  if (status === 413) res.setHeader('connection', 'close');
+  if (status === 413 || status === 408) res.setHeader('connection', 'close');
   if (status === 401) res.setHeader('www-authenticate', 'Bearer realm="keepwork"');
   if (status === 503) res.setHeader('retry-after', '1');
   send(res, status, { error: code, message });
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
+  sendText(res, status, JSON.stringify(body));
+}
+
+function sendText(res: ServerResponse, status: number, text: string): void {
   const signer = replySigners.get(res);
   if (signer) res.setHeader(REPLY_SIGNATURE_HEADER, signer(status, text));
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });

@@ -11,7 +11,10 @@ export type DirectorySettings = Settings<'alarmSweepMs' | 'graceMs'>;
 import { listAll } from '../store/keys.js';
 import type { ObjectStore } from '../store/types.js';
 import { isLive } from './decisions.js';
-import { NODES_PREFIX, decodeNode, nodeIdOfKey, nodeKey, type NodeRecord } from './records.js';
+import { NODES_PREFIX, decodeNode, nodeIdOfKey, nodeKey, refusedAddr, type NodeRecord } from './records.js';
+
+/** How many refused node addresses are remembered, each logged once. */
+const REFUSED_ADDRS_MAX = 1_024;
 
 export interface NodeEntry {
   record: NodeRecord;
@@ -23,6 +26,8 @@ export class NodeDirectory {
   /** nodeId → the highest epoch known to be over (a record fenced or released at it, or a later epoch seen). */
   private readonly ended = new Map<string, number>();
   private reading: Promise<NodeEntry[]> | undefined;
+  /** `nodeId addr` of records whose addr was refused and logged (bounded: the oldest are forgotten). */
+  private readonly refused = new Set<string>();
 
   constructor(
     private readonly store: ObjectStore,
@@ -51,6 +56,7 @@ export class NodeDirectory {
     if (!obj) return null;
     try {
       const record = decodeNode(obj.body);
+      if (record.addr === '') this.noteRefusedAddr(nodeId, obj.body);
       this.observe(record);
       return { record, etag: obj.etag };
     } catch (e) {
@@ -73,6 +79,20 @@ export class NodeDirectory {
   observe(record: NodeRecord): void {
     const over = record.state === 'live' ? record.epoch - 1 : record.epoch;
     if (over > (this.ended.get(record.nodeId) ?? 0)) this.ended.set(record.nodeId, over);
+  }
+
+  /** A record whose addr is not a node's address reads as one without an address (records.ts): logged once per node and addr. */
+  private noteRefusedAddr(nodeId: string, body: Uint8Array): void {
+    const refused = refusedAddr(body);
+    if (!refused) return;
+    const key = `${nodeId} ${refused.addr}`;
+    if (this.refused.has(key)) return;
+    this.refused.add(key);
+    if (this.refused.size > REFUSED_ADDRS_MAX) this.refused.delete(this.refused.values().next().value!);
+    this.log.warn(
+      { nodeId, addr: refused.addr, problem: refused.problem },
+      'a node record whose addr is not a node address: read as a node without one (its actors are not forwarded to)',
+    );
   }
 
   invalidate(): void {

@@ -38,7 +38,8 @@ import type { NodeDirectory } from './directory.js';
 import type { NodeLease } from './node-lease.js';
 import { decodeHold, encodeHold, encodeNode, holdKey, nodeKey, type HoldRecord, type NodeRecord } from './records.js';
 
-export type Ownership = { kind: 'mine'; generation: number } | { kind: 'elsewhere'; nodeId: string; addr: string };
+/** `none`: the actor has no hold anywhere (it was never created), and the acquire was told not to create one. */
+export type Ownership = { kind: 'mine'; generation: number } | { kind: 'elsewhere'; nodeId: string; addr: string } | { kind: 'none' };
 
 const ROUNDS_MAX = 4;
 /** How many released generations are remembered (a release lands or fails long before this many more). */
@@ -102,7 +103,8 @@ export class HoldTable {
     return this.mine.size;
   }
 
-  async acquire(a: ActorAddress): Promise<Ownership> {
+  /** `create: false`: an actor without a hold (never created) is `none`, and nothing is written (a read of it). */
+  async acquire(a: ActorAddress, { create = true }: { create?: boolean } = {}): Promise<Ownership> {
     const { key } = a;
     const generation = this.expected.get(key);
     if (generation !== undefined) this.expected.delete(key);
@@ -111,11 +113,11 @@ export class HoldTable {
       this.lease.check();
       return { kind: 'mine', generation: known.generation };
     }
-    const guessed = generation === undefined ? await this.createUnread(a) : await this.takeExpected(a, generation);
+    const guessed = generation !== undefined ? await this.takeExpected(a, generation) : create ? await this.createUnread(a) : undefined;
     if (guessed) return guessed;
     for (let round = 0; round < ROUNDS_MAX; round++) {
       this.lease.check();
-      const outcome = await this.tryAcquire(a, generation);
+      const outcome = await this.tryAcquire(a, generation, create);
       if (outcome) return outcome;
     }
     throw new StoreUnavailable(`could not settle the hold of ${key} after ${ROUNDS_MAX} rounds of races`);
@@ -212,7 +214,7 @@ export class HoldTable {
 
   /** undefined: lost a race, decide again. */
   /** `expected`: the generation the sweep's entry named, if any (whether a guess would have been right). */
-  private async tryAcquire(a: ActorAddress, expected?: number): Promise<Ownership | undefined> {
+  private async tryAcquire(a: ActorAddress, expected: number | undefined, create: boolean): Promise<Ownership | undefined> {
     const obj = await this.store.get(holdKey(a));
     const hold = obj ? decodeHold(obj.body) : null;
     this.checkNotBelowReleased(a, hold?.generation ?? 0, 'the bucket holds');
@@ -238,6 +240,7 @@ export class HoldTable {
       case 'forward':
         return { kind: 'elsewhere', nodeId: d.nodeId, addr: d.addr };
       case 'create':
+        if (!create) return { kind: 'none' };
         if (expected === undefined) this.creating = true; // new actors: the next may be new too
         return this.write(a, 1, { ifNoneMatch: '*' });
       case 'take':

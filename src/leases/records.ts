@@ -98,6 +98,14 @@ export function decodeNode(body: Uint8Array): NodeRecord {
   return r as unknown as NodeRecord;
 }
 
+/** The `addr` a node record carries that decodeNode refused (nodeAddrProblem), with why; undefined when it has none. */
+export function refusedAddr(body: Uint8Array): { addr: string; problem: string } | undefined {
+  const addr = parse(body, 'node').addr;
+  if (typeof addr !== 'string' || addr === '') return undefined;
+  const problem = nodeAddrProblem(addr);
+  return problem === undefined ? undefined : { addr, problem };
+}
+
 export function decodeHold(body: Uint8Array): HoldRecord {
   const r = parse(body, 'hold');
   const ok = typeof r.nodeId === 'string' && int(r.epoch) && int(r.generation) && (r.state === 'held' || r.state === 'released');

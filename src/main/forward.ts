@@ -11,6 +11,10 @@
  * digest, timestamp, hops and the caller's verified token name — and the holder's reply must carry
  * its signature over the request's signature and the reply body: an unsigned or wrongly signed
  * reply is OWNER_UNREACHABLE and its body never reaches the client.
+ *
+ * A forward goes only where a node can be: the holder's address was checked when its record was
+ * read (records.ts), a redirect is never followed (a 3xx is OWNER_UNREACHABLE), and with
+ * `--peers-allow` an address outside the allowed networks is refused before anything is sent.
  */
 import type { ActorAddress } from '../core/address.js';
 import {
@@ -23,6 +27,8 @@ import {
   type ClusterKey,
 } from '../core/cluster-signature.js';
 import { KeepworkError, OwnerUnreachable, isKeepworkError, type ErrorCode } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { PeersAllow } from './peers-allow.js';
 
 export const HOPS_HEADER = 'x-keepwork-hops';
 /** A durable call's idempotency key (docs/guide.md "Idempotent durable calls"); forwarded as it came. */
@@ -35,6 +41,10 @@ export interface ForwardSettings {
   cluster?: ClusterKey;
   /** The time a signature carries. */
   nowMs: () => number;
+  /** The networks forwards may go to (peers-allow.ts); absent: any node address. */
+  peersAllow?: PeersAllow;
+  /** Where a refused peer is logged (once per address). */
+  log?: Logger;
 }
 
 /** How a call reached this node: the hops it took, and the verified caller's token name ('' if none). */
@@ -90,6 +100,7 @@ async function send(
   if (!addr) throw new OwnerUnreachable(`${a.key} is held by a node without an HTTP address; retry later`);
   const { hops } = via;
   if (hops >= s.hopsMax) throw new OwnerUnreachable(`${a.key}: the call was forwarded ${hops} times (forwardHopsMax); retry later`);
+  if (s.peersAllow) await checkPeer(s.peersAllow, addr, a, s.log);
   const signed = s.cluster ? signedHeaders(s.cluster, method, path, body ?? '', { hops: hops + 1, caller: via.caller }, s.nowMs()) : {};
   let res: Response;
   let text: string;
@@ -116,6 +127,14 @@ async function send(
   const err = new KeepworkError(code, json.message ?? `HTTP ${res.status} from ${addr}`);
   if (!isKeepworkError(err)) throw new OwnerUnreachable(`${addr} answered ${res.status}: ${json.message ?? ''}`);
   throw err;
+}
+
+async function checkPeer(peers: PeersAllow, addr: string, a: ActorAddress, log: Logger | undefined): Promise<void> {
+  const why = await peers.refusal(addr);
+  if (why === undefined) return;
+  if (peers.firstRefusal(addr))
+    log?.warn({ actor: a.key, addr, why }, 'a holder address outside --peers-allow: calls held there are refused');
+  throw new OwnerUnreachable(`${a.key} is held at ${addr}, where this node does not forward (${why})`);
 }
 
 function signedHeaders(key: ClusterKey, method: string, path: string, body: string, via: Via, nowMs: number): Record<string, string> {

@@ -8,7 +8,7 @@ import type { ActorAddress } from '../core/address.js';
 import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
-import type { KeepworkOptions, ResolvedConfig } from '../core/config.js';
+import type { KeepworkOptions, ResolvedConfig, Settings } from '../core/config.js';
 import type { ClusterKey } from '../core/cluster-signature.js';
 import type { TokenFile, TokenSet } from '../core/tokens.js';
 import type { NodeMetrics } from './metrics.js';
@@ -40,6 +40,12 @@ export interface StartNodeOptions extends KeepworkOptions {
    * default: the listen address. Needed when `host` is unspecified (0.0.0.0, ::).
    */
   advertise?: string;
+  /**
+   * The networks calls are forwarded to (IPv4 and IPv6 CIDRs, e.g. `['10.0.0.0/8']`, or one
+   * comma-separated string): a holder whose address, or any address its host name resolves to, is
+   * outside is answered OWNER_UNREACHABLE without being asked (docs/security.md). Default: anywhere.
+   */
+  peersAllow?: string | string[];
   logger?: Logger;
   /**
    * Bearer tokens and their rights (docs/security.md): a token file's path, or its parsed value.
@@ -131,10 +137,14 @@ export interface BoundHttp extends HttpServer {
  */
 export type FrontDoor = (settings: FrontDoorSettings) => Promise<BoundHttp>;
 
+/** The front door's bounds (docs/tuning.md): how long a request may take to arrive, how many at once, how large a result. */
+export type HttpLimits = Settings<'httpBodyTimeoutMs' | 'httpHeadersTimeoutMs' | 'httpConnectionsMax' | 'httpResultMaxBytes'>;
+
 export interface FrontDoorSettings {
   port: number;
   host: string;
   bodyMaxBytes: number;
+  limits: HttpLimits;
   log: Logger;
   /** The tokens requests must present; none: nothing is checked. */
   tokens?: TokenSet;

@@ -24,11 +24,12 @@ import { indexTenants } from '../alarms/index-listing.js';
 import type { ResolvedConfig } from '../core/config.js';
 import { forwardCall, forwardGetAlarm, type ForwardSettings } from './forward.js';
 import type { ClusterKey } from '../core/cluster-signature.js';
+import type { PeersAllow } from './peers-allow.js';
 import type { Membership } from './membership.js';
 import type { NodeMetrics } from './metrics.js';
 import { AlarmDelivery } from './alarm-delivery.js';
 import { IdleActors } from './idle-actors.js';
-import { checkServed, serves, type Served } from './served.js';
+import { checkMethod, checkServed, serves, type Served } from './served.js';
 import type { ActorHandle, BoundHttp, HttpServer, NodeSeams, RoutingNode } from './node-api.js';
 import type { WorkerGroup } from './worker-group.js';
 
@@ -47,12 +48,16 @@ export interface NodeParts {
   classes: Record<string, string>;
   /** Tenants served; all when undefined. */
   tenants: string[] | undefined;
+  /** Class name → its method names (served.ts); absent: only the worker checks a method. */
+  methods?: Record<string, string[]>;
   metrics: NodeMetrics;
   seams?: NodeSeams;
   /** The data dir's lock (data-dir-lock.ts), given back at the end of a clean stop. */
   dirLock?: { release(): void };
   /** The cluster secret: forwards are signed and their replies checked (forward.ts). */
   clusterKey?: ClusterKey;
+  /** The networks forwards may go to (peers-allow.ts); absent: any node address. */
+  peersAllow?: PeersAllow;
 }
 
 export class Node implements RoutingNode, SweepHost {
@@ -93,7 +98,7 @@ export class Node implements RoutingNode, SweepHost {
     this.store = store;
     this.workers = parts.workers;
     this.membership = parts.membership;
-    this.served = { classes: parts.classes, tenants: parts.tenants };
+    this.served = { classes: parts.classes, tenants: parts.tenants, ...(parts.methods ? { methods: parts.methods } : {}) };
     this.metrics = parts.metrics;
     this.dirLock = parts.dirLock;
     this.onRejoin = seams.onRejoin;
@@ -103,7 +108,7 @@ export class Node implements RoutingNode, SweepHost {
     const sweepLog = log.child({ component: 'sweep' });
     this.sweeper = new Sweeper({ store, clock, random, scheduler: seams.scheduler, config, log: sweepLog }, this);
     const forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax, cluster: parts.clusterKey };
-    this.forwarding = { ...forwarding, nowMs: () => clock.now() };
+    this.forwarding = { ...forwarding, nowMs: () => clock.now(), peersAllow: parts.peersAllow, log };
     const { lanes, workers, membership } = this;
     const idle = { clock, config, log, lanes, workers, holds: membership.holds, scheduler: seams.scheduler, stopping: () => this.stopping };
     this.idle = new IdleActors(idle);
@@ -260,6 +265,7 @@ export class Node implements RoutingNode, SweepHost {
     caller = '',
   ): Promise<unknown> {
     checkServed(this.served, address);
+    checkMethod(this.served, address, method);
     const once = idempotencyKey === undefined ? {} : { idempotencyKey: checkIdempotencyKey(idempotencyKey) };
     if (idempotencyKey !== undefined && !durable)
       throw new BadRequest('an idempotency key needs a durable call (callDurable, or ?durable=1)');
@@ -280,21 +286,25 @@ export class Node implements RoutingNode, SweepHost {
       address,
       (own) => forwardGetAlarm(own.addr, address, { hops, caller }, this.forwarding),
       async (generation) => (await this.submit(address, { type: 'getAlarm', address, generation })).alarmAt,
+      () => null, // never created: no alarm, and no hold taken to say so
     );
   }
 
   /**
    * Acquires the actor (or learns its holder) and runs `mine` under the generation held. An event
    * that finds the hold changed once it reaches the actor's lane (released idle or given back
-   * meanwhile) acquires again, a bounded number of times, instead of failing the caller.
+   * meanwhile) acquires again, a bounded number of times, instead of failing the caller. With
+   * `absent`, an actor that was never created is not created: `absent` answers.
    */
   private async withHold<T>(
     address: ActorAddress,
     elsewhere: (own: { nodeId: string; addr: string }) => Promise<T>,
     mine: (generation: number) => Promise<T>,
+    absent?: () => T,
   ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const own = await this.own(address);
+      const own = await this.own(address, absent === undefined);
+      if (own.kind === 'none') return absent!();
       if (own.kind === 'elsewhere') return elsewhere(own);
       try {
         return await mine(own.generation);
@@ -371,10 +381,10 @@ export class Node implements RoutingNode, SweepHost {
     this.onRejoin?.(this.epoch);
   }
 
-  private own(address: ActorAddress) {
+  private own(address: ActorAddress, create: boolean) {
     if (this.stopping) throw new NodeStopped(`node ${this.nodeId} is stopping`);
     if (this.isFenced) throw new LeaseLost(`node ${this.nodeId} was fenced and is rejoining under a new epoch; retry`);
-    return this.membership.holds.acquire(address);
+    return this.membership.holds.acquire(address, { create });
   }
 
   /** Runs one event through the actor's lane and worker (event-runner.ts). */

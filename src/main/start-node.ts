@@ -27,6 +27,7 @@ import { clusterKey as keyOf, type ClusterKey } from '../core/cluster-signature.
 import { tokenSetOf } from '../core/tokens.js';
 import { doorDecision } from './access-policy.js';
 import { nodeAddrProblem } from '../leases/records.js';
+import { parsePeersAllow, type PeersAllow } from './peers-allow.js';
 
 /**
  * Starts a node; `frontDoor` serves its HTTP API when `options.port` is given (the package's
@@ -49,6 +50,7 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
     port,
     host,
     advertise,
+    peersAllow: peersAllowText,
     logger,
     auth,
     clusterSecret,
@@ -62,9 +64,10 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
   const doors = doorDecision({ host: listenHost, tokens: !!tokens, clusterSecret: !!clusterKey, insecureNoAuth: insecureNoAuth === true });
   if (!doors.start) throw new BadConfig(doors.why);
   checkAdvertise(listenHost, advertise);
+  const peersAllow = peersAllowText === undefined ? undefined : parsePeersAllow(peersAllowText);
   const classUrls = resolveClasses(classes, classBase);
   const served = tenants?.map(validateTenant);
-  await checkClasses(classUrls);
+  const methods = await checkClasses(classUrls);
   const dataDir = resolve(dir ?? './data');
   mkdirSync(dataDir, { recursive: true });
   const dirLock = DataDirLock.acquire(dataDir); // held until stop, or until the process dies
@@ -74,11 +77,11 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
   try {
     if (port !== undefined && frontDoor) {
       const access = { ...(tokens ? { tokens } : {}), ...(clusterKey ? { clusterKey } : {}) };
-      http = await frontDoor({ port, host: listenHost, bodyMaxBytes: config.httpBodyMaxBytes, log: baseLog, ...access });
+      http = await frontDoor({ port, host: listenHost, bodyMaxBytes: config.httpBodyMaxBytes, limits: config, log: baseLog, ...access });
     }
     const bucketUrl = bucket ?? defaultBucketUrl(dataDir);
     const addr = advertise ?? http?.url ?? '';
-    const parts = { config, tunables, classUrls, served, bucketUrl, nodeId, baseLog, http, clusterKey, addr };
+    const parts = { config, tunables, classUrls, methods, served, bucketUrl, nodeId, baseLog, http, clusterKey, addr, peersAllow };
     return await startLocked(parts, dataDir, dirLock);
   } catch (e) {
     await http?.close();
@@ -91,6 +94,7 @@ interface StartParts {
   config: ResolvedConfig;
   tunables: KeepworkOptions;
   classUrls: Record<string, string>;
+  methods: Record<string, string[]>;
   served: string[] | undefined;
   bucketUrl: string;
   nodeId: string | undefined;
@@ -99,6 +103,7 @@ interface StartParts {
   clusterKey: ClusterKey | undefined;
   /** What the lease carries for other nodes to call: `advertise`, or the listen URL. */
   addr: string;
+  peersAllow: PeersAllow | undefined;
 }
 
 /** `advertise` must be a node address (nodeAddrProblem); an unspecified listen host has none of its own to offer. */
@@ -150,9 +155,11 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     identity: { nodeId: identity.nodeId, epoch },
     classes: classUrls,
     tenants: served,
+    methods: parts.methods,
     metrics,
     dirLock,
     ...(parts.clusterKey ? { clusterKey: parts.clusterKey } : {}),
+    ...(parts.peersAllow ? { peersAllow: parts.peersAllow } : {}),
   });
   try {
     await workers.loadClasses(Object.keys(classUrls));

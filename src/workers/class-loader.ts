@@ -6,7 +6,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { BadClass, NotFound } from '../core/errors.js';
-import { checkDefinition, type ActorDefinition } from './define-actor.js';
+import { checkDefinition, hasMethod, type ActorDefinition } from './define-actor.js';
 
 export function classLoader(classes: Readonly<Record<string, string>>): (className: string) => Promise<ActorDefinition> {
   const cache = new Map<string, Promise<ActorDefinition>>();
@@ -26,12 +26,15 @@ export function classLoader(classes: Readonly<Record<string, string>>): (classNa
 /**
  * Loads every class (name → module URL) and checks its default export; rejects with one BAD_CLASS
  * that names each bad class, its file and what is wrong (`details.classes`: one entry per class).
+ * Resolves to each class's method names (the main thread refuses a call to any other before it
+ * takes the actor).
  */
-export async function checkClasses(classes: Readonly<Record<string, string>>): Promise<void> {
+export async function checkClasses(classes: Readonly<Record<string, string>>): Promise<Record<string, string[]>> {
+  const methods: Record<string, string[]> = {};
   const outcomes = await Promise.all(
     Object.entries(classes).map(([name, url]) =>
       load(name, url).then(
-        () => undefined,
+        (def) => void (methods[name] = Object.keys(def.methods).filter((m) => hasMethod(def, m))),
         (e: unknown) => (e instanceof BadClass ? e : badClass(name, url, `cannot load it: ${messageOf(e)}`, e)),
       ),
     ),
@@ -43,6 +46,7 @@ export async function checkClasses(classes: Readonly<Record<string, string>>): P
       details: { classes: bad.map((e) => e.details) },
     });
   }
+  return methods;
 }
 
 async function load(className: string, url: string): Promise<ActorDefinition> {
