@@ -145,6 +145,18 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
     assert.deepEqual(await n1.holds.acquire(A), { kind: 'mine', generation: 1 });
   });
 
+  it('an acquire told not to create answers none for an actor without a hold, writing nothing; a held one as usual', async () => {
+    const c = cluster();
+    const n1 = await c.node('n1');
+    const n2 = await c.node('n2');
+    const other = parseAddress('t/C/never-created');
+    await n1.holds.acquire(A); // a create first, so that n1 creates the next new actor without reading
+    for (const n of [n1, n2]) assert.deepEqual(await n.holds.acquire(other, { create: false }), { kind: 'none' });
+    assert.equal(await c.store.get(holdKey(other)), null);
+    assert.deepEqual(await n2.holds.acquire(A, { create: false }), { kind: 'elsewhere', nodeId: 'n1', addr: 'http://n1' });
+    assert.deepEqual(await n1.holds.acquire(A, { create: false }), { kind: 'mine', generation: 1 });
+  });
+
   it('racing acquirers: exactly one holds the actor', async () => {
     const c = cluster();
     const nodes = await Promise.all(['a', 'b', 'c', 'd'].map((id) => c.node(id)));
