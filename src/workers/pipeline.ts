@@ -224,6 +224,7 @@ async function withDb(
   }
   stopOnBug(deps, address, slot, result);
   deps.slots.release(slot);
+  if (create && result.type === 'error') deps.slots.discardUnwritten(slot);
   return result.type === 'ok' && !deps.slots.isOpen(address) ? { ...result, closed: true } : result;
 }
 

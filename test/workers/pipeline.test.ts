@@ -196,6 +196,29 @@ describe('event pipeline: transactions, init, guard, delete', () => {
     assert.equal(existsSync(actorDbPath(env.dataDir, parseAddress('t1/Rem/nobody'))), false);
   });
 
+  it('a new actor whose first call its handler refuses leaves no local file and nothing in the bucket', async () => {
+    const path = actorDbPath(env.dataDir, parseAddress('t1/Rem/refused'));
+    const r = await env.call('t1/Rem/refused', 'insertThenFail');
+    assert.equal(r.type === 'error' && r.error.code, 'HANDLER_FAILED');
+    const left = ['', '-wal', '-shm', '.chain'].filter((suffix) => existsSync(path + suffix));
+    assert.deepEqual(left, []);
+    assert.deepEqual(
+      (await env.store.list({ prefix: 'state/t1/Rem/' })).keys.filter((k) => k.includes(Buffer.from('refused').toString('hex'))),
+      [],
+    );
+    assert.equal(okResult(await env.call('t1/Rem/refused', 'initCount')), 1, 'the next call creates it as new');
+    assert.ok(existsSync(path));
+  });
+
+  it('a new actor is kept once something committed: a durable call’s recorded error, or a later call', async () => {
+    const keyed = await env.callOnce('k-1', 't1/Rem/recorded', 'insertThenFail');
+    assert.equal(keyed.type === 'error' && keyed.error.code, 'HANDLER_FAILED');
+    assert.ok(existsSync(actorDbPath(env.dataDir, parseAddress('t1/Rem/recorded'))), 'the recorded error is the actor’s');
+    okResult(await env.call('t1/Rem/kept', 'log'));
+    assert.equal((await env.call('t1/Rem/kept', 'insertThenFail')).type, 'error');
+    assert.ok(existsSync(actorDbPath(env.dataDir, parseAddress('t1/Rem/kept'))));
+  });
+
   it('an alarm for an actor that does not exist creates nothing', async () => {
     assert.deepEqual(await env.alarm('t1/Rem/ghost'), { type: 'ok', alarmAt: null, deleted: false, ran: false });
     assert.equal(existsSync(actorDbPath(env.dataDir, parseAddress('t1/Rem/ghost'))), false);
