@@ -99,7 +99,7 @@ export async function startHttp(s: HttpSettings): Promise<BoundHttp> {
     (req, res) => {
       if (!serving) return reply(res, undefined, new NodeStopped('this node is starting; retry'));
       const { node, settings, view, failures } = serving;
-      handle(node, settings, req, res, view).catch((e: unknown) => reply(res, failures, e));
+      handle(node, settings, req, res, view).catch((e: unknown) => reply(res, failures, e, req.url === '/'));
     },
   );
   server.keepAliveTimeout = 5_000;
@@ -336,8 +336,8 @@ class FailureLog {
   }
 }
 
-/** `failures`: undefined for the 503s of a node that is not serving yet (nothing to log). */
-function reply(res: ServerResponse, failures: FailureLog | undefined, e: unknown): void {
+/** `failures`: undefined for the 503s of a node that is not serving yet (nothing to log); `page`: the request was for `GET /`. */
+function reply(res: ServerResponse, failures: FailureLog | undefined, e: unknown, page = false): void {
   // A handler's failure arrives coded (HANDLER_FAILED, from the worker); an uncoded error here is the node's own bug.
   const code = isKeepworkError(e) ? e.code : ErrorCode.Internal;
   const status = STATUS[code] ?? 500;
@@ -345,7 +345,8 @@ function reply(res: ServerResponse, failures: FailureLog | undefined, e: unknown
   if (status >= 500) failures?.failed(status, code, message, e);
   if (res.headersSent) return void res.destroy();
   if (status === 413 || status === 408) res.setHeader('connection', 'close');
-  if (status === 401) res.setHeader('www-authenticate', 'Bearer realm="keepwork"');
+  // The status page asks a browser for the token (the password of a Basic login); everything else, a client.
+  if (status === 401) res.setHeader('www-authenticate', page ? 'Basic realm="keepwork", charset="UTF-8"' : 'Bearer realm="keepwork"');
   if (status === 503) res.setHeader('retry-after', '1');
   send(res, status, { error: code, message });
 }
