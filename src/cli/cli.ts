@@ -3,6 +3,7 @@
  * The `keepwork` command (commander). `start` runs a node until SIGINT/SIGTERM, then hands over
  * cleanly (node.stop()).
  */
+import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { Command, InvalidArgumentError } from 'commander';
 import { createLogger } from '../core/logger.js';
@@ -60,7 +61,13 @@ function list(value: string): string[] {
 // `keepwork index check | head`: a closed pipe ends the command quietly, as for any Unix tool.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => (e.code === 'EPIPE' ? process.exit(process.exitCode ?? 0) : undefined));
 
-const program = new Command('keepwork').description('a durable-actor runtime for Node.js').showHelpAfterError();
+/** The package's version: package.json sits two folders up from both src/cli/ and dist/cli/. */
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+const program = new Command('keepwork')
+  .description('a durable-actor runtime for Node.js')
+  .version(VERSION, '-V, --version', 'print the version')
+  .showHelpAfterError();
 
 /** `--bucket` when given, else the folder `bucket` inside `--data` (a hook, so every action sees `o.bucket` set). */
 function bucketOfData(command: Command): void {
@@ -116,6 +123,10 @@ program
       clusterSecretFile?: string;
       insecureNoAuth?: boolean;
     }) => {
+      if (o.class === undefined) {
+        console.error('keepwork start: name at least one actor class: --class Name=path/to/module.js (keepwork start --help)');
+        return void (process.exitCode = 1);
+      }
       setHeapGrowing(o.heapGrowth);
       const log = createLogger();
       const secret = o.clusterSecretFile === undefined ? {} : { clusterSecret: readClusterSecret(o.clusterSecretFile) };

@@ -2,7 +2,7 @@
  * The package as a user gets it (docs/guide.md "Use it in your app"):
  *
  *   npm pack (prepack builds) ─▶ keepwork-x.y.z.tgz ─▶ npm init -y; npm install <tgz> in a temp app
- *     ├─ the tarball: dist code (no source maps, nothing only tests use), README, package.json
+ *     ├─ the tarball: dist code (no source maps, nothing only tests use), docs, README, package.json
  *     ├─ library: `node app.js` (import { startNode } from 'keepwork'; a class given as a file URL)
  *     ├─ CLI: `npx keepwork start --class Reminder=reminder.js` (path against the working directory)
  *     └─ a .ts class without tsx installed: refused at start, saying to install tsx or compile
@@ -157,10 +157,11 @@ describe('the packed package installed into an app', () => {
       'no source maps (they would point at src/, which is not shipped)',
     );
     assert.deepEqual(
-      shipped.filter((p) => !p.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE'].includes(p)),
+      shipped.filter((p) => !p.startsWith('dist/') && !p.startsWith('docs/') && !['package.json', 'README.md', 'LICENSE'].includes(p)),
       [],
-      'only dist/, README.md, LICENSE and package.json',
+      'only dist/, docs/ (the CLI’s help names them), README.md, LICENSE and package.json',
     );
+    assert.ok(shipped.includes('docs/security.md') && shipped.includes('docs/tuning.md'), 'the docs the CLI names');
     for (const f of [
       'dist/index.js',
       'dist/index.d.ts',
