@@ -5,10 +5,9 @@
  */
 import type { NodeRecord } from '../leases/records.js';
 
-/** A 32-bit mix of two strings (FNV-1a, then a murmur3-style finaliser). */
-export function weight(nodeId: string, addressKey: string): number {
+/** A 32-bit hash of a string (FNV-1a, then a murmur3-style finaliser). */
+export function hash32(s: string): number {
   let h = 0x811c9dc5;
-  const s = `${nodeId}\u0000${addressKey}`;
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
@@ -19,6 +18,11 @@ export function weight(nodeId: string, addressKey: string): number {
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
   return h >>> 0;
+}
+
+/** A node's weight for a key (an actor address, or a shard folder): the rendezvous hash's draw. */
+export function weight(nodeId: string, key: string): number {
+  return hash32(`${nodeId}\u0000${key}`);
 }
 
 export function servesTenant(n: Pick<NodeRecord, 'tenants'>, tenant: string): boolean {
