@@ -42,3 +42,24 @@ export function shardOwner(addressKey: string, nodeIds: readonly string[]): stri
   }
   return best;
 }
+
+/**
+ * The shards of a tenant's index (0 … shards − 1) that `self` owns: each shard goes, by the same
+ * rendezvous hash, to one of `nodeIds` (the live nodes serving the tenant). Every node computes the
+ * same owners from the same live set; a node joining or leaving moves about 1/N of the shards.
+ */
+export function ownedShards(tenant: string, shards: number, nodeIds: readonly string[], self: string): number[] {
+  const owned: number[] = [];
+  for (let s = 0; s < shards; s++) if (shardOwner(shardWeightKey(tenant, s), nodeIds) === self) owned.push(s);
+  return owned;
+}
+
+/** Whether `self` owns shard `shard` of the tenant's index among `nodeIds`. */
+export function ownsShard(tenant: string, shard: number, nodeIds: readonly string[], self: string): boolean {
+  return shardOwner(shardWeightKey(tenant, shard), nodeIds) === self;
+}
+
+/** What a shard's rendezvous weights are drawn for: never an actor address (those have two '/'). */
+function shardWeightKey(tenant: string, shard: number): string {
+  return `${tenant}#${shard}`;
+}

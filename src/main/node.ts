@@ -106,7 +106,7 @@ export class Node implements RoutingNode, SweepHost {
     this.delivery = this.newDelivery();
     const random = seams.random ?? new SystemRandom();
     const sweepLog = log.child({ component: 'sweep' });
-    this.sweeper = new Sweeper({ store, clock, random, scheduler: seams.scheduler, config, log: sweepLog }, this);
+    this.sweeper = new Sweeper({ store, clock, random, scheduler: seams.scheduler, config, log: sweepLog, rules: seams.rules }, this);
     const forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax, cluster: parts.clusterKey };
     this.forwarding = { ...forwarding, nowMs: () => clock.now(), peersAllow: parts.peersAllow, log };
     const { lanes, workers, membership } = this;
