@@ -6,7 +6,7 @@
 import { SystemClock } from '../core/clock.js';
 import { BadRequest } from '../core/errors.js';
 import { validateTenant } from '../core/address.js';
-import { dueBound, parseEntryKey, tenantPrefix } from '../alarms/keys.js';
+import { dueBound, parseEntryKey, shardOfKey, tenantPrefix } from '../alarms/keys.js';
 import { indexTenants } from '../alarms/index-listing.js';
 import { compareKeys } from '../store/keys.js';
 import { openExistingBucket } from './open-bucket.js';
@@ -30,9 +30,10 @@ export async function* listAlarms(store: ObjectStore, tenant: string, dueBeforeM
   do {
     const page = await store.list({ prefix: tenantPrefix(tenant), maxKeys: 1000, continuation });
     for (const key of page.keys) {
-      if (bound !== undefined && compareKeys(key, bound) >= 0) return;
+      const sharded = shardOfKey(tenant, key) !== undefined; // sharded keys list first, each folder in due order
+      if (bound !== undefined && !sharded && compareKeys(key, bound) >= 0) return;
       const e = parseEntryKey(key);
-      if (!e) continue;
+      if (!e || (sharded && dueBeforeMs !== undefined && e.dueMs > dueBeforeMs)) continue;
       yield {
         tenant,
         due: new Date(e.dueMs).toISOString(),

@@ -3,6 +3,7 @@
  * the routing surface the HTTP layer and the status page use (what the sweep needs of a node is
  * alarms/sweep.ts `SweepHost`).
  */
+import type { ProtocolRules } from '../alarms/rules.js';
 import type { SchedulerLike } from 'rxjs';
 import type { ActorAddress } from '../core/address.js';
 import type { Logger } from '../core/logger.js';
@@ -158,4 +159,6 @@ export interface NodeSeams {
   scheduler?: SchedulerLike;
   /** Hears every rejoin after a fence (the simulator counts them). */
   onRejoin?: (epoch: number) => void;
+  /** The sweep's rules (SAFE_RULES by default; the simulator's unsafe variants turn one off). */
+  rules?: ProtocolRules;
 }

@@ -106,7 +106,7 @@ export class Node implements RoutingNode, SweepHost {
     this.delivery = this.newDelivery();
     const random = seams.random ?? new SystemRandom();
     const sweepLog = log.child({ component: 'sweep' });
-    this.sweeper = new Sweeper({ store, clock, random, scheduler: seams.scheduler, config, log: sweepLog }, this);
+    this.sweeper = new Sweeper({ store, clock, random, scheduler: seams.scheduler, config, log: sweepLog, rules: seams.rules }, this);
     const forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax, cluster: parts.clusterKey };
     this.forwarding = { ...forwarding, nowMs: () => clock.now(), peersAllow: parts.peersAllow, log };
     const { lanes, workers, membership } = this;
@@ -207,9 +207,9 @@ export class Node implements RoutingNode, SweepHost {
    * An index entry the sweep found overdue: delivered through the timer (its backoff horizon
    * applies). `generation`: the entry's tag's, the hold the delivery expects to find (holds.ts).
    */
-  offerEntry(address: ActorAddress, dueMs: number, generation?: number): boolean {
+  offerEntry(address: ActorAddress, dueMs: number, generation?: number, shard?: number): boolean {
     if (this.stopping || this.isFenced || !serves(this.served, address)) return false;
-    if (!this.delivery.offer(address, dueMs)) return false;
+    if (!this.delivery.offer(address, dueMs, shard)) return false;
     if (generation !== undefined) this.membership.holds.expect(address, generation);
     return true;
   }
@@ -243,7 +243,7 @@ export class Node implements RoutingNode, SweepHost {
       config: this.config,
       log: this.log,
       metrics: this.metrics,
-      deliver: (address, dueMs) => this.deliver(address, dueMs),
+      deliver: (address, dueMs, shard) => this.deliver(address, dueMs, shard),
       giveBack: (address) => this.idle.giveBack(address),
       actorRoom: () => this.idle.room(),
     });
@@ -394,7 +394,7 @@ export class Node implements RoutingNode, SweepHost {
   }
 
   /** One alarm delivery (alarm-delivery.ts): the actor's event at `dueMs`, or undefined when another live node holds it. */
-  private deliver(address: ActorAddress, dueMs: number): Promise<EventResult | undefined> {
+  private deliver(address: ActorAddress, dueMs: number, shard?: number): Promise<EventResult | undefined> {
     return this.withHold(
       address,
       async (own) => {
@@ -403,7 +403,10 @@ export class Node implements RoutingNode, SweepHost {
       },
       (generation) => {
         this.metrics.tardiness.observe(Math.max(0, this.clock.now() - dueMs) / 1000);
-        return this.submit(address, { type: 'deliver', address, dueMs, generation });
+        return this.submit(
+          address,
+          shard === undefined ? { type: 'deliver', address, dueMs, generation } : { type: 'deliver', address, dueMs, generation, shard },
+        );
       },
     );
   }

@@ -36,8 +36,9 @@ export type ActorEvent =
   | { type: 'alarm'; address: ActorAddress; recordFailure?: boolean; generation?: number }
   | { type: 'getAlarm'; address: ActorAddress; generation?: number }
   /** An index entry came due (the sweep): run the alarm if it is the committed one, or clean up
-   *  the actor's stale entries at that time (docs/alarm-index.md: R2, R3, owner fence, empty-bucket rule). */
-  | { type: 'deliver'; address: ActorAddress; dueMs: number; generation?: number }
+   *  the actor's stale entries at that time (docs/alarm-index.md: R2, R3, owner fence, empty-bucket rule).
+   *  `shard`: the shard folder the sweep found the entry in (absent: the unsharded layout, or the timer). */
+  | { type: 'deliver'; address: ActorAddress; dueMs: number; generation?: number; shard?: number }
   /** Closes without flushing: this node lost the actor (fenced, or its lease ran out). */
   | { type: 'dropAll' }
   | { type: 'close'; address: ActorAddress }

@@ -28,7 +28,7 @@ import type { ActorEvent, EventResult } from './messages.js';
 import { errorData, failure, ok } from './results.js';
 import { indexBeforeCommit, indexOnTake } from './index-owner.js';
 import type { PipelineDeps } from './deps.js';
-import { deliverTo, deliverWithoutState } from './deliver.js';
+import { deliverTo, deliverWithoutState, type EntryPlace } from './deliver.js';
 import { checkIdempotencyKey, idemCall, lookupCall, recordable, recordError, recordResult, type IdemCall } from './idempotency.js';
 
 /** Told a durable call's result once its commit is done and its upload requested (its reply still waits for the upload). */
@@ -42,7 +42,7 @@ export async function runEvent(deps: PipelineDeps, event: ActorEvent, committed?
     case 'alarm':
       return runAlarm(deps, event.address, event.recordFailure === true, event.generation ?? 0);
     case 'deliver':
-      return runDeliver(deps, event.address, event.dueMs, event.generation ?? 0);
+      return runDeliver(deps, event.address, event.dueMs, event.generation ?? 0, { shard: event.shard });
     case 'getAlarm':
       return withDb(deps, event.address, false, event.generation ?? 0, (slot) => ok(readAlarm(slot.db), false));
     case 'close':
@@ -175,7 +175,13 @@ async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure
   });
 }
 
-async function runDeliver(deps: PipelineDeps, address: ActorAddress, dueMs: number, generation: number): Promise<EventResult> {
+async function runDeliver(
+  deps: PipelineDeps,
+  address: ActorAddress,
+  dueMs: number,
+  generation: number,
+  found: EntryPlace,
+): Promise<EventResult> {
   let taken = '';
   const absent = ok(null, false);
   const result = await withDb(
@@ -183,12 +189,12 @@ async function runDeliver(deps: PipelineDeps, address: ActorAddress, dueMs: numb
     address,
     false,
     generation,
-    (slot) => deliverTo(deps, slot, address, dueMs, () => runAlarm(deps, address, false, generation)),
+    (slot) => deliverTo(deps, slot, address, dueMs, () => runAlarm(deps, address, false, generation), found),
     { absent: () => absent, onTake: (state) => (taken = state) },
   );
   if (result !== absent) return result;
   try {
-    return await deliverWithoutState(deps, address, dueMs, taken === 'deleted', generation);
+    return await deliverWithoutState(deps, address, dueMs, taken === 'deleted', generation, found);
   } catch (e) {
     return stopOnBug(deps, address, null, failure(e, null));
   }

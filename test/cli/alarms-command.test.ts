@@ -31,4 +31,25 @@ describe('keepwork alarms ls', () => {
     for await (const r of listAlarms(store, 'acme', 2000)) early.push(r.dueMs);
     assert.deepEqual(early, [1000, 2000]);
   });
+
+  it('reads sharded entries too, and --due-before holds for them (they list first, each shard in due order)', async () => {
+    const store = new MemoryStore();
+    const put = (addr: string, dueMs: number, shard?: number) =>
+      store.put(entryKey({ address: parseAddress(addr), dueMs, tag: { generation: 1, nonce: 'ab' }, shard }), new Uint8Array(0));
+    await put('acme/Rem/a', 1000);
+    await put('acme/Rem/b', 500, 3);
+    await put('acme/Rem/c', 4000, 3);
+    await put('acme/Rem/d', 3000);
+    const all = [];
+    for await (const r of listAlarms(store, 'acme')) all.push([r.dueMs, r.name]);
+    assert.deepEqual(all, [
+      [500, 'b'],
+      [4000, 'c'],
+      [1000, 'a'],
+      [3000, 'd'],
+    ]);
+    const early = [];
+    for await (const r of listAlarms(store, 'acme', 2000)) early.push(r.name);
+    assert.deepEqual(early, ['b', 'a']);
+  });
 });
