@@ -19,6 +19,7 @@ import {
 } from '../../src/core/cluster-signature.js';
 import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
 import { forwardCall, type ForwardSettings } from '../../src/main/forward.js';
+import { PeerClient } from '../../src/main/peer-client.js';
 
 const key = clusterKey('the-cluster-secret-of-this-test-0123456789', 1_000);
 const forged = clusterKey('a-secret-the-cluster-does-not-share-0123', 1_000);
@@ -60,7 +61,13 @@ describe('forwardCall with a cluster secret', () => {
   });
   after(() => new Promise<void>((ok) => server.close(() => ok())));
 
-  const settings: ForwardSettings = { timeoutMs: 5_000, hopsMax: 2, cluster: key, nowMs: () => Date.now() };
+  const settings: ForwardSettings = {
+    client: new PeerClient({}, 1_000_000),
+    timeoutMs: 5_000,
+    hopsMax: 2,
+    cluster: key,
+    nowMs: () => Date.now(),
+  };
   const forward = () => forwardCall(addr, actor, 'echo', [1], false, { hops: 0, caller: 'app' }, settings);
 
   it('signs the request (with the caller) and returns a correctly signed answer', async () => {
@@ -100,7 +107,7 @@ describe('forwardCall never follows a redirect', () => {
   after(() => new Promise<void>((ok) => server.close(() => ok())));
 
   it('a 307 from the address is OWNER_UNREACHABLE, and its target is never asked', async () => {
-    const settings: ForwardSettings = { timeoutMs: 5_000, hopsMax: 2, nowMs: () => Date.now() };
+    const settings: ForwardSettings = { client: new PeerClient({}, 1_000_000), timeoutMs: 5_000, hopsMax: 2, nowMs: () => Date.now() };
     await assert.rejects(
       forwardCall(addr, actor, 'echo', [1], false, { hops: 0, caller: '' }, settings),
       (e: unknown) => isKeepworkError(e, ErrorCode.OwnerUnreachable) && /redirect \(HTTP 307\)/.test(e.message),
