@@ -59,8 +59,9 @@ export class PeerClient {
         if (e) fail(e);
         else ok(reply!);
       };
+      // destroyed without the error: passed on, it would reach the socket after the reply's listeners are gone
       const abort = (e: Error) => {
-        req.destroy(e);
+        req.destroy();
         done(e);
       };
       const timer = setTimeout(() => abort(new Error(`no whole reply within ${r.timeoutMs} ms`)), r.timeoutMs);
