@@ -21,6 +21,7 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/sim/', 'cluster'],
   ['test/http/prometheus.test.ts', 'cluster'],
 
+  ['test/core/tls-material.test.ts', 'integration'], // makes its certificates with openssl
   ['test/core/', 'unit'],
   ['test/leases/', 'unit'],
   ['test/bench/', 'unit'],

@@ -1,5 +1,6 @@
 /**
- * The HTTP API (docs/architecture.md), on node:http:
+ * The HTTP API (docs/architecture.md), on node:http, or node:https when the node has a certificate
+ * (then a TLS handshake must also finish within httpHeadersTimeoutMs):
  *
  *   POST /v1/actors/:tenant/:class/:name/:method[?durable=1]   body: JSON array of arguments
  *        → 200 {"result": …}        [Idempotency-Key: k] with durable=1: a repeat returns the
@@ -22,7 +23,8 @@
  * Input is validated before any event is submitted, so bad input never writes. A refused body is
  * read to its end (up to DISCARD_MAX_BYTES) before the answer, so the client, still sending, hears it.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parseAddress, type ActorAddress } from '../core/address.js';
 import {
@@ -89,19 +91,24 @@ export const RETRY_LOG_EVERY_MS = 10_000;
 export async function startHttp(s: HttpSettings): Promise<BoundHttp> {
   let serving: { node: RoutingNode; settings: HttpSettings; view: StatusView; failures: FailureLog } | undefined;
   const { httpHeadersTimeoutMs: headersMs, httpBodyTimeoutMs: bodyMs } = s.limits;
-  const server = createServer(
-    {
-      headersTimeout: headersMs,
-      // node:http's own limit for a whole request, past ours for the body (which answers with a code)
-      requestTimeout: headersMs + bodyMs + 1_000,
-      connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(headersMs, bodyMs) / 2))),
-    },
-    (req, res) => {
-      if (!serving) return reply(res, undefined, new NodeStopped('this node is starting; retry'));
-      const { node, settings, view, failures } = serving;
-      handle(node, settings, req, res, view).catch((e: unknown) => reply(res, failures, e, req.url === '/'));
-    },
-  );
+  const options: ServerOptions = {
+    headersTimeout: headersMs,
+    // node:http's own limit for a whole request, past ours for the body (which answers with a code)
+    requestTimeout: headersMs + bodyMs + 1_000,
+    connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(headersMs, bodyMs) / 2))),
+  };
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    if (!serving) return reply(res, undefined, new NodeStopped('this node is starting; retry'));
+    const { node, settings, view, failures } = serving;
+    handle(node, settings, req, res, view).catch((e: unknown) => reply(res, failures, e, req.url === '/'));
+  };
+  const tls = s.tls;
+  const server = tls
+    ? createTlsServer(
+        { ...options, cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: tls.requestCert, handshakeTimeout: headersMs },
+        onRequest,
+      )
+    : createServer(options, onRequest);
   server.keepAliveTimeout = 5_000;
   server.maxConnections = s.limits.httpConnectionsMax;
   await new Promise<void>((ok, fail) => server.once('error', fail).listen(s.port, s.host, ok)).catch((e: unknown) => {
@@ -110,7 +117,7 @@ export async function startHttp(s: HttpSettings): Promise<BoundHttp> {
   const { port } = server.address() as AddressInfo;
   const host = s.host.includes(':') ? `[${s.host}]` : s.host;
   return {
-    url: `http://${host}:${port}`,
+    url: `${tls ? 'https' : 'http'}://${host}:${port}`,
     serve(node, log) {
       if (serving) throw new Internal('this HTTP server already serves a node');
       serving = { node, settings: { ...s, log }, view: new StatusView(node, node.metrics.feed), failures: new FailureLog(log) };

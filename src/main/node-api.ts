@@ -12,6 +12,7 @@ import type { ObjectStore } from '../store/types.js';
 import type { KeepworkOptions, ResolvedConfig, Settings } from '../core/config.js';
 import type { ClusterKey } from '../core/cluster-signature.js';
 import type { TokenFile, TokenSet } from '../core/tokens.js';
+import type { ServerTls, TlsOptions } from '../core/tls-material.js';
 import type { NodeMetrics } from './metrics.js';
 
 export interface StartNodeOptions extends KeepworkOptions {
@@ -58,6 +59,14 @@ export interface StartNodeOptions extends KeepworkOptions {
   clusterSecret?: string | Uint8Array;
   /** Serve a non-loopback `host` without tokens or cluster secret (logged as a warning at every start). */
   insecureNoAuth?: boolean;
+  /**
+   * TLS (docs/security.md "TLS"): `cert` and `key` serve HTTPS (and the node must advertise an
+   * https URL); `ca` is what https peers' certificates must chain to (default: the system store);
+   * `clientCert`/`clientKey` are presented to a peer that asks (default: `cert`/`key`);
+   * `requireClientCert` asks every client for a certificate chaining to `ca`. Each is a PEM file's
+   * path or the PEM itself; a bad one fails the start (BAD_CONFIG naming it).
+   */
+  tls?: TlsOptions;
 }
 
 export interface ActorHandle {
@@ -151,6 +160,8 @@ export interface FrontDoorSettings {
   tokens?: TokenSet;
   /** The cluster secret forwarded requests are signed with (and replies to them). */
   clusterKey?: ClusterKey;
+  /** Serve HTTPS with this certificate and key (and, with `requestCert`, ask clients for theirs). */
+  tls?: ServerTls;
 }
 
 /** Test seams (the deterministic simulator): a seeded Random and a virtual-time RxJS scheduler. */

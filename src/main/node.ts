@@ -23,6 +23,7 @@ import { EventRunner, HoldChanged } from './event-runner.js';
 import { indexTenants } from '../alarms/index-listing.js';
 import type { ResolvedConfig } from '../core/config.js';
 import { forwardCall, forwardGetAlarm, type ForwardSettings } from './forward.js';
+import { PeerClient } from './peer-client.js';
 import type { ClusterKey } from '../core/cluster-signature.js';
 import type { PeersAllow } from './peers-allow.js';
 import type { Membership } from './membership.js';
@@ -58,6 +59,8 @@ export interface NodeParts {
   clusterKey?: ClusterKey;
   /** The networks forwards may go to (peers-allow.ts); absent: any node address. */
   peersAllow?: PeersAllow;
+  /** Connections to other nodes (with the node's TLS client settings); default: plain, the system CAs. */
+  peers?: PeerClient;
 }
 
 export class Node implements RoutingNode, SweepHost {
@@ -107,7 +110,8 @@ export class Node implements RoutingNode, SweepHost {
     const random = seams.random ?? new SystemRandom();
     const sweepLog = log.child({ component: 'sweep' });
     this.sweeper = new Sweeper({ store, clock, random, scheduler: seams.scheduler, config, log: sweepLog, rules: seams.rules }, this);
-    const forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax, cluster: parts.clusterKey };
+    const client = parts.peers ?? new PeerClient({}, config.httpResultMaxBytes);
+    const forwarding = { client, timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax, cluster: parts.clusterKey };
     this.forwarding = { ...forwarding, nowMs: () => clock.now(), peersAllow: parts.peersAllow, log };
     const { lanes, workers, membership } = this;
     const idle = { clock, config, log, lanes, workers, holds: membership.holds, scheduler: seams.scheduler, stopping: () => this.stopping };
@@ -324,6 +328,7 @@ export class Node implements RoutingNode, SweepHost {
     await this.rejoining;
     await this.delivery.drained();
     await this.http?.close();
+    this.forwarding.client.close();
     await this.lanes.drained();
     await this.workers.broadcast({ type: 'closeAll' }).catch((e: unknown) => this.log.error({ err: e }, 'flushing actors at stop failed'));
     await this.membership.holds.releaseAll();

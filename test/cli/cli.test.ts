@@ -171,6 +171,21 @@ describe('keepwork CLI', () => {
     }
   });
 
+  it('start takes the --tls-* flags: half a pair is BAD_CONFIG naming the missing flag, exit 1, nothing written', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
+    try {
+      const data = join(dir, 'data');
+      const r = spawnSync(process.execPath, [...CLI, 'start', '--data', data, '--port', '0', '--tls-cert', join(dir, 'node.pem')], {
+        encoding: 'utf8',
+      });
+      assert.equal(r.status, 1, r.stderr);
+      assert.match(r.stderr, /^keepwork: BAD_CONFIG: tls\.key \(--tls-key\) is required with tls\.cert \(--tls-cert\)$/m);
+      assert.equal(existsSync(data), false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('bucket migrate converts a folder bucket of the older format that other commands refuse', () => {
     const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
     try {
