@@ -38,6 +38,12 @@ export const ErrorCode = {
   HandlerTimeout: 'HANDLER_TIMEOUT',
   /** A handler threw; the event was rolled back. */
   HandlerFailed: 'HANDLER_FAILED',
+  /**
+   * The event's handler had begun when its worker was restarted (a handler stuck in synchronous
+   * code past the hard limit, this one or another on the same worker): it may have committed, and
+   * may have had effects outside the actor. Retry with the same idempotency key.
+   */
+  OutcomeUnknown: 'OUTCOME_UNKNOWN',
   /** The node is starting (its port is bound, it is not serving yet), stopping or stopped. */
   NodeStopped: 'NODE_STOPPED',
   /** A chain link failed its checks (seal, header, delta or page encoding), or the chain has a gap: the actor is not served. */
@@ -129,6 +135,7 @@ export const SqlRefused = errorClass(ErrorCode.SqlRefused, 'SqlRefused');
 export const Overloaded = errorClass(ErrorCode.Overloaded, 'Overloaded');
 export const HandlerTimeout = errorClass(ErrorCode.HandlerTimeout, 'HandlerTimeout');
 export const HandlerFailed = errorClass(ErrorCode.HandlerFailed, 'HandlerFailed');
+export const OutcomeUnknown = errorClass(ErrorCode.OutcomeUnknown, 'OutcomeUnknown');
 export const NodeStopped = errorClass(ErrorCode.NodeStopped, 'NodeStopped');
 export const OwnerUnreachable = errorClass(ErrorCode.OwnerUnreachable, 'OwnerUnreachable');
 export const CorruptLink = errorClass(ErrorCode.CorruptLink, 'CorruptLink');

@@ -18,7 +18,8 @@
  * `{error: CODE, message}` with CODE from core/errors.ts' ErrorCode: 400 bad input, 404 unknown
  * route/class/method, 405, 409 an idempotency key reused with other arguments, 413 body too
  * large, 408 a body that did not arrive in httpBodyTimeoutMs, 503 overloaded, stopping, unreachable
- * or lease lost (retry), 504 handler time limit, 500 a handler failure, a result over
+ * or lease lost (retry), 504 handler time limit or an outcome unknown (its worker was restarted
+ * while the handler ran: retry with the same idempotency key), 500 a handler failure, a result over
  * httpResultMaxBytes, a corrupt chain or state, or a bug (INTERNAL) — retrying does not help those.
  * Input is validated before any event is submitted, so bad input never writes. A refused body is
  * read to its end (up to DISCARD_MAX_BYTES) before the answer, so the client, still sending, hears it.
@@ -64,6 +65,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCode.Overloaded]: 503,
   [ErrorCode.NodeStopped]: 503,
   [ErrorCode.HandlerTimeout]: 504,
+  [ErrorCode.OutcomeUnknown]: 504,
   [ErrorCode.OwnerUnreachable]: 503,
   [ErrorCode.LeaseLost]: 503,
   [ErrorCode.ActorGivenUp]: 503,

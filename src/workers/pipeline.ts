@@ -3,12 +3,14 @@
  * every dependency injected, so it runs inline in tests (and later in the simulator) exactly as
  * in a Piscina worker (event-worker.ts is only an adapter).
  *
- *   request: class + method exist? ─▶ open/create db ─▶ BEGIN ─▶ init once ─▶ handler ─▶ alarm
+ *   request: class + method exist? ─▶ open/create db ─▶ begin? ─▶ BEGIN ─▶ init once ─▶ handler ─▶ alarm
  *            outcome ─▶ COMMIT (or ROLLBACK on throw / time limit) ─▶ { result, alarmAt }
  *            with an idempotency key: a repeat answers from `_keep_idem` before BEGIN; a new key is
  *            recorded before COMMIT (idempotency.ts)
- *   alarm:   db exists? ─▶ BEGIN ─▶ committed alarm due? ─▶ handler(info) ─▶ committed retry
+ *   alarm:   db exists? ─▶ begin? ─▶ BEGIN ─▶ committed alarm due? ─▶ handler(info) ─▶ committed retry
  *            outcome (alarms/retry.ts) ─▶ COMMIT
+ *   begin?:  in a worker, the event's handler start is claimed on its task's start gate
+ *            (start-gate.ts); refused, the main thread has given the task up and nothing runs
  *
  * One event at a time per actor is the caller's promise (the main thread serialises them).
  *
@@ -17,7 +19,7 @@
  * event, and replies only once a link holding its commit is in the bucket (the output gate); the
  * commits made while one upload is in flight go up together in the next (replica.sync).
  */
-import { BadRequest, ErrorCode, HandlerTimeout, NotFound, isKeepworkError, reviveError } from '../core/errors.js';
+import { BadRequest, ErrorCode, HandlerTimeout, NotFound, Overloaded, isKeepworkError, reviveError } from '../core/errors.js';
 import type { ActorAddress } from '../core/address.js';
 import { alarmOutcome, type AlarmState, type EventKind } from '../alarms/retry.js';
 import { readAlarm, readFailures, readMeta, writeAlarm, writeMeta, type Db } from './actor-db.js';
@@ -34,8 +36,18 @@ import { checkIdempotencyKey, idemCall, lookupCall, recordable, recordError, rec
 /** Told a durable call's result once its commit is done and its upload requested (its reply still waits for the upload). */
 export type OnCommitted = (early: EventResult) => void;
 
-export async function runEvent(deps: PipelineDeps, event: ActorEvent, committed?: OnCommitted): Promise<EventResult> {
+/**
+ * `begin`: called just before the handler runs (start-gate.ts); false: the main thread gave the
+ * event up (its worker is being restarted) and it ends without running the handler.
+ */
+export async function runEvent(
+  deps: PipelineDeps,
+  event: ActorEvent,
+  committed?: OnCommitted,
+  begin?: () => boolean,
+): Promise<EventResult> {
   if (committed && event.type === 'request' && event.durable) deps = { ...deps, committed };
+  if (begin) deps = { ...deps, begin };
   switch (event.type) {
     case 'request':
       return runRequest(deps, event);
@@ -270,6 +282,7 @@ async function inEvent(
 ): Promise<EventResult> {
   const { db, replica } = slot;
   if (replica.givenUp) return failure(replica.givenUp, null);
+  if (deps.begin && !deps.begin()) return failure(new Overloaded('given up before its handler began: its worker is being restarted'), null);
   db.exec('BEGIN IMMEDIATE');
   const before: AlarmState = { at: readAlarm(db), failures: readFailures(db) };
   const soFar = () => alarmOutcome(kind, before, run.alarm, false, deps.clock.now(), deps.config);
