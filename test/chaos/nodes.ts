@@ -20,6 +20,7 @@ import { faultUrl, TIMINGS, type BucketProfile, type Unsafe } from './plan.js';
 const ENTRY = ['--import', 'tsx', '--import', join(REPO, 'support/die-with-parent.mjs'), join(REPO, 'test/chaos/node-entry.ts')];
 const CLASS = join(REPO, 'test/fixtures/classes/chaos-ledger.ts');
 const START_BOUND_MS = 60_000;
+const START_TRIES = 5;
 
 export type SlotState = 'up' | 'paused' | 'down' | 'starting';
 
@@ -79,9 +80,28 @@ export class ChaosNodes {
   /** Every node process started so far (for the logs). */
   readonly all: ClusterNode[] = [];
 
+  /** Starts refused (a bucket fault met by the node's first writes: it exits, as it should). */
+  startsRefused = 0;
+
+  /**
+   * Starts slot n's next run; a start the bucket's faults refuse is tried again (up to
+   * START_TRIES times, each with the fault+ seed moved on, or it would draw the same fault).
+   */
   async start(n: number, profile: BucketProfile, freshDir = false): Promise<void> {
+    if (freshDir) this.slots[n]!.fresh++;
+    for (let attempt = 0; ; attempt++) {
+      const query = profile.query.replace(/seed=(\d+)/, (_, seed: string) => `seed=${Number(seed) + attempt}`);
+      try {
+        return await this.startOnce(n, { ...profile, query });
+      } catch (e) {
+        if (attempt + 1 >= START_TRIES || !/exited \(1\) before serving/.test((e as Error).message)) throw e;
+        this.startsRefused++;
+      }
+    }
+  }
+
+  private async startOnce(n: number, profile: BucketProfile): Promise<void> {
     const s = this.slots[n]!;
-    if (freshDir) s.fresh++;
     const nodeId = this.nodeId(n);
     const dataDir = join(this.root, nodeId);
     const options = {

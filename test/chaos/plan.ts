@@ -69,7 +69,7 @@ export type Fault =
 
 /** A node run's bucket faults: the query of its `fault+` URL (empty: no wrapper). */
 export interface BucketProfile {
-  name: 'calm' | 'bursts' | 'ambiguous' | 'stall' | 'mixed';
+  name: 'calm' | 'bursts' | 'ambiguous' | 'late' | 'stall' | 'mixed';
   query: string;
 }
 
@@ -110,7 +110,8 @@ function planOps(shape: RunShape, slots: number, r: SeededRandom): Op[] {
     else if (p < 0.63) ops.push({ ...base, kind: 'read', durable: false });
     else if (p < 0.83) {
       const failTimes = r.float() < 0.3 ? 1 + r.int(2) : 0;
-      ops.push({ ...base, kind: 'arm', durable: r.float() < 0.7, inMs: r.int(6_000), periodMs: 0, failTimes });
+      const inMs = r.float() < 0.5 ? r.int(1_000) : r.int(6_000);
+      ops.push({ ...base, kind: 'arm', durable: r.float() < 0.7, inMs, periodMs: 0, failTimes });
     } else if (p < 0.87) {
       const failTimes = r.float() < 0.3 ? 1 : 0;
       ops.push({ ...base, kind: 'every', durable: true, inMs: 500 + r.int(3_000), periodMs: 1_000 + r.int(3_000), failTimes });
@@ -153,9 +154,11 @@ function profileOf(r: SeededRandom): BucketProfile {
   const burstMs = 1_000 + r.int(2_500);
   const bursts = `burstEveryMs=${burstEveryMs}&burstMs=${burstMs}`;
   const p = r.float();
-  if (p < 0.15) return { name: 'calm', query: '' };
-  if (p < 0.4) return { name: 'bursts', query: `${seed}&unavailable=0.3&on=writes&${bursts}` };
-  if (p < 0.65) return { name: 'ambiguous', query: `${seed}&ambiguous=0.05&late=0.02&lateMs=2000&${bursts}` };
+  if (p < 0.1) return { name: 'calm', query: '' };
+  if (p < 0.3) return { name: 'bursts', query: `${seed}&unavailable=0.3&on=writes&${bursts}` };
+  if (p < 0.5) return { name: 'ambiguous', query: `${seed}&ambiguous=0.05&late=0.02&lateMs=2000&${bursts}` };
+  // Writes that land seconds after their caller heard AMBIGUOUS_WRITE (or after a pause of its node).
+  if (p < 0.7) return { name: 'late', query: `${seed}&late=0.1&lateMs=${1_000 + r.int(3_000)}` };
   if (p < 0.8) return { name: 'stall', query: `${seed}&stallWritesMs=${150 + r.int(450)}` };
   return { name: 'mixed', query: `${seed}&unavailable=0.2&on=all&ambiguous=0.03&late=0.01&lateMs=1500&${bursts}` };
 }

@@ -103,11 +103,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       caughtAfterMs ??= violations.length > 0 ? violations[0]!.at - startedAt : undefined;
     }
   } finally {
-    const left = await nodes.disposeAll();
+    const killed = await nodes.disposeAll();
+    if (killed > 0) o.out(`${killed} node processes killed at the end`);
     await store.close();
     if (o.s3Url) await emptyBucket(bucket).catch((e: unknown) => o.out(`emptying ${bucket} failed: ${String(e)}`));
     removeTempDir(root);
-    leftovers = { processes: left, tempDir: existsSync(root) };
+    leftovers = { processes: nodes.all.filter((n) => n.running).length, tempDir: existsSync(root) };
   }
   return {
     seed: o.seed,
@@ -119,7 +120,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     violations,
     caughtAfterMs,
     final,
-    faults: { ...injector.injected, skipped: injector.skipped.length },
+    faults: { ...injector.injected, skipped: injector.skipped.length, 'starts refused by the bucket': nodes.startsRefused },
     windows: injector.windows,
     leftovers,
   };
