@@ -7,7 +7,9 @@ import Database from 'better-sqlite3';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAddress } from '../../src/core/address.js';
-import { restoreChain } from '../../src/replication/chain.js';
+import { listChain, restoreChain } from '../../src/replication/chain.js';
+import { decodeLink } from '../../src/replication/link.js';
+import { linkKey } from '../../src/replication/state-keys.js';
 import type { ObjectStore } from '../../src/store/types.js';
 
 export interface LogRow {
@@ -49,4 +51,17 @@ export async function readActor(store: ObjectStore, actor: string, workDir: stri
   } finally {
     for (const suffix of ['', '-wal', '-shm']) rmSync(tmp + suffix, { force: true });
   }
+}
+
+/** The actor's chain, one `seq kind by nodeId/epoch gen G at T` line per link (for a violation's report). */
+export async function describeChain(store: ObjectStore, actor: string, since: number): Promise<string[]> {
+  const a = parseAddress(actor);
+  const out: string[] = [];
+  for (const seq of await listChain(store, a)) {
+    const obj = await store.get(linkKey(a, seq));
+    if (!obj) continue;
+    const h = decodeLink(obj.body, seq).header;
+    out.push(`link ${seq} ${h.kind} by ${h.nodeId}/${h.epoch} generation ${h.generation} at ${((h.atMs - since) / 1_000).toFixed(1)}s`);
+  }
+  return out;
 }

@@ -18,7 +18,7 @@ import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { makeTempDir, removeTempDir } from '../../support/temp-dir.js';
 import { emptyBucket, uniqueBucket } from '../cluster/s3-bucket.js';
-import { readActor, type ActorView } from './bucket-view.js';
+import { describeChain, readActor, type ActorView } from './bucket-view.js';
 import {
   ALARM_BOUND_MS,
   checkAlarms,
@@ -100,6 +100,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       o.out(`nodes stopped at ${secs(startedAt)}; checking the whole history`);
       const views = await readViews(workload, store, join(root, 'work'));
       final = await finalChecks(workload, injector, views, store, join(root, 'work'), endAt, found);
+      const first = violations[0];
+      if (first?.actor) for (const line of await describeChain(store, first.actor, startedAt)) o.out(`  ${first.actor} ${line}`);
       caughtAfterMs ??= violations.length > 0 ? violations[0]!.at - startedAt : undefined;
     }
   } finally {
