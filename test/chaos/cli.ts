@@ -55,6 +55,7 @@ try {
     ...(s3Url ? { s3Url } : {}),
     ...(unsafe ? { unsafe } : {}),
     stopOnViolation: unsafe !== undefined && !values['keep-going'],
+    keepOnViolation: true,
     out,
   });
   printReport(report, repro, out);

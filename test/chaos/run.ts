@@ -10,7 +10,7 @@
  * Everything it starts is killed and its temp folder removed however it ends (nodes.ts,
  * support/temp-dir.ts); on S3 its prefix is emptied.
  */
-import { mkdirSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkIndex } from '../../src/ops/index-check.js';
 import { ACTOR_PROBLEMS } from '../../src/ops/index-findings.js';
@@ -44,6 +44,8 @@ export interface ChaosOptions {
   unsafe?: Unsafe;
   /** Stop the chaos phase at the first violation (how long a planted bug takes to be caught). */
   stopOnViolation: boolean;
+  /** Keep the run's folder (the nodes' logs and data dirs, a folder bucket) when a check fails. */
+  keepOnViolation?: boolean;
   out: (line: string) => void;
 }
 
@@ -109,7 +111,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     if (killed > 0) o.out(`${killed} node processes killed at the end`);
     await store.close();
     if (o.s3Url) await emptyBucket(bucket).catch((e: unknown) => o.out(`emptying ${bucket} failed: ${String(e)}`));
-    removeTempDir(root);
+    if (o.keepOnViolation && violations.length > 0) {
+      const kept = `${root}-kept`;
+      renameSync(root, kept); // out of the temp folders removed at exit
+      o.out(`the run's folder (logs, data dirs, bucket) is kept for inspection: ${kept}`);
+    } else removeTempDir(root);
     leftovers = { processes: nodes.all.filter((n) => n.running).length, tempDir: existsSync(root) };
   }
   return {
