@@ -20,6 +20,7 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/sim/findings.test.ts', 'unit'],
   ['test/sim/', 'cluster'],
   ['test/http/prometheus.test.ts', 'cluster'],
+  ['test/chaos/', 'unit'],
 
   ['test/core/', 'unit'],
   ['test/leases/', 'unit'],
