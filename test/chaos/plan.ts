@@ -139,8 +139,8 @@ function planFaults(shape: RunShape, r: SeededRandom): Fault[] {
     const p = r.float();
     let fault: Fault;
     // A restart itself takes seconds (tsx), counted in the node's busy time.
-    if (p < 0.45) fault = { at, kind: 'kill', node, downMs: r.float() < 0.3 ? 0 : r.int(4_000), freshDir: r.float() < 0.2 };
-    else if (p < 0.6) fault = { at, kind: 'stop', node, downMs: r.int(3_000) };
+    if (p < 0.35) fault = { at, kind: 'kill', node, downMs: r.float() < 0.3 ? 0 : r.int(4_000), freshDir: r.float() < 0.2 };
+    else if (p < 0.5) fault = { at, kind: 'stop', node, downMs: r.int(3_000) };
     else fault = { at, kind: 'pause', node, pauseMs: MARGIN_MS + 500 + r.int(3_500) };
     busyUntil[node] = at + (fault.kind === 'pause' ? fault.pauseMs : fault.downMs + 6_000);
     faults.push(fault);
@@ -155,10 +155,11 @@ function profileOf(r: SeededRandom): BucketProfile {
   const bursts = `burstEveryMs=${burstEveryMs}&burstMs=${burstMs}`;
   const p = r.float();
   if (p < 0.1) return { name: 'calm', query: '' };
-  if (p < 0.3) return { name: 'bursts', query: `${seed}&unavailable=0.3&on=writes&${bursts}` };
-  if (p < 0.5) return { name: 'ambiguous', query: `${seed}&ambiguous=0.05&late=0.02&lateMs=2000&${bursts}` };
+  if (p < 0.25) return { name: 'bursts', query: `${seed}&unavailable=0.3&on=writes&${bursts}` };
+  if (p < 0.4) return { name: 'ambiguous', query: `${seed}&ambiguous=0.05&late=0.02&lateMs=2000&${bursts}` };
   // Writes that land seconds after their caller heard AMBIGUOUS_WRITE (or after a pause of its node).
-  if (p < 0.7) return { name: 'late', query: `${seed}&late=0.1&lateMs=${1_000 + r.int(3_000)}` };
+  if (p < 0.55) return { name: 'late', query: `${seed}&late=0.1&lateMs=${1_000 + r.int(3_000)}` };
+  // Writes in flight most of the time: a pause of the node lands them after another took over.
   if (p < 0.8) return { name: 'stall', query: `${seed}&stallWritesMs=${150 + r.int(450)}` };
   return { name: 'mixed', query: `${seed}&unavailable=0.2&on=all&ambiguous=0.03&late=0.01&lateMs=1500&${bursts}` };
 }
