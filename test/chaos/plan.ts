@@ -69,7 +69,7 @@ export type Fault =
 
 /** A node run's bucket faults: the query of its `fault+` URL (empty: no wrapper). */
 export interface BucketProfile {
-  name: 'calm' | 'bursts' | 'ambiguous' | 'late' | 'stall' | 'mixed';
+  name: 'calm' | 'bursts' | 'ambiguous' | 'late' | 'stall' | 'outage' | 'mixed';
   query: string;
 }
 
@@ -161,6 +161,10 @@ function profileOf(r: SeededRandom): BucketProfile {
   if (p < 0.55) return { name: 'late', query: `${seed}&late=0.1&lateMs=${1_000 + r.int(3_000)}` };
   // Writes in flight most of the time: a pause of the node lands them after another took over.
   if (p < 0.8) return { name: 'stall', query: `${seed}&stallWritesMs=${150 + r.int(450)}` };
+  // Every write refused for 3–6 s every 15–25 s: the node's renewals fail, its lease runs out while
+  // it still reads and answers, and the others take its actors over.
+  if (p < 0.9)
+    return { name: 'outage', query: `on=writes&unavailable=1&burstEveryMs=${15_000 + r.int(10_000)}&burstMs=${3_000 + r.int(3_000)}` };
   return { name: 'mixed', query: `${seed}&unavailable=0.2&on=all&ambiguous=0.03&late=0.01&lateMs=1500&${bursts}` };
 }
 
