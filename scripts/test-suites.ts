@@ -20,6 +20,7 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/sim/findings.test.ts', 'unit'],
   ['test/sim/', 'cluster'],
   ['test/http/prometheus.test.ts', 'cluster'],
+  ['test/chaos/', 'unit'],
 
   ['test/core/tls-material.test.ts', 'integration'], // makes its certificates with openssl
   ['test/core/', 'unit'],

@@ -173,3 +173,15 @@ export interface NodeSeams {
   /** The sweep's rules (SAFE_RULES by default; the simulator's unsafe variants turn one off). */
   rules?: ProtocolRules;
 }
+
+/**
+ * TEST-ONLY: a node that breaks one protocol rule on purpose, so that the chaos run
+ * (test/chaos/node-entry.ts, docs/testing.md) can show its checker catches the breakage. Not an
+ * option of `startNode` and not documented for users; production never builds one.
+ */
+export interface UnsafeTestSeams {
+  /** Handed to the workers' pipeline and to the sweep instead of SAFE_RULES. */
+  rules?: ProtocolRules;
+  /** The node's lease believes itself valid this much longer than leasePeriodMs − skewBoundMs. */
+  leaseOverstayMs?: number;
+}

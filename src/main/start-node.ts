@@ -19,7 +19,8 @@ import { nextIdentity } from './identity.js';
 import { Membership } from './membership.js';
 import { NodeMetrics } from './metrics.js';
 import { Node } from './node.js';
-import type { BoundHttp, FrontDoor, KeepworkNode, StartNodeOptions } from './node-api.js';
+import type { BoundHttp, FrontDoor, KeepworkNode, StartNodeOptions, UnsafeTestSeams } from './node-api.js';
+import { SAFE_RULES } from '../alarms/rules.js';
 import { BadConfig } from '../core/errors.js';
 import { WorkerGroup } from './worker-group.js';
 import { DataDirLock } from './data-dir-lock.js';
@@ -40,7 +41,7 @@ import { certNames, resolveTls, type ServerTls } from '../core/tls-material.js';
  * class module (loaded and checked here; the workers load them again), the data dir's lock and
  * the HTTP port (bound before the lease is written).
  */
-export async function startNodeWith(options: StartNodeOptions, frontDoor?: FrontDoor): Promise<KeepworkNode> {
+export async function startNodeWith(options: StartNodeOptions, frontDoor?: FrontDoor, unsafe: UnsafeTestSeams = {}): Promise<KeepworkNode> {
   if (options.port !== undefined && !frontDoor)
     throw new BadConfig('port is set but this node was started without an HTTP server (use startNode from keepwork)');
   const {
@@ -88,7 +89,7 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
     const addr = advertise ?? http?.url ?? '';
     const peers = new PeerClient(tls.client, config.httpResultMaxBytes);
     const parts = { config, tunables, classUrls, methods, served, bucketUrl, nodeId, baseLog, http, clusterKey, addr, peersAllow, peers };
-    return await startLocked(parts, dataDir, dirLock);
+    return await startLocked(parts, dataDir, dirLock, unsafe);
   } catch (e) {
     await http?.close();
     dirLock.release();
@@ -146,13 +147,16 @@ function checkAdvertise(host: string, advertise: string | undefined, tls: Server
 }
 
 /** The rest of the start, holding the data dir's lock (released by `Node.stop`) and the port. */
-async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirLock): Promise<KeepworkNode> {
+async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirLock, unsafe: UnsafeTestSeams): Promise<KeepworkNode> {
   const { config, tunables, classUrls, served, bucketUrl, baseLog, http } = parts;
+  const rules = unsafe.rules ?? SAFE_RULES;
+  // TEST-ONLY (UnsafeTestSeams): a negative skew bound stretches the lease's own validity.
+  const leaseConfig = unsafe.leaseOverstayMs ? { ...config, skewBoundMs: config.skewBoundMs - unsafe.leaseOverstayMs } : config;
   const clock: Clock = new SystemClock();
   const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
   const metrics = new NodeMetrics();
   const store = countedStore(openStore(bucketUrl, { config, clock }), metrics.mainRequests);
-  const membership = new Membership(store, clock, config, baseLog.child({ nodeId: identity.nodeId }), {
+  const membership = new Membership(store, clock, leaseConfig, baseLog.child({ nodeId: identity.nodeId }), {
     nodeId: identity.nodeId,
     addr: parts.addr,
     tenants: served ?? null,
@@ -172,6 +176,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     epoch,
     leaseValidUntil: membership.shared,
     requestCounts: metrics.workerRequests.buffer,
+    rules,
   });
   node = new Node({
     config,
@@ -186,6 +191,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     methods: parts.methods,
     metrics,
     dirLock,
+    ...(unsafe.rules ? { seams: { rules } } : {}),
     ...(parts.clusterKey ? { clusterKey: parts.clusterKey } : {}),
     ...(parts.peersAllow ? { peersAllow: parts.peersAllow } : {}),
     peers: parts.peers,

@@ -12,7 +12,7 @@ import { SystemRandom } from '../core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../core/config.js';
 import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
-import { SAFE_RULES } from '../alarms/rules.js';
+import type { ProtocolRules } from '../alarms/rules.js';
 import { DeleteBatcher } from '../store/delete-batch.js';
 import { fsyncDoesNothing } from '../store/fs/io.js';
 import { openStore } from '../store/open.js';
@@ -43,6 +43,8 @@ export interface WorkerSetup {
   /** One int32 per worker: events it has finished (the main thread's hard limit of a batch watches it). */
   progress: SharedArrayBuffer;
   worker: number;
+  /** SAFE_RULES, but for a node of the chaos run's unsafe variants (UnsafeTestSeams, TEST-ONLY). */
+  rules: ProtocolRules;
 }
 
 const setup = workerData as WorkerSetup;
@@ -77,7 +79,7 @@ const deps: PipelineDeps = {
   log,
   store,
   nonces: new NonceSource(random),
-  rules: SAFE_RULES,
+  rules: Object.freeze({ ...setup.rules }),
   slots: new ActorSlots(setup.dataDir, slotsSettings(config, { createOffThread: true, fsyncNewFiles, spares }), {
     store,
     clock,
