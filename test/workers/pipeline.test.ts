@@ -173,6 +173,10 @@ describe('event pipeline: transactions, init, guard, delete', () => {
     "VACUUM INTO '/tmp/copy.db'",
     'PRAGMA writable_schema = 1',
     'PRAGMA journal_mode = DELETE',
+    'PRAGMA user_version = 5',
+    "INSERT INTO '_keep_meta' VALUES ('initialized', '0')",
+    'CREATE TRIGGER t AFTER INSERT ON log BEGIN DELETE FROM _keep_alarm; END',
+    'INSERT OR ROLLBACK INTO log VALUES (1)',
     'COMMIT',
     'SAVEPOINT s1',
     "SELECT load_extension('x')",
@@ -186,6 +190,13 @@ describe('event pipeline: transactions, init, guard, delete', () => {
   it('guest SQL may mention _keep_ inside a string and read allowed pragmas', async () => {
     okResult(await env.call('t1/Rem/g', 'sql', "INSERT INTO log VALUES ('_keep_ is fine here'); PRAGMA table_info(log)"));
     assert.deepEqual(okResult(await env.call('t1/Rem/g', 'log')), [{ what: '_keep_ is fine here' }]);
+  });
+
+  it('guest SQL may create a trigger; it fires in a later event', async () => {
+    const trigger = "CREATE TRIGGER twice AFTER INSERT ON log WHEN new.what <> 'again' BEGIN INSERT INTO log VALUES ('again'); END";
+    okResult(await env.call('t1/Rem/trig', 'sql', trigger));
+    okResult(await env.call('t1/Rem/trig', 'sql', "INSERT INTO log VALUES ('once')"));
+    assert.deepEqual(okResult(await env.call('t1/Rem/trig', 'log')), [{ what: 'once' }, { what: 'again' }]);
   });
 
   it('an unknown method or class is NOT_FOUND and creates nothing', async () => {
