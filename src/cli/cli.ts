@@ -139,10 +139,6 @@ program
       tlsClientKey?: string;
       tlsRequireClientCert?: boolean;
     }) => {
-      if (o.class === undefined) {
-        console.error('keepwork start: name at least one actor class: --class Name=path/to/module.js (keepwork start --help)');
-        return void (process.exitCode = 1);
-      }
       setHeapGrowing(o.heapGrowth);
       const log = createLogger();
       const secret = o.clusterSecretFile === undefined ? {} : { clusterSecret: readClusterSecret(o.clusterSecretFile) };

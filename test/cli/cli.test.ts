@@ -107,7 +107,7 @@ describe('keepwork CLI', () => {
       encoding: 'utf8',
     });
     assert.notEqual(noClass.status, 0);
-    assert.match(noClass.stderr, /name at least one actor class: --class Name=path\/to\/module\.js/);
+    assert.match(noClass.stderr, /BAD_CONFIG: classes must name at least one actor class: .*--class Name=path\/to\/module\.js/);
     assert.equal(existsSync(join(tmpdir(), 'kw-cli-none')), false, 'nothing written');
     for (const value of ['-1', '401', '1.5', 'x']) {
       const heap = spawnSync(process.execPath, [...CLI, 'start', '--port', '0', '--heap-growth', value], { encoding: 'utf8' });
