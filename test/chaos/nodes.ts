@@ -84,8 +84,9 @@ export class ChaosNodes {
   startsRefused = 0;
 
   /**
-   * Starts slot n's next run; a start the bucket's faults refuse is tried again (up to
-   * START_TRIES times, each with the fault+ seed moved on, or it would draw the same fault).
+   * Starts slot n's next run; a start the bucket's faults refuse (or that hangs past the bound)
+   * is tried again, up to START_TRIES times, each with the fault+ seed moved on (or it would draw
+   * the same fault).
    */
   async start(n: number, profile: BucketProfile, freshDir = false): Promise<void> {
     if (freshDir) this.slots[n]!.fresh++;
@@ -94,7 +95,7 @@ export class ChaosNodes {
       try {
         return await this.startOnce(n, { ...profile, query });
       } catch (e) {
-        if (attempt + 1 >= START_TRIES || !/exited \(1\) before serving/.test((e as Error).message)) throw e;
+        if (attempt + 1 >= START_TRIES || !/exited \(1\) before serving|did not start within/.test((e as Error).message)) throw e;
         this.startsRefused++;
       }
     }
@@ -123,7 +124,10 @@ export class ChaosNodes {
     try {
       node.url = await servingUrl(child, node);
     } catch (e) {
-      if (node.running) child.kill('SIGKILL');
+      if (node.running) {
+        child.kill('SIGKILL');
+        await node.exited;
+      }
       s.state = 'down';
       throw e;
     }
@@ -179,7 +183,10 @@ export class ChaosNodes {
 function servingUrl(child: ChildProcess, node: ClusterNode): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     let err = '';
-    const timer = setTimeout(() => reject(new Error(`node ${node.nodeId} did not start within ${START_BOUND_MS} ms`)), START_BOUND_MS);
+    const timer = setTimeout(
+      () => reject(new Error(`node ${node.nodeId} did not start within ${START_BOUND_MS} ms:\n${node.logTail(10)}`)),
+      START_BOUND_MS,
+    );
     const onData = (d: Buffer) => {
       err += d.toString();
       const m = /epoch \d+\) serving (http:\/\/\S+)/.exec(err);

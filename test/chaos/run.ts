@@ -81,10 +81,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     setRunStart(startedAt);
     o.out(`${o.nodes} nodes serving; chaos phase of ${o.chaosMs / 1_000} s`);
     const online = onlineChecks(workload, store, join(root, 'work'), found, () => stopped);
-    const chaosEnd = sleep(o.chaosMs).then(() => (stopped = true));
+    const chaosEnd = setTimeout(() => (stopped = true), o.chaosMs);
     const work = workload.run(startedAt, () => stopped);
     const faults = injector.run(startedAt, () => stopped);
-    await Promise.race([chaosEnd, waitUntil(() => stopped)]);
+    await waitUntil(() => stopped);
+    clearTimeout(chaosEnd);
     await Promise.all([online, faults]);
     caughtAfterMs = violations.length > 0 ? violations[0]!.at - startedAt : undefined;
     o.out(`chaos phase over at ${secs(startedAt)}`);
