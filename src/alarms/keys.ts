@@ -100,6 +100,16 @@ export function shardOf(a: ActorAddress, shards: number): number | undefined {
   return shards > 1 ? hash32(a.key) & (shards - 1) : undefined;
 }
 
+/**
+ * Every shard folder the actor's tagged entries can be in, under any shard count (2 … SHARDS_MAX):
+ * the low k bits of one hash, so at most log2(SHARDS_MAX) folders (fewer when they coincide).
+ */
+export function shardsOfActor(a: ActorAddress): number[] {
+  const shards = new Set<number>();
+  for (let count = 2; count <= SHARDS_MAX; count *= 2) shards.add(shardOf(a, count)!);
+  return [...shards];
+}
+
 function shardSegment(shard: number): string {
   invariant(Number.isInteger(shard) && shard >= 0 && shard < SHARDS_MAX, () => `shard ${shard} is outside 0..${SHARDS_MAX - 1}`);
   return SHARD_MARK + shard.toString(16).padStart(SHARD_DIGITS, '0');
