@@ -56,7 +56,9 @@ export function addressing(o: Pick<S3ClientOptions, 'bucket' | 'endpoint' | 'reg
 interface Answer {
   status: number;
   headers: IncomingHttpHeaders;
-  body: Buffer;
+  /** The body as received: `bytes()` copies it into a buffer of its own, `text()` decodes it. */
+  chunks: Buffer[];
+  size: number;
 }
 
 interface Outgoing {
@@ -92,8 +94,7 @@ export class LeanS3Client implements S3Requests {
 
   async get(key: string) {
     const res = await this.send({ method: 'GET', path: this.objectPath(key) });
-    const body = new Uint8Array(res.body.buffer, res.body.byteOffset, res.body.byteLength);
-    return { body, etag: header(res.headers.etag) };
+    return { body: bytes(res), etag: header(res.headers.etag) };
   }
 
   async head(key: string) {
@@ -118,7 +119,7 @@ export class LeanS3Client implements S3Requests {
     const signed = { 'content-md5': createHash('md5').update(body).digest('base64') };
     const headers = { 'content-type': 'application/xml' };
     const res = await this.send({ method: 'POST', path: this.bucketPath(), query: [['delete', '']], signed, headers, body });
-    return deleteErrors(res.body.toString('utf8'));
+    return deleteErrors(text(res));
   }
 
   async list(request: ListRequest) {
@@ -130,7 +131,7 @@ export class LeanS3Client implements S3Requests {
     if (request.startAfter !== undefined) query.push(['start-after', request.startAfter]);
     if (request.continuation !== undefined) query.push(['continuation-token', request.continuation]);
     const res = await this.send({ method: 'GET', path: this.bucketPath(), query });
-    return listPage(res.body.toString('utf8'));
+    return listPage(text(res));
   }
 
   destroy(): void {
@@ -150,7 +151,7 @@ export class LeanS3Client implements S3Requests {
   /** Signs and sends; a first RequestTimeTooSkewed corrects the clock offset and sends again. */
   private async send(out: Outgoing): Promise<Answer> {
     let res = await this.exchange(out);
-    if (res.status === 403 && errorCode(res.body.toString('utf8')) === 'RequestTimeTooSkewed') {
+    if (res.status === 403 && errorCode(text(res)) === 'RequestTimeTooSkewed') {
       const server = Date.parse(header(res.headers.date) ?? '');
       if (Number.isFinite(server)) {
         this.skewMs = server - this.clock.now();
@@ -158,9 +159,8 @@ export class LeanS3Client implements S3Requests {
       }
     }
     if (res.status >= 200 && res.status < 300) return res;
-    const text = res.body.toString('utf8');
-    const code = errorCode(text) ?? codeOfStatus(res.status);
-    throw new S3ServiceError(code, res.status, messageOf(text));
+    const body = text(res);
+    throw new S3ServiceError(errorCode(body) ?? codeOfStatus(res.status), res.status, messageOf(body));
   }
 
   private async exchange(out: Outgoing): Promise<Answer> {
@@ -196,7 +196,7 @@ export class LeanS3Client implements S3Requests {
         });
         res.on('end', () => {
           clearTimeout(timer);
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: concat(chunks, size) });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, chunks, size });
         });
         res.on('error', fail);
       });
@@ -211,13 +211,22 @@ export class LeanS3Client implements S3Requests {
   }
 }
 
-/** The chunks in one buffer of their own (not a slice of Node's shared pool). */
-function concat(chunks: Buffer[], size: number): Buffer {
-  if (chunks.length === 1 && chunks[0]!.byteOffset === 0 && chunks[0]!.buffer.byteLength === size) return chunks[0]!;
-  const out = Buffer.allocUnsafeSlow(size);
+/**
+ * The body in memory of its own: a received chunk is a slice of a larger read buffer, which a
+ * kept object would otherwise hold on to whole.
+ */
+function bytes({ chunks, size }: Answer): Uint8Array {
+  const out = new Uint8Array(size);
   let at = 0;
-  for (const c of chunks) at += c.copy(out, at);
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
   return out;
+}
+
+function text({ chunks, size }: Answer): string {
+  return chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8');
 }
 
 function header(value: string | string[] | undefined): string | undefined {

@@ -39,9 +39,17 @@ export interface SigningScope {
 
 export const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
-/** `Date.UTC` milliseconds → `20130524T000000Z`. */
+let lastSecond = NaN;
+let lastDate = '';
+
+/** `Date.UTC` milliseconds → `20130524T000000Z` (the last second's text is kept: most requests share it). */
 export function amzDate(ms: number): string {
-  return new Date(ms).toISOString().replace(/[:-]|\.\d{3}/g, '');
+  const second = Math.floor(ms / 1000);
+  if (second !== lastSecond) {
+    lastDate = new Date(second * 1000).toISOString().replace(/[:-]|\.\d{3}/g, '');
+    lastSecond = second;
+  }
+  return lastDate;
 }
 
 const UNRESERVED = /[^A-Za-z0-9\-._~]/gu; // u: a character above U+FFFF is one match, not two halves
@@ -73,7 +81,7 @@ export function canonicalQuery(query: readonly (readonly [string, string])[] = [
 export function authorization(request: RequestToSign, scope: SigningScope, credentials: SigningCredentials, keys: SigningKeys): string {
   const names = Object.keys(request.headers).sort();
   let canonicalHeaders = '';
-  for (const name of names) canonicalHeaders += `${name}:${request.headers[name]!.trim().replace(/ +/g, ' ')}\n`;
+  for (const name of names) canonicalHeaders += `${name}:${canonicalValue(request.headers[name]!)}\n`;
   const signedHeaders = names.join(';');
   const canonical = `${request.method}\n${request.path}\n${canonicalQuery(request.query)}\n${canonicalHeaders}\n${signedHeaders}\n${request.payloadHash}`;
   const day = scope.amzDate.slice(0, 8);
@@ -82,6 +90,12 @@ export function authorization(request: RequestToSign, scope: SigningScope, crede
   const key = keys.get(credentials.secretAccessKey, day, scope.region, scope.service);
   const signature = createHmac('sha256', key).update(toSign).digest('hex');
   return `AWS4-HMAC-SHA256 Credential=${credentials.accessKeyId}/${credentialScope}, SignedHeaders=${signedHeaders}, Signature=${signature}`;
+}
+
+/** Trimmed, runs of spaces as one. */
+function canonicalValue(value: string): string {
+  const trimmed = value.trim();
+  return trimmed.includes('  ') ? trimmed.replace(/ +/g, ' ') : trimmed;
 }
 
 export function sha256Hex(data: string | Uint8Array): string {
