@@ -150,7 +150,9 @@ const memory = (
 ).map(([client, env]) => {
   const script = fileURLToPath(new URL('./support/s3-memory.ts', import.meta.url));
   const args = ['--import', 'tsx', '--expose-gc', script, client, storeUrl];
-  return JSON.parse(execFileSync(process.execPath, args, { encoding: 'utf8', env: { ...process.env, ...env } })) as Record<string, unknown>;
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
+  if ('AWS_PROFILE' in env) delete childEnv.AWS_ACCESS_KEY_ID; // the profile alone, as the chain wants it
+  return JSON.parse(execFileSync(process.execPath, args, { encoding: 'utf8', env: childEnv })) as Record<string, unknown>;
 });
 rmSync(profileDir, { recursive: true, force: true });
 
