@@ -39,7 +39,7 @@ export const LAYERS: Readonly<Record<string, number>> = Object.freeze({
   '.': 8,
 });
 
-/** Packages (by prefix) that `src/` loads with `import()` only (their users: src/store/s3/client.ts). */
+/** Packages (by prefix) that `src/` loads with `import()` only (their users: src/store/s3/sdk-client.ts, s3/credentials.ts). */
 export const LOADED_ON_DEMAND: readonly string[] = Object.freeze(['@aws-sdk/', '@smithy/']);
 
 /** The layer of a path relative to `src/` (`main/node.ts` → `main`, `index.ts` → `.`). */

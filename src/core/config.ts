@@ -49,6 +49,9 @@ export const DEFAULTS = Object.freeze({
   storeRequestTimeoutMs: 10_000,
   /** Keep-alive sockets of the S3 client (sized for the sweep's concurrency). */
   storeSocketsMax: 64,
+  /** On: the S3 store sends its requests through the AWS SDK's S3Client (loaded then, megabytes per
+   *  thread); off: through keepwork's lean client (Signature V4 on node:http, a fraction of the CPU). */
+  s3SdkClient: false,
   /** Time limit of one handler run; past it the event fails (and rolls back). */
   handlerTimeoutMs: 30_000,
   /** Events waiting per actor, at most; more are refused with OVERLOADED. */
