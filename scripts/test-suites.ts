@@ -22,6 +22,8 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/http/prometheus.test.ts', 'cluster'],
 
   ['test/core/', 'unit'],
+  ['test/client/client.test.ts', 'integration'],
+  ['test/client/', 'unit'],
   ['test/leases/', 'unit'],
   ['test/bench/', 'unit'],
   ['test/alarms/owner-stores.test.ts', 'integration'],
