@@ -24,6 +24,8 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
 
   ['test/core/tls-material.test.ts', 'integration'], // makes its certificates with openssl
   ['test/core/', 'unit'],
+  ['test/client/client.test.ts', 'integration'],
+  ['test/client/', 'unit'],
   ['test/leases/', 'unit'],
   ['test/bench/', 'unit'],
   ['test/alarms/owner-stores.test.ts', 'integration'],

@@ -4,7 +4,7 @@
  *   import { startNode, defineActor } from 'keepwork'
  */
 export { startNode } from './http/start.js';
-export type { StartNodeOptions, KeepworkNode, ActorHandle, IdempotentActorHandle } from './main/node-api.js';
+export type { StartNodeOptions, KeepworkNode, ActorHandle, IdempotentActorHandle, ActorShape, Stub } from './main/node-api.js';
 export * from './actor.js';
 export { parseAddress, formatAddress, type ActorAddress } from './core/address.js';
 export { resolveOptions, DEFAULTS, type KeepworkOptions, type ResolvedConfig } from './core/config.js';

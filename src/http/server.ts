@@ -45,10 +45,9 @@ import {
 } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { REPLY_SIGNATURE_HEADER, signReply } from '../core/cluster-signature.js';
-import { IDEMPOTENCY_HEADER } from '../main/forward.js';
 import { authorize, callerOf, isForward, tenantFilter, type Caller } from './access.js';
 import { isLoopback } from '../main/access-policy.js';
-import { checkIdempotencyKey } from '../workers/idempotency.js';
+import { IDEMPOTENCY_HEADER, checkIdempotencyKey } from '../core/idempotency-key.js';
 import type { BoundHttp, FrontDoorSettings, HttpServer, RoutingNode } from '../main/node-api.js';
 
 export type { HttpServer };

@@ -19,6 +19,8 @@
  * (peer-client.ts); one that does not is OWNER_UNREACHABLE, nothing sent past the handshake.
  */
 import type { ActorAddress } from '../core/address.js';
+import { alarmPath, callPath } from '../core/actor-routes.js';
+import { IDEMPOTENCY_HEADER } from '../core/idempotency-key.js';
 import {
   CALLER_HEADER,
   REPLY_SIGNATURE_HEADER,
@@ -34,8 +36,6 @@ import { ReplyTooLarge, type PeerClient, type PeerReply } from './peer-client.js
 import type { PeersAllow } from './peers-allow.js';
 
 export const HOPS_HEADER = 'x-keepwork-hops';
-/** A durable call's idempotency key (docs/guide.md "Idempotent durable calls"); forwarded as it came. */
-export const IDEMPOTENCY_HEADER = 'idempotency-key';
 
 export interface ForwardSettings {
   /** The connections to peers, http and https (with the node's CA and client certificate). */
@@ -58,12 +58,6 @@ export interface Via {
   caller: string;
 }
 
-const seg = (s: string) => encodeURIComponent(s);
-
-function actorPath(a: ActorAddress): string {
-  return `/v1/actors/${seg(a.tenant)}/${seg(a.className)}/${seg(a.name)}`;
-}
-
 export async function forwardCall(
   addr: string,
   a: ActorAddress,
@@ -76,7 +70,7 @@ export async function forwardCall(
 ): Promise<unknown> {
   const body = (await send(
     addr,
-    `${actorPath(a)}/${seg(method)}${durable ? '?durable=1' : ''}`,
+    callPath(a, method, durable),
     'POST',
     JSON.stringify(args),
     via,
@@ -88,7 +82,7 @@ export async function forwardCall(
 }
 
 export async function forwardGetAlarm(addr: string, a: ActorAddress, via: Via, s: ForwardSettings): Promise<number | null> {
-  const body = (await send(addr, `${actorPath(a)}/alarm`, 'GET', undefined, via, s, a)) as { alarm: number | null };
+  const body = (await send(addr, alarmPath(a), 'GET', undefined, via, s, a)) as { alarm: number | null };
   return body.alarm;
 }
 

@@ -6,6 +6,7 @@
 import type { ProtocolRules } from '../alarms/rules.js';
 import type { SchedulerLike } from 'rxjs';
 import type { ActorAddress } from '../core/address.js';
+import type { ActorHandle, ActorShape } from '../core/actor-handle.js';
 import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
@@ -69,26 +70,7 @@ export interface StartNodeOptions extends KeepworkOptions {
   tls?: TlsOptions;
 }
 
-export interface ActorHandle {
-  readonly address: ActorAddress;
-  call<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
-  callDurable<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
-  /**
-   * The same actor, its durable calls carrying an idempotency key (docs/guide.md "Idempotent durable
-   * calls"): `actor.withIdempotencyKey('order-17').callDurable('pay', 30)`. The first call with the
-   * key runs and its outcome is recorded with the actor's state; a repeat returns that outcome
-   * without running the handler; a repeat with another method or other arguments is refused
-   * (IDEMPOTENCY_MISMATCH). The key (1–200 visible ASCII characters) is checked at once (BAD_REQUEST).
-   */
-  withIdempotencyKey(key: string): IdempotentActorHandle;
-  getAlarm(): Promise<number | null>;
-}
-
-export interface IdempotentActorHandle {
-  readonly address: ActorAddress;
-  readonly idempotencyKey: string;
-  callDurable<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
-}
+export type { ActorHandle, IdempotentActorHandle, ActorShape, Stub } from '../core/actor-handle.js';
 
 export interface KeepworkNode {
   readonly nodeId: string;
@@ -97,7 +79,12 @@ export interface KeepworkNode {
   readonly url: string | undefined;
   readonly config: ResolvedConfig;
   readonly store: ObjectStore;
-  actor(address: string | { tenant: string; className: string; name: string }): ActorHandle;
+  /**
+   * A handle on the actor at `address` (the node routes its calls to the holder). Name the class's
+   * type to get typed stubs: `node.actor<typeof Counter>('acme/Counter/hits').plain.add(5)`
+   * (core/actor-handle.ts).
+   */
+  actor<D extends ActorShape = ActorShape>(address: string | { tenant: string; className: string; name: string }): ActorHandle<D>;
   /** Pending alarms in this node's timer. */
   pendingAlarms(): number;
   /** Actors this node holds. */

@@ -17,7 +17,8 @@ import { Sweeper, type SweepHost, type SweepResult } from '../alarms/sweep.js';
 import type { SweepNode } from '../alarms/plan-sweep.js';
 import type { ActorEvent, EventResult } from '../workers/messages.js';
 import { scanAlarms } from '../workers/scan.js';
-import { checkIdempotencyKey } from '../workers/idempotency.js';
+import { checkIdempotencyKey } from '../core/idempotency-key.js';
+import { actorHandle, type ActorHandle, type ActorShape } from '../core/actor-handle.js';
 import { ActorLanes } from './actor-lanes.js';
 import { EventRunner, HoldChanged } from './event-runner.js';
 import { indexTenants } from '../alarms/index-listing.js';
@@ -31,7 +32,7 @@ import type { NodeMetrics } from './metrics.js';
 import { AlarmDelivery } from './alarm-delivery.js';
 import { IdleActors } from './idle-actors.js';
 import { checkMethod, checkServed, serves, type Served } from './served.js';
-import type { ActorHandle, BoundHttp, HttpServer, NodeSeams, RoutingNode } from './node-api.js';
+import type { BoundHttp, HttpServer, NodeSeams, RoutingNode } from './node-api.js';
 import type { WorkerGroup } from './worker-group.js';
 
 const HOLD_ATTEMPTS_MAX = 3;
@@ -136,22 +137,13 @@ export class Node implements RoutingNode, SweepHost {
     return this.http?.url;
   }
 
-  actor(input: string | { tenant: string; className: string; name: string }): ActorHandle {
+  actor<D extends ActorShape = ActorShape>(input: string | { tenant: string; className: string; name: string }): ActorHandle<D> {
     const address = checkServed(this.served, parseAddress(input));
-    return {
-      address,
-      call: (method, ...args) => this.request(address, method, args, false, 0) as never,
-      callDurable: (method, ...args) => this.request(address, method, args, true, 0) as never,
-      withIdempotencyKey: (key) => {
-        const idempotencyKey = checkIdempotencyKey(key);
-        return {
-          address,
-          idempotencyKey,
-          callDurable: (method, ...args) => this.request(address, method, args, true, 0, idempotencyKey) as never,
-        };
-      },
-      getAlarm: () => this.readAlarm(address, 0),
-    };
+    return actorHandle<D>(address, {
+      request: (method, args, durable, idempotencyKey) => this.request(address, method, args, durable, 0, idempotencyKey),
+      readAlarm: () => this.readAlarm(address, 0),
+      checkIdempotencyKey,
+    });
   }
 
   pendingAlarms(): number {

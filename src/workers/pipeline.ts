@@ -31,7 +31,8 @@ import { errorData, failure, ok } from './results.js';
 import { indexBeforeCommit, indexOnTake } from './index-owner.js';
 import type { PipelineDeps } from './deps.js';
 import { deliverTo, deliverWithoutState, type EntryPlace } from './deliver.js';
-import { checkIdempotencyKey, idemCall, lookupCall, recordable, recordError, recordResult, type IdemCall } from './idempotency.js';
+import { checkIdempotencyKey } from '../core/idempotency-key.js';
+import { idemCall, lookupCall, recordable, recordError, recordResult, type IdemCall } from './idempotency.js';
 
 /** Told a durable call's result once its commit is done and its upload requested (its reply still waits for the upload). */
 export type OnCommitted = (early: EventResult) => void;
