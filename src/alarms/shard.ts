@@ -63,3 +63,22 @@ export function ownsShard(tenant: string, shard: number, nodeIds: readonly strin
 function shardWeightKey(tenant: string, shard: number): string {
   return `${tenant}#${shard}`;
 }
+
+/**
+ * `ownedShards`, remembered per tenant for the last live set it was asked with. Computing it draws
+ * S × N rendezvous weights — two million at S = 2,048 and N = 1,000, about half a second of CPU —
+ * while the live set changes only when a node joins or dies; a sweep asks every time. One answer
+ * is kept per tenant (the tenants a node sweeps), so it stays bounded.
+ */
+export class OwnedShards {
+  readonly #last = new Map<string, { key: string; owned: readonly number[] }>();
+
+  of(tenant: string, shards: number, nodeIds: readonly string[], self: string): readonly number[] {
+    const key = `${shards}\u0000${self}\u0000${nodeIds.join('\u0000')}`;
+    const last = this.#last.get(tenant);
+    if (last?.key === key) return last.owned;
+    const owned = ownedShards(tenant, shards, nodeIds, self);
+    this.#last.set(tenant, { key, owned });
+    return owned;
+  }
+}

@@ -43,7 +43,7 @@ import {
 } from './keys.js';
 import { EntrySorter, planSorted, type Plan, type SortInput, type SweepNode } from './plan-sweep.js';
 import type { ProtocolRules } from './rules.js';
-import { ownedShards, ownsShard, servesTenant } from './shard.js';
+import { OwnedShards, ownsShard, servesTenant } from './shard.js';
 import { nextSweepDelayMs, waitsForRoom } from './sweep-cadence.js';
 
 export type SweepSettings = Settings<
@@ -143,6 +143,8 @@ export class Sweeper {
   private readonly slowCursors = new Map<string, string>();
   private readonly running = new Map<string, Subscription>();
   private discovery: Subscription | undefined;
+  /** The shards this node owns, per tenant, for the live set last seen (recomputed when it changes). */
+  private readonly owned = new OwnedShards();
   /** The host's busy actors, as a plan asks for them. */
   private readonly busy: { has(key: string): boolean };
 
@@ -350,7 +352,7 @@ export class Sweeper {
   private async readShards(tenant: string, dueBefore: number, live: readonly SweepNode[], self: SweepNode, pageEntries: number) {
     const { indexShards } = this.d.config;
     const nodeIds = live.filter((n) => servesTenant(n, tenant)).map((n) => n.nodeId);
-    const owned = indexShards > 1 ? ownedShards(tenant, indexShards, nodeIds, self.nodeId) : [];
+    const owned = indexShards > 1 ? this.owned.of(tenant, indexShards, nodeIds, self.nodeId) : [];
     const perShard = Math.max(1, Math.min(LIST_MAX_KEYS, Math.floor(Math.max(0, pageEntries) / Math.max(1, owned.length + 1))));
     const walks: Walk[] = [];
     for (let i = 0; i < owned.length; i += SHARD_LISTS_IN_FLIGHT) {

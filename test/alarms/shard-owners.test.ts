@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ownedShards, ownsShard } from '../../src/alarms/shard.js';
+import { OwnedShards, ownedShards, ownsShard } from '../../src/alarms/shard.js';
 
 const nodes = fc.uniqueArray(fc.stringMatching(/^[a-z0-9]{1,12}$/), { minLength: 1, maxLength: 12 });
 const shardCounts = fc.constantFrom(16, 64, 256, 1024, 4096);
@@ -45,5 +45,18 @@ describe('shard owners (rendezvous over the live nodes)', () => {
       }),
       { numRuns: 30 },
     );
+  });
+
+  it('OwnedShards answers as ownedShards, and computes again only when the live set changes', () => {
+    const memo = new OwnedShards();
+    const ids = ['n1', 'n2', 'n3'];
+    const first = memo.of('t', 64, ids, 'n2');
+    assert.deepEqual(first, ownedShards('t', 64, ids, 'n2'));
+    assert.equal(memo.of('t', 64, [...ids], 'n2'), first, 'the same live set: the remembered answer');
+    const joined = memo.of('t', 64, [...ids, 'n4'], 'n2');
+    assert.notEqual(joined, first);
+    assert.deepEqual(joined, ownedShards('t', 64, [...ids, 'n4'], 'n2'));
+    assert.deepEqual(memo.of('t', 128, [...ids, 'n4'], 'n2'), ownedShards('t', 128, [...ids, 'n4'], 'n2'), 'another shard count');
+    assert.deepEqual(memo.of('u', 128, [...ids, 'n4'], 'n2'), ownedShards('u', 128, [...ids, 'n4'], 'n2'), 'another tenant');
   });
 });
