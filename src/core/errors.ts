@@ -174,6 +174,7 @@ const CLASSES: Readonly<Record<ErrorCode, new (message: string, options?: Keepwo
   OVERLOADED: Overloaded,
   HANDLER_TIMEOUT: HandlerTimeout,
   HANDLER_FAILED: HandlerFailed,
+  OUTCOME_UNKNOWN: OutcomeUnknown,
   NODE_STOPPED: NodeStopped,
   CORRUPT_LINK: CorruptLink,
   CORRUPT_STATE: CorruptState,
