@@ -7,12 +7,17 @@
  *   refused, reset, or no answer within
  *   requestTimeoutMs                      ─▶ NODE_UNREACHABLE (the call may or may not have run)
  *
- * A 503 and no answer are transient (retry-plan.ts decides whether to go again); a redirect is
- * not followed (it would carry the token elsewhere).
+ * Transient (retry-plan.ts decides whether to go again): a 503, no answer, and the codes that say
+ * the call may or may not have run and a repeat with its idempotency key settles it
+ * (OUTCOME_UNKNOWN, STORE_UNAVAILABLE, AMBIGUOUS_WRITE). A redirect is not followed (it would carry
+ * the token elsewhere).
  */
 import { ErrorCode, Internal, NodeUnreachable, errorOf, isKeepworkError, type KeepworkError } from '../core/errors.js';
 import type { ClientSettings } from './options.js';
 import { parseRetryAfter, type Failure } from './retry-plan.js';
+
+/** Codes whose call may have run: a repeat with the same idempotency key answers its outcome or runs it. */
+const SETTLED_BY_A_REPEAT: ReadonlySet<string> = new Set([ErrorCode.OutcomeUnknown, ErrorCode.StoreUnavailable, ErrorCode.AmbiguousWrite]);
 
 export type Outcome = { ok: true; body: Record<string, unknown> } | { ok: false; failure: Failure };
 
@@ -51,7 +56,8 @@ export async function attempt(
   const json = parseJson(text);
   if (res.status === 200 && json) return { ok: true, body: json };
   const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), nowMs());
-  const failure: Failure = { error: answerError(res.status, url, json, text), transient: res.status === 503 };
+  const error = answerError(res.status, url, json, text);
+  const failure: Failure = { error, transient: res.status === 503 || SETTLED_BY_A_REPEAT.has(error.code) };
   return { ok: false, failure: retryAfterMs === undefined ? failure : { ...failure, retryAfterMs } };
 }
 

@@ -5,7 +5,7 @@
  *   attempt n failed ─▶ durable? ─no──────────────────────────────▶ give up (throw its error)
  *                          │yes (so it carries an idempotency key: a repeat is answered once)
  *                          ▼
- *                      transient? (503, or no answer) ─no────────▶ give up
+ *                      transient? (503, no answer, OUTCOME_UNKNOWN…) ─no─▶ give up
  *                          │yes
  *                          ▼
  *                      n < callAttemptsMax and the delay ends within
@@ -24,7 +24,7 @@ import type { ClientSettings } from './options.js';
 /** One failed attempt, as the retry decision needs it. */
 export interface Failure {
   error: KeepworkError;
-  /** A 503, or no answer (refused, reset, timed out): another attempt may succeed. */
+  /** A 503, no answer (refused, reset, timed out), or a call that may have run (attempt.ts): another attempt may succeed. */
   transient: boolean;
   /** The answer's Retry-After, in ms, when it had one. */
   retryAfterMs?: number;

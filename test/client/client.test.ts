@@ -173,6 +173,26 @@ describe('keepwork/client against a node', () => {
     assert.equal(keys.size, 2);
   });
 
+  it('sends a durable call again after a 504 OUTCOME_UNKNOWN, with the same key: it ran once', async () => {
+    // the first attempt runs, then its worker is said to have been restarted mid-call
+    const p = await proxy(node.url!, async (n, _req, forward, res) => {
+      const r = await forward();
+      if (n > 1) return relay(res, r);
+      res.writeHead(504, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'OUTCOME_UNKNOWN', message: 'the worker restarted after the handler began' }));
+    });
+    closers.push(p.close);
+    const { clock } = recordingClock();
+    const hits = client({ url: p.url }, { clock }).actor<typeof Counter>('acme/Counter/unknown');
+    assert.equal(await hits.durable.add(4), 4, 'the recorded outcome of the first attempt');
+    assert.equal(await hits.plain.get(), 4, 'ran once');
+    const calls = p.seen.filter((s) => s.path.endsWith('/add?durable=1'));
+    assert.deepEqual(
+      calls.map((c) => c.key),
+      [calls[0]!.key, calls[0]!.key],
+    );
+  });
+
   it('never sends a plain call twice; a durable one at most callAttemptsMax times', async () => {
     const p = await proxy(node.url!, async (_n, _req, _forward, res) => busy(res, '0'));
     closers.push(p.close);
