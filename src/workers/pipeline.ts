@@ -310,7 +310,7 @@ async function inEvent(
     if (kind === 'alarm' && !replica.givenUp) await recordAlarmFailure(deps, slot, address, before, failed, err);
     return failure(err, failed.at);
   }
-  return after ? replicate(deps, slot, durable, result, after.at) : destroy(deps, slot, address, result, before.at);
+  return after ? replicate(deps, slot, durable, result, after.at) : destroy(deps, slot, address, result);
 }
 
 /** Writes the alarm outcome, lists it in the index (before the commit), commits, and schedules
@@ -343,15 +343,10 @@ async function replicate(deps: PipelineDeps, slot: Slot, durable: boolean, resul
  * its tombstone and have a retry answered "done" while the chain goes on. What was committed
  * before goes up, the tombstone ends the chain, the entry the state named is deleted after it, and
  * the local files go; only then is the destroy answered. If the tombstone does not land the actor
- * is given up as it stands (alarm `alarmAt`), and a retry runs the destroy again.
+ * is given up as it stands, its committed alarm too, and a retry runs the destroy again.
  */
-async function destroy(
-  deps: PipelineDeps,
-  slot: Slot,
-  address: ActorAddress,
-  result: unknown,
-  alarmAt: number | null,
-): Promise<EventResult> {
+async function destroy(deps: PipelineDeps, slot: Slot, address: ActorAddress, result: unknown): Promise<EventResult> {
+  const alarmAt = readAlarm(slot.db);
   try {
     const named = entryEndedByTombstone(deps, slot);
     await slot.replica.tombstone(named ? [named] : []);
