@@ -8,7 +8,8 @@
  *   sync()        upload everything committed so far; resolves once it is in the bucket. Callers
  *                 while an upload is in flight share the next one (group commit of durable
  *                 calls: one link carries every commit made meanwhile)
- *   tombstone()   the actor was deleted: a tombstone link
+ *   tombstone()   the actor was deleted: what was committed before, then a tombstone link —
+ *                 the end of this replica's uploads (a sync queued behind it uploads nothing)
  *   release()     flush, checkpoint, sidecar: the file equals the head
  *
  * Where the local copy stands against the chain is the replica's `ChainPosition`
@@ -27,7 +28,7 @@ import { invariantFailure } from '../core/invariant.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { createLink, deleteLinksBelow, type RetryDeps } from './chain.js';
 import { ChainPosition } from './chain-position.js';
-import { IndexUpload } from './index-upload.js';
+import { IndexUpload, type ReplacedEntry } from './index-upload.js';
 import { diffImages, forBucket, headerPageSize } from './memory-image.js';
 import { encodeLink, type LinkKind } from './link.js';
 import { committedImage } from './image.js';
@@ -61,6 +62,8 @@ export class ActorReplica {
   private next: Promise<void> | undefined;
   /** Closed holding commits the bucket does not have (dropped, or given up): no `sync` may resolve. */
   private lost: Error | undefined;
+  /** The tombstone is queued: the chain of this incarnation ends with it, nothing is uploaded after it. */
+  private ended = false;
   private timer: TimerHandle | undefined;
   /** The hold generation of the event using the replica now (`usedUnder`). */
   private holdInUse: number;
@@ -218,7 +221,7 @@ export class ActorReplica {
 
   /** A commit happened: schedule a group-commit upload (an actor in memory is synced by its event instead: pipeline.ts withDb). */
   committed(): void {
-    if (this.timer || this.givenUp || this.pos.memory) return;
+    if (this.timer || this.givenUp || this.pos.memory || this.ended) return;
     this.timer = this.deps.clock.setTimer(this.deps.config.replicationDelayMs, () => {
       this.timer = undefined;
       this.sync().catch(() => undefined); // failures are recorded in givenUp and logged
@@ -236,14 +239,23 @@ export class ActorReplica {
     return run;
   }
 
-  /** The actor was deleted: end its chain with a tombstone, then forget the local files. */
-  async tombstone(): Promise<void> {
+  /**
+   * The actor was deleted: what was committed before goes up, then a tombstone ends the chain, and
+   * `deletes` (the index entries the state named) go once it is in the bucket. Nothing is uploaded
+   * after it: a group-commit upload scheduled earlier, or a sync queued behind the tombstone,
+   * would otherwise follow it with a snapshot of the local file — the deleted state, back as the
+   * head. The caller deletes the local files.
+   */
+  async tombstone(deletes: readonly ReplacedEntry[] = []): Promise<void> {
+    this.timer?.cancel();
+    this.timer = undefined;
     await this.sync();
+    this.ended = true; // everything committed is captured: whatever queues from here on finds the chain ended
     const run = this.queue.then(() => this.upload('tombstone', new Uint8Array(0), 0, 0, null));
     this.queue = run.catch(() => undefined);
     await run;
-    this.pos.deleted = true;
     removeSidecar(this.dbPath);
+    this.index.landed(deletes);
   }
 
   /** Before closing: everything uploaded, the WAL folded in, the sidecar saying so. */
@@ -278,6 +290,7 @@ export class ActorReplica {
   private async flush(): Promise<void> {
     if (this.givenUp) throw this.givenUp;
     if (this.lost) throw this.lost; // a durable call waiting here must fail, not be told its commit is up
+    if (this.ended) return; // the tombstone's own sync took every commit; nothing follows it
     const db = this.db;
     if (!db || !db.open) return;
     try {

@@ -38,7 +38,10 @@ export interface ActorContext {
   /** The committed alarm as this event would leave it; during retries, the next attempt's time. */
   getAlarm(): number | null;
   clearAlarm(): void;
-  /** Deletes the actor and all its state when the event commits. */
+  /**
+   * Deletes the actor and all its state when the handler returns: nothing the event wrote is kept,
+   * and the event ends once a tombstone ends the actor's chain (a throw after it deletes nothing).
+   */
   deleteActor(): void;
   /**
    * In a durable call: commits what the handler did so far and waits until it is in the bucket,

@@ -84,6 +84,24 @@ export async function indexBeforeCommit(
 }
 
 /**
+ * The entry the committed state names, for an actor being destroyed: deleted once its tombstone is
+ * in the bucket (the state names nothing from then on, R2). Null when it names none, or one of a
+ * newer owner (R3). An unreadable `alarm_indexed` gives the actor up, as before any commit.
+ */
+export function entryEndedByTombstone(d: IndexDeps, slot: Slot): ReplacedEntry | null {
+  const { db, replica } = slot;
+  let indexed: Indexed | null;
+  try {
+    indexed = parseIndexed(readMeta(db, 'alarm_indexed'));
+  } catch (e) {
+    throw replica.giveUpNow(e);
+  }
+  const replaced = indexPlan(null, indexed, d.rules).replaces;
+  if (!replaced || !deletable(replaced, replica.generation, d.rules)) return null;
+  return { key: keyOf(replica.address, replaced), generation: replaced.tag?.generation ?? null };
+}
+
+/**
  * A freshly taken actor: its committed alarm must be listed before its first upload (R4), and a
  * legacy entry is migrated. Then the replica may upload (a local-only actor's first snapshot).
  */

@@ -9,6 +9,8 @@
  *            recorded before COMMIT (idempotency.ts)
  *   alarm:   db exists? ─▶ begin? ─▶ BEGIN ─▶ committed alarm due? ─▶ handler(info) ─▶ committed retry
  *            outcome (alarms/retry.ts) ─▶ COMMIT
+ *   delete:  a handler that called ctx.deleteActor() ─▶ ROLLBACK (nothing of it is committed) ─▶
+ *            tombstone (after what was committed before) ─▶ local files removed ─▶ { deleted }
  *   begin?:  in a worker, the event's handler start is claimed on its task's start gate
  *            (start-gate.ts); refused, the main thread has given the task up and nothing runs
  *
@@ -28,7 +30,7 @@ import { hasMethod, type ActorDefinition } from './define-actor.js';
 import { createGuestRun, type GuestRun } from './guest-context.js';
 import type { ActorEvent, EventResult } from './messages.js';
 import { errorData, failure, ok } from './results.js';
-import { indexBeforeCommit, indexOnTake } from './index-owner.js';
+import { entryEndedByTombstone, indexBeforeCommit, indexOnTake } from './index-owner.js';
 import type { PipelineDeps } from './deps.js';
 import { deliverTo, deliverWithoutState, type EntryPlace } from './deliver.js';
 import { checkIdempotencyKey } from '../core/idempotency-key.js';
@@ -270,7 +272,8 @@ async function initOnce(deps: PipelineDeps, db: Db, def: ActorDefinition, run: G
  * writes (an idempotency record) commit together. On a
  * failure the SQL rolls back; for an alarm event the committed-retry outcome is then written in a
  * transaction of its own. After the commit the replica uploads it: at once for a durable call
- * (which replies only once its link is in the bucket), within replicationDelayMs otherwise.
+ * (which replies only once its link is in the bucket), within replicationDelayMs otherwise. An
+ * event that deleted the actor rolls back instead, and ends the chain (`destroy`).
  */
 async function inEvent(
   deps: PipelineDeps,
@@ -289,14 +292,17 @@ async function inEvent(
   const soFar = () => alarmOutcome(kind, before, run.alarm, false, deps.clock.now(), deps.config);
   const checkpoint = durable ? () => midEventCheckpoint(deps, slot, address, soFar()) : undefined;
   const run = createGuestRun(db, address, before.at, deps.clock, deps.log.child({ actor: address.key }), checkpoint);
-  let after: AlarmState;
+  let after: AlarmState | null = null; // null: the event deleted the actor
   let result: unknown;
   try {
     result = await withTimeLimit(deps, body(run), address);
     run.end();
-    after = run.deleted ? { at: null, failures: 0 } : soFar();
-    beforeCommit?.(result);
-    await commitWithAlarm(deps, slot, address, after);
+    if (run.deleted) db.exec('ROLLBACK');
+    else {
+      after = soFar();
+      beforeCommit?.(result);
+      await commitWithAlarm(deps, slot, address, after);
+    }
   } catch (err) {
     run.end();
     if (db.inTransaction) db.exec('ROLLBACK');
@@ -304,7 +310,7 @@ async function inEvent(
     if (kind === 'alarm' && !replica.givenUp) await recordAlarmFailure(deps, slot, address, before, failed, err);
     return failure(err, failed.at);
   }
-  return replicate(deps, slot, address, durable || run.deleted, run.deleted, result, after.at);
+  return after ? replicate(deps, slot, durable, result, after.at) : destroy(deps, slot, address, result);
 }
 
 /** Writes the alarm outcome, lists it in the index (before the commit), commits, and schedules
@@ -317,29 +323,38 @@ async function commitWithAlarm(deps: PipelineDeps, slot: Slot, address: ActorAdd
 }
 
 /**
- * After the commit: a delete waits for its tombstone; a durable call waits for a link holding its
- * commit — with `deps.committed`, letting the actor's next events run meanwhile —; a plain one
- * schedules its upload.
+ * After the commit: a durable call waits for a link holding its commit — with `deps.committed`,
+ * letting the actor's next events run meanwhile —; a plain one schedules its upload.
  */
-async function replicate(
-  deps: PipelineDeps,
-  slot: Slot,
-  address: ActorAddress,
-  wait: boolean,
-  deleted: boolean,
-  result: unknown,
-  alarmAt: number | null,
-): Promise<EventResult> {
+async function replicate(deps: PipelineDeps, slot: Slot, durable: boolean, result: unknown, alarmAt: number | null): Promise<EventResult> {
+  const ok: EventResult = { type: 'ok', result, alarmAt, deleted: false, ran: true };
   try {
-    if (deleted) {
-      await slot.replica.tombstone();
-      deps.slots.remove(address);
-    } else if (wait) await durableReply(deps, slot, { type: 'ok', result, alarmAt, deleted: false, ran: true });
+    if (durable) await durableReply(deps, slot, ok);
     else slot.replica.committed();
   } catch (e) {
     return failure(e, alarmAt);
   }
-  return { type: 'ok', result, alarmAt: deleted ? null : alarmAt, deleted, ran: true };
+  return ok;
+}
+
+/**
+ * The event deleted the actor, and its transaction was rolled back: nothing of a destroy is
+ * committed, so no record of it (an idempotency record above all) can reach the bucket ahead of
+ * its tombstone and have a retry answered "done" while the chain goes on. What was committed
+ * before goes up, the tombstone ends the chain, the entry the state named is deleted after it, and
+ * the local files go; only then is the destroy answered. If the tombstone does not land the actor
+ * is given up as it stands, its committed alarm too, and a retry runs the destroy again.
+ */
+async function destroy(deps: PipelineDeps, slot: Slot, address: ActorAddress, result: unknown): Promise<EventResult> {
+  const alarmAt = readAlarm(slot.db);
+  try {
+    const named = entryEndedByTombstone(deps, slot);
+    await slot.replica.tombstone(named ? [named] : []);
+    deps.slots.remove(address);
+  } catch (e) {
+    return failure(e, alarmAt);
+  }
+  return { type: 'ok', result, alarmAt: null, deleted: true, ran: true };
 }
 
 /** The upload is requested before the caller hears of the commit; the reply waits for it (unless the rule is off, in the simulator). */

@@ -228,6 +228,31 @@ describe('replication: delete, corruption', () => {
     assert.deepEqual((await kinds(store)).slice(-2), ['tombstone', 'snapshot'], 'the new actor’s chain goes on after the tombstone');
   });
 
+  it('nothing follows a tombstone: a sync or a scheduled upload that queues behind it uploads nothing', async () => {
+    const clock = new SimClock(1_800_000_000_000);
+    const slow = { seq: 0 };
+    const store = new MemoryStore({
+      clock,
+      faults: (req) => (req.op === 'put' && slow.seq > 0 && req.key === linkKey(address, slow.seq) ? { delayMs: 100 } : undefined),
+    });
+    const e = new InlineActors({ Notes }, { replicationDelayMs: 20 }, store, undefined, clock);
+    envs.push(e);
+    okResult(await e.callDurable(A, 'add', 'one'));
+    const slot = (await e.deps.slots.acquire(address, false, e.generation))!;
+    slow.seq = 2;
+    const tombstone = slot.replica.tombstone();
+    await clock.advance(10); // the tombstone is in flight
+    const late = slot.replica.sync();
+    slot.replica.committed();
+    await clock.advance(1_000);
+    await tombstone;
+    await late;
+    await clock.advance(1_000);
+    e.deps.slots.release(slot);
+    e.deps.slots.remove(address);
+    assert.deepEqual(await kinds(store), ['snapshot', 'tombstone']);
+  });
+
   it('a corrupted link is detected: the actor is not served and nothing local is written', async () => {
     const store = new MemoryStore();
     okResult(await env(store).callDurable(A, 'add', 'one'));
