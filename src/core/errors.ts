@@ -47,6 +47,11 @@ export const ErrorCode = {
    * database file too short): the actor is not served.
    */
   CorruptState: 'CORRUPT_STATE',
+  /**
+   * The process has no file descriptor left (EMFILE, or the system's table is full: ENFILE): the
+   * node cannot open actor databases until some are closed. Raise the open-file limit (docs/operations.md).
+   */
+  FilesExhausted: 'FILES_EXHAUSTED',
   /** A state keepwork's own code must never reach (an `invariant` failed): a bug; the operation stops there. */
   Internal: 'INTERNAL',
   /** An HTTP request body over `httpBodyMaxBytes`. */
@@ -133,6 +138,7 @@ export const NodeStopped = errorClass(ErrorCode.NodeStopped, 'NodeStopped');
 export const OwnerUnreachable = errorClass(ErrorCode.OwnerUnreachable, 'OwnerUnreachable');
 export const CorruptLink = errorClass(ErrorCode.CorruptLink, 'CorruptLink');
 export const CorruptState = errorClass(ErrorCode.CorruptState, 'CorruptState');
+export const FilesExhausted = errorClass(ErrorCode.FilesExhausted, 'FilesExhausted');
 export const Internal = errorClass(ErrorCode.Internal, 'Internal');
 export const PayloadTooLarge = errorClass(ErrorCode.PayloadTooLarge, 'PayloadTooLarge');
 export const RequestTimeout = errorClass(ErrorCode.RequestTimeout, 'RequestTimeout');

@@ -5,7 +5,8 @@
  *        → 200 {"result": …}        [Idempotency-Key: k] with durable=1: a repeat returns the
  *                                    recorded outcome without running; other arguments → 409
  *   GET  /v1/actors/:tenant/:class/:name/alarm                 → 200 {"alarm": ms | null}
- *   GET  /healthz                                               → 200 {"ok": true, nodeId, epoch}
+ *   GET  /healthz                                               → 200 {"ok": true, nodeId, epoch}; 503 {"ok":
+ *                                                                 false, …, problems} while it cannot open actors
  *   GET  /                                                      → the status page (status-page.ts)
  *   GET  /v1/status                                             → what it shows, as JSON (status-view.ts)
  *
@@ -51,6 +52,7 @@ import type { BoundHttp, FrontDoorSettings, HttpServer, RoutingNode } from '../m
 export type { HttpServer };
 import { STATUS_PAGE_HTML } from './status-page.js';
 import { StatusView } from './status-view.js';
+import { selfProblems } from './status-health.js';
 
 /** What `startHttp` binds and serves with: the front door's settings (node-api.ts). */
 export type HttpSettings = FrontDoorSettings;
@@ -65,6 +67,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCode.OwnerUnreachable]: 503,
   [ErrorCode.LeaseLost]: 503,
   [ErrorCode.ActorGivenUp]: 503,
+  [ErrorCode.FilesExhausted]: 503,
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.RequestTimeout]: 408,
   [ErrorCode.MethodNotAllowed]: 405,
@@ -144,6 +147,8 @@ async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, 
   checkHost(s, req);
   if (url.pathname === '/healthz') {
     onlyMethod(req, 'GET');
+    const problems = selfProblems({ nowMs: Date.now(), filesExhausted: node.metrics.feed.filesExhausted });
+    if (problems.length) return send(res, 503, { ok: false, nodeId: node.nodeId, epoch: node.epoch, problems });
     return send(res, 200, { ok: true, nodeId: node.nodeId, epoch: node.epoch });
   }
   const signedBody = isForward(s, req) ? await readBody(req, s) : undefined;

@@ -24,7 +24,12 @@ export interface FsStoreOptions {
    * that way.
    */
   largeFolderBytes?: number;
+  /** Files a put, a folder sync or a listing keeps open at once, at most (fs/file-gate.ts); more wait. */
+  openFilesMax?: number;
 }
+
+/** The default of openFilesMax: plenty for libuv's four pool threads to fsync with. */
+export const FS_OPEN_FILES_MAX = 32;
 
 export const FS_STORE_DEFAULTS = Object.freeze({
   fsync: true,
@@ -34,6 +39,7 @@ export const FS_STORE_DEFAULTS = Object.freeze({
   folderRacesMax: 16,
   deleteBatchKeys: 256,
   largeFolderBytes: LARGE_FOLDER_BYTES,
+  openFilesMax: FS_OPEN_FILES_MAX,
 });
 
 /** Options that may be 0. */

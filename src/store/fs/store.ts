@@ -40,6 +40,8 @@ import { folderNames, insideRoot, LOCK_FILE_NAME, objectNames, TEMP_DIR_NAME, ty
 import { FolderSyncs } from './sync.js';
 import { modeOf } from '../conditions.js';
 import { install, syncAfterWrite, writeTemp } from './write.js';
+import { FileGate } from './file-gate.js';
+import { filesExhausted, isOutOfFiles } from '../../core/files-exhausted.js';
 import { pageOf, resolveList, validateKey } from '../keys.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from '../types.js';
 
@@ -67,6 +69,8 @@ export class FsStore implements ObjectStore {
   readonly description: string;
   readonly root: string;
   readonly #config: FsConfig;
+  /** The puts and listings under way, each holding files open while it waits for the disk. */
+  readonly #files: FileGate;
   readonly #tempDir: string;
   readonly #lock: HostLock;
   readonly #clock: Clock;
@@ -78,6 +82,7 @@ export class FsStore implements ObjectStore {
   /** `clock`: what retries and the host lock's polls sleep on (the wall clock by default). */
   constructor(root: string, options?: FsStoreOptions, clock: Clock = new SystemClock()) {
     this.#config = resolveFsOptions(options);
+    this.#files = new FileGate(this.#config.openFilesMax);
     this.#clock = clock;
     this.root = parseFsUrl(root);
     this.description = `fs:${this.root}`;
@@ -111,17 +116,19 @@ export class FsStore implements ObjectStore {
     const target = this.#target(key);
     const mode = modeOf(condition);
     if (!(body instanceof Uint8Array)) throw new BadRequest(`put ${key}: body must be a Uint8Array`);
-    const temp = await this.#guard('put', key, () => writeTemp(this.#tempDir, body, this.#fsync));
-    let renamed = false;
-    try {
-      const made = await this.#guard('put', key, () => install(temp, target, mode, key, this.#lock, this.#config));
-      renamed = made.renamed;
-      if (this.#fsync) await syncAfterWrite(this.#syncs, this.root, target, made.createdFrom, key);
-    } finally {
-      // A replace renamed the temp file into place: an unlink would only fail (a thrown ENOENT per hold PUT).
-      if (!renamed) unlinkQuiet(temp);
-    }
-    return { etag: etagOf(body) };
+    return this.#files.run(async () => {
+      const temp = await this.#guard('put', key, () => writeTemp(this.#tempDir, body, this.#fsync));
+      let renamed = false;
+      try {
+        const made = await this.#guard('put', key, () => install(temp, target, mode, key, this.#lock, this.#config));
+        renamed = made.renamed;
+        if (this.#fsync) await syncAfterWrite(this.#syncs, this.root, target, made.createdFrom, key);
+      } finally {
+        // A replace renamed the temp file into place: an unlink would only fail (a thrown ENOENT per hold PUT).
+        if (!renamed) unlinkQuiet(temp);
+      }
+      return { etag: etagOf(body) };
+    });
   }
 
   async delete(key: string): Promise<void> {
@@ -152,11 +159,13 @@ export class FsStore implements ObjectStore {
     const segments = prefix.split('/');
     const complete = segments.slice(0, -1);
     const dir = complete.length === 0 ? this.root : insideRoot(this.root, complete.flatMap(folderNames));
-    const keys = await this.#guard('list', prefix, async () => {
-      const walk = new ListWalk(prefix, after, maxKeys + 1, this.#config.largeFolderBytes); // afresh for each attempt
-      await walk.walk(dir, complete.length === 0 ? '' : complete.join('/') + '/');
-      return walk.keys;
-    });
+    const keys = await this.#files.run(() =>
+      this.#guard('list', prefix, async () => {
+        const walk = new ListWalk(prefix, after, maxKeys + 1, this.#config.largeFolderBytes); // afresh for each attempt
+        await walk.walk(dir, complete.length === 0 ? '' : complete.join('/') + '/');
+        return walk.keys;
+      }),
+    );
     return pageOf(keys, maxKeys);
   }
 
@@ -179,7 +188,10 @@ export class FsStore implements ObjectStore {
     if (this.#closed) throw new StoreUnavailable(`${this.description} is closed`);
   }
 
-  /** Runs an I/O step, retrying transient errors; maps unexpected errors to StoreUnavailable. */
+  /**
+   * Runs an I/O step, retrying transient errors; maps unexpected errors to StoreUnavailable, and
+   * running out of file descriptors past the retries to FILES_EXHAUSTED.
+   */
   async #guard<T>(op: string, key: string, step: () => Promise<T>): Promise<T> {
     const { attemptsMax, retryBaseMs } = this.#config;
     const retryable = (e: unknown) => !(e instanceof KeepworkError) && TRANSIENT.has(codeOf(e) ?? '');
@@ -187,6 +199,7 @@ export class FsStore implements ObjectStore {
       return await retry({ clock: this.#clock }, { attemptsMax, baseMs: retryBaseMs, jitter: false, retryable }, step);
     } catch (e) {
       if (e instanceof KeepworkError) throw e;
+      if (isOutOfFiles(e)) throw filesExhausted(`${this.description}: ${op} ${key}`, e);
       throw new StoreUnavailable(`${this.description}: ${op} ${key} failed (${codeOf(e) ?? String(e)})`, { cause: e });
     }
   }
