@@ -5,7 +5,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { request, type Agent } from 'node:http';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { filesystemOf } from './support/filesystem.js';
 import { parseTunable } from '../src/cli/tunables-help.js';
 import { resolveOptions } from '../src/core/config.js';
 
@@ -121,12 +123,12 @@ export function table(rows: Record<string, unknown>[]): string {
   return [line(cols), '|' + widths.map((w) => '-'.repeat(w + 2)).join('|') + '|', ...cells.map(line)].join('\n');
 }
 
-/** Writes bench/results/<name>.json with the fields every result carries (bench, at, quick, node). */
+/** Writes bench/results/<name>.json with the fields every result carries (bench, at, quick, node, the data's file system). */
 export function writeResult(name: string, data: Record<string, unknown>): string {
   const dir = fileURLToPath(new URL('./results', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const path = join(dir, `${name}.json`);
-  const envelope = { bench: name, at: new Date().toISOString(), quick, node: process.version };
+  const envelope = { bench: name, at: new Date().toISOString(), quick, node: process.version, filesystem: filesystemOf(tmpdir()).summary };
   writeFileSync(path, JSON.stringify({ ...envelope, ...data }, null, 2) + '\n');
   return path;
 }

@@ -4,7 +4,9 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { filesystemOf } from './support/filesystem.js';
 
 const dir = fileURLToPath(new URL('.', import.meta.url));
 const names = readdirSync(dir)
@@ -15,6 +17,8 @@ if (!name || !existsSync(`${dir}/${name}.ts`)) {
   console.error(`usage: npm run bench -- <${names.join('|')}> [--quick]`);
   process.exit(2);
 }
+// Benchmarks make their data dirs and buckets under TMPDIR (scripts/bench-disk.sh makes a journaled disk for it).
+console.error(`bench ${name}: data under ${tmpdir()}, ${filesystemOf(tmpdir()).summary}`);
 // libuv's threadpool as `npm start` sizes it (docs/tuning.md, `UV_THREADPOOL_SIZE`): it must be set before the process starts.
 const env = { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' };
 const r = spawnSync(process.execPath, ['--import', 'tsx', `${dir}/${name}.ts`, ...rest], { stdio: 'inherit', env });

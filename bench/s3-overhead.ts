@@ -1,18 +1,27 @@
 /**
- * bench/s3-overhead: what a request costs the client's CPU through keepwork's S3 store (the AWS
- * SDK) against the same request signed by hand and sent with node:http — the floor of a signed
- * GET or PUT, and so how much of a node's CPU on S3 is the SDK's own. 32 requests in flight,
- * 1,500-byte objects, alternating rounds.
+ * bench/s3-overhead: what a request costs the client's CPU through keepwork's S3 store with each
+ * client — the lean one (s3/lean-client.ts) and the AWS SDK's (`s3SdkClient`) — side by side in
+ * one run, against the same GET and PUT signed by hand and sent with node:http (the floor of a
+ * signed request). Requests: PUT, conditional PUT (If-None-Match: * on a new key, If-Match on its
+ * etag), GET at 32 in flight, 1,500-byte objects; LIST of 1,000 keys at 4 in flight. Alternating
+ * rounds. Then the memory a thread's first S3 requests cost with each client
+ * (bench/support/s3-memory.ts, a fresh process each).
  *
  *   eval "$(bash scripts/s3-test-server.sh env)"; npm run bench -- s3-overhead [--quick]
  *
  * The hand-signed requests are a measuring stick only (Signature V4 with static keys from
- * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, path-style, no retries, no error parsing), not
- * something keepwork uses.
+ * AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, path-style, no retries, no error parsing).
  */
 import { createHash, createHmac } from 'node:crypto';
 import { Agent, request } from 'node:http';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { resolveOptions } from '../src/core/config.js';
 import { openStore } from '../src/store/open.js';
+import type { ObjectStore } from '../src/store/types.js';
 import { measure, quick, table, writeResult } from './lib.js';
 
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
@@ -27,6 +36,7 @@ const region = url.searchParams.get('region') ?? 'us-east-1';
 const bucket = url.hostname;
 const prefix = `bench-s3-overhead-${process.pid}/`;
 const N = quick ? 500 : 2_000;
+const LISTS = quick ? 10 : 40;
 const ROUNDS = 3;
 const body = Buffer.alloc(1_500, 7);
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -75,31 +85,81 @@ function send(method: 'GET' | 'PUT', key: string, payload?: Buffer): Promise<Buf
   });
 }
 
-const store = openStore(S3_URL.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/${prefix}`));
+const storeUrl = S3_URL.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/${prefix}`);
+const stores: Record<string, ObjectStore> = {
+  lean: openStore(storeUrl, { config: resolveOptions({ s3SdkClient: false }) }),
+  SDK: openStore(storeUrl, { config: resolveOptions({ s3SdkClient: true }) }),
+};
+const listed = 'listed/'; // 1,000 keys, put once, listed by every client
 const rows = [];
 try {
-  await store.put('warm', body); // loads the SDK outside the measurements
-  await send('GET', 'warm');
+  await measure(1_000, 32, (i) => stores.lean!.put(`${listed}${String(i).padStart(4, '0')}`, body));
+  for (const store of Object.values(stores)) await store.get(`${listed}0000`); // makes the client (loads the SDK) outside the measurements
+  await send('GET', `${listed}0000`);
   for (let round = 1; round <= ROUNDS; round++) {
-    const cells = {
-      'SDK put': () => measure(N, 32, (i) => store.put(`sdk/${i}`, body)),
-      'hand put': () => measure(N, 32, (i) => send('PUT', `hand/${i}`, body)),
-      'SDK get': () => measure(N, 32, (i) => store.get(`sdk/${i}`)),
-      'hand get': () => measure(N, 32, (i) => send('GET', `hand/${i}`)),
-    };
-    for (const [what, run] of Object.entries(cells)) {
+    for (const [client, store] of Object.entries(stores)) {
+      const etags: string[] = [];
+      const cells = {
+        put: () => measure(N, 32, (i) => store.put(`${client}/${round}/put/${i}`, body)),
+        'create (If-None-Match)': () =>
+          measure(N, 32, async (i) => void (etags[i] = (await store.put(`${client}/${round}/c/${i}`, body, { ifNoneMatch: '*' })).etag)),
+        'replace (If-Match)': () => measure(N, 32, (i) => store.put(`${client}/${round}/c/${i}`, body, { ifMatch: etags[i]! })),
+        get: () => measure(N, 32, (i) => store.get(`${client}/${round}/put/${i}`)),
+        'list 1,000': () => measure(LISTS, 4, () => store.list({ prefix: listed, maxKeys: 1000 })),
+      };
+      for (const [request, run] of Object.entries(cells)) {
+        const m = await run();
+        rows.push({ round, client, request, 'req/s': m.opsPerSec, 'p50 ms': m.p50Ms, 'CPU ms per request': m.cpuMsPerOp });
+      }
+    }
+    for (const [request, run] of Object.entries({
+      put: () => measure(N, 32, (i) => send('PUT', `hand/${round}/${i}`, body)),
+      get: () => measure(N, 32, (i) => send('GET', `hand/${round}/${i}`)),
+    })) {
       const m = await run();
-      rows.push({ round, request: what, 'req/s': m.opsPerSec, 'p50 ms': m.p50Ms, 'CPU ms per request': m.cpuMsPerOp });
+      rows.push({ round, client: 'by hand', request, 'req/s': m.opsPerSec, 'p50 ms': m.p50Ms, 'CPU ms per request': m.cpuMsPerOp });
     }
   }
 } finally {
-  const keys = [];
-  for (const side of ['sdk', 'hand']) for (let i = 0; i < N; i++) keys.push(`${side}/${i}`);
-  keys.push('warm');
+  const store = stores.lean!;
+  const keys: string[] = [];
+  for (let continuation: string | undefined, first = true; first || continuation; first = false) {
+    const page = await store.list({ continuation });
+    keys.push(...page.keys);
+    continuation = page.continuation;
+  }
   for (let i = 0; i < keys.length; i += 1000) await store.deleteMany(keys.slice(i, i + 1000));
-  await store.close();
+  for (const s of Object.values(stores)) await s.close();
   agent.destroy();
 }
-console.log(`\nbench/s3-overhead (${N} requests per cell, 32 in flight, ${body.length}-byte objects)\n`);
+
+/**
+ * A fresh process per client: heap and RSS before and after a thread's first S3 requests; the lean
+ * client also with its keys from a profile file (AWS_PROFILE), which loads the SDK's credential chain.
+ */
+const profileDir = mkdtempSync(join(tmpdir(), 'kw-s3-profile-'));
+const profileFile = join(profileDir, 'credentials');
+writeFileSync(profileFile, `[keepwork-bench]\naws_access_key_id = ${accessKey}\naws_secret_access_key = ${secretKey}\n`);
+const viaProfile = { AWS_PROFILE: 'keepwork-bench', AWS_SHARED_CREDENTIALS_FILE: profileFile, AWS_CONFIG_FILE: join(profileDir, 'none') };
+const memory = (
+  [
+    ['lean', {}],
+    ['lean', viaProfile],
+    ['sdk', {}],
+  ] as const
+).map(([client, env]) => {
+  const script = fileURLToPath(new URL('./support/s3-memory.ts', import.meta.url));
+  const args = ['--import', 'tsx', '--expose-gc', script, client, storeUrl];
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
+  if ('AWS_PROFILE' in env) delete childEnv.AWS_ACCESS_KEY_ID; // the profile alone, as the chain wants it
+  return JSON.parse(execFileSync(process.execPath, args, { encoding: 'utf8', env: childEnv })) as Record<string, unknown>;
+});
+rmSync(profileDir, { recursive: true, force: true });
+
+console.log(
+  `\nbench/s3-overhead (${N} requests per cell, 32 in flight, ${body.length}-byte objects; ${LISTS} lists of 1,000 keys, 4 in flight)\n`,
+);
 console.log(table(rows));
-console.log(`\nwrote ${writeResult('s3-overhead', { n: N, rows })}`);
+console.log(`\nmemory of a thread's first S3 requests (a GET and a PUT), fresh process each\n`);
+console.log(table(memory));
+console.log(`\nwrote ${writeResult('s3-overhead', { n: N, lists: LISTS, rows, memory })}`);

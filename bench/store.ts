@@ -1,14 +1,16 @@
 /**
  * bench/store: put, get and list operations per second of each bucket kind at 1 and 32 requests
  * in flight (100-byte bodies; lists of 1000-key pages over the keys put), and the CPU of this
- * process per request (for S3, the client's own cost: the SDK, signing, HTTP). The S3 leg runs when
- * KEEPWORK_TEST_S3_URL is set (scripts/s3-test-server.sh up; eval "$(… env)").
+ * process per request (for S3, the client's own cost: signing, HTTP, XML). The S3 legs, one with the
+ * lean client and one with the SDK's (`s3SdkClient`), run when KEEPWORK_TEST_S3_URL is set
+ * (scripts/s3-test-server.sh up; eval "$(… env)").
  *
  *   npm run bench -- store [--quick]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { resolveOptions } from '../src/core/config.js';
 import { openStore } from '../src/store/open.js';
 import type { ObjectStore } from '../src/store/types.js';
 import { listAll } from '../src/store/keys.js';
@@ -52,15 +54,17 @@ async function main() {
   const rows = [];
   const dir = mkdtempSync(join(tmpdir(), 'kw-bench-store-'));
   try {
-    const targets: [string, string][] = [
+    const targets: [string, string, boolean?][] = [
       ['memory', 'memory:'],
       ['fs', dir],
     ];
     const s3 = process.env.KEEPWORK_TEST_S3_URL;
-    if (s3) targets.push(['s3', s3.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/bench-${process.pid}/`)]);
-    else console.log('(S3 leg skipped: KEEPWORK_TEST_S3_URL is not set)');
-    for (const [kind, url] of targets) {
-      const store = openStore(url);
+    if (s3) {
+      const url = s3.replace(/^(s3:\/\/[^/?]+)\/?/, `$1/bench-${process.pid}/`);
+      targets.push(['s3 lean', url, false], ['s3 SDK', url, true]);
+    } else console.log('(S3 legs skipped: KEEPWORK_TEST_S3_URL is not set)');
+    for (const [kind, url, s3SdkClient = false] of targets) {
+      const store = openStore(url, { config: resolveOptions({ s3SdkClient }) });
       try {
         rows.push(...(await benchStore(kind, store)));
       } finally {

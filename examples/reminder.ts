@@ -2,7 +2,7 @@
  * Example actor: a reminder that sets, reschedules and fails alarms, to watch committed retries.
  *
  *   remind(inMs, text)       set the alarm for now + inMs
- *   every(periodMs, text)    a recurring reminder: each firing sets the next
+ *   every(periodMs, text)    a recurring reminder: each firing sets the next point of its schedule
  *   failTimes(n)             the next alarm fails n times before it succeeds (1 s, 2 s, 4 s, ...)
  *   cancel()                 clear the alarm
  *   history()                what fired, when, after how many retries
@@ -32,7 +32,15 @@ export default defineActor({
     ctx.sql.prepare('INSERT INTO fired VALUES (?, ?, ?, ?)').run(ctx.now(), info.scheduledAt, info.retryCount, text);
     ctx.log.info({ text, retryCount: info.retryCount }, 'reminder fired');
     const period = Number(setting(ctx, 'period_ms') ?? 0);
-    if (period > 0) ctx.setAlarm(ctx.now() + period);
+    if (period > 0) {
+      // Recurring: the next point of the series' own schedule after now, counted from when the
+      // series was due (kept in state; info.scheduledAt is the retry's time after a failure), so
+      // retries, late deliveries and restarts neither drift the period nor fire the missed points.
+      const due = Number(setting(ctx, 'due_at'));
+      const next = due + (Math.floor((ctx.now() - due) / period) + 1) * period;
+      set(ctx, 'due_at', next);
+      ctx.setAlarm(next);
+    }
   },
   methods: {
     remind(ctx: ActorContext, inMs: unknown, text: unknown = '') {
@@ -46,6 +54,7 @@ export default defineActor({
       if (typeof periodMs !== 'number' || !(periodMs >= 100)) throw new BadRequest('every(periodMs, text): periodMs must be >= 100');
       set(ctx, 'text', String(text));
       set(ctx, 'period_ms', periodMs);
+      set(ctx, 'due_at', ctx.now() + periodMs);
       ctx.setAlarm(ctx.now() + periodMs);
       return ctx.getAlarm();
     },

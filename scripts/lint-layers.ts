@@ -1,10 +1,10 @@
 /**
  * The layer lint: imports inside `src/` point down the declared order, never up or sideways.
  *
- *   core → store → leases, replication → alarms → workers → main → http, ops → cli → (src/*.ts)
+ *   core → store → leases, replication → alarms → workers → main → http, ops, client → cli → (src/*.ts)
  *
  * A folder may import from its own folder and from any folder of a lower rank; two folders of the
- * same rank (leases and replication; http and ops) do not import each other. The package's
+ * same rank (leases and replication; http, ops and client) do not import each other. The package's
  * top-level files (`src/index.ts`, `src/actor.ts`) sit above everything. A folder not in the list
  * is an error, so a new room has to be placed in the order before it can be used.
  *
@@ -35,11 +35,12 @@ export const LAYERS: Readonly<Record<string, number>> = Object.freeze({
   main: 5,
   http: 6,
   ops: 6,
+  client: 6,
   cli: 7,
   '.': 8,
 });
 
-/** Packages (by prefix) that `src/` loads with `import()` only (their users: src/store/s3/client.ts). */
+/** Packages (by prefix) that `src/` loads with `import()` only (their users: src/store/s3/sdk-client.ts, s3/credentials.ts). */
 export const LOADED_ON_DEMAND: readonly string[] = Object.freeze(['@aws-sdk/', '@smithy/']);
 
 /** The layer of a path relative to `src/` (`main/node.ts` → `main`, `index.ts` → `.`). */

@@ -20,8 +20,12 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/sim/findings.test.ts', 'unit'],
   ['test/sim/', 'cluster'],
   ['test/http/prometheus.test.ts', 'cluster'],
+  ['test/chaos/', 'unit'],
 
+  ['test/core/tls-material.test.ts', 'integration'], // makes its certificates with openssl
   ['test/core/', 'unit'],
+  ['test/client/client.test.ts', 'integration'],
+  ['test/client/', 'unit'],
   ['test/leases/', 'unit'],
   ['test/bench/', 'unit'],
   ['test/alarms/owner-stores.test.ts', 'integration'],
@@ -39,6 +43,7 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/store/request-counts.test.ts', 'unit'],
   ['test/store/delete-batch.test.ts', 'unit'],
   ['test/store/latency.test.ts', 'unit'],
+  ['test/store/faults.test.ts', 'unit'],
   ['test/ops/actor-cache.test.ts', 'unit'],
   ['test/ops/index-findings.test.ts', 'unit'],
   ['test/main/membership.test.ts', 'unit'],

@@ -14,7 +14,7 @@ import type { Random } from '../core/random.js';
 import { isTransientStoreError, retry } from '../core/retry.js';
 import type { Clock } from '../core/clock.js';
 import type { ObjectStore } from '../store/types.js';
-import { entryKey, type Indexed, type NonceSource } from './keys.js';
+import { entryKey, shardOf, type Indexed, type NonceSource } from './keys.js';
 import type { ProtocolRules } from './rules.js';
 
 export interface IndexPlan {
@@ -47,17 +47,24 @@ export interface ListingDeps {
   rules: ProtocolRules;
   attemptsMax: number;
   retryBaseMs: number;
+  /** The layout new entries are written in (`indexShards`: 1, unsharded). */
+  indexShards: number;
 }
 
-/** PUTs a fresh entry for `at` under `generation`; returns what `alarm_indexed` must now say. */
+/**
+ * PUTs a fresh entry for `at` under `generation`, in the layout of `indexShards` (a legacy entry
+ * is never sharded); returns what `alarm_indexed` must now say.
+ */
 export async function listEntry(d: ListingDeps, a: ActorAddress, at: number, generation: number): Promise<Indexed> {
   const tag = d.rules.taggedKeys ? { generation, nonce: d.nonces.next() } : null;
-  const key = entryKey({ address: a, dueMs: at, tag });
+  const shard = tag === null ? undefined : shardOf(a, d.indexShards);
+  const named: Indexed = shard === undefined ? { at, tag } : { at, tag, shard };
   const policy = { attemptsMax: d.attemptsMax, baseMs: d.retryBaseMs, retryable: isTransientStoreError };
+  const key = keyOf(a, named);
   await retry(d, policy, () => d.store.put(key, new Uint8Array(0))); // the same key again
-  return { at, tag };
+  return named;
 }
 
 export function keyOf(a: ActorAddress, i: Indexed): string {
-  return entryKey({ address: a, dueMs: i.at, tag: i.tag });
+  return entryKey({ address: a, dueMs: i.at, tag: i.tag, shard: i.shard });
 }

@@ -1,7 +1,8 @@
 /**
  * `planSweep`: which of the overdue entries a sweep read this node delivers (docs/alarm-index.md "The sweep").
  *
- *   own       the entry's shard (rendezvous over live nodes serving its tenant and class) is this node
+ *   own       the entry's shard (rendezvous over live nodes serving its tenant and class) is this node;
+ *             in a sharded index, the entry was listed in a shard folder this node owns
  *   anyone's  overdue `anyonesAfterMargins` margins or more: any node serving its class may take it
  *   skipped   another node's shard, a class this node does not serve, or in flight / retrying here
  *
@@ -67,14 +68,19 @@ export class EntrySorter {
     this.#anyonesBefore = p.nowMs - p.anyonesAfterMargins * p.marginMs;
   }
 
-  add(e: IndexEntry): void {
+  /**
+   * `ownShard`: where the entry was listed decides whose it is — true, a shard folder this node
+   * owns; false, another node's shard folder (anyone's once overdue enough); absent, the entry's
+   * own rendezvous over the nodes serving its class (the unsharded layout).
+   */
+  add(e: IndexEntry, ownShard?: boolean): void {
     const key = e.address.key;
     if (this.#seen.has(key) || this.p.busy.has(key) || !this.p.self.classes.includes(e.address.className)) {
       this.skipped++;
       return;
     }
-    const shard = shardOwner(key, shardNodes(this.p.live, e.address.tenant, e.address.className));
-    if (shard === this.p.self.nodeId) this.own.push(e);
+    const own = ownShard ?? shardOwner(key, shardNodes(this.p.live, e.address.tenant, e.address.className)) === this.p.self.nodeId;
+    if (own) this.own.push(e);
     else if (e.dueMs <= this.#anyonesBefore) this.anyones.push(e);
     else {
       this.skipped++;

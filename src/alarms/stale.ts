@@ -21,7 +21,7 @@ export function staleEntries(
   rules: ProtocolRules,
 ): IndexEntry[] {
   return listed.filter((e) => {
-    const isNamed = named !== null && e.dueMs === named.at && sameTag(e.tag, named.tag);
+    const isNamed = named !== null && e.dueMs === named.at && e.shard === named.shard && sameTag(e.tag, named.tag);
     const newer = e.tag !== null && e.tag.generation > ownGeneration && rules.generationCheck;
     return !isNamed && !newer;
   });

@@ -29,8 +29,21 @@ import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import { compareKeys } from '../store/keys.js';
 import { LIST_ASK_MAX, LIST_MAX_KEYS, type ObjectStore } from '../store/types.js';
-import { dueBound, entryKey, parseEntryKey, tenantPrefix, type IndexEntry } from './keys.js';
-import { EntrySorter, planSorted, type SweepNode } from './plan-sweep.js';
+import {
+  afterShard,
+  afterShardedArea,
+  dueBound,
+  entryKey,
+  parseEntryKey,
+  shardOfKey,
+  shardPrefix,
+  shardedAreaPrefix,
+  tenantPrefix,
+  type IndexEntry,
+} from './keys.js';
+import { EntrySorter, planSorted, type Plan, type SortInput, type SweepNode } from './plan-sweep.js';
+import type { ProtocolRules } from './rules.js';
+import { OwnedShards, ownsShard, servesTenant } from './shard.js';
 import { nextSweepDelayMs, waitsForRoom } from './sweep-cadence.js';
 
 export type SweepSettings = Settings<
@@ -38,6 +51,7 @@ export type SweepSettings = Settings<
   | 'anyonesAfterMargins'
   | 'anyonesDeliveriesPerSweep'
   | 'deliveriesPerSweep'
+  | 'indexShards'
   | 'marginMs'
   | 'sweepAdaptive'
   | 'sweepMinGapMs'
@@ -46,6 +60,27 @@ export type SweepSettings = Settings<
 
 /** The first LIST of a sweep asks for this many keys; each next one twice as many (to 1,000). */
 export const FIRST_LIST_KEYS = 128;
+
+/** LISTs of a sharded sweep's own shards in flight at once. */
+export const SHARD_LISTS_IN_FLIGHT = 8;
+
+/**
+ * One walk of a sweep: the unsharded layout, one own shard, or another node's shard (the slow
+ * walk). `id` keys its cursor; `ownShard` is how its entries are sorted (EntrySorter.add).
+ */
+interface Walk {
+  id: string;
+  /** Where a walk with no cursor starts (undefined: the prefix's start). */
+  start: string | undefined;
+  entries: IndexEntry[];
+  before: Map<IndexEntry, string | undefined>;
+  lastKey: string | undefined;
+  reachedEnd: boolean;
+  nextDueMs: number | undefined;
+  ownShard?: boolean;
+  /** The slow walk: no cursor of its own entries (it moves on by folder). */
+  slow?: true;
+}
 
 /** What a sweep is built with: the bucket it reads, its time, randomness and schedule, its settings and log. */
 export interface SweepSeams {
@@ -56,6 +91,8 @@ export interface SweepSeams {
   log: Logger;
   /** The schedules' RxJS scheduler (test seam: the simulator's virtual clock); RxJS's own by default. */
   scheduler?: SchedulerLike;
+  /** SAFE_RULES by default; the simulator's unsafe variants turn one off (walkOtherShards). */
+  rules?: ProtocolRules;
 }
 
 /**
@@ -71,7 +108,7 @@ export interface SweepHost {
   /** The actor with this key is in flight or retrying here: the sweep leaves its entries alone. */
   isBusy(key: string): boolean;
   /** Offers an entry to the timer, with the generation that wrote it (tagged entries); false when it keeps what it holds. */
-  offerEntry(address: ActorAddress, dueMs: number, generation?: number): boolean;
+  offerEntry(address: ActorAddress, dueMs: number, generation?: number, shard?: number): boolean;
   /** Deliveries queued or running now (for "capacity is free"). */
   deliveryBacklog(): number;
   /** Resolves once the delivery queue has room for another sweep's deliveries (adaptive cadence); absent: never waits. */
@@ -100,8 +137,14 @@ export class Sweeper {
   private readonly cursors = new Map<string, string>();
   /** Tenants whose last sweep filled its page (a backlog): the next one asks for the whole page at once. */
   private readonly backlogged = new Set<string>();
+  /** Tenants whose index has (or had, at the last look) sharded entries: their sweeps walk the sharded area too. */
+  private readonly shardedSeen = new Set<string>();
+  /** Per tenant, where the slow walk of other nodes' shards resumes (after the folder it walked last). */
+  private readonly slowCursors = new Map<string, string>();
   private readonly running = new Map<string, Subscription>();
   private discovery: Subscription | undefined;
+  /** The shards this node owns, per tenant, for the live set last seen (recomputed when it changes). */
+  private readonly owned = new OwnedShards();
   /** The host's busy actors, as a plan asks for them. */
   private readonly busy: { has(key: string): boolean };
 
@@ -176,57 +219,74 @@ export class Sweeper {
     return nextSweepDelayMs(r, this.host.deliveryBacklog(), this.d.clock.now(), this.d.config);
   }
 
-  /** One sweep of one tenant. */
+  /**
+   * One sweep of one tenant. The unsharded layout is walked as the design says. A sharded index
+   * (`indexShards` > 1, or sharded entries met in the tenant's index) adds one LIST per shard this
+   * node owns (SHARD_LISTS_IN_FLIGHT at a time, within what the page leaves) and one LIST of the
+   * next non-empty shard folder of any other node (the slow walk: anyone's only). All walks are
+   * planned together, in due order; each keeps its own cursor.
+   */
   async sweepTenant(tenant: string): Promise<SweepResult> {
     const { config } = this.d;
     const now = this.d.clock.now();
-    const startCursor = this.cursors.get(tenant);
     const live = await this.host.liveNodes(config.sweepAdaptive ? Math.min(1_000, config.alarmSweepMs) : config.alarmSweepMs);
-    const sorter = new EntrySorter({
+    const self = this.host.sweepNode();
+    const sortInput: SortInput = {
       live,
-      self: this.host.sweepNode(),
+      self,
       busy: this.busy,
       nowMs: now,
       marginMs: config.marginMs,
       anyonesAfterMargins: config.anyonesAfterMargins,
-    });
-    const { entries, before, lastKey, reachedEnd, nextDueMs } = await this.read(
-      tenant,
-      dueBound(tenant, now - config.marginMs),
-      sorter,
-      live.length,
-    );
-    const plan = planSorted(sorter, {
-      cap: config.deliveriesPerSweep,
-      anyonesReserve: config.anyonesDeliveriesPerSweep,
-      random: this.d.random,
-    });
-    const firstLeft = plan.ownLeftBehind[0];
-    const resumeAfter = firstLeft === undefined ? undefined : before.get(firstLeft);
-    const resumesAtLeft = firstLeft !== undefined && resumeAfter !== startCursor && resumeAfter !== undefined;
-    const cursor = resumesAtLeft ? resumeAfter : reachedEnd ? undefined : (lastKey ?? startCursor);
-    // The sweep's resumption: the cursor never moves past an own entry the delivery cap left out
-    // (unless that entry was the first read: then it moves past everything read, so it advances).
-    invariant(
-      firstLeft === undefined || resumeAfter === startCursor || cursor === undefined || compareKeys(cursor, entryKey(firstLeft)) < 0,
-      () => `the sweep of tenant ${tenant} would move its cursor to ${cursor}, past ${entryKey(firstLeft!)}, an own entry it did not offer`,
-    );
-    if (cursor === undefined) this.cursors.delete(tenant);
-    else this.cursors.set(tenant, cursor);
+    };
+    const sharded = config.indexShards > 1 || this.shardedSeen.has(tenant);
+    const dueBefore = now - config.marginMs;
+    const sorter = new EntrySorter(sortInput);
+    const unshardedPage = config.indexShards > 1 ? Math.ceil(config.sweepPageEntries / 2) : config.sweepPageEntries;
+    const unsharded = await this.read(tenant, dueBound(tenant, dueBefore), sorter, live.length, unshardedPage, sharded);
+    const walks: Walk[] = [unsharded];
+    if (sharded) walks.push(...(await this.readShards(tenant, dueBefore, live, self, config.sweepPageEntries - unsharded.entries.length)));
+    const planSettings = { cap: config.deliveriesPerSweep, anyonesReserve: config.anyonesDeliveriesPerSweep, random: this.d.random };
+    const plan = planSorted(walks.length === 1 ? sorter : merged(walks, sortInput), planSettings);
+    for (const w of walks) this.moveCursor(tenant, w, plan);
     let offered = 0;
     let offeredAnyones = 0;
     for (const [i, e] of plan.deliveries.entries()) {
-      if (!this.host.offerEntry(e.address, e.dueMs, e.tag?.generation)) continue;
+      if (!this.host.offerEntry(e.address, e.dueMs, e.tag?.generation, e.shard)) continue;
       offered++;
       if (i >= plan.own) offeredAnyones++; // own entries come first in the plan
     }
+    const reachedEnd = walks.every((w) => w.reachedEnd);
     const full = !reachedEnd || plan.ownLeftBehind.length > 0 || plan.anyonesLeftBehind > 0;
+    const entries = walks.flatMap((w) => w.entries);
     const oldestDueMs = entries.length ? Math.min(...entries.map((e) => e.dueMs)) : undefined;
+    const nexts = walks.map((w) => w.nextDueMs).filter((t): t is number => t !== undefined);
+    const nextDueMs = nexts.length ? Math.min(...nexts) : undefined;
     return { read: entries.length, offered, offeredAnyones, planned: plan.deliveries.length, full, nextDueMs, oldestDueMs };
   }
 
   /**
-   * Lists from the cursor: at most sweepPageEntries entries, stopping at the first key ≥ bound, or
+   * Where a walk resumes: never past an own entry the delivery cap left out (it stops just before
+   * the first one, unless that entry was the first read: then past everything read, so it always
+   * advances); past what it read when it stopped early; from its start once it read through.
+   */
+  private moveCursor(tenant: string, w: Walk, plan: Plan): void {
+    if (w.slow) return;
+    const startCursor = this.cursors.get(w.id) ?? w.start;
+    const firstLeft = plan.ownLeftBehind.find((e) => w.before.has(e));
+    const resumeAfter = firstLeft === undefined ? undefined : w.before.get(firstLeft);
+    const resumesAtLeft = firstLeft !== undefined && resumeAfter !== startCursor && resumeAfter !== undefined;
+    const cursor = resumesAtLeft ? resumeAfter : w.reachedEnd ? undefined : (w.lastKey ?? startCursor);
+    invariant(
+      firstLeft === undefined || resumeAfter === startCursor || cursor === undefined || compareKeys(cursor, entryKey(firstLeft)) < 0,
+      () => `the sweep of tenant ${tenant} would move its cursor to ${cursor}, past ${entryKey(firstLeft!)}, an own entry it did not offer`,
+    );
+    if (cursor === undefined) this.cursors.delete(w.id);
+    else this.cursors.set(w.id, cursor);
+  }
+
+  /**
+   * Lists from the cursor: at most `pageEntries` entries, stopping at the first key ≥ bound, or
    * once the entries read fill the plan (`sorter`: reading on would only leave more behind).
    * Pages start smaller and double (FIRST_LIST_KEYS, then up to 1,000): the store cannot stop at
    * the bound itself, and most sweeps find few overdue entries — a 1,000-key page costs the folder
@@ -237,40 +297,147 @@ export class Sweeper {
    * store, whose every LIST reads each name of a large due-time folder. Asking for the whole page
    * to offer only the cap of it would read a backlog's entries several times each before they are
    * offered.
+   *
+   * This is the walk of the unsharded layout. The tenant's sharded keys list before it: a walk
+   * that meets one notes that the tenant has sharded entries and jumps past them all; once the
+   * tenant is known to have some (`skipSharded`), a walk starts past them.
    */
-  private async read(tenant: string, bound: string, sorter: EntrySorter, liveNodes: number) {
-    const entries: IndexEntry[] = [];
-    /** For each entry, the key read just before it (a cursor that reads it again; undefined: the start). */
-    const before = new Map<IndexEntry, string | undefined>();
-    let startAfter = this.cursors.get(tenant);
+  private async read(tenant: string, bound: string, sorter: EntrySorter, liveNodes: number, pageEntries: number, skipSharded: boolean) {
+    const start = skipSharded ? afterShardedArea(tenant) : undefined;
+    const w: Walk = { id: tenant, start, entries: [], before: new Map(), lastKey: undefined, reachedEnd: false, nextDueMs: undefined };
+    const { entries, before } = w;
+    let startAfter = this.cursors.get(tenant) ?? start;
     let previous = startAfter;
-    let lastKey: string | undefined;
-    let nextDueMs: number | undefined;
-    let reachedEnd = false;
-    const { sweepPageEntries: pageEntries, deliveriesPerSweep: cap, anyonesDeliveriesPerSweep: reserve } = this.d.config;
+    const { deliveriesPerSweep: cap, anyonesDeliveriesPerSweep: reserve } = this.d.config;
     const fills = () => sorter.fills(cap, reserve);
     const expected = Math.max(FIRST_LIST_KEYS, Math.ceil((cap * Math.max(1, liveNodes) * 5) / 4));
     let keysMax = this.backlogged.delete(tenant) ? Math.min(pageEntries, LIST_ASK_MAX, expected) : FIRST_LIST_KEYS;
     for (; entries.length < pageEntries && !fills(); keysMax = Math.min(LIST_MAX_KEYS, keysMax * 2)) {
       const want = Math.min(keysMax, pageEntries - entries.length);
       const page = await this.d.store.list({ prefix: tenantPrefix(tenant), startAfter, maxKeys: want });
+      let jumped = false;
       for (const key of page.keys) {
-        if (compareKeys(key, bound) >= 0) {
-          nextDueMs = parseEntryKey(key)?.dueMs;
-          return { entries, before, lastKey, reachedEnd: true, nextDueMs };
+        if (shardOfKey(tenant, key) !== undefined) {
+          this.shardedSeen.add(tenant);
+          startAfter = previous = afterShardedArea(tenant);
+          jumped = true;
+          break;
         }
-        lastKey = key;
+        if (compareKeys(key, bound) >= 0) {
+          w.nextDueMs = parseEntryKey(key)?.dueMs;
+          w.reachedEnd = true;
+          return w;
+        }
+        w.lastKey = key;
         const e = parseEntryKey(key);
         if (e) (entries.push(e), before.set(e, previous), sorter.add(e));
         previous = key;
       }
+      if (jumped) continue;
       if (page.continuation === undefined || page.keys.length === 0) {
-        reachedEnd = true;
+        w.reachedEnd = true;
         break;
       }
-      startAfter = lastKey;
+      startAfter = w.lastKey;
     }
-    if (!reachedEnd) this.backlogged.add(tenant); // stopped at the page or a full plan: more to read
-    return { entries, before, lastKey, reachedEnd, nextDueMs };
+    if (!w.reachedEnd) this.backlogged.add(tenant); // stopped at the page or a full plan: more to read
+    return w;
   }
+
+  /**
+   * The sharded walks: one LIST of each shard this node owns (rendezvous over the live nodes
+   * serving the tenant), at most SHARD_LISTS_IN_FLIGHT at once, sharing `pageEntries`; and the
+   * slow walk of one other shard folder.
+   */
+  private async readShards(tenant: string, dueBefore: number, live: readonly SweepNode[], self: SweepNode, pageEntries: number) {
+    const { indexShards } = this.d.config;
+    const nodeIds = live.filter((n) => servesTenant(n, tenant)).map((n) => n.nodeId);
+    const owned = indexShards > 1 ? this.owned.of(tenant, indexShards, nodeIds, self.nodeId) : [];
+    const perShard = Math.max(1, Math.min(LIST_MAX_KEYS, Math.floor(Math.max(0, pageEntries) / Math.max(1, owned.length + 1))));
+    const walks: Walk[] = [];
+    for (let i = 0; i < owned.length; i += SHARD_LISTS_IN_FLIGHT) {
+      const batch = owned.slice(i, i + SHARD_LISTS_IN_FLIGHT);
+      walks.push(...(await Promise.all(batch.map((shard) => this.readShard(tenant, shard, dueBefore, perShard)))));
+    }
+    if (this.d.rules?.walkOtherShards === false) return walks; // TEST-ONLY: the unsafe variant noOtherShards
+    const slow = await this.readOtherShard(tenant, dueBefore, (shard) => ownsShard(tenant, shard, nodeIds, self.nodeId));
+    if (slow) walks.push(slow);
+    return walks;
+  }
+
+  /** One LIST of an own shard's folder from its cursor, up to the due bound. */
+  private async readShard(tenant: string, shard: number, dueBefore: number, maxKeys: number): Promise<Walk> {
+    const id = shardPrefix(tenant, shard);
+    const w: Walk = { id, start: undefined, entries: [], before: new Map(), lastKey: undefined, reachedEnd: false, nextDueMs: undefined };
+    w.ownShard = true;
+    const bound = dueBound(tenant, dueBefore, shard);
+    let previous = this.cursors.get(id);
+    const page = await this.d.store.list({ prefix: id, startAfter: previous, maxKeys });
+    for (const key of page.keys) {
+      if (compareKeys(key, bound) >= 0) {
+        w.nextDueMs = parseEntryKey(key)?.dueMs;
+        w.reachedEnd = true;
+        return w;
+      }
+      w.lastKey = key;
+      const e = parseEntryKey(key);
+      if (e) (w.entries.push(e), w.before.set(e, previous));
+      previous = key;
+    }
+    w.reachedEnd = page.continuation === undefined || page.keys.length === 0;
+    return w;
+  }
+
+  /**
+   * The slow walk: the next non-empty shard folder after the one walked last (round robin over
+   * whatever folders exist, whatever shard count wrote them), one LIST, its entries overdue enough
+   * to be anyone's. It is how entries of a shard whose owner is dead, or whose owner this node
+   * disagrees about, are still delivered. A folder this node owns is left to its own walk, unless
+   * it is past this node's shard count (written under a larger one): its entries are then this
+   * node's own. With one shard of its own, a node sorts these entries by their addresses, as
+   * unsharded ones. Finding the area empty ends the tenant's sharded walks until a
+   * sharded key is met again.
+   */
+  private async readOtherShard(tenant: string, dueBefore: number, owns: (shard: number) => boolean): Promise<Walk | undefined> {
+    const { indexShards } = this.d.config;
+    const startAfter = this.slowCursors.get(tenant);
+    const page = await this.d.store.list({ prefix: shardedAreaPrefix(tenant), startAfter, maxKeys: FIRST_LIST_KEYS });
+    const first = page.keys[0];
+    const shard = first === undefined ? undefined : shardOfKey(tenant, first);
+    if (shard === undefined) {
+      this.slowCursors.delete(tenant);
+      if (startAfter === undefined && indexShards === 1) this.shardedSeen.delete(tenant);
+      return undefined;
+    }
+    this.slowCursors.set(tenant, afterShard(tenant, shard));
+    const own = indexShards > 1 && owns(shard);
+    if (own && shard < indexShards) return undefined;
+    const w: Walk = {
+      id: `${tenant}/slow`,
+      start: undefined,
+      entries: [],
+      before: new Map(),
+      lastKey: undefined,
+      reachedEnd: true,
+      nextDueMs: undefined,
+    };
+    w.slow = true;
+    if (indexShards > 1) w.ownShard = own;
+    const bound = dueBound(tenant, dueBefore, shard);
+    for (const key of page.keys) {
+      if (shardOfKey(tenant, key) !== shard || compareKeys(key, bound) >= 0) break;
+      const e = parseEntryKey(key);
+      if (e) (w.entries.push(e), w.before.set(e, undefined));
+    }
+    return w;
+  }
+}
+
+/** The entries of several walks sorted together, in due order (a stable merge: each walk lists in due order). */
+function merged(walks: readonly Walk[], p: SortInput): EntrySorter {
+  const sorter = new EntrySorter(p);
+  const all = walks.flatMap((w) => w.entries.map((e) => ({ e, own: w.ownShard })));
+  all.sort((a, b) => a.e.dueMs - b.e.dueMs);
+  for (const { e, own } of all) sorter.add(e, own);
+  return sorter;
 }

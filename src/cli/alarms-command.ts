@@ -1,14 +1,13 @@
 /**
  * `keepwork alarms ls [--tenant T] [--due-before TIME] [--limit N] [--json]`: the alarm index,
- * decoded — due time, class, name, generation, tagged or legacy — page by page in due order.
+ * decoded — due time, class, name, generation, tagged or legacy — in due order within each tenant,
+ * across the unsharded layout and every shard folder (merged).
  * Reads only. Tenants are found from the index itself when none is given.
  */
 import { SystemClock } from '../core/clock.js';
 import { BadRequest } from '../core/errors.js';
 import { validateTenant } from '../core/address.js';
-import { dueBound, parseEntryKey, tenantPrefix } from '../alarms/keys.js';
-import { indexTenants } from '../alarms/index-listing.js';
-import { compareKeys } from '../store/keys.js';
+import { entriesInDueOrder, indexTenants } from '../alarms/index-listing.js';
 import { openExistingBucket } from './open-bucket.js';
 import type { ObjectStore } from '../store/types.js';
 import { resolveOptions } from '../core/config.js';
@@ -24,28 +23,20 @@ export interface AlarmRow {
   key: string;
 }
 
+/** The tenant's entries due before `dueBeforeMs` (all when undefined), in due order across layouts. */
 export async function* listAlarms(store: ObjectStore, tenant: string, dueBeforeMs?: number): AsyncGenerator<AlarmRow> {
-  const bound = dueBeforeMs === undefined ? undefined : dueBound(tenant, dueBeforeMs);
-  let continuation: string | undefined;
-  do {
-    const page = await store.list({ prefix: tenantPrefix(tenant), maxKeys: 1000, continuation });
-    for (const key of page.keys) {
-      if (bound !== undefined && compareKeys(key, bound) >= 0) return;
-      const e = parseEntryKey(key);
-      if (!e) continue;
-      yield {
-        tenant,
-        due: new Date(e.dueMs).toISOString(),
-        dueMs: e.dueMs,
-        className: e.address.className,
-        name: e.address.name,
-        generation: e.tag?.generation ?? null,
-        kind: e.tag ? 'tagged' : 'legacy',
-        key,
-      };
-    }
-    continuation = page.continuation;
-  } while (continuation !== undefined);
+  for await (const { key, entry: e } of entriesInDueOrder(store, tenant, dueBeforeMs)) {
+    yield {
+      tenant,
+      due: new Date(e.dueMs).toISOString(),
+      dueMs: e.dueMs,
+      className: e.address.className,
+      name: e.address.name,
+      generation: e.tag?.generation ?? null,
+      kind: e.tag ? 'tagged' : 'legacy',
+      key,
+    };
+  }
 }
 
 export async function alarmsLsCommand(o: {

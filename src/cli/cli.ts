@@ -3,6 +3,7 @@
  * The `keepwork` command (commander). `start` runs a node until SIGINT/SIGTERM, then hands over
  * cleanly (node.stop()).
  */
+import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { Command, InvalidArgumentError } from 'commander';
 import { createLogger } from '../core/logger.js';
@@ -10,6 +11,7 @@ import { isKeepworkError } from '../core/errors.js';
 import { defaultBucketUrl } from '../store/open.js';
 import { startNode } from '../http/start.js';
 import { readClusterSecret } from '../core/cluster-signature.js';
+import type { TlsOptions } from '../core/tls-material.js';
 import { parseTunable, tunablesHelp } from './tunables-help.js';
 
 function port(value: string): number {
@@ -60,7 +62,13 @@ function list(value: string): string[] {
 // `keepwork index check | head`: a closed pipe ends the command quietly, as for any Unix tool.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => (e.code === 'EPIPE' ? process.exit(process.exitCode ?? 0) : undefined));
 
-const program = new Command('keepwork').description('a durable-actor runtime for Node.js').showHelpAfterError();
+/** The package's version: package.json sits two folders up from both src/cli/ and dist/cli/. */
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+const program = new Command('keepwork')
+  .description('a durable-actor runtime for Node.js')
+  .version(VERSION, '-V, --version', 'print the version')
+  .showHelpAfterError();
 
 /** `--bucket` when given, else the folder `bucket` inside `--data` (a hook, so every action sees `o.bucket` set). */
 function bucketOfData(command: Command): void {
@@ -91,6 +99,15 @@ program
   .option('--auth-file <path>', 'bearer tokens and their rights (keepwork token add; docs/security.md)')
   .option('--cluster-secret-file <path>', 'the secret every node of the cluster shares: signs forwarded calls and their replies')
   .option('--insecure-no-auth', 'serve a non-loopback --host without tokens or cluster secret (a warning at every start)')
+  .option('--tls-cert <path>', 'serve HTTPS with this PEM certificate (chain); --advertise must then be https')
+  .option('--tls-key <path>', 'the PEM private key of --tls-cert')
+  .option(
+    '--tls-ca <path>',
+    'PEM CA bundle https peers (and, with --tls-require-client-cert, clients) must chain to (default: the system store)',
+  )
+  .option('--tls-client-cert <path>', 'the certificate forwards present to a peer that asks for one (default: --tls-cert)')
+  .option('--tls-client-key <path>', 'the PEM private key of --tls-client-cert (default: --tls-key)')
+  .option('--tls-require-client-cert', 'ask every client, API clients too, for a certificate chaining to --tls-ca (mutual TLS)')
   .option(
     '--heap-growth <pct>',
     'V8 collects the old generation once it has grown this many percent past what the last full GC kept (0: V8 decides)',
@@ -115,6 +132,12 @@ program
       authFile?: string;
       clusterSecretFile?: string;
       insecureNoAuth?: boolean;
+      tlsCert?: string;
+      tlsKey?: string;
+      tlsCa?: string;
+      tlsClientCert?: string;
+      tlsClientKey?: string;
+      tlsRequireClientCert?: boolean;
     }) => {
       setHeapGrowing(o.heapGrowth);
       const log = createLogger();
@@ -134,12 +157,33 @@ program
         ...(o.authFile === undefined ? {} : { auth: o.authFile }),
         ...secret,
         ...(o.insecureNoAuth ? { insecureNoAuth: true } : {}),
+        ...tlsOf(o),
       });
       console.error(`keepwork node ${node.nodeId} (epoch ${node.epoch}) serving ${node.url} — Ctrl-C stops it`);
       await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
       await node.stop();
     },
   );
+
+/** `startNode`'s `tls` from the `--tls-*` flags (none given: no `tls`). */
+function tlsOf(o: {
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+  tlsClientCert?: string;
+  tlsClientKey?: string;
+  tlsRequireClientCert?: boolean;
+}): { tls?: TlsOptions } {
+  const tls: TlsOptions = {
+    ...(o.tlsCert === undefined ? {} : { cert: o.tlsCert }),
+    ...(o.tlsKey === undefined ? {} : { key: o.tlsKey }),
+    ...(o.tlsCa === undefined ? {} : { ca: o.tlsCa }),
+    ...(o.tlsClientCert === undefined ? {} : { clientCert: o.tlsClientCert }),
+    ...(o.tlsClientKey === undefined ? {} : { clientKey: o.tlsClientKey }),
+    ...(o.tlsRequireClientCert ? { requireClientCert: true } : {}),
+  };
+  return Object.keys(tls).length === 0 ? {} : { tls };
+}
 
 /** A subcommand that reads (or writes) a bucket: every one takes `--bucket URL` (default: `<data>/bucket`). */
 function bucketCommand(parent: Command, name: string): Command {

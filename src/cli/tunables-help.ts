@@ -50,5 +50,5 @@ export function tunablesHelp(): string {
   const table = [['name', 'default', 'unit', 'allowed'], ...names.map((n) => [n, String(DEFAULTS[n]), unitOf(n), rangeOf(n)])];
   const widths = [0, 1, 2].map((c) => Math.max(...table.map((row) => row[c]!.length)));
   const lines = table.map((row) => `  ${row.map((cell, c) => (c < 3 ? cell.padEnd(widths[c]!) : cell)).join('  ')}`.trimEnd());
-  return ['', 'Tunables (--set name=value, repeatable; what each does: docs/tuning.md, src/core/config.ts):', ...lines].join('\n');
+  return ['', 'Tunables (--set name=value, repeatable; what each does: docs/tuning.md):', ...lines].join('\n');
 }

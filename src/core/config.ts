@@ -11,6 +11,9 @@
  */
 import { BadConfig } from './errors.js';
 
+/** The most shards the alarm index's keys can name (three hex digits, src/alarms/keys.ts). */
+export const SHARDS_MAX = 4096;
+
 export const DEFAULTS = Object.freeze({
   /** How long a node lease lasts after its last successful renewal was sent. */
   leasePeriodMs: 10_000,
@@ -20,6 +23,8 @@ export const DEFAULTS = Object.freeze({
   skewBoundMs: 1_000,
   /** Every how often each node sweeps each tenant's alarm index. */
   alarmSweepMs: 10_000,
+  /** Shards of the alarm index new entries are written in (a power of two; 1: the unsharded layout). */
+  indexShards: 1,
   /** Index entries read per sweep, at most. */
   sweepPageEntries: 2048,
   /** Alarms delivered per sweep, at most. */
@@ -44,6 +49,9 @@ export const DEFAULTS = Object.freeze({
   storeRequestTimeoutMs: 10_000,
   /** Keep-alive sockets of the S3 client (sized for the sweep's concurrency). */
   storeSocketsMax: 64,
+  /** On: the S3 store sends its requests through the AWS SDK's S3Client (loaded then, megabytes per
+   *  thread); off: through keepwork's lean client (Signature V4 on node:http, a fraction of the CPU). */
+  s3SdkClient: false,
   /** Time limit of one handler run; past it the event fails (and rolls back). */
   handlerTimeoutMs: 30_000,
   /** Events waiting per actor, at most; more are refused with OVERLOADED. */
@@ -149,6 +157,7 @@ export const RULES: Readonly<Record<IntegerTunable, Rule>> = {
   graceMs: { min: 0 },
   skewBoundMs: { min: 0 },
   alarmSweepMs: { min: 1 },
+  indexShards: { min: 1, max: SHARDS_MAX },
   sweepPageEntries: { min: 1, max: 100_000 },
   deliveriesPerSweep: { min: 1, max: 100_000 },
   anyonesDeliveriesPerSweep: { min: 0 },
@@ -226,6 +235,9 @@ export function resolveOptions(options: KeepworkOptions = {}): ResolvedConfig {
     throw new BadConfig(
       `deliveryConcurrencyMax (${merged.deliveryConcurrencyMax}) must not be less than deliveryConcurrency (${merged.deliveryConcurrency})`,
     );
+  }
+  if ((merged.indexShards & (merged.indexShards - 1)) !== 0) {
+    throw new BadConfig(`indexShards must be a power of two (1, 2, 4 … ${SHARDS_MAX}), got ${merged.indexShards}`);
   }
   if (merged.skewBoundMs >= merged.leasePeriodMs) {
     throw new BadConfig(`skewBoundMs (${merged.skewBoundMs}) must be less than leasePeriodMs (${merged.leasePeriodMs})`);

@@ -38,6 +38,12 @@ export const ErrorCode = {
   HandlerTimeout: 'HANDLER_TIMEOUT',
   /** A handler threw; the event was rolled back. */
   HandlerFailed: 'HANDLER_FAILED',
+  /**
+   * The event's handler had begun when its worker was restarted (a handler stuck in synchronous
+   * code past the hard limit, this one or another on the same worker): it may have committed, and
+   * may have had effects outside the actor. Retry with the same idempotency key.
+   */
+  OutcomeUnknown: 'OUTCOME_UNKNOWN',
   /** The node is starting (its port is bound, it is not serving yet), stopping or stopped. */
   NodeStopped: 'NODE_STOPPED',
   /** A chain link failed its checks (seal, header, delta or page encoding), or the chain has a gap: the actor is not served. */
@@ -74,6 +80,11 @@ export const ErrorCode = {
   Unauthenticated: 'UNAUTHENTICATED',
   /** The token is valid but lacks the right, or the tenant, the request needs. */
   Forbidden: 'FORBIDDEN',
+  /**
+   * keepwork/client could not reach the node it calls (connection refused or reset, or no answer
+   * within requestTimeoutMs): the call may or may not have run. Never an HTTP answer.
+   */
+  NodeUnreachable: 'NODE_UNREACHABLE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -134,6 +145,7 @@ export const SqlRefused = errorClass(ErrorCode.SqlRefused, 'SqlRefused');
 export const Overloaded = errorClass(ErrorCode.Overloaded, 'Overloaded');
 export const HandlerTimeout = errorClass(ErrorCode.HandlerTimeout, 'HandlerTimeout');
 export const HandlerFailed = errorClass(ErrorCode.HandlerFailed, 'HandlerFailed');
+export const OutcomeUnknown = errorClass(ErrorCode.OutcomeUnknown, 'OutcomeUnknown');
 export const NodeStopped = errorClass(ErrorCode.NodeStopped, 'NodeStopped');
 export const OwnerUnreachable = errorClass(ErrorCode.OwnerUnreachable, 'OwnerUnreachable');
 export const CorruptLink = errorClass(ErrorCode.CorruptLink, 'CorruptLink');
@@ -149,6 +161,47 @@ export const MisdirectedRequest = errorClass(ErrorCode.MisdirectedRequest, 'Misd
 export const IdempotencyMismatch = errorClass(ErrorCode.IdempotencyMismatch, 'IdempotencyMismatch');
 export const Unauthenticated = errorClass(ErrorCode.Unauthenticated, 'Unauthenticated');
 export const Forbidden = errorClass(ErrorCode.Forbidden, 'Forbidden');
+export const NodeUnreachable = errorClass(ErrorCode.NodeUnreachable, 'NodeUnreachable');
+
+/** Each code's class, so an error that arrived as data can be raised as the class a caller matches (`instanceof`). */
+const CLASSES: Readonly<Record<ErrorCode, new (message: string, options?: KeepworkErrorOptions) => KeepworkError>> = Object.freeze({
+  PRECONDITION_FAILED: PreconditionFailed,
+  AMBIGUOUS_WRITE: AmbiguousWrite,
+  STORE_UNAVAILABLE: StoreUnavailable,
+  BAD_KEY: BadKey,
+  BAD_REQUEST: BadRequest,
+  BAD_CONFIG: BadConfig,
+  BAD_CLASS: BadClass,
+  PORT_UNAVAILABLE: PortUnavailable,
+  LEASE_LOST: LeaseLost,
+  ACTOR_GIVEN_UP: ActorGivenUp,
+  NOT_FOUND: NotFound,
+  SQL_REFUSED: SqlRefused,
+  OVERLOADED: Overloaded,
+  HANDLER_TIMEOUT: HandlerTimeout,
+  HANDLER_FAILED: HandlerFailed,
+  OUTCOME_UNKNOWN: OutcomeUnknown,
+  NODE_STOPPED: NodeStopped,
+  CORRUPT_LINK: CorruptLink,
+  CORRUPT_STATE: CorruptState,
+  INTERNAL: Internal,
+  PAYLOAD_TOO_LARGE: PayloadTooLarge,
+  REQUEST_TIMEOUT: RequestTimeout,
+  RESULT_TOO_LARGE: ResultTooLarge,
+  METHOD_NOT_ALLOWED: MethodNotAllowed,
+  UNSUPPORTED_MEDIA_TYPE: UnsupportedMediaType,
+  MISDIRECTED_REQUEST: MisdirectedRequest,
+  OWNER_UNREACHABLE: OwnerUnreachable,
+  IDEMPOTENCY_MISMATCH: IdempotencyMismatch,
+  UNAUTHENTICATED: Unauthenticated,
+  FORBIDDEN: Forbidden,
+  NODE_UNREACHABLE: NodeUnreachable,
+});
+
+/** A new error of `code`'s class (`errorOf('FORBIDDEN', …) instanceof Forbidden`). */
+export function errorOf(code: ErrorCode, message: string, options?: KeepworkErrorOptions): KeepworkError {
+  return new CLASSES[code](message, options);
+}
 
 /**
  * Rebuilds a typed error from its structured-clone form (the worker boundary). It keeps the stack

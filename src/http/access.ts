@@ -88,12 +88,20 @@ export function tenantFilter(caller: Caller): (tenant: string) => boolean {
   return (tenant) => seesTenant(who, tenant);
 }
 
+/**
+ * The token of `Authorization: Bearer <token>`, or of `Basic` with the token as the password (the
+ * user name is not read): a browser sends Basic itself, on the status page and on its script's
+ * fetches, once asked for it (server.ts challenges `GET /` with Basic).
+ */
 function bearerOf(req: IncomingMessage): string {
   const raw = req.headers.authorization;
   if (raw === undefined) throw new Unauthenticated('send Authorization: Bearer <token> (docs/security.md)');
-  const m = /^Bearer +([\x21-\x7e]{1,512})$/i.exec(raw);
-  if (!m) throw new Unauthenticated('the Authorization header must be "Bearer <token>"');
-  return m[1]!;
+  const bearer = /^Bearer +([\x21-\x7e]{1,512})$/i.exec(raw);
+  if (bearer) return bearer[1]!;
+  const basic = /^Basic +([A-Za-z0-9+/]{1,1024}={0,2})$/i.exec(raw);
+  const password = basic ? /^[^:]*:([\x21-\x7e]{1,512})$/.exec(Buffer.from(basic[1]!, 'base64').toString('utf8')) : null;
+  if (password) return password[1]!;
+  throw new Unauthenticated('the Authorization header must be "Bearer <token>" (or Basic with the token as the password)');
 }
 
 function one(req: IncomingMessage, name: string): string | undefined {

@@ -1,5 +1,6 @@
 /**
- * The HTTP API (docs/architecture.md), on node:http:
+ * The HTTP API (docs/architecture.md), on node:http, or node:https when the node has a certificate
+ * (then a TLS handshake must also finish within httpHeadersTimeoutMs):
  *
  *   POST /v1/actors/:tenant/:class/:name/:method[?durable=1]   body: JSON array of arguments
  *        → 200 {"result": …}        [Idempotency-Key: k] with durable=1: a repeat returns the
@@ -18,12 +19,14 @@
  * `{error: CODE, message}` with CODE from core/errors.ts' ErrorCode: 400 bad input, 404 unknown
  * route/class/method, 405, 409 an idempotency key reused with other arguments, 413 body too
  * large, 408 a body that did not arrive in httpBodyTimeoutMs, 503 overloaded, stopping, unreachable
- * or lease lost (retry), 504 handler time limit, 500 a handler failure, a result over
+ * or lease lost (retry), 504 handler time limit or an outcome unknown (its worker was restarted
+ * while the handler ran: retry with the same idempotency key), 500 a handler failure, a result over
  * httpResultMaxBytes, a corrupt chain or state, or a bug (INTERNAL) — retrying does not help those.
  * Input is validated before any event is submitted, so bad input never writes. A refused body is
  * read to its end (up to DISCARD_MAX_BYTES) before the answer, so the client, still sending, hears it.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { parseAddress, type ActorAddress } from '../core/address.js';
 import {
@@ -43,10 +46,9 @@ import {
 } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import { REPLY_SIGNATURE_HEADER, signReply } from '../core/cluster-signature.js';
-import { IDEMPOTENCY_HEADER } from '../main/forward.js';
 import { authorize, callerOf, isForward, tenantFilter, type Caller } from './access.js';
 import { isLoopback } from '../main/access-policy.js';
-import { checkIdempotencyKey } from '../workers/idempotency.js';
+import { IDEMPOTENCY_HEADER, checkIdempotencyKey } from '../core/idempotency-key.js';
 import type { BoundHttp, FrontDoorSettings, HttpServer, RoutingNode } from '../main/node-api.js';
 
 export type { HttpServer };
@@ -64,6 +66,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCode.Overloaded]: 503,
   [ErrorCode.NodeStopped]: 503,
   [ErrorCode.HandlerTimeout]: 504,
+  [ErrorCode.OutcomeUnknown]: 504,
   [ErrorCode.OwnerUnreachable]: 503,
   [ErrorCode.LeaseLost]: 503,
   [ErrorCode.ActorGivenUp]: 503,
@@ -92,19 +95,24 @@ export const RETRY_LOG_EVERY_MS = 10_000;
 export async function startHttp(s: HttpSettings): Promise<BoundHttp> {
   let serving: { node: RoutingNode; settings: HttpSettings; view: StatusView; failures: FailureLog } | undefined;
   const { httpHeadersTimeoutMs: headersMs, httpBodyTimeoutMs: bodyMs } = s.limits;
-  const server = createServer(
-    {
-      headersTimeout: headersMs,
-      // node:http's own limit for a whole request, past ours for the body (which answers with a code)
-      requestTimeout: headersMs + bodyMs + 1_000,
-      connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(headersMs, bodyMs) / 2))),
-    },
-    (req, res) => {
-      if (!serving) return reply(res, undefined, new NodeStopped('this node is starting; retry'));
-      const { node, settings, view, failures } = serving;
-      handle(node, settings, req, res, view).catch((e: unknown) => reply(res, failures, e));
-    },
-  );
+  const options: ServerOptions = {
+    headersTimeout: headersMs,
+    // node:http's own limit for a whole request, past ours for the body (which answers with a code)
+    requestTimeout: headersMs + bodyMs + 1_000,
+    connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(Math.min(headersMs, bodyMs) / 2))),
+  };
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    if (!serving) return reply(res, undefined, new NodeStopped('this node is starting; retry'));
+    const { node, settings, view, failures } = serving;
+    handle(node, settings, req, res, view).catch((e: unknown) => reply(res, failures, e, req.url === '/'));
+  };
+  const tls = s.tls;
+  const server = tls
+    ? createTlsServer(
+        { ...options, cert: tls.cert, key: tls.key, ca: tls.ca, requestCert: tls.requestCert, handshakeTimeout: headersMs },
+        onRequest,
+      )
+    : createServer(options, onRequest);
   server.keepAliveTimeout = 5_000;
   server.maxConnections = s.limits.httpConnectionsMax;
   await new Promise<void>((ok, fail) => server.once('error', fail).listen(s.port, s.host, ok)).catch((e: unknown) => {
@@ -113,7 +121,7 @@ export async function startHttp(s: HttpSettings): Promise<BoundHttp> {
   const { port } = server.address() as AddressInfo;
   const host = s.host.includes(':') ? `[${s.host}]` : s.host;
   return {
-    url: `http://${host}:${port}`,
+    url: `${tls ? 'https' : 'http'}://${host}:${port}`,
     serve(node, log) {
       if (serving) throw new Internal('this HTTP server already serves a node');
       serving = { node, settings: { ...s, log }, view: new StatusView(node, node.metrics.feed), failures: new FailureLog(log) };
@@ -341,8 +349,8 @@ class FailureLog {
   }
 }
 
-/** `failures`: undefined for the 503s of a node that is not serving yet (nothing to log). */
-function reply(res: ServerResponse, failures: FailureLog | undefined, e: unknown): void {
+/** `failures`: undefined for the 503s of a node that is not serving yet (nothing to log); `page`: the request was for `GET /`. */
+function reply(res: ServerResponse, failures: FailureLog | undefined, e: unknown, page = false): void {
   // A handler's failure arrives coded (HANDLER_FAILED, from the worker); an uncoded error here is the node's own bug.
   const code = isKeepworkError(e) ? e.code : ErrorCode.Internal;
   const status = STATUS[code] ?? 500;
@@ -350,7 +358,8 @@ function reply(res: ServerResponse, failures: FailureLog | undefined, e: unknown
   if (status >= 500) failures?.failed(status, code, message, e);
   if (res.headersSent) return void res.destroy();
   if (status === 413 || status === 408) res.setHeader('connection', 'close');
-  if (status === 401) res.setHeader('www-authenticate', 'Bearer realm="keepwork"');
+  // The status page asks a browser for the token (the password of a Basic login); everything else, a client.
+  if (status === 401) res.setHeader('www-authenticate', page ? 'Basic realm="keepwork", charset="UTF-8"' : 'Bearer realm="keepwork"');
   if (status === 503) res.setHeader('retry-after', '1');
   send(res, status, { error: code, message });
 }

@@ -4,7 +4,7 @@
  *
  *   nodes     every node record (nodes/), for NODES_TTL_MS
  *   holds     held records per node and epoch (a walk of holds/, at most HOLDS_SCAN_MAX), HOLDS_TTL_MS
- *   index     each tenant's index: entries, due, overdue, oldest, lag (one paged LIST per tenant,
+ *   index     each tenant's index, both layouts: entries, due, overdue, oldest, lag (one paged LIST per tenant,
  *             at most INDEX_TENANTS_MAX tenants and INDEX_SCAN_MAX entries in all), INDEX_TTL_MS
  *
  * One read in flight at a time; a stale part is read again on the next call. Reads only.

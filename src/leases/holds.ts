@@ -244,10 +244,12 @@ export class HoldTable {
         if (expected === undefined) this.creating = true; // new actors: the next may be new too
         return this.write(a, 1, { ifNoneMatch: '*' });
       case 'take':
+        if (this.releasedSince(a, hold!)) return undefined;
         this.noteTakeable(hold!, expected);
         return this.write(a, d.generation, { ifMatch: obj!.etag });
       case 'fenceThenTake':
-        if (!(await this.fence(holder!.record, holder!.etag))) return undefined;
+        if (this.releasedSince(a, hold!) || !(await this.fence(holder!.record, holder!.etag))) return undefined;
+        if (this.releasedSince(a, hold!)) return undefined;
         this.noteTakeable(hold!, expected);
         return this.write(a, d.generation, { ifMatch: obj!.etag });
     }
@@ -284,6 +286,16 @@ export class HoldTable {
       if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return undefined;
       throw e;
     }
+  }
+
+  /**
+   * Whether this node released a generation above `hold` after reading it: while this acquire
+   * awaited the holder's record (or its fence), another acquire of the same actor on this node
+   * won, and the actor was given back (idle, or a clean stop). The read is stale — a lost race,
+   * read again; a PUT on it would fail its If-Match anyway, and `write` refuses to build on it.
+   */
+  private releasedSince(a: ActorAddress, hold: HoldRecord): boolean {
+    return (this.released.get(a.key) ?? 0) > hold.generation;
   }
 
   /**

@@ -46,7 +46,7 @@ export interface DeliveryDeps {
   log: Logger;
   metrics: NodeMetrics;
   /** Runs the delivery event for the actor (undefined: another live node holds it and has the alarm). */
-  deliver(address: ActorAddress, dueMs: number): Promise<EventResult | undefined>;
+  deliver(address: ActorAddress, dueMs: number, shard?: number): Promise<EventResult | undefined>;
   /** Closes the actor and releases its hold (the empty-bucket rule). */
   giveBack(address: ActorAddress): Promise<void>;
   /** Resolves once the node may take on another actor (idle-actors.ts: its releases keep up). */
@@ -59,6 +59,8 @@ export class AlarmDelivery {
   private readonly limit: DeliveryLimit;
   /** Actors with a delivery queued or running. */
   private readonly delivering = new Set<string>();
+  /** The shard folder of a sharded entry the sweep offered, by actor: what stale removal lists (at most one per actor). */
+  private readonly offeredShards = new Map<string, { at: number; shard: number }>();
   private stopped = false;
   /** Alarms left out of a full timer since the last log line about it, and when that line was written. */
   private timerFull = { count: 0, loggedAtMs: -Infinity };
@@ -108,11 +110,20 @@ export class AlarmDelivery {
 
   clear(actor: ActorAddress): void {
     this.timer.clear(actor);
+    this.offeredShards.delete(actor.key);
   }
 
-  /** An index entry the sweep found overdue (the timer's backoff horizon applies). */
-  offer(actor: ActorAddress, dueMs: number): boolean {
-    return !this.stopped && this.intoTimer(actor, dueMs, () => this.timer.offer(actor, dueMs, this.deps.config.retryMaxMs));
+  /** An index entry the sweep found overdue (the timer's backoff horizon applies); `shard`: its shard folder, if sharded. */
+  offer(actor: ActorAddress, dueMs: number, shard?: number): boolean {
+    const taken = !this.stopped && this.intoTimer(actor, dueMs, () => this.timer.offer(actor, dueMs, this.deps.config.retryMaxMs));
+    if (taken && shard !== undefined) this.offeredShards.set(actor.key, { at: dueMs, shard });
+    return taken;
+  }
+
+  /** The shard folder of the entry offered for `actor` at `at`, if any (consumed by its delivery). */
+  private shardOffered(actor: ActorAddress, at: number): number | undefined {
+    const offered = this.offeredShards.get(actor.key);
+    return offered?.at === at ? offered.shard : undefined;
   }
 
   /** Nothing more is queued; what waits is dropped (the alarms stay committed and indexed). */
@@ -120,6 +131,7 @@ export class AlarmDelivery {
     this.stopped = true;
     this.timer.stop();
     this.queue.clear();
+    this.offeredShards.clear();
   }
 
   /** Resolves once the deliveries running now have ended. */
@@ -153,7 +165,8 @@ export class AlarmDelivery {
       await this.deps.actorRoom?.();
       if (this.stopped) return;
       const startMs = clock.now();
-      const r = await this.deps.deliver(actor, at);
+      const r = await this.deps.deliver(actor, at, this.shardOffered(actor, at));
+      if (this.shardOffered(actor, at) !== undefined) this.offeredShards.delete(key);
       if (!r) return;
       const limit = this.limit.ended(clock.now() - startMs, this.queue.size > 0);
       if (limit !== this.queue.concurrency) this.queue.concurrency = limit; // the setter walks the queue: only at a window's change

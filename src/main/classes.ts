@@ -14,7 +14,9 @@ import { checkTypeScriptLoader } from './typescript-classes.js';
 
 export function resolveClasses(classes: unknown, base?: string | URL): Record<string, string> {
   if (typeof classes !== 'object' || classes === null || Object.keys(classes).length === 0) {
-    throw new BadConfig('classes must name at least one actor class: { ClassName: "/path/to/module.js" }');
+    throw new BadConfig(
+      'classes must name at least one actor class: { ClassName: "/path/to/module.js" }, on the command line --class Name=path/to/module.js',
+    );
   }
   const out: Record<string, string> = {};
   for (const [name, where] of Object.entries(classes as Record<string, unknown>)) {

@@ -15,11 +15,11 @@
 import type { Clock } from '../core/clock.js';
 import type { ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
-import { LeaseLost, reviveError } from '../core/errors.js';
+import { ErrorCode, LeaseLost, isKeepworkError, reviveError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { ActorEvent, BatchOutcome, EventResult } from '../workers/messages.js';
 import type { ActorLanes, Outcome } from './actor-lanes.js';
-import type { RunOutcome, WorkerGroup } from './worker-group.js';
+import { NeverStarted, type RunOutcome, type WorkerGroup } from './worker-group.js';
 
 /** A durable call's final outcome (its link landed, or never will): its reply, or its error. */
 function settleFinal(o: BatchOutcome): EventResult {
@@ -29,6 +29,19 @@ function settleFinal(o: BatchOutcome): EventResult {
 
 /** An event reached its actor's lane after the hold it was sent under was released or changed. */
 export class HoldChanged extends LeaseLost {}
+
+/**
+ * Times an event that never began (its worker restarted under it) is sent again. Once: a second
+ * restart before it began means handlers keep getting stuck on that worker, and the caller hears
+ * it (NeverStarted, a retry is safe) rather than waiting through more hard limits.
+ */
+export const REQUEUES_MAX = 1;
+
+function neverStarted(): NeverStarted {
+  return new NeverStarted(
+    `its worker was restarted ${REQUEUES_MAX + 1} times before its handler began (handlers stuck in synchronous code): it never ran; retry`,
+  );
+}
 
 export interface EventRunnerParts {
   clock: Clock;
@@ -68,31 +81,54 @@ export class EventRunner {
     });
   }
 
-  /** A batch of the actor's events, in order; an event sent under a hold no longer held fails alone (HoldChanged). */
+  /**
+   * A batch of the actor's events, in order; an event sent under a hold no longer held fails alone
+   * (HoldChanged). Events whose worker was restarted before their handler began (`notStarted`)
+   * run again, in order, in a batch of their own on the new worker: at most REQUEUES_MAX times,
+   * then they fail with NeverStarted (nothing ran: the caller may retry).
+   */
   private async runEvents(address: ActorAddress, events: ActorEvent[]): Promise<Outcome<EventResult | Promise<EventResult>>[]> {
-    const out: Outcome<EventResult | Promise<EventResult>>[] = [];
-    const live: number[] = [];
-    events.forEach((e, i) => {
-      const changed = this.holdChanged(address, e);
-      out.push(changed ? { ok: false, error: changed } : { ok: false, error: new Error('not run') });
-      if (!changed) live.push(i);
-    });
-    if (live.length === 0) return out;
-    this.p.used(address);
-    const sent = live.map((i) => events[i]!);
-    // The first event under a hold this node created: its worker need not list the actor's chain.
-    const first = sent[0]!;
-    if (this.p.holds.claimCreated?.(address) && first.type === 'request') sent[0] = { ...first, chainEmpty: true };
-    const results = await this.runBatchWithHardLimit(address, sent);
-    live.forEach((i, j) => {
-      const { final, ...r } = results[j]!;
-      if (r.type === 'thrown') out[i] = { ok: false, error: reviveError(r.error) };
-      else {
-        this.p.learned(address, events[i]!, r); // at the commit, in the actor's order
-        out[i] = { ok: true, value: final ? this.p.lanes.keep(address.key, final.then(settleFinal)) : r };
-      }
-    });
+    const out: Outcome<EventResult | Promise<EventResult>>[] = events.map(() => ({ ok: false, error: new Error('not run') }));
+    let todo = events.map((event, i) => ({ i, event }));
+    for (let requeues = 0; todo.length > 0; requeues++) {
+      const live = todo.filter(({ i, event }) => {
+        const changed = this.holdChanged(address, event);
+        if (changed) out[i] = { ok: false, error: changed };
+        return !changed;
+      });
+      if (live.length === 0) break;
+      this.p.used(address);
+      // The first event under a hold this node created: its worker need not list the actor's chain.
+      const first = live[0]!;
+      if (requeues === 0 && this.p.holds.claimCreated?.(address) && first.event.type === 'request')
+        first.event = { ...first.event, chainEmpty: true };
+      const results = await this.runBatchWithHardLimit(
+        address,
+        live.map((l) => l.event),
+      );
+      todo = [];
+      live.forEach((l, j) => {
+        const r = results[j]!;
+        if (r.type !== 'notStarted') out[l.i] = this.settle(address, l.event, r);
+        else if (requeues < REQUEUES_MAX) todo.push(l);
+        else out[l.i] = { ok: false, error: neverStarted() };
+      });
+      if (todo.length > 0)
+        this.p.log.warn({ actor: address.key, events: todo.length }, 'calls that never began run again on the restarted worker');
+    }
     return out;
+  }
+
+  /** An event's outcome: learned by the timer at its commit, in the actor's order (not what was thrown). */
+  private settle(
+    address: ActorAddress,
+    event: ActorEvent,
+    o: Exclude<RunOutcome, { type: 'notStarted' }>,
+  ): Outcome<EventResult | Promise<EventResult>> {
+    const { final, ...r } = o;
+    if (r.type === 'thrown') return { ok: false, error: reviveError(r.error) };
+    this.p.learned(address, event, r);
+    return { ok: true, value: final ? this.p.lanes.keep(address.key, final.then(settleFinal)) : r };
   }
 
   /** The hold may have been released (idle, empty bucket) or lost while the event waited in the
@@ -103,38 +139,46 @@ export class EventRunner {
     return undefined;
   }
 
-  /** A handler stuck in synchronous code cannot see its time limit: abort the task (ends the thread). */
+  /**
+   * A handler stuck in synchronous code cannot see its time limit: abort the task (ends the
+   * thread). An event that never began runs again (REQUEUES_MAX); an alarm whose handler had begun
+   * (OutcomeUnknown) is committed as a failed run, without running its handler again.
+   */
   private async runWithHardLimit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
-    const limit = this.hardLimit(address);
-    try {
-      return await this.p.workers.run(event, limit.signal);
-    } catch (e) {
-      if (!limit.signal.aborted || event.type !== 'alarm') throw e;
-      this.p.log.warn({ actor: address.key }, 'alarm handler stuck past its time limit; worker restarted');
-      return this.p.workers.run({ ...event, recordFailure: true });
-    } finally {
-      limit.cancel();
+    for (let requeues = 0; ; requeues++) {
+      const limit = this.hardLimit(address);
+      try {
+        return await this.p.workers.run(event, limit.signal);
+      } catch (e) {
+        if (e instanceof NeverStarted && requeues < REQUEUES_MAX) {
+          const changed = this.holdChanged(address, event);
+          if (changed) throw changed;
+          continue;
+        }
+        if (!isKeepworkError(e, ErrorCode.OutcomeUnknown) || event.type !== 'alarm') throw e;
+        this.p.log.warn({ actor: address.key }, 'alarm handler stuck past its time limit; worker restarted');
+        return this.p.workers.run({ ...event, recordFailure: true });
+      } finally {
+        limit.cancel();
+      }
     }
   }
 
-  /** A batch of one actor's events under the hard limit; every event of an aborted batch fails, and those before the stuck
-   *  one may have committed (their outcome is unknown to the caller, as after a crash). */
+  /** A batch of one actor's events under the hard limit: what its aborted worker had begun fails with OUTCOME_UNKNOWN. */
   private async runBatchWithHardLimit(address: ActorAddress, events: ActorEvent[]): Promise<RunOutcome[]> {
     const limit = this.hardLimit(address);
     try {
       return await this.p.workers.runBatch(address, events, limit.signal);
-    } catch (e) {
+    } finally {
       if (limit.signal.aborted)
         this.p.log.warn({ actor: address.key, events: events.length }, 'a batch stuck past its time limit; worker restarted');
-      throw e;
-    } finally {
       limit.cancel();
     }
   }
 
   /**
    * The hard limit: a handler stuck in synchronous code stops its whole thread, so the task is
-   * aborted (the worker is restarted, failing every task it was running) once that worker has
+   * aborted (the worker is restarted, losing every task it was running or had queued) once that worker has
    * finished no event for handlerTimeoutMs + 5 s. A slow task on a thread that keeps finishing
    * others (waiting for the bucket, say) is not stuck, and neither is one queued behind others.
    */

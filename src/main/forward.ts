@@ -15,8 +15,12 @@
  * A forward goes only where a node can be: the holder's address was checked when its record was
  * read (records.ts), a redirect is never followed (a 3xx is OWNER_UNREACHABLE), and with
  * `--peers-allow` an address outside the allowed networks is refused before anything is sent.
+ * An https holder must present a certificate that chains to the node's CA and names its address
+ * (peer-client.ts); one that does not is OWNER_UNREACHABLE, nothing sent past the handshake.
  */
 import type { ActorAddress } from '../core/address.js';
+import { alarmPath, callPath } from '../core/actor-routes.js';
+import { IDEMPOTENCY_HEADER } from '../core/idempotency-key.js';
 import {
   CALLER_HEADER,
   REPLY_SIGNATURE_HEADER,
@@ -26,15 +30,16 @@ import {
   verifyReply,
   type ClusterKey,
 } from '../core/cluster-signature.js';
-import { KeepworkError, OwnerUnreachable, isKeepworkError, type ErrorCode } from '../core/errors.js';
+import { KeepworkError, OwnerUnreachable, ResultTooLarge, isKeepworkError, type ErrorCode } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
+import { ReplyTooLarge, type PeerClient, type PeerReply } from './peer-client.js';
 import type { PeersAllow } from './peers-allow.js';
 
 export const HOPS_HEADER = 'x-keepwork-hops';
-/** A durable call's idempotency key (docs/guide.md "Idempotent durable calls"); forwarded as it came. */
-export const IDEMPOTENCY_HEADER = 'idempotency-key';
 
 export interface ForwardSettings {
+  /** The connections to peers, http and https (with the node's CA and client certificate). */
+  client: PeerClient;
   timeoutMs: number;
   hopsMax: number;
   /** The cluster secret: forwards are signed and replies checked; absent, neither (a loopback cluster). */
@@ -53,12 +58,6 @@ export interface Via {
   caller: string;
 }
 
-const seg = (s: string) => encodeURIComponent(s);
-
-function actorPath(a: ActorAddress): string {
-  return `/v1/actors/${seg(a.tenant)}/${seg(a.className)}/${seg(a.name)}`;
-}
-
 export async function forwardCall(
   addr: string,
   a: ActorAddress,
@@ -71,7 +70,7 @@ export async function forwardCall(
 ): Promise<unknown> {
   const body = (await send(
     addr,
-    `${actorPath(a)}/${seg(method)}${durable ? '?durable=1' : ''}`,
+    callPath(a, method, durable),
     'POST',
     JSON.stringify(args),
     via,
@@ -83,7 +82,7 @@ export async function forwardCall(
 }
 
 export async function forwardGetAlarm(addr: string, a: ActorAddress, via: Via, s: ForwardSettings): Promise<number | null> {
-  const body = (await send(addr, `${actorPath(a)}/alarm`, 'GET', undefined, via, s, a)) as { alarm: number | null };
+  const body = (await send(addr, alarmPath(a), 'GET', undefined, via, s, a)) as { alarm: number | null };
   return body.alarm;
 }
 
@@ -102,32 +101,44 @@ async function send(
   if (hops >= s.hopsMax) throw new OwnerUnreachable(`${a.key}: the call was forwarded ${hops} times (forwardHopsMax); retry later`);
   if (s.peersAllow) await checkPeer(s.peersAllow, addr, a, s.log);
   const signed = s.cluster ? signedHeaders(s.cluster, method, path, body ?? '', { hops: hops + 1, caller: via.caller }, s.nowMs()) : {};
-  let res: Response;
-  let text: string;
+  let res: PeerReply;
   try {
-    res = await fetch(addr + path, {
+    res = await s.client.request(addr + path, {
       method,
-      body,
+      ...(body === undefined ? {} : { body }),
       headers: { ...headers, ...signed, [HOPS_HEADER]: String(hops + 1), 'content-type': 'application/json' },
-      signal: AbortSignal.timeout(s.timeoutMs),
-      redirect: 'manual',
+      timeoutMs: s.timeoutMs,
     });
-    text = await res.text();
   } catch (e) {
-    throw new OwnerUnreachable(`${a.key} is held by ${addr}, which did not answer (${(e as Error).message}); retry in a few seconds`, {
-      cause: e,
-    });
+    throw unreachable(e, addr, a);
   }
   if (res.status >= 300 && res.status < 400)
     throw new OwnerUnreachable(`${a.key} is held by ${addr}, which answered a redirect (HTTP ${res.status}); it was not followed`);
-  if (s.cluster) checkReply(s.cluster, signed[SIGNATURE_HEADER]!, res, text, addr, a);
+  const { text } = res;
+  if (s.cluster) checkReply(s.cluster, signed[SIGNATURE_HEADER]!, res, addr, a);
   const json = parseReply(text);
-  if (res.ok) return json;
+  if (res.status >= 200 && res.status < 300) return json;
   const code = (json.error ?? 'HANDLER_FAILED') as ErrorCode;
   const err = new KeepworkError(code, json.message ?? `HTTP ${res.status} from ${addr}`);
   if (!isKeepworkError(err)) throw new OwnerUnreachable(`${addr} answered ${res.status}: ${json.message ?? ''}`);
   throw err;
 }
+
+/** Why a forward got no answer: a reply over the limit ran (RESULT_TOO_LARGE); anything else may be retried. */
+function unreachable(e: unknown, addr: string, a: ActorAddress): Error {
+  const why = (e as Error).message;
+  if (e instanceof ReplyTooLarge) return new ResultTooLarge(`${a.key} ran on ${addr}, and ${why} (httpResultMaxBytes)`, { cause: e });
+  const code = (e as NodeJS.ErrnoException).code ?? '';
+  if (CERT_PROBLEM.test(code))
+    return new OwnerUnreachable(
+      `${a.key} is held by ${addr}, whose TLS certificate this node does not accept (${why}); check --tls-ca and the holder's --tls-cert`,
+      { cause: e },
+    );
+  return new OwnerUnreachable(`${a.key} is held by ${addr}, which did not answer (${why}); retry in a few seconds`, { cause: e });
+}
+
+/** OpenSSL's verification codes (self-signed, unknown issuer, expired, wrong name, …) as Node reports them. */
+const CERT_PROBLEM = /CERT|ISSUER|SELF_SIGNED|UNABLE_TO_VERIFY|ALTNAME/;
 
 async function checkPeer(peers: PeersAllow, addr: string, a: ActorAddress, log: Logger | undefined): Promise<void> {
   const why = await peers.refusal(addr);
@@ -143,9 +154,9 @@ function signedHeaders(key: ClusterKey, method: string, path: string, body: stri
 }
 
 /** The holder must prove the cluster secret: a reply without its signature over this request is not an answer. */
-function checkReply(key: ClusterKey, requestSignature: string, res: Response, text: string, addr: string, a: ActorAddress): void {
-  const signature = res.headers.get(REPLY_SIGNATURE_HEADER) ?? '';
-  if (!verifyReply(key, requestSignature, res.status, text, signature))
+function checkReply(key: ClusterKey, requestSignature: string, res: PeerReply, addr: string, a: ActorAddress): void {
+  const signature = res.header(REPLY_SIGNATURE_HEADER) ?? '';
+  if (!verifyReply(key, requestSignature, res.status, res.text, signature))
     throw new OwnerUnreachable(
       `${a.key} is held by ${addr}, whose reply (HTTP ${res.status}) does not carry the cluster's signature; it was not passed on`,
     );

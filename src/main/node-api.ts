@@ -3,14 +3,17 @@
  * the routing surface the HTTP layer and the status page use (what the sweep needs of a node is
  * alarms/sweep.ts `SweepHost`).
  */
+import type { ProtocolRules } from '../alarms/rules.js';
 import type { SchedulerLike } from 'rxjs';
 import type { ActorAddress } from '../core/address.js';
+import type { ActorHandle, ActorShape } from '../core/actor-handle.js';
 import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
 import type { KeepworkOptions, ResolvedConfig, Settings } from '../core/config.js';
 import type { ClusterKey } from '../core/cluster-signature.js';
 import type { TokenFile, TokenSet } from '../core/tokens.js';
+import type { ServerTls, TlsOptions } from '../core/tls-material.js';
 import type { NodeMetrics } from './metrics.js';
 
 export interface StartNodeOptions extends KeepworkOptions {
@@ -57,28 +60,17 @@ export interface StartNodeOptions extends KeepworkOptions {
   clusterSecret?: string | Uint8Array;
   /** Serve a non-loopback `host` without tokens or cluster secret (logged as a warning at every start). */
   insecureNoAuth?: boolean;
-}
-
-export interface ActorHandle {
-  readonly address: ActorAddress;
-  call<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
-  callDurable<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
   /**
-   * The same actor, its durable calls carrying an idempotency key (docs/guide.md "Idempotent durable
-   * calls"): `actor.withIdempotencyKey('order-17').callDurable('pay', 30)`. The first call with the
-   * key runs and its outcome is recorded with the actor's state; a repeat returns that outcome
-   * without running the handler; a repeat with another method or other arguments is refused
-   * (IDEMPOTENCY_MISMATCH). The key (1–200 visible ASCII characters) is checked at once (BAD_REQUEST).
+   * TLS (docs/security.md "TLS"): `cert` and `key` serve HTTPS (and the node must advertise an
+   * https URL); `ca` is what https peers' certificates must chain to (default: the system store);
+   * `clientCert`/`clientKey` are presented to a peer that asks (default: `cert`/`key`);
+   * `requireClientCert` asks every client for a certificate chaining to `ca`. Each is a PEM file's
+   * path or the PEM itself; a bad one fails the start (BAD_CONFIG naming it).
    */
-  withIdempotencyKey(key: string): IdempotentActorHandle;
-  getAlarm(): Promise<number | null>;
+  tls?: TlsOptions;
 }
 
-export interface IdempotentActorHandle {
-  readonly address: ActorAddress;
-  readonly idempotencyKey: string;
-  callDurable<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
-}
+export type { ActorHandle, IdempotentActorHandle, ActorShape, Stub } from '../core/actor-handle.js';
 
 export interface KeepworkNode {
   readonly nodeId: string;
@@ -87,7 +79,12 @@ export interface KeepworkNode {
   readonly url: string | undefined;
   readonly config: ResolvedConfig;
   readonly store: ObjectStore;
-  actor(address: string | { tenant: string; className: string; name: string }): ActorHandle;
+  /**
+   * A handle on the actor at `address` (the node routes its calls to the holder). Name the class's
+   * type to get typed stubs: `node.actor<typeof Counter>('acme/Counter/hits').plain.add(5)`
+   * (core/actor-handle.ts).
+   */
+  actor<D extends ActorShape = ActorShape>(address: string | { tenant: string; className: string; name: string }): ActorHandle<D>;
   /** Pending alarms in this node's timer. */
   pendingAlarms(): number;
   /** Actors this node holds. */
@@ -150,6 +147,8 @@ export interface FrontDoorSettings {
   tokens?: TokenSet;
   /** The cluster secret forwarded requests are signed with (and replies to them). */
   clusterKey?: ClusterKey;
+  /** Serve HTTPS with this certificate and key (and, with `requestCert`, ask clients for theirs). */
+  tls?: ServerTls;
 }
 
 /** Test seams (the deterministic simulator): a seeded Random and a virtual-time RxJS scheduler. */
@@ -158,4 +157,18 @@ export interface NodeSeams {
   scheduler?: SchedulerLike;
   /** Hears every rejoin after a fence (the simulator counts them). */
   onRejoin?: (epoch: number) => void;
+  /** The sweep's rules (SAFE_RULES by default; the simulator's unsafe variants turn one off). */
+  rules?: ProtocolRules;
+}
+
+/**
+ * TEST-ONLY: a node that breaks one protocol rule on purpose, so that the chaos run
+ * (test/chaos/node-entry.ts, docs/testing.md) can show its checker catches the breakage. Not an
+ * option of `startNode` and not documented for users; production never builds one.
+ */
+export interface UnsafeTestSeams {
+  /** Handed to the workers' pipeline and to the sweep instead of SAFE_RULES. */
+  rules?: ProtocolRules;
+  /** The node's lease believes itself valid this much longer than leasePeriodMs − skewBoundMs. */
+  leaseOverstayMs?: number;
 }

@@ -17,12 +17,14 @@ import { Sweeper, type SweepHost, type SweepResult } from '../alarms/sweep.js';
 import type { SweepNode } from '../alarms/plan-sweep.js';
 import type { ActorEvent, EventResult } from '../workers/messages.js';
 import { scanAlarms } from '../workers/scan.js';
-import { checkIdempotencyKey } from '../workers/idempotency.js';
+import { checkIdempotencyKey } from '../core/idempotency-key.js';
+import { actorHandle, type ActorHandle, type ActorShape } from '../core/actor-handle.js';
 import { ActorLanes } from './actor-lanes.js';
 import { EventRunner, HoldChanged } from './event-runner.js';
 import { indexTenants } from '../alarms/index-listing.js';
 import type { ResolvedConfig } from '../core/config.js';
 import { forwardCall, forwardGetAlarm, type ForwardSettings } from './forward.js';
+import { PeerClient } from './peer-client.js';
 import type { ClusterKey } from '../core/cluster-signature.js';
 import type { PeersAllow } from './peers-allow.js';
 import type { Membership } from './membership.js';
@@ -30,7 +32,7 @@ import type { NodeMetrics } from './metrics.js';
 import { AlarmDelivery } from './alarm-delivery.js';
 import { IdleActors } from './idle-actors.js';
 import { checkMethod, checkServed, serves, type Served } from './served.js';
-import type { ActorHandle, BoundHttp, HttpServer, NodeSeams, RoutingNode } from './node-api.js';
+import type { BoundHttp, HttpServer, NodeSeams, RoutingNode } from './node-api.js';
 import type { WorkerGroup } from './worker-group.js';
 
 const HOLD_ATTEMPTS_MAX = 3;
@@ -58,6 +60,8 @@ export interface NodeParts {
   clusterKey?: ClusterKey;
   /** The networks forwards may go to (peers-allow.ts); absent: any node address. */
   peersAllow?: PeersAllow;
+  /** Connections to other nodes (with the node's TLS client settings); default: plain, the system CAs. */
+  peers?: PeerClient;
 }
 
 export class Node implements RoutingNode, SweepHost {
@@ -106,8 +110,9 @@ export class Node implements RoutingNode, SweepHost {
     this.delivery = this.newDelivery();
     const random = seams.random ?? new SystemRandom();
     const sweepLog = log.child({ component: 'sweep' });
-    this.sweeper = new Sweeper({ store, clock, random, scheduler: seams.scheduler, config, log: sweepLog }, this);
-    const forwarding = { timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax, cluster: parts.clusterKey };
+    this.sweeper = new Sweeper({ store, clock, random, scheduler: seams.scheduler, config, log: sweepLog, rules: seams.rules }, this);
+    const client = parts.peers ?? new PeerClient({}, config.httpResultMaxBytes);
+    const forwarding = { client, timeoutMs: config.forwardTimeoutMs, hopsMax: config.forwardHopsMax, cluster: parts.clusterKey };
     this.forwarding = { ...forwarding, nowMs: () => clock.now(), peersAllow: parts.peersAllow, log };
     const { lanes, workers, membership } = this;
     const idle = { clock, config, log, lanes, workers, holds: membership.holds, scheduler: seams.scheduler, stopping: () => this.stopping };
@@ -132,22 +137,13 @@ export class Node implements RoutingNode, SweepHost {
     return this.http?.url;
   }
 
-  actor(input: string | { tenant: string; className: string; name: string }): ActorHandle {
+  actor<D extends ActorShape = ActorShape>(input: string | { tenant: string; className: string; name: string }): ActorHandle<D> {
     const address = checkServed(this.served, parseAddress(input));
-    return {
-      address,
-      call: (method, ...args) => this.request(address, method, args, false, 0) as never,
-      callDurable: (method, ...args) => this.request(address, method, args, true, 0) as never,
-      withIdempotencyKey: (key) => {
-        const idempotencyKey = checkIdempotencyKey(key);
-        return {
-          address,
-          idempotencyKey,
-          callDurable: (method, ...args) => this.request(address, method, args, true, 0, idempotencyKey) as never,
-        };
-      },
-      getAlarm: () => this.readAlarm(address, 0),
-    };
+    return actorHandle<D>(address, {
+      request: (method, args, durable, idempotencyKey) => this.request(address, method, args, durable, 0, idempotencyKey),
+      readAlarm: () => this.readAlarm(address, 0),
+      checkIdempotencyKey,
+    });
   }
 
   pendingAlarms(): number {
@@ -207,9 +203,9 @@ export class Node implements RoutingNode, SweepHost {
    * An index entry the sweep found overdue: delivered through the timer (its backoff horizon
    * applies). `generation`: the entry's tag's, the hold the delivery expects to find (holds.ts).
    */
-  offerEntry(address: ActorAddress, dueMs: number, generation?: number): boolean {
+  offerEntry(address: ActorAddress, dueMs: number, generation?: number, shard?: number): boolean {
     if (this.stopping || this.isFenced || !serves(this.served, address)) return false;
-    if (!this.delivery.offer(address, dueMs)) return false;
+    if (!this.delivery.offer(address, dueMs, shard)) return false;
     if (generation !== undefined) this.membership.holds.expect(address, generation);
     return true;
   }
@@ -243,7 +239,7 @@ export class Node implements RoutingNode, SweepHost {
       config: this.config,
       log: this.log,
       metrics: this.metrics,
-      deliver: (address, dueMs) => this.deliver(address, dueMs),
+      deliver: (address, dueMs, shard) => this.deliver(address, dueMs, shard),
       giveBack: (address) => this.idle.giveBack(address),
       actorRoom: () => this.idle.room(),
     });
@@ -339,6 +335,7 @@ export class Node implements RoutingNode, SweepHost {
     await this.rejoining;
     await this.delivery.drained();
     await this.http?.close();
+    this.forwarding.client.close();
     await this.lanes.drained();
     await this.workers.broadcast({ type: 'closeAll' }).catch((e: unknown) => this.log.error({ err: e }, 'flushing actors at stop failed'));
     await this.membership.holds.releaseAll();
@@ -412,7 +409,7 @@ export class Node implements RoutingNode, SweepHost {
   }
 
   /** One alarm delivery (alarm-delivery.ts): the actor's event at `dueMs`, or undefined when another live node holds it. */
-  private deliver(address: ActorAddress, dueMs: number): Promise<EventResult | undefined> {
+  private deliver(address: ActorAddress, dueMs: number, shard?: number): Promise<EventResult | undefined> {
     return this.withHold(
       address,
       async (own) => {
@@ -421,7 +418,10 @@ export class Node implements RoutingNode, SweepHost {
       },
       (generation) => {
         this.metrics.tardiness.observe(Math.max(0, this.clock.now() - dueMs) / 1000);
-        return this.submit(address, { type: 'deliver', address, dueMs, generation });
+        return this.submit(
+          address,
+          shard === undefined ? { type: 'deliver', address, dueMs, generation } : { type: 'deliver', address, dueMs, generation, shard },
+        );
       },
     );
   }

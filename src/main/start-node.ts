@@ -19,7 +19,8 @@ import { nextIdentity } from './identity.js';
 import { Membership } from './membership.js';
 import { NodeMetrics } from './metrics.js';
 import { Node } from './node.js';
-import type { BoundHttp, FrontDoor, KeepworkNode, StartNodeOptions } from './node-api.js';
+import type { BoundHttp, FrontDoor, KeepworkNode, StartNodeOptions, UnsafeTestSeams } from './node-api.js';
+import { SAFE_RULES } from '../alarms/rules.js';
 import { BadConfig } from '../core/errors.js';
 import { WorkerGroup, workerCount } from './worker-group.js';
 import { bucketFilesOf, planFiles } from './file-budget.js';
@@ -30,16 +31,19 @@ import { tokenSetOf } from '../core/tokens.js';
 import { doorDecision } from './access-policy.js';
 import { nodeAddrProblem } from '../leases/records.js';
 import { parsePeersAllow, type PeersAllow } from './peers-allow.js';
+import { PeerClient } from './peer-client.js';
+import { certNames, resolveTls, type ServerTls } from '../core/tls-material.js';
 
 /**
  * Starts a node; `frontDoor` serves its HTTP API when `options.port` is given (the package's
  * `startNode`, src/http/start.ts, passes src/http's server). Everything that can be checked
  * locally fails the start before the node writes anything to the bucket: the options, the token
- * file, the cluster secret and whether the listen host may go without them (access-policy.ts), every
+ * file, the cluster secret and whether the listen host may go without them (access-policy.ts), the
+ * TLS files and the advertised URL's scheme and name (tls-material.ts), every
  * class module (loaded and checked here; the workers load them again), the data dir's lock and
  * the HTTP port (bound before the lease is written).
  */
-export async function startNodeWith(options: StartNodeOptions, frontDoor?: FrontDoor): Promise<KeepworkNode> {
+export async function startNodeWith(options: StartNodeOptions, frontDoor?: FrontDoor, unsafe: UnsafeTestSeams = {}): Promise<KeepworkNode> {
   if (options.port !== undefined && !frontDoor)
     throw new BadConfig('port is set but this node was started without an HTTP server (use startNode from keepwork)');
   const {
@@ -57,6 +61,7 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
     auth,
     clusterSecret,
     insecureNoAuth,
+    tls: tlsOptions,
     ...tunables
   } = options;
   const baseLog = logger ?? createLogger();
@@ -66,7 +71,8 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
   const clusterKey = clusterSecret === undefined ? undefined : keyOf(clusterSecret, config.skewBoundMs);
   const doors = doorDecision({ host: listenHost, tokens: !!tokens, clusterSecret: !!clusterKey, insecureNoAuth: insecureNoAuth === true });
   if (!doors.start) throw new BadConfig(doors.why);
-  checkAdvertise(listenHost, advertise);
+  const tls = resolveTls(tlsOptions, Date.now());
+  checkAdvertise(listenHost, advertise, tls.server);
   const peersAllow = peersAllowText === undefined ? undefined : parsePeersAllow(peersAllowText);
   const classUrls = resolveClasses(classes, classBase);
   const served = tenants?.map(validateTenant);
@@ -78,13 +84,14 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
   let http: BoundHttp | undefined;
   try {
     if (port !== undefined && frontDoor) {
-      const access = { ...(tokens ? { tokens } : {}), ...(clusterKey ? { clusterKey } : {}) };
+      const access = { ...(tokens ? { tokens } : {}), ...(clusterKey ? { clusterKey } : {}), ...(tls.server ? { tls: tls.server } : {}) };
       http = await frontDoor({ port, host: listenHost, bodyMaxBytes: config.httpBodyMaxBytes, limits: config, log: baseLog, ...access });
     }
     const bucketUrl = bucket ?? defaultBucketUrl(dataDir);
     const addr = advertise ?? http?.url ?? '';
-    const parts = { config, tunables, classUrls, methods, served, bucketUrl, nodeId, baseLog, http, clusterKey, addr, peersAllow };
-    return await startLocked(parts, dataDir, dirLock);
+    const peers = new PeerClient(tls.client, config.httpResultMaxBytes);
+    const parts = { config, tunables, classUrls, methods, served, bucketUrl, nodeId, baseLog, http, clusterKey, addr, peersAllow, peers };
+    return await startLocked(parts, dataDir, dirLock, unsafe);
   } catch (e) {
     await http?.close();
     dirLock.release();
@@ -106,16 +113,38 @@ interface StartParts {
   /** What the lease carries for other nodes to call: `advertise`, or the listen URL. */
   addr: string;
   peersAllow: PeersAllow | undefined;
+  peers: PeerClient;
 }
 
-/** `advertise` must be a node address (nodeAddrProblem); an unspecified listen host has none of its own to offer. */
-function checkAdvertise(host: string, advertise: string | undefined): void {
-  if (advertise !== undefined) {
-    const problem = nodeAddrProblem(advertise);
-    if (problem) throw new BadConfig(`advertise ${JSON.stringify(advertise)} is not a node address: ${problem}`);
-  } else if (['0.0.0.0', '::', '[::]', ''].includes(host))
+/**
+ * `advertise` must be a node address (nodeAddrProblem) of the scheme the node serves, and with TLS
+ * one its certificate names (else every peer's forward fails verification); an unspecified listen
+ * host has no address of its own to offer.
+ */
+function checkAdvertise(host: string, advertise: string | undefined, tls: ServerTls | undefined): void {
+  if (advertise === undefined) {
+    if (['0.0.0.0', '::', '[::]', ''].includes(host))
+      throw new BadConfig(
+        `host ${host || '""'} listens everywhere and names no address other nodes can call: pass advertise (--advertise URL)`,
+      );
+    if (tls && !certNames(tls.leaf, host))
+      throw new BadConfig(
+        `the certificate of tls.cert (--tls-cert) does not name the listen host ${host}: pass advertise (--advertise URL) with a name it has`,
+      );
+    return;
+  }
+  const problem = nodeAddrProblem(advertise);
+  if (problem) throw new BadConfig(`advertise ${JSON.stringify(advertise)} is not a node address: ${problem}`);
+  const url = new URL(advertise);
+  if (tls && url.protocol !== 'https:')
+    throw new BadConfig(`advertise ${JSON.stringify(advertise)} must be an https URL: this node serves TLS (tls.cert, --tls-cert)`);
+  if (!tls && url.protocol !== 'http:')
     throw new BadConfig(
-      `host ${host || '""'} listens everywhere and names no address other nodes can call: pass advertise (--advertise URL)`,
+      `advertise ${JSON.stringify(advertise)} is https, but this node serves plain HTTP: pass tls.cert and tls.key (--tls-cert, --tls-key)`,
+    );
+  if (tls && !certNames(tls.leaf, url.hostname))
+    throw new BadConfig(
+      `advertise ${JSON.stringify(advertise)}: the certificate of tls.cert (--tls-cert) does not name ${url.hostname} (its names: ${tls.leaf.subjectAltName ?? 'none'})`,
     );
 }
 
@@ -138,13 +167,16 @@ function fitFiles(config: ResolvedConfig, tunables: KeepworkOptions, bucketUrl: 
 }
 
 /** The rest of the start, holding the data dir's lock (released by `Node.stop`) and the port. */
-async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirLock): Promise<KeepworkNode> {
+async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirLock, unsafe: UnsafeTestSeams): Promise<KeepworkNode> {
   const { config, tunables, classUrls, served, bucketUrl, baseLog, http } = parts;
+  const rules = unsafe.rules ?? SAFE_RULES;
+  // TEST-ONLY (UnsafeTestSeams): a negative skew bound stretches the lease's own validity.
+  const leaseConfig = unsafe.leaseOverstayMs ? { ...config, skewBoundMs: config.skewBoundMs - unsafe.leaseOverstayMs } : config;
   const clock: Clock = new SystemClock();
   const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
   const metrics = new NodeMetrics();
   const store = countedStore(openStore(bucketUrl, { config, clock }), metrics.mainRequests);
-  const membership = new Membership(store, clock, config, baseLog.child({ nodeId: identity.nodeId }), {
+  const membership = new Membership(store, clock, leaseConfig, baseLog.child({ nodeId: identity.nodeId }), {
     nodeId: identity.nodeId,
     addr: parts.addr,
     tenants: served ?? null,
@@ -164,6 +196,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     epoch,
     leaseValidUntil: membership.shared,
     requestCounts: metrics.workerRequests.buffer,
+    rules,
   });
   node = new Node({
     config,
@@ -178,8 +211,10 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     methods: parts.methods,
     metrics,
     dirLock,
+    ...(unsafe.rules ? { seams: { rules } } : {}),
     ...(parts.clusterKey ? { clusterKey: parts.clusterKey } : {}),
     ...(parts.peersAllow ? { peersAllow: parts.peersAllow } : {}),
+    peers: parts.peers,
   });
   try {
     await workers.loadClasses(Object.keys(classUrls));

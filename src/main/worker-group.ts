@@ -3,21 +3,43 @@
  * the same one (a hash of its address), so an actor's database is open in one thread only.
  * A task is one event, or a batch of one actor's events (`runBatch`), so batching keeps the pinning.
  * Queues are bounded (`maxQueue`); a task past its hard time limit is aborted by restarting its
- * worker (`submit`: a new pool in place of the stuck one).
+ * worker (`submit`: a new pool in place of the stuck one). Each task carries a start gate
+ * (workers/start-gate.ts), so a task lost with the old worker says which of its events had begun.
  */
 import { Piscina } from 'piscina';
 import { availableParallelism } from 'node:os';
 import type { ActorAddress } from '../core/address.js';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { KeepworkOptions, Settings } from '../core/config.js';
-import { ActorGivenUp, HandlerFailed, HandlerTimeout, reviveError } from '../core/errors.js';
-import { toWire, type ActorEvent, type BatchOutcome, type EventBatch, type EventResult, type FinalOutcome } from '../workers/messages.js';
+import { ActorGivenUp, KeepworkError, OutcomeUnknown, Overloaded, reviveError } from '../core/errors.js';
+import {
+  toWire,
+  type ActorEvent,
+  type BatchOutcome,
+  type EventBatch,
+  type EventResult,
+  type FinalOutcome,
+  type PostedTask,
+} from '../workers/messages.js';
+import { newStartGate, revokeTask } from '../workers/start-gate.js';
 import type { WorkerSetup } from '../workers/event-worker.js';
 
 export type WorkerGroupSettings = Settings<'actorQueueMax' | 'workerConcurrency' | 'workerThreads' | 'workerYoungGenerationMb'>;
 
-/** A batch's outcome on the main thread: a `pending` one (a durable call whose link is in flight) carries its `final`. */
-export type RunOutcome = BatchOutcome & { final?: Promise<BatchOutcome> };
+/**
+ * A batch's outcome on the main thread: a `pending` one (a durable call whose link is in flight)
+ * carries its `final`; `notStarted`: its worker was restarted before the event's handler began.
+ */
+export type RunOutcome = (BatchOutcome & { final?: Promise<BatchOutcome> }) | { type: 'notStarted' };
+
+/**
+ * An event that never began on a worker restarted under it: running it again is safe (the
+ * EventRunner does, once). Its code is OVERLOADED: a caller that gets it may retry.
+ */
+export class NeverStarted extends Overloaded {}
+
+/** How long a lost task's answer waits for the old thread to end. */
+const RETIRE_WAIT_MS = 5_000;
 
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
 const WORKER_URL = new URL('../workers/event-worker' + (FROM_SOURCE ? '.ts' : '.js'), import.meta.url).href;
@@ -39,6 +61,8 @@ export function workerCount(config: Settings<'workerThreads'>): number {
 
 export class WorkerGroup {
   private readonly pools: Piscina[];
+  /** Pools replaced by a restart → their end (the old thread's exit). */
+  private readonly retiring = new WeakMap<Piscina, Promise<void>>();
   /** Events each worker has finished (event-worker.ts counts them). */
   private readonly finished: Int32Array;
 
@@ -72,54 +96,74 @@ export class WorkerGroup {
    * time on a worker whose task carries one (its balancer treats that worker as full), which
    * would cap every worker at one event whatever `workerConcurrency` says. Aborting instead
    * restarts the worker — a new single-thread pool in its place, the old one destroyed with the
-   * stuck thread and every task it was running (they fail; the caller learns it was aborted).
+   * stuck thread and every task it was running or had queued. Such a task is `Lost`: its start
+   * gate (start-gate.ts) is revoked, which says how many of its events had begun their handler;
+   * the answer waits (at most RETIRE_WAIT_MS) for the old thread to end, so an event run again
+   * does not find the old thread's transaction still open on its actor's database.
    */
-  private submit(worker: number, task: ActorEvent | EventBatch, signal?: AbortSignal, transferList?: MessagePort[]): Promise<unknown> {
+  private async submit(
+    worker: number,
+    task: ActorEvent | EventBatch,
+    signal?: AbortSignal,
+    transferList?: MessagePort[],
+  ): Promise<unknown> {
     const pool = this.pools[worker]!;
-    const ran = post(pool, task, transferList).catch((e: unknown) => {
-      if (signal?.aborted)
-        throw new HandlerTimeout(
-          'aborted: its worker finished nothing for handlerTimeoutMs + 5 s (a handler stuck in synchronous code); the worker was restarted',
-          { cause: e },
-        );
-      if (this.pools[worker] !== pool)
-        throw new HandlerFailed(
-          'its worker was restarted (another event on it was stuck past the hard limit): the outcome of this event is unknown',
-          { cause: e },
-        );
-      throw e;
-    });
-    if (!signal) return ran;
+    const gate = newStartGate();
+    const ran = post(pool, task, gate, transferList);
     const restart = () => this.restart(worker, pool);
-    if (signal.aborted) restart();
-    else signal.addEventListener('abort', restart, { once: true });
-    return ran.finally(() => signal.removeEventListener('abort', restart));
+    if (signal?.aborted) restart();
+    else signal?.addEventListener('abort', restart, { once: true });
+    try {
+      return await ran;
+    } catch (e) {
+      if (this.pools[worker] === pool) throw e;
+      const begun = revokeTask(gate);
+      await this.retired(pool);
+      return new Lost(begun, e);
+    } finally {
+      signal?.removeEventListener('abort', restart);
+    }
   }
 
   private restart(worker: number, pool: Piscina): void {
     if (this.pools[worker] !== pool) return; // already replaced
     this.pools[worker] = this.makePool(worker);
-    void pool.destroy();
+    this.retiring.set(pool, pool.destroy());
+  }
+
+  /** The old thread has ended, or RETIRE_WAIT_MS passed (a thread stuck in native code, a runaway query, never ends). */
+  private async retired(pool: Piscina): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, RETIRE_WAIT_MS).unref()));
+    await Promise.race([this.retiring.get(pool), waited]);
+    clearTimeout(timer);
   }
 
   get size(): number {
     return this.pools.length;
   }
 
-  run(event: ActorEvent, signal?: AbortSignal): Promise<EventResult> {
-    return this.submit('address' in event ? this.workerOf(event.address) : 0, event, signal) as Promise<EventResult>;
+  /** One event. Its worker restarted under it: OutcomeUnknown if its handler had begun, NeverStarted if not. */
+  async run(event: ActorEvent, signal?: AbortSignal): Promise<EventResult> {
+    const r = await this.submit('address' in event ? this.workerOf(event.address) : 0, event, signal);
+    if (r instanceof Lost) throw r.begun > 0 ? outcomeUnknown(r.cause) : neverStarted(r.cause);
+    return r as EventResult;
   }
 
   /**
    * Events of one actor in one task, on that actor's worker: one outcome per event, in order. A
    * durable call's outcome may be `pending` (committed, its link in flight: workers/batch.ts), with
    * its `final` outcome to come on a port of the batch's own; a port closed before it came (the
-   * worker ended) fails the call, which is never acknowledged without its link.
+   * worker ended) fails the call, which is never acknowledged without its link. Its worker
+   * restarted under it, the events whose handler had begun fail with OutcomeUnknown and the rest
+   * are `notStarted`.
    */
   async runBatch(address: ActorAddress, events: ActorEvent[], signal?: AbortSignal): Promise<RunOutcome[]> {
     const worker = this.workerOf(address);
-    if (!events.some((e) => e.type === 'request' && e.durable))
-      return (await this.submit(worker, { type: 'batch', events }, signal)) as BatchOutcome[];
+    if (!events.some((e) => e.type === 'request' && e.durable)) {
+      const r = await this.submit(worker, { type: 'batch', events }, signal);
+      return r instanceof Lost ? lostBatch(events, r) : (r as BatchOutcome[]);
+    }
     const { port1, port2 } = new MessageChannel();
     // The port and the task's result are separate channels: a final may come (or the port close)
     // before the task's result is read here, so what arrives is kept until it is asked for.
@@ -144,10 +188,14 @@ export class WorkerGroup {
       });
     try {
       const task: EventBatch = { type: 'batch', events, finals: port2 };
-      const outcomes = (await this.submit(worker, task, signal, [port2])) as BatchOutcome[];
-      const out: RunOutcome[] = outcomes.map((o, i) => (o.type === 'ok' && o.pending ? { ...o, final: finalOf(i) } : o));
-      if (!out.some((o) => o.final)) port1.close();
-      return out;
+      const r = await this.submit(worker, task, signal, [port2]);
+      if (r instanceof Lost) {
+        port1.close();
+        return lostBatch(events, r);
+      }
+      const outcomes = r as BatchOutcome[];
+      if (!outcomes.some((o) => o.type === 'ok' && o.pending)) port1.close();
+      return outcomes.map((o, i) => (o.type === 'ok' && o.pending ? { ...o, final: finalOf(i) } : o));
     } catch (e) {
       port1.close();
       throw e;
@@ -185,8 +233,37 @@ export class WorkerGroup {
 }
 
 /** Every task reaches a worker through here: in its wire form (messages.ts), each address as its key. */
-function post(pool: Piscina, task: ActorEvent | EventBatch, transferList?: MessagePort[]): Promise<unknown> {
-  return pool.run(toWire(task), transferList ? { transferList } : {});
+function post(pool: Piscina, task: ActorEvent | EventBatch, gate?: Int32Array, transferList?: MessagePort[]): Promise<unknown> {
+  const posted: PostedTask = gate ? { task: toWire(task), gate } : { task: toWire(task) };
+  return pool.run(posted, transferList ? { transferList } : {});
+}
+
+/** A task whose worker was restarted under it: `begun` of its events (its head) had begun their handler. */
+class Lost {
+  constructor(
+    readonly begun: number,
+    readonly cause: unknown,
+  ) {}
+}
+
+function lostBatch(events: ActorEvent[], lost: Lost): RunOutcome[] {
+  const unknown = outcomeUnknown(lost.cause).toJSON();
+  return events.map((_, i) => (i < lost.begun ? { type: 'thrown', error: unknown } : { type: 'notStarted' }));
+}
+
+function outcomeUnknown(cause: unknown): KeepworkError {
+  return new OutcomeUnknown(
+    'its worker was restarted while its handler ran (a handler stuck in synchronous code on that worker past the hard limit, ' +
+      'handlerTimeoutMs + 5 s): it may have committed. Retry with the same idempotency key, or only if running it twice is harmless',
+    { cause },
+  );
+}
+
+function neverStarted(cause: unknown): NeverStarted {
+  return new NeverStarted(
+    'its worker was restarted before its handler began (a handler stuck in synchronous code on that worker): it never ran; retry',
+    { cause },
+  );
 }
 
 function lostOutcome(): BatchOutcome {

@@ -3,7 +3,8 @@
  * entry, streamed to `onFinding` so memory stays bounded (a page of keys and an LRU of actors).
  *
  *   pass 1  state/…  ─▶ per actor: restore the head (read-only) ─▶ committed alarm? ─▶ HEAD its
- *           named entry (and LIST its time's folder when that is missing) ─▶ ActorKind
+ *           named entry (and, when that is missing, LIST its time's folder in every layout: the
+ *           unsharded one and each shard folder the actor can be in) ─▶ ActorKind
  *   pass 2  alarms/… ─▶ per entry: its actor's head (cached) ─▶ EntryKind; and is the class served?
  *
  * A problem found in pass 1 is confirmed before it is reported: the chain is listed again and, if
@@ -14,7 +15,7 @@
 import type { ActorAddress } from '../core/address.js';
 import { isLive } from '../leases/decisions.js';
 import { NODES_PREFIX, decodeNode, type NodeRecord } from '../leases/records.js';
-import { actorEntriesPrefix, entryKey, parseEntryKey, tenantPrefix, type NonceSource } from '../alarms/keys.js';
+import { actorEntriesPrefix, entryKey, parseEntryKey, shardsOfActor, tenantPrefix, type NonceSource } from '../alarms/keys.js';
 import { keyOf } from '../alarms/owner.js';
 import { listChain } from '../replication/chain.js';
 import { parseLinkKey, statePrefix } from '../replication/state-keys.js';
@@ -116,10 +117,14 @@ async function actorKind(store: ObjectStore, actor: CommittedActor): Promise<Act
   return actorFinding(actor, namedExists, await entriesAt(store, actor.address, actor.alarmAt));
 }
 
-/** How many entries list `a` at `dueMs` (its tagged folder, and the legacy key). */
+/**
+ * How many entries list `a` at `dueMs`, in every layout: its tagged folder unsharded and in each
+ * shard folder it can be in under any shard count, and the legacy key.
+ */
 async function entriesAt(store: ObjectStore, a: ActorAddress, dueMs: number): Promise<number> {
   let n = 0;
-  for await (const key of listAll(store, { prefix: actorEntriesPrefix(a, dueMs) })) if (parseEntryKey(key)) n++;
+  for (const shard of [undefined, ...shardsOfActor(a)])
+    for await (const key of listAll(store, { prefix: actorEntriesPrefix(a, dueMs, shard) })) if (parseEntryKey(key)) n++;
   if (await store.head(entryKey({ address: a, dueMs, tag: null }))) n++;
   return n;
 }

@@ -73,8 +73,9 @@ export function entryFinding(entry: IndexEntry, actor: CommittedActor): EntryKin
   return 'stale';
 }
 
+/** The entry `named` says: same time, same tag and same layout (a copy of it in another shard folder is not it). */
 export function isNamed(entry: IndexEntry, named: Indexed | null): boolean {
-  if (named === null || entry.dueMs !== named.at) return false;
+  if (named === null || entry.dueMs !== named.at || entry.shard !== named.shard) return false;
   if (entry.tag === null || named.tag === null) return entry.tag === named.tag;
   return entry.tag.generation === named.tag.generation && entry.tag.nonce === named.tag.nonce;
 }

@@ -7,15 +7,17 @@
  *   memory:                                               → MemoryStore (tests; one per call)
  *   memory:<name>                                         → one MemoryStore for every thread of the process (testing/shared-memory.ts)
  *   latency+<any of these>[?ms=20]                        → LatencyStore around it (benchmarks)
+ *   fault+<any of these>[?seed=…&unavailable=…&…]         → FaultStore around it (tests, benchmarks, chaos)
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SystemClock, type Clock } from '../core/clock.js';
 import { BadConfig } from '../core/errors.js';
-import { SystemRandom, type Random } from '../core/random.js';
+import { SeededRandom, SystemRandom, type Random } from '../core/random.js';
 import { resolveOptions } from '../core/config.js';
 import { FsStore, parseFsUrl } from './fs/store.js';
 import { SQLITE_SCHEME, SqliteStore, parseSqliteUrl } from './sqlite/store.js';
+import { FAULT_SCHEME, FaultStore, parseFaultUrl } from './testing/faults.js';
 import { LATENCY_SCHEME, LatencyStore, parseLatencyUrl } from './testing/latency.js';
 import { MemoryStore } from './memory.js';
 import { openSharedMemory, sharedMemoryName } from './testing/shared-memory.js';
@@ -42,7 +44,7 @@ export interface OpenStoreDeps {
 
 /**
  * The bucket on this machine's disk a URL names — a folder (FsStore) or a SQLite file — with its
- * path; null for any other URL (s3://, an unknown scheme, `memory:`, `latency+…`). The CLI uses it
+ * path; null for any other URL (s3://, an unknown scheme, `memory:`, `latency+…`, `fault+…`). The CLI uses it
  * to tell a missing bucket from a typo before opening anything.
  */
 export function localBucket(url: string): { kind: 'folder' | 'sqlite'; path: string } | null {
@@ -57,6 +59,11 @@ export function openStore(url: string, deps: OpenStoreDeps = {}): ObjectStore {
   if (url.startsWith(LATENCY_SCHEME)) {
     const { inner, ms } = parseLatencyUrl(url);
     return new LatencyStore(openStore(inner, { ...deps, clock }), clock, ms);
+  }
+  if (url.startsWith(FAULT_SCHEME)) {
+    const { inner, plan, seed } = parseFaultUrl(url);
+    const random = seed === undefined ? (deps.random ?? new SystemRandom()) : new SeededRandom(seed);
+    return new FaultStore(openStore(inner, { ...deps, clock }), clock, random, plan);
   }
   if (url === 'memory:') return new MemoryStore({ clock });
   const shared = sharedMemoryName(url);

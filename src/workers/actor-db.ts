@@ -273,6 +273,17 @@ export function writeMeta(db: Db, key: MetaKey, value: string | null): void {
   else stmt(db, 'INSERT INTO _keep_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
 }
 
+/**
+ * No event ever committed to the actor: every request's transaction marks it initialized (the
+ * pipeline's init step runs in each), and the only other commit a request makes — a durable
+ * call's recorded error — creates `_keep_idem` (IDEM_SCHEMA runs in the transaction that records).
+ * Alarms and deliveries never create an actor.
+ */
+export function neverCommitted(db: Db): boolean {
+  if (readMeta(db, 'initialized') === '1') return false;
+  return stmt(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_keep_idem'").get() === undefined;
+}
+
 export function readAlarm(db: Db): number | null {
   const row = stmt(db, 'SELECT at FROM _keep_alarm WHERE id = 0').get() as { at: number } | undefined;
   return row ? row.at : null;

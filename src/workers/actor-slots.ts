@@ -4,6 +4,7 @@
  *   acquire ─▶ (closing? wait) ─▶ replica.take() (bucket ⇄ local file) ─▶ open db ─▶ attach
  *   evict / close ─▶ replica.release() (uploaded, WAL folded, sidecar) ─▶ db.close()
  *   drop (given up) ─▶ db.close() without flushing; the next acquire takes it again
+ *   discardUnwritten (a new actor whose events all failed) ─▶ drop, local files deleted
  *
  * An actor in use by a running event is never evicted; the LRU may exceed `max` by the number in
  * use at once. Open and closing actors together (a closing one keeps its files open until its
@@ -24,6 +25,7 @@ import {
   openActorDb,
   openMemoryActorDb,
   removeActorDb,
+  neverCommitted,
   startWal,
   type Db,
 } from './actor-db.js';
@@ -200,6 +202,21 @@ export class ActorSlots {
     slot.replica.beforeClose();
     if (slot.db.open) slot.db.close();
     this.freed();
+  }
+
+  /**
+   * After an event: a new actor — created by this take, nothing of it in the bucket — that no
+   * event has committed to (its first calls all failed) is closed and its local files deleted, so
+   * a call its handler refused leaves no file behind. Its hold stays: the next event takes the
+   * actor again as if new (a LIST finds no link). True if the actor was discarded.
+   */
+  discardUnwritten(slot: Slot): boolean {
+    const { replica } = slot;
+    if (slot.users > 0 || !replica.newFile || !replica.firstUpload() || replica.givenUp) return false;
+    if (this.open.get(replica.address.key) !== slot || !neverCommitted(slot.db)) return false;
+    if (slot.memory) this.drop(replica.address);
+    else this.remove(replica.address);
+    return true;
   }
 
   /** After a tombstone: closes and deletes the local files. */

@@ -18,10 +18,15 @@ export interface BatchRun {
   later: Map<number, Promise<BatchOutcome>>;
 }
 
+/**
+ * `begin(i)`: claims event i's handler start (start-gate.ts), handed to `run` for the pipeline to
+ * call just before the handler; false once the task was given up.
+ */
 export async function runBatch(
-  run: (event: ActorEvent, committed?: OnCommitted) => Promise<EventResult>,
+  run: (event: ActorEvent, committed?: OnCommitted, begin?: () => boolean) => Promise<EventResult>,
   events: readonly ActorEvent[],
   ran: () => void = () => undefined,
+  begin?: (i: number) => boolean,
 ): Promise<BatchRun> {
   const outcomes: BatchOutcome[] = [];
   const later = new Map<number, Promise<BatchOutcome>>();
@@ -30,10 +35,14 @@ export async function runBatch(
     let atCommit: () => void = () => undefined;
     const committed = new Promise<void>((resolve) => (atCommit = resolve));
     const final = settled(
-      run(event, (r) => {
-        early = r;
-        atCommit();
-      }),
+      run(
+        event,
+        (r) => {
+          early = r;
+          atCommit();
+        },
+        begin && (() => begin(i)),
+      ),
     );
     await Promise.race([committed, final]);
     if (early) {

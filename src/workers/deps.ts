@@ -26,4 +26,6 @@ export interface PipelineDeps extends IndexDeps {
   loadClass(className: string): Promise<ActorDefinition>;
   /** Set per event (runEvent) for a durable call whose caller may start the actor's next event once it committed. */
   committed?: (early: EventResult) => void;
+  /** Set per event in a worker: claims the event's handler start (start-gate.ts); false: do not run it. */
+  begin?: () => boolean;
 }

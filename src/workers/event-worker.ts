@@ -1,7 +1,8 @@
 /**
  * The Piscina worker entry: a thin adapter that builds the pipeline's dependencies once per
  * thread (real clock and randomness, a DB cache, the class loader) and runs each event, or each
- * event of a batch (batch.ts), counting the events it has finished in `progress`.
+ * event of a batch (batch.ts), counting the events it has finished in `progress` and marking on
+ * the task's start gate each event whose handler begins (start-gate.ts).
  */
 import { join } from 'node:path';
 import { workerData } from 'node:worker_threads';
@@ -11,7 +12,7 @@ import { SystemRandom } from '../core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../core/config.js';
 import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
-import { SAFE_RULES } from '../alarms/rules.js';
+import type { ProtocolRules } from '../alarms/rules.js';
 import { DeleteBatcher } from '../store/delete-batch.js';
 import { fsyncDoesNothing } from '../store/fs/io.js';
 import { openStore } from '../store/open.js';
@@ -19,9 +20,10 @@ import { countedStore, RequestCounts } from '../store/request-counts.js';
 import { ActorSlots, slotsSettings } from './actor-slots.js';
 import { newFileImage } from './actor-db.js';
 import { SpareActorFiles } from './spare-files.js';
-import { fromWire, type BatchOutcome, type EventResult, type FinalOutcome, type WireTask } from './messages.js';
+import { fromWire, type ActorEvent, type BatchOutcome, type EventResult, type FinalOutcome, type PostedTask } from './messages.js';
 import { runBatch } from './batch.js';
-import { runEvent } from './pipeline.js';
+import { runEvent, type OnCommitted } from './pipeline.js';
+import { beginEvent } from './start-gate.js';
 import type { PipelineDeps } from './deps.js';
 
 export interface WorkerSetup {
@@ -41,6 +43,8 @@ export interface WorkerSetup {
   /** One int32 per worker: events it has finished (the main thread's hard limit of a batch watches it). */
   progress: SharedArrayBuffer;
   worker: number;
+  /** SAFE_RULES, but for a node of the chaos run's unsafe variants (UnsafeTestSeams, TEST-ONLY). */
+  rules: ProtocolRules;
 }
 
 const setup = workerData as WorkerSetup;
@@ -75,7 +79,7 @@ const deps: PipelineDeps = {
   log,
   store,
   nonces: new NonceSource(random),
-  rules: SAFE_RULES,
+  rules: Object.freeze({ ...setup.rules }),
   slots: new ActorSlots(setup.dataDir, slotsSettings(config, { createOffThread: true, fsyncNewFiles, spares }), {
     store,
     clock,
@@ -97,10 +101,12 @@ const ran = () => void Atomics.add(progress, setup.worker, 1);
  * abortable task per worker at a time: a task waiting for uploads would hold the worker); the
  * final outcomes of those follow on the batch's `finals` port as their links land, then it closes.
  */
-export default async function handle(posted: WireTask): Promise<EventResult | BatchOutcome[]> {
+export default async function handle({ task: posted, gate }: PostedTask): Promise<EventResult | BatchOutcome[]> {
   const task = fromWire(posted);
+  const begin = gate && ((i: number) => beginEvent(gate, i));
   if (task.type === 'batch') {
-    const { outcomes, later } = await runBatch((e, committed) => runEvent(deps, e, committed), task.events, ran);
+    const run = (e: ActorEvent, committed?: OnCommitted, begun?: () => boolean) => runEvent(deps, e, committed, begun);
+    const { outcomes, later } = await runBatch(run, task.events, ran, begin);
     const port = task.finals;
     if (port) {
       const posted = [...later].map(([i, final]) => final.then((outcome) => port.postMessage({ i, outcome } satisfies FinalOutcome)));
@@ -109,7 +115,7 @@ export default async function handle(posted: WireTask): Promise<EventResult | Ba
     return outcomes;
   }
   try {
-    return await runEvent(deps, task);
+    return await runEvent(deps, task, undefined, begin && (() => begin(0)));
   } finally {
     ran();
   }

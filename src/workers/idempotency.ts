@@ -21,19 +21,6 @@ import type { ErrorData } from './messages.js';
 
 export type IdempotencySettings = Settings<'idempotencyKeysMax' | 'idempotencyRetentionMs'>;
 
-export const IDEMPOTENCY_KEY_MAX_CHARS = 200;
-/** Visible ASCII (no spaces, no control characters): UUIDs, ULIDs, base64, `order-17/retry`… */
-const KEY_RE = /^[\x21-\x7e]+$/;
-
-/** The key a caller sent, checked (BAD_REQUEST names the rule). */
-export function checkIdempotencyKey(key: unknown): string {
-  if (typeof key !== 'string') throw new BadRequest(`an idempotency key must be a string, got ${typeof key}`);
-  if (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX_CHARS)
-    throw new BadRequest(`an idempotency key must be 1 to ${IDEMPOTENCY_KEY_MAX_CHARS} characters, got ${key.length}`);
-  if (!KEY_RE.test(key)) throw new BadRequest('an idempotency key may hold only visible ASCII characters (0x21–0x7E: no spaces)');
-  return key;
-}
-
 /** What a key is recorded under: the key and the hash of the call it was first used for. */
 export interface IdemCall {
   key: string;

@@ -14,7 +14,7 @@ import type { Clock } from '../core/clock.js';
 import type { Random } from '../core/random.js';
 import type { Settings } from '../core/config.js';
 
-export type IndexSettings = Settings<'storeAttemptsMax' | 'storeRetryBaseMs'>;
+export type IndexSettings = Settings<'storeAttemptsMax' | 'storeRetryBaseMs' | 'indexShards'>;
 import type { ObjectStore } from '../store/types.js';
 import type { ReplacedEntry } from '../replication/index-upload.js';
 import { formatIndexed, parseIndexed, type Indexed, type NonceSource } from '../alarms/keys.js';
@@ -68,6 +68,7 @@ export async function indexBeforeCommit(
       rules: d.rules,
       attemptsMax: d.config.storeAttemptsMax,
       retryBaseMs: d.config.storeRetryBaseMs,
+      indexShards: d.config.indexShards,
     };
     try {
       named = await listEntry(listing, address, plan.list, replica.generation);

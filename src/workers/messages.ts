@@ -7,6 +7,8 @@
  *
  *   main: WorkerGroup ─ toWire(task) ─▶ postMessage ─▶ worker: event-worker.ts ─ fromWire(task) ─▶ pipeline
  *
+ * A task goes with its start gate (PostedTask, start-gate.ts): how far into it handlers have begun.
+ *
  * Those two functions are the only crossing; the pipeline, and the simulator that runs it inline,
  * see parsed addresses only. What comes back (EventResult, BatchOutcome) names no actor.
  */
@@ -36,8 +38,9 @@ export type ActorEvent =
   | { type: 'alarm'; address: ActorAddress; recordFailure?: boolean; generation?: number }
   | { type: 'getAlarm'; address: ActorAddress; generation?: number }
   /** An index entry came due (the sweep): run the alarm if it is the committed one, or clean up
-   *  the actor's stale entries at that time (docs/alarm-index.md: R2, R3, owner fence, empty-bucket rule). */
-  | { type: 'deliver'; address: ActorAddress; dueMs: number; generation?: number }
+   *  the actor's stale entries at that time (docs/alarm-index.md: R2, R3, owner fence, empty-bucket rule).
+   *  `shard`: the shard folder the sweep found the entry in (absent: the unsharded layout, or the timer). */
+  | { type: 'deliver'; address: ActorAddress; dueMs: number; generation?: number; shard?: number }
   /** Closes without flushing: this node lost the actor (fenced, or its lease ran out). */
   | { type: 'dropAll' }
   | { type: 'close'; address: ActorAddress }
@@ -91,8 +94,17 @@ export type BatchOutcome = EventResult | { type: 'thrown'; error: ErrorData };
 export type WireEvent = AddressAsKey<ActorEvent>;
 type AddressAsKey<E> = E extends { address: ActorAddress } ? Omit<E, 'address'> & { address: string } : E;
 
-/** A task as it is posted to a worker. */
+/** A task in its wire form. */
 export type WireTask = WireEvent | (Omit<EventBatch, 'events'> & { events: WireEvent[] });
+
+/**
+ * What is posted to a worker: a task and its start gate (start-gate.ts), where the worker marks
+ * each event's handler as begun; without one (closeAll, loadClasses) the task is never given up.
+ */
+export interface PostedTask {
+  task: WireTask;
+  gate?: Int32Array;
+}
 
 /** Main thread, before posting: each address as its key (a batch's `finals` port goes along as it is, transferred). */
 export function toWire(task: ActorEvent | EventBatch): WireTask {

@@ -3,12 +3,14 @@
  * every dependency injected, so it runs inline in tests (and later in the simulator) exactly as
  * in a Piscina worker (event-worker.ts is only an adapter).
  *
- *   request: class + method exist? ─▶ open/create db ─▶ BEGIN ─▶ init once ─▶ handler ─▶ alarm
+ *   request: class + method exist? ─▶ open/create db ─▶ begin? ─▶ BEGIN ─▶ init once ─▶ handler ─▶ alarm
  *            outcome ─▶ COMMIT (or ROLLBACK on throw / time limit) ─▶ { result, alarmAt }
  *            with an idempotency key: a repeat answers from `_keep_idem` before BEGIN; a new key is
  *            recorded before COMMIT (idempotency.ts)
- *   alarm:   db exists? ─▶ BEGIN ─▶ committed alarm due? ─▶ handler(info) ─▶ committed retry
+ *   alarm:   db exists? ─▶ begin? ─▶ BEGIN ─▶ committed alarm due? ─▶ handler(info) ─▶ committed retry
  *            outcome (alarms/retry.ts) ─▶ COMMIT
+ *   begin?:  in a worker, the event's handler start is claimed on its task's start gate
+ *            (start-gate.ts); refused, the main thread has given the task up and nothing runs
  *
  * One event at a time per actor is the caller's promise (the main thread serialises them).
  *
@@ -17,7 +19,7 @@
  * event, and replies only once a link holding its commit is in the bucket (the output gate); the
  * commits made while one upload is in flight go up together in the next (replica.sync).
  */
-import { BadRequest, ErrorCode, HandlerTimeout, NotFound, isKeepworkError, reviveError } from '../core/errors.js';
+import { BadRequest, ErrorCode, HandlerTimeout, NotFound, Overloaded, isKeepworkError, reviveError } from '../core/errors.js';
 import type { ActorAddress } from '../core/address.js';
 import { alarmOutcome, type AlarmState, type EventKind } from '../alarms/retry.js';
 import { readAlarm, readFailures, readMeta, writeAlarm, writeMeta, type Db } from './actor-db.js';
@@ -28,21 +30,32 @@ import type { ActorEvent, EventResult } from './messages.js';
 import { errorData, failure, ok } from './results.js';
 import { indexBeforeCommit, indexOnTake } from './index-owner.js';
 import type { PipelineDeps } from './deps.js';
-import { deliverTo, deliverWithoutState } from './deliver.js';
-import { checkIdempotencyKey, idemCall, lookupCall, recordable, recordError, recordResult, type IdemCall } from './idempotency.js';
+import { deliverTo, deliverWithoutState, type EntryPlace } from './deliver.js';
+import { checkIdempotencyKey } from '../core/idempotency-key.js';
+import { idemCall, lookupCall, recordable, recordError, recordResult, type IdemCall } from './idempotency.js';
 
 /** Told a durable call's result once its commit is done and its upload requested (its reply still waits for the upload). */
 export type OnCommitted = (early: EventResult) => void;
 
-export async function runEvent(deps: PipelineDeps, event: ActorEvent, committed?: OnCommitted): Promise<EventResult> {
+/**
+ * `begin`: called just before the handler runs (start-gate.ts); false: the main thread gave the
+ * event up (its worker is being restarted) and it ends without running the handler.
+ */
+export async function runEvent(
+  deps: PipelineDeps,
+  event: ActorEvent,
+  committed?: OnCommitted,
+  begin?: () => boolean,
+): Promise<EventResult> {
   if (committed && event.type === 'request' && event.durable) deps = { ...deps, committed };
+  if (begin) deps = { ...deps, begin };
   switch (event.type) {
     case 'request':
       return runRequest(deps, event);
     case 'alarm':
       return runAlarm(deps, event.address, event.recordFailure === true, event.generation ?? 0);
     case 'deliver':
-      return runDeliver(deps, event.address, event.dueMs, event.generation ?? 0);
+      return runDeliver(deps, event.address, event.dueMs, event.generation ?? 0, { shard: event.shard });
     case 'getAlarm':
       return withDb(deps, event.address, false, event.generation ?? 0, (slot) => ok(readAlarm(slot.db), false));
     case 'close':
@@ -175,7 +188,13 @@ async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure
   });
 }
 
-async function runDeliver(deps: PipelineDeps, address: ActorAddress, dueMs: number, generation: number): Promise<EventResult> {
+async function runDeliver(
+  deps: PipelineDeps,
+  address: ActorAddress,
+  dueMs: number,
+  generation: number,
+  found: EntryPlace,
+): Promise<EventResult> {
   let taken = '';
   const absent = ok(null, false);
   const result = await withDb(
@@ -183,12 +202,12 @@ async function runDeliver(deps: PipelineDeps, address: ActorAddress, dueMs: numb
     address,
     false,
     generation,
-    (slot) => deliverTo(deps, slot, address, dueMs, () => runAlarm(deps, address, false, generation)),
+    (slot) => deliverTo(deps, slot, address, dueMs, () => runAlarm(deps, address, false, generation), found),
     { absent: () => absent, onTake: (state) => (taken = state) },
   );
   if (result !== absent) return result;
   try {
-    return await deliverWithoutState(deps, address, dueMs, taken === 'deleted', generation);
+    return await deliverWithoutState(deps, address, dueMs, taken === 'deleted', generation, found);
   } catch (e) {
     return stopOnBug(deps, address, null, failure(e, null));
   }
@@ -224,6 +243,7 @@ async function withDb(
   }
   stopOnBug(deps, address, slot, result);
   deps.slots.release(slot);
+  if (create && result.type === 'error') deps.slots.discardUnwritten(slot);
   return result.type === 'ok' && !deps.slots.isOpen(address) ? { ...result, closed: true } : result;
 }
 
@@ -263,6 +283,7 @@ async function inEvent(
 ): Promise<EventResult> {
   const { db, replica } = slot;
   if (replica.givenUp) return failure(replica.givenUp, null);
+  if (deps.begin && !deps.begin()) return failure(new Overloaded('given up before its handler began: its worker is being restarted'), null);
   db.exec('BEGIN IMMEDIATE');
   const before: AlarmState = { at: readAlarm(db), failures: readFailures(db) };
   const soFar = () => alarmOutcome(kind, before, run.alarm, false, deps.clock.now(), deps.config);

@@ -158,7 +158,7 @@ export class Cluster {
   }
 }
 
-/** The node's `(epoch N) serving http://…` line on stderr: [line, epoch, url]; rejects if it exits first or takes too long. */
+/** The node's `(epoch N) serving http(s)://…` line on stderr: [line, epoch, url]; rejects if it exits first or takes too long. */
 function servingLine(child: ChildProcess, node: ClusterNode): Promise<RegExpExecArray> {
   return new Promise<RegExpExecArray>((resolve, reject) => {
     let err = '';
@@ -168,7 +168,7 @@ function servingLine(child: ChildProcess, node: ClusterNode): Promise<RegExpExec
     );
     const onData = (d: Buffer) => {
       err += d.toString();
-      const m = /epoch (\d+)\) serving (http:\/\/\S+)/.exec(err);
+      const m = /epoch (\d+)\) serving (https?:\/\/\S+)/.exec(err);
       if (!m) return;
       clearTimeout(timer);
       child.stderr!.off('data', onData);

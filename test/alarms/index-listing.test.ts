@@ -43,6 +43,24 @@ describe('index listing', () => {
     assert.equal((await tenantIndexStats(store, 'a', NOW, MARGIN, undefined, 10)).truncated, undefined);
   });
 
+  it('reads both layouts: the oldest is the earliest of every folder, exact when truncated in any folder', async () => {
+    const store = new MemoryStore();
+    const put = (name: string, dueMs: number, shard?: number) =>
+      store.put(entryKey({ address: parseAddress(`a/C/${name}`), dueMs, tag: { generation: 1, nonce: 'ab' }, shard }), new Uint8Array());
+    await put('s1', NOW - 10_000, 1); // sharded keys list first: not the oldest
+    await put('s2', NOW + 5_000, 1);
+    await put('t1', NOW - 20_000, 7);
+    await put('t2', NOW - 19_000, 7);
+    await put('u1', NOW - 50_000); // unsharded: the oldest, listed last
+    await put('u2', NOW + 60_000);
+    const whole = { tenant: 'a', entries: 6, due: 4, overdue: 3, oldestDueMs: NOW - 50_000, lagMs: 50_000 };
+    assert.deepEqual(await tenantIndexStats(store, 'a', NOW, MARGIN), whole);
+    for (const max of [1, 2, 3, 5]) {
+      const s = await tenantIndexStats(store, 'a', NOW, MARGIN, undefined, max);
+      assert.deepEqual([s.entries, s.oldestDueMs, s.lagMs, s.truncated], [max, NOW - 50_000, 50_000, true], `maxEntries ${max}`);
+    }
+  });
+
   it('lists the tenants in key order, at most max', async () => {
     const store = await bucket([
       ['b/C/x', NOW],

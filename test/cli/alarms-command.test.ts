@@ -31,4 +31,28 @@ describe('keepwork alarms ls', () => {
     for await (const r of listAlarms(store, 'acme', 2000)) early.push(r.dueMs);
     assert.deepEqual(early, [1000, 2000]);
   });
+
+  it('reads sharded entries too, in due order across layouts, and --due-before holds for them', async () => {
+    const store = new MemoryStore();
+    const put = (addr: string, dueMs: number, shard?: number) =>
+      store.put(entryKey({ address: parseAddress(addr), dueMs, tag: { generation: 1, nonce: 'ab' }, shard }), new Uint8Array(0));
+    await put('acme/Rem/a', 1000);
+    await put('acme/Rem/b', 500, 3);
+    await put('acme/Rem/c', 4000, 3);
+    await put('acme/Rem/d', 3000);
+    await put('acme/Rem/e', 2000, 0x0a5);
+    await store.put('alarms/acme/-001/garbage', new Uint8Array(0));
+    const all = [];
+    for await (const r of listAlarms(store, 'acme')) all.push([r.dueMs, r.name]);
+    assert.deepEqual(all, [
+      [500, 'b'],
+      [1000, 'a'],
+      [2000, 'e'],
+      [3000, 'd'],
+      [4000, 'c'],
+    ]);
+    const early = [];
+    for await (const r of listAlarms(store, 'acme', 2000)) early.push(r.name);
+    assert.deepEqual(early, ['b', 'a', 'e']);
+  });
 });

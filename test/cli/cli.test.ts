@@ -7,6 +7,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { DEFAULTS } from '../../src/core/config.js';
 import { unitOf } from '../../src/cli/tunables-help.js';
+import { waitFor } from '../helpers/wait.js';
 
 const CLI = ['--import', 'tsx', 'src/cli/cli.ts'];
 
@@ -65,6 +66,39 @@ describe('keepwork CLI', () => {
   it('start under node with a V8 flag (node --max-old-space-size=512 … start) starts its workers and serves', () =>
     serveOneCallAndStop(['--max-old-space-size=512']));
 
+  it('SIGTERM to `npm run keepwork -- start` reaches the node: every process of it exits', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-cli-npm-'));
+    const args = ['run', 'keepwork', '--', 'start', '--data', dir, '--port', '0', '--class', 'Counter=examples/counter.ts'];
+    // Its own process group: the test can tell when every process npm started is gone, and kill them all if not.
+    const npm = spawn('npm', args, { detached: true, env: { ...process.env, KEEPWORK_LOG_LEVEL: 'warn' } });
+    const group = -npm.pid!;
+    const alive = () => {
+      try {
+        process.kill(group, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let err = '';
+        npm.stderr.on('data', (d: Buffer) => {
+          err += d.toString();
+          if (/serving http/.test(err)) resolve();
+        });
+        npm.once('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
+      });
+      const exited = new Promise<number | null>((resolve) => npm.once('exit', resolve));
+      process.kill(npm.pid!, 'SIGTERM');
+      assert.equal(await exited, 0);
+      await waitFor('every process of the group to exit', 30_000, () => !alive());
+    } finally {
+      if (alive()) process.kill(group, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses bad arguments with a message and a non-zero exit', () => {
     const bad = spawnSync(process.execPath, [...CLI, 'start', '--port', 'abc'], { encoding: 'utf8' });
     assert.notEqual(bad.status, 0);
@@ -73,7 +107,8 @@ describe('keepwork CLI', () => {
       encoding: 'utf8',
     });
     assert.notEqual(noClass.status, 0);
-    assert.match(noClass.stderr, /classes must name at least one actor class/);
+    assert.match(noClass.stderr, /BAD_CONFIG: classes must name at least one actor class: .*--class Name=path\/to\/module\.js/);
+    assert.equal(existsSync(join(tmpdir(), 'kw-cli-none')), false, 'nothing written');
     for (const value of ['-1', '401', '1.5', 'x']) {
       const heap = spawnSync(process.execPath, [...CLI, 'start', '--port', '0', '--heap-growth', value], { encoding: 'utf8' });
       assert.notEqual(heap.status, 0, value);
@@ -131,6 +166,21 @@ describe('keepwork CLI', () => {
         new RegExp(`^keepwork: BAD_CLASS: actor class Bad \\(${bad.replace(/[.]/g, '\\.')}\\): it has no default export`, 'm'),
       );
       assert.equal(existsSync(join(data, 'bucket')), false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('start takes the --tls-* flags: half a pair is BAD_CONFIG naming the missing flag, exit 1, nothing written', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
+    try {
+      const data = join(dir, 'data');
+      const r = spawnSync(process.execPath, [...CLI, 'start', '--data', data, '--port', '0', '--tls-cert', join(dir, 'node.pem')], {
+        encoding: 'utf8',
+      });
+      assert.equal(r.status, 1, r.stderr);
+      assert.match(r.stderr, /^keepwork: BAD_CONFIG: tls\.key \(--tls-key\) is required with tls\.cert \(--tls-cert\)$/m);
+      assert.equal(existsSync(data), false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -53,7 +53,7 @@ describe('config', () => {
 
   it('every tunable with a boolean default is a switch, and no integer tunable is a 0–1 flag', () => {
     const switches = Object.keys(DEFAULTS).filter((k) => isSwitch(k));
-    assert.deepEqual(switches, ['sweepAdaptive', 'alarmsInMemory', 'newActorsInMemory']);
+    assert.deepEqual(switches, ['s3SdkClient', 'sweepAdaptive', 'alarmsInMemory', 'newActorsInMemory']);
     for (const [name, value] of Object.entries(DEFAULTS)) {
       assert.equal(isSwitch(name), typeof value === 'boolean', name);
       const rule = (RULES as Record<string, { min: number; max?: number }>)[name];

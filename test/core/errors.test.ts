@@ -12,6 +12,8 @@ import {
   PreconditionFailed,
   isKeepworkError,
   reviveError,
+  errorOf,
+  Forbidden,
 } from '../../src/core/errors.js';
 
 describe('errors', () => {
@@ -63,5 +65,20 @@ describe('errors across the worker boundary', () => {
       assert.equal(e.name, name);
       assert.ok(isKeepworkError(e, code));
     }
+  });
+});
+
+describe('errorOf', () => {
+  it('raises every code as its own class (what keepwork/client rebuilds from an answer)', () => {
+    for (const code of Object.values(ErrorCode)) {
+      const e = errorOf(code, 'm', { details: { status: 500 } });
+      assert.equal(e.code, code);
+      assert.equal(
+        e.constructor.name,
+        Object.keys(ErrorCode).find((k) => ErrorCode[k as keyof typeof ErrorCode] === code),
+      );
+      assert.deepEqual(e.details, { status: 500 });
+    }
+    assert.ok(errorOf(ErrorCode.Forbidden, 'no') instanceof Forbidden);
   });
 });

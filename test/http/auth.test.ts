@@ -82,11 +82,19 @@ describe('HTTP API with tokens', () => {
       for (const token of [undefined, 'kw_wrong', sha256Hex(TOKENS.app)]) {
         const r = await e.send(token);
         assert.equal(r.status, 401, `${e.name} with ${token ?? 'no token'}`);
-        assert.match(r.headers.get('www-authenticate') ?? '', /^Bearer/);
+        // The status page asks a browser for a Basic login; every other route asks for a bearer token.
+        assert.match(r.headers.get('www-authenticate') ?? '', e.name === 'GET /' ? /^Basic realm="keepwork"/ : /^Bearer/);
         assert.equal(await errorOf(r), ErrorCode.Unauthenticated);
       }
     const basic = await get('/v1/status', undefined, { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` });
     assert.equal(basic.status, 401);
+  });
+
+  it('takes the token as the password of a Basic login (a browser on the status page), the user name unread', async () => {
+    const login = (user: string, token: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${token}`).toString('base64')}` });
+    for (const path of ['/', '/v1/status']) assert.equal((await get(path, undefined, login('anyone', TOKENS.reader))).status, 200, path);
+    assert.equal((await get('/', undefined, login('reader', TOKENS.app))).status, 403, 'the token’s rights, whatever the user name');
+    assert.equal((await get('/', undefined, login('reader', 'kw_wrong'))).status, 401);
   });
 
   it('keeps /healthz open', async () => {

@@ -47,6 +47,44 @@ describe('hold generations never decrease', () => {
   });
 });
 
+describe('concurrent acquires of one actor on one node', () => {
+  it('a read made stale by this node’s own take and release meanwhile is read again, not built on (no INTERNAL)', async () => {
+    const n = await node();
+    const n2 = { nodeId: 'n2', epoch: 1, addr: 'http://n2', tenants: null, classes: ['C'], expiresAtMs: 0, state: 'released' as const };
+    await n.store.put(nodeKey('n2'), encodeNode(n2));
+    await n.store.put(holdKey(A), encodeHold({ nodeId: 'n2', epoch: 1, generation: 3, state: 'held' }));
+    // The first read of n2's record waits until the test lets it go.
+    let reached!: () => void;
+    let letGo!: () => void;
+    const atGate = new Promise<void>((r) => (reached = r));
+    const gate = new Promise<void>((r) => (letGo = r));
+    let gated = false;
+    const store = new Proxy(n.store, {
+      get(target, prop, receiver) {
+        if (prop === 'get')
+          return async (key: string) => {
+            if (key === nodeKey('n2') && !gated) {
+              gated = true;
+              reached();
+              await gate;
+            }
+            return target.get(key);
+          };
+        return Reflect.get(target, prop, receiver) as unknown;
+      },
+    });
+    const nodes = new NodeDirectory(store, n.clock, config, silentLogger());
+    const holds = new HoldTable(store, n.clock, config, n.lease, nodes, { nodeId: 'n1' }, silentLogger());
+    const slow = holds.acquire(A); // read generation 3 (n2's), then waits for n2's record
+    await atGate;
+    assert.deepEqual(await holds.acquire(A), { kind: 'mine', generation: 4 }); // another call wins meanwhile
+    await holds.release(A); // and the actor is given back (idle, or a clean stop)
+    letGo();
+    assert.deepEqual(await slow, { kind: 'mine', generation: 5 });
+    assert.deepEqual(decodeHold((await n.store.get(holdKey(A)))!.body), { nodeId: 'n1', epoch: 1, generation: 5, state: 'held' });
+  });
+});
+
 describe('errors that used to be swallowed are logged', () => {
   it('releaseAll: a release that fails is logged with the actor', async () => {
     const { log, lines } = capturedLogger();

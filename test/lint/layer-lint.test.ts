@@ -64,7 +64,7 @@ describe('layer lint', () => {
       "import PQueue from 'p-queue';",
     ].join('\n');
     assert.deepEqual(
-      lintLayersSource('src/store/s3/client.ts', code).map((x) => x.line),
+      lintLayersSource('src/store/s3/sdk-client.ts', code).map((x) => x.line),
       [1, 4, 5],
     );
   });

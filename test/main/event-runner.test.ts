@@ -4,7 +4,9 @@ import { parseAddress, type ActorAddress } from '../../src/core/address.js';
 import { SimClock } from '../../src/core/clock.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { ActorLanes } from '../../src/main/actor-lanes.js';
-import { EventRunner, HoldChanged } from '../../src/main/event-runner.js';
+import { OutcomeUnknown } from '../../src/core/errors.js';
+import { EventRunner, HoldChanged, REQUEUES_MAX } from '../../src/main/event-runner.js';
+import { NeverStarted, type RunOutcome } from '../../src/main/worker-group.js';
 import type { ActorEvent, BatchOutcome, EventResult } from '../../src/workers/messages.js';
 
 const A = parseAddress('t/C/a');
@@ -210,5 +212,106 @@ describe('EventRunner: the requests of one actor in one worker task', () => {
       ['The task has been aborted', 'The task has been aborted'],
       'every event of an aborted batch fails',
     );
+  });
+});
+
+describe('EventRunner: events lost with a worker restarted at the hard limit', () => {
+  const unknown: BatchOutcome = { type: 'thrown', error: new OutcomeUnknown('its worker was restarted').toJSON() };
+  const notStarted: RunOutcome = { type: 'notStarted' };
+
+  /** Fake workers answering each task from `script` (one entry per task); past it, `add(n)` answers n. */
+  function lossy(script: (() => RunOutcome[] | Error)[]) {
+    const tasks: string[][] = [];
+    const warned: string[] = [];
+    let generation = 7;
+    const name = (e: ActorEvent) =>
+      e.type === 'request' ? `${e.method}${e.args[0]}` : e.type + (e.type === 'alarm' && e.recordFailure ? ' (failed)' : '');
+    const answer = (e: ActorEvent): BatchOutcome =>
+      e.type === 'request'
+        ? { type: 'ok', result: e.args[0], alarmAt: null, deleted: false, ran: true }
+        : { type: 'ok', alarmAt: null, deleted: false, ran: true };
+    const next = (events: ActorEvent[]) => {
+      tasks.push(events.map(name));
+      return script.shift()?.() ?? events.map(answer);
+    };
+    const log = silentLogger();
+    log.warn = ((_o: unknown, msg: string) => void warned.push(msg)) as typeof log.warn;
+    const runner = new EventRunner({
+      clock: new SimClock(0),
+      config: { handlerTimeoutMs: 1_000, eventsPerTaskMax: 64 },
+      log,
+      lanes: new ActorLanes(256),
+      workers: {
+        run: async (e: ActorEvent) => {
+          const r = next([e]);
+          if (r instanceof Error) throw r;
+          return r[0] as EventResult;
+        },
+        runBatch: async (_a: ActorAddress, events: ActorEvent[]) => {
+          const r = next(events);
+          if (r instanceof Error) throw r;
+          return r;
+        },
+        progress: () => 0,
+      },
+      holds: { held: () => generation },
+      used: () => undefined,
+      learned: () => undefined,
+    });
+    const call = (n: number) =>
+      runner.submit(A, { type: 'request', address: A, method: 'add', args: [n], durable: false, generation: 7 }).then(
+        (r) => (r.type === 'ok' ? r.result : r.error.code),
+        (e: { code?: string }) => e.code ?? String(e),
+      );
+    /** Three calls made at once: one batch. */
+    const threeInOneBatch = () => Promise.all([call(1), call(2), call(3)]);
+    return { runner, tasks, warned, call, threeInOneBatch, setGeneration: (g: number) => (generation = g) };
+  }
+
+  it('the calls that began fail with OUTCOME_UNKNOWN; those that had not run again, in order, on the new worker', async () => {
+    const { tasks, warned, threeInOneBatch } = lossy([() => [unknown, notStarted, notStarted]]);
+    assert.deepEqual(await threeInOneBatch(), ['OUTCOME_UNKNOWN', 2, 3]);
+    assert.deepEqual(tasks, [
+      ['add1', 'add2', 'add3'],
+      ['add2', 'add3'],
+    ]);
+    assert.deepEqual(warned, ['calls that never began run again on the restarted worker']);
+  });
+
+  it(`a call is sent again at most REQUEUES_MAX (${REQUEUES_MAX}) times: then it fails with OVERLOADED (it never ran)`, async () => {
+    const { tasks, threeInOneBatch } = lossy([
+      () => [unknown, notStarted, notStarted],
+      () => [{ type: 'ok', alarmAt: null, deleted: false, ran: true, result: 2 }, notStarted],
+    ]);
+    assert.deepEqual(await threeInOneBatch(), ['OUTCOME_UNKNOWN', 2, 'OVERLOADED']);
+    assert.deepEqual(
+      tasks,
+      [
+        ['add1', 'add2', 'add3'],
+        ['add2', 'add3'],
+      ],
+      'add3 was not sent a third time',
+    );
+  });
+
+  it('a call not begun whose hold changed meanwhile is not sent again: it fails with HoldChanged', async () => {
+    let change = () => undefined as unknown;
+    const { tasks, threeInOneBatch, setGeneration } = lossy([
+      () => {
+        change();
+        return [unknown, notStarted, notStarted];
+      },
+    ]);
+    change = () => setGeneration(8);
+    assert.deepEqual(await threeInOneBatch(), ['OUTCOME_UNKNOWN', 'LEASE_LOST', 'LEASE_LOST']);
+    assert.equal(tasks.length, 1, 'nothing was sent again');
+  });
+
+  it('an alarm that never began runs again; one whose handler began is committed as a failed run', async () => {
+    const lost = (e: Error) => () => e;
+    const { runner, tasks } = lossy([lost(new NeverStarted('not begun')), lost(new OutcomeUnknown('begun'))]);
+    const r = await runner.submit(A, { type: 'alarm', address: A, generation: 7 });
+    assert.equal(r.type, 'ok');
+    assert.deepEqual(tasks, [['alarm'], ['alarm'], ['alarm (failed)']]);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * A forward's reply must prove the cluster secret (src/main/forward.ts): a holder at the node
  * record's address answers; an unsigned or wrongly signed reply is OWNER_UNREACHABLE and its body
- * never reaches the caller, a correctly signed one is the result.
+ * never reaches the caller, a correctly signed one is the result. A redirect is never followed; a
+ * reply over the limit is RESULT_TOO_LARGE.
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -19,6 +20,7 @@ import {
 } from '../../src/core/cluster-signature.js';
 import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
 import { forwardCall, type ForwardSettings } from '../../src/main/forward.js';
+import { PeerClient } from '../../src/main/peer-client.js';
 
 const key = clusterKey('the-cluster-secret-of-this-test-0123456789', 1_000);
 const forged = clusterKey('a-secret-the-cluster-does-not-share-0123', 1_000);
@@ -60,7 +62,13 @@ describe('forwardCall with a cluster secret', () => {
   });
   after(() => new Promise<void>((ok) => server.close(() => ok())));
 
-  const settings: ForwardSettings = { timeoutMs: 5_000, hopsMax: 2, cluster: key, nowMs: () => Date.now() };
+  const settings: ForwardSettings = {
+    client: new PeerClient({}, 1_000_000),
+    timeoutMs: 5_000,
+    hopsMax: 2,
+    cluster: key,
+    nowMs: () => Date.now(),
+  };
   const forward = () => forwardCall(addr, actor, 'echo', [1], false, { hops: 0, caller: 'app' }, settings);
 
   it('signs the request (with the caller) and returns a correctly signed answer', async () => {
@@ -100,11 +108,51 @@ describe('forwardCall never follows a redirect', () => {
   after(() => new Promise<void>((ok) => server.close(() => ok())));
 
   it('a 307 from the address is OWNER_UNREACHABLE, and its target is never asked', async () => {
-    const settings: ForwardSettings = { timeoutMs: 5_000, hopsMax: 2, nowMs: () => Date.now() };
+    const settings: ForwardSettings = { client: new PeerClient({}, 1_000_000), timeoutMs: 5_000, hopsMax: 2, nowMs: () => Date.now() };
     await assert.rejects(
       forwardCall(addr, actor, 'echo', [1], false, { hops: 0, caller: '' }, settings),
       (e: unknown) => isKeepworkError(e, ErrorCode.OwnerUnreachable) && /redirect \(HTTP 307\)/.test(e.message),
     );
     assert.deepEqual(paths, ['/v1/actors/acme/Probe/a/echo']);
+  });
+});
+
+describe('forwardCall reads a reply up to the result limit', () => {
+  let server: Server;
+  let addr: string;
+  before(async () => {
+    server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ result: 'x'.repeat(10_000) }));
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+    addr = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(() => new Promise<void>((ok) => server.close(() => ok())));
+
+  it('a longer reply is cut off: RESULT_TOO_LARGE (the call ran), not a retryable 503', async () => {
+    const forward = (replyMaxBytes: number) =>
+      forwardCall(
+        addr,
+        actor,
+        'echo',
+        [1],
+        false,
+        { hops: 0, caller: '' },
+        {
+          client: new PeerClient({}, replyMaxBytes),
+          timeoutMs: 5_000,
+          hopsMax: 2,
+          nowMs: () => Date.now(),
+        },
+      );
+    assert.equal(((await forward(20_000)) as string).length, 10_000);
+    await assert.rejects(
+      forward(1_000),
+      (e: unknown) => isKeepworkError(e, ErrorCode.ResultTooLarge) && /reply exceeds 1000 bytes \(httpResultMaxBytes\)/.test(e.message),
+    );
   });
 });

@@ -106,16 +106,32 @@ describe('node (real Piscina workers)', () => {
     }
   });
 
-  it('a handler stuck in synchronous code past the hard limit fails; the node keeps serving', async () => {
-    // The hard limit (handlerTimeoutMs + 5 s) also covers the next call's wait for the replacement
-    // worker to load, which took over 5 s at load 18: so the limit here is generous, the spin longer.
-    const node = await start(tempDir(), { handlerTimeoutMs: 10_000, workerThreads: 1 });
+  it('a handler stuck in synchronous code fails alone with OUTCOME_UNKNOWN; calls queued on its worker run on the new thread', async () => {
+    // The hard limit (handlerTimeoutMs + 5 s) also covers the wait of the calls sent again for the
+    // new thread to load, which took over 5 s at load 18: so the limit here is generous, the spin longer.
+    const dir = tempDir();
+    const node = await start(join(dir, 'data'), { handlerTimeoutMs: 10_000, workerThreads: 1 });
+    const outcome = (p: Promise<unknown>) =>
+      p.then(
+        (r) => ({ ok: r }),
+        (e: { code?: string }) => ({ code: e.code ?? String(e) }),
+      );
     try {
+      for (const name of ['stuck', 'b', 'c']) await node.actor(`t/Probe/${name}`).call('echo', 0); // each open on the one worker
+      const marker = join(dir, 'spinning');
       const t0 = Date.now();
-      await assert.rejects(node.actor('t/Probe/spin').call('spin', 120_000), (e: Error) => {
-        assert.match(`${e.name} ${e.message}`, /abort/i);
-        return true;
-      });
+      const stuck = node.actor('t/Probe/stuck');
+      const calls = [outcome(stuck.call('spinMarked', marker, 120_000)), outcome(stuck.call('echo', 'after'))];
+      await waitFor('the handler to spin', 60_000, () => existsSync(marker));
+      // Sent to the stuck worker now: they wait there for a thread that never takes them.
+      calls.push(outcome(node.actor('t/Probe/b').call('echo', 'b')), outcome(node.actor('t/Probe/c').call('echo', 'c')));
+      const [spun, after, b, c] = await Promise.all(calls);
+      assert.deepEqual(
+        [after, b, c],
+        [{ ok: ['after'] }, { ok: ['b'] }, { ok: ['c'] }],
+        'the calls that never began ran on the new thread',
+      );
+      assert.equal((spun as { code: string }).code, 'OUTCOME_UNKNOWN');
       assert.ok(Date.now() - t0 < 90_000, 'the worker was stopped at the hard limit, not after the 120 s spin');
       assert.deepEqual(await node.actor('t/Probe/after').call('echo', 1), [1]);
     } finally {

@@ -14,7 +14,7 @@ import { describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { SystemRandom } from '../../src/core/random.js';
-import { NonceSource, entryKey, parseEntryKey } from '../../src/alarms/keys.js';
+import { NonceSource, entryKey, parseEntryKey, shardOf } from '../../src/alarms/keys.js';
 import { keyOf } from '../../src/alarms/owner.js';
 import { readCommitted } from '../../src/ops/committed-state.js';
 import { listChain } from '../../src/replication/chain.js';
@@ -152,6 +152,24 @@ describe('index check, actor inspect, status', () => {
     assert.equal((await inspectActor(store, r1, temp(), Date.now(), 5_000)).verdict, 'missing');
     assert.deepEqual(writes(store), []);
     await store.close();
+  });
+
+  it('finds an actor’s entries in every layout: a missing named entry listed in a shard folder is listedUnnamed', async () => {
+    const { bucket } = await seededBucket();
+    const raw = openStore(bucket);
+    const r1 = parseAddress('demo/Reminder/r1');
+    const head1 = await readCommitted(raw, r1, temp());
+    const named = head1.indexed!;
+    await raw.delete(keyOf(r1, named));
+    const copy = keyOf(r1, { ...named, shard: shardOf(r1, 64) }); // as a node with indexShards 64 would list it
+    await raw.put(copy, new Uint8Array(0));
+    const { findings, counts } = await check(raw);
+    assert.deepEqual(counts.actorKinds, { ok: 1, listedUnnamed: 1 });
+    assert.deepEqual(
+      findings.filter((f) => f.type === 'entry').map((f) => [f.kind, f.key]),
+      [['unnamedAtAlarm', copy]],
+    );
+    await raw.close();
   });
 
   it('--repair lists a fresh entry for the missing alarm, deletes nothing, and a node that never ran the actor delivers it', async () => {

@@ -2,8 +2,9 @@
  * The package as a user gets it (docs/guide.md "Use it in your app"):
  *
  *   npm pack (prepack builds) ─▶ keepwork-x.y.z.tgz ─▶ npm init -y; npm install <tgz> in a temp app
- *     ├─ the tarball: dist code (no source maps, nothing only tests use), README, package.json
+ *     ├─ the tarball: dist code (no source maps, nothing only tests use), docs, README, package.json
  *     ├─ library: `node app.js` (import { startNode } from 'keepwork'; a class given as a file URL)
+ *     ├─ client: `node client.js` calls that node (keepwork/client), loading no SQLite, threads or logger
  *     ├─ CLI: `npx keepwork start --class Reminder=reminder.js` (path against the working directory)
  *     └─ a .ts class without tsx installed: refused at start, saying to install tsx or compile
  *
@@ -18,6 +19,7 @@ import { spawn, spawnSync, type ChildProcess, type SpawnSyncOptions } from 'node
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
+import ts from 'typescript';
 import { onExit } from '../../support/exit.js';
 import { REPO } from '../../support/repo.js';
 import { tempDirs } from '../helpers/temp.js';
@@ -117,6 +119,24 @@ async function fired(url: string, name: string): Promise<Array<{ at: number; tex
   return ((await r.json()) as { result: Array<{ at: number; text: string }> }).result;
 }
 
+/** An app in another process: calls the node at $URL with keepwork/client and prints what r1 recorded. */
+const CLIENT_APP = `import { connect } from 'keepwork/client';
+const kw = connect({ url: process.env.URL });
+console.log(JSON.stringify(await kw.actor('demo/Reminder/r1').call('fired')));
+`;
+
+/** `node --import ./refuse-heavy.js`: an import of a package keepwork/client must not load fails. */
+const REFUSE_HEAVY = `import { register } from 'node:module';
+register('./refuse-heavy-hooks.js', import.meta.url);
+`;
+const REFUSE_HEAVY_HOOKS = `const HEAVY = ['better-sqlite3', 'piscina', 'pino', '@aws-sdk', '@smithy', 'rxjs', 'p-queue', 'prom-client'];
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  if (HEAVY.some((p) => r.url.includes('/node_modules/' + p + '/'))) throw new Error('a heavy package was loaded: ' + r.url);
+  return r;
+}
+`;
+
 /** Relative imports of the built files, from the package's entry points: what can ever run. */
 function reachable(pkgDir: string, entries: string[]): Set<string> {
   const seen = new Set<string>();
@@ -126,7 +146,9 @@ function reachable(pkgDir: string, entries: string[]): Set<string> {
     if (seen.has(file)) continue;
     seen.add(file);
     const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)) todo.push(resolve(dirname(file), m[1]!));
+    // imports, exports and import() as the compiler reads them (not an example in a comment)
+    for (const { fileName } of ts.preProcessFile(text, true, true).importedFiles)
+      if (fileName.startsWith('.')) todo.push(resolve(dirname(file), fileName));
     // The worker file: new URL('../workers/event-worker' + (FROM_SOURCE ? '.ts' : '.js'), import.meta.url)
     for (const m of text.matchAll(/new URL\(['"](\.{1,2}\/[^'"]+)['"]\s*\+/g)) todo.push(resolve(dirname(file), m[1]! + '.js'));
   }
@@ -157,15 +179,18 @@ describe('the packed package installed into an app', () => {
       'no source maps (they would point at src/, which is not shipped)',
     );
     assert.deepEqual(
-      shipped.filter((p) => !p.startsWith('dist/') && !['package.json', 'README.md', 'LICENSE'].includes(p)),
+      shipped.filter((p) => !p.startsWith('dist/') && !p.startsWith('docs/') && !['package.json', 'README.md', 'LICENSE'].includes(p)),
       [],
-      'only dist/, README.md, LICENSE and package.json',
+      'only dist/, docs/ (the CLI’s help names them), README.md, LICENSE and package.json',
     );
+    assert.ok(shipped.includes('docs/security.md') && shipped.includes('docs/tuning.md'), 'the docs the CLI names');
     for (const f of [
       'dist/index.js',
       'dist/index.d.ts',
       'dist/actor.js',
       'dist/actor.d.ts',
+      'dist/client/index.js',
+      'dist/client/index.d.ts',
       'dist/cli/cli.js',
       'dist/workers/event-worker.js',
     ]) {
@@ -194,12 +219,12 @@ describe('the packed package installed into an app', () => {
       bin: Record<string, string>;
       peerDependenciesMeta?: Record<string, { optional?: boolean }>;
     };
-    const runs = reachable(installed, ['dist/index.js', 'dist/actor.js', manifest.bin.keepwork!]);
+    const runs = reachable(installed, ['dist/index.js', 'dist/actor.js', 'dist/client/index.js', manifest.bin.keepwork!]);
     const dead = listFiles(join(installed, 'dist'))
       .filter((f) => f.endsWith('.js') && !runs.has(f))
       .filter((f) => readFileSync(f, 'utf8').trim() !== 'export {};') // types only: their .d.ts is what is used
       .map((f) => relative(installed, f));
-    assert.deepEqual(dead, [], 'every shipped module is reachable from index.js, actor.js or the keepwork command');
+    assert.deepEqual(dead, [], 'every shipped module is reachable from index.js, actor.js, client/index.js or the keepwork command');
     assert.equal(manifest.peerDependenciesMeta?.tsx?.optional, true, 'tsx is an optional peer dependency');
 
     for (const f of ['app.js', 'reminder.js']) copyFileSync(join(FIXTURE, f), join(app, f));
@@ -208,6 +233,20 @@ describe('the packed package installed into an app', () => {
     const lib = await serve(process.execPath, ['app.js'], app, { PORT: '0' });
     const r1 = await waitFor('r1 alarm to fire in the library app', 60_000, () => firedOnce(lib.url, 'r1'));
     assert.equal(r1[0]!.text, 'stand up');
+
+    // keepwork/client from another process, with a loader hook that refuses the node's heavy packages
+    writeFileSync(join(app, 'client.js'), CLIENT_APP);
+    writeFileSync(join(app, 'refuse-heavy.js'), REFUSE_HEAVY);
+    writeFileSync(join(app, 'refuse-heavy-hooks.js'), REFUSE_HEAVY_HOOKS);
+    const root = spawnSync(process.execPath, ['--import', './refuse-heavy.js', '--input-type=module', '-e', "await import('keepwork')"], {
+      cwd: app,
+      encoding: 'utf8',
+      env: cleanEnv(),
+      timeout: 60_000,
+    });
+    assert.match(root.stderr, /a heavy package was loaded: /, 'the hook refuses the package root (it can fail)');
+    const viaClient = run(process.execPath, ['--import', './refuse-heavy.js', 'client.js'], app, { env: cleanEnv({ URL: lib.url }) });
+    assert.deepEqual(JSON.parse(viaClient), r1, 'keepwork/client reads what the node recorded');
     assert.deepEqual(await stop(lib.child), { code: 0, signal: null }, 'app.js ends by itself after node.stop()');
 
     // with the command, on the same data dir: r1 is still there, and r2's alarm fires

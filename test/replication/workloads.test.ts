@@ -26,7 +26,7 @@ type Op =
 
 const Store = defineActor({
   init(ctx: ActorContext) {
-    ctx.sql.exec('CREATE TABLE t0 (id INTEGER PRIMARY KEY, v BLOB, n INTEGER); PRAGMA user_version = 1');
+    ctx.sql.exec('CREATE TABLE t0 (id INTEGER PRIMARY KEY, v BLOB, n INTEGER)');
   },
   methods: {
     read: (ctx: ActorContext) => ctx.sql.prepare('SELECT count(*) AS n FROM t0').get(),

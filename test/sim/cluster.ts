@@ -17,7 +17,7 @@ import { silentLogger } from '../../src/core/logger.js';
 import type { SeededRandom } from '../../src/core/random.js';
 import { NonceSource } from '../../src/alarms/keys.js';
 import type { ProtocolRules } from '../../src/alarms/rules.js';
-import { resolveOptions } from '../../src/core/config.js';
+import { resolveOptions, type KeepworkOptions } from '../../src/core/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
 import type { Db } from '../../src/workers/actor-db.js';
@@ -56,7 +56,12 @@ export class Cluster {
     private readonly definition: (clock: Clock) => ActorDefinition,
     /** SAFE_RULES, or one unsafe variant's (unsafe-rules.ts): every node and joiner runs under them. */
     private readonly rules: ProtocolRules,
-  ) {}
+  ) {
+    this.startMs = base.now();
+  }
+
+  /** When the run started (virtual). */
+  private readonly startMs: number;
 
   /** Rejoins after a fence, over every node run so far. */
   rejoins(): number {
@@ -81,7 +86,7 @@ export class Cluster {
       {
         nodeId,
         dataDir: join(this.root, nodeId),
-        options: this.p.config,
+        options: this.optionsAt(),
         className: SIM_CLASS,
         definition: this.definition,
         rules: this.rules,
@@ -99,6 +104,13 @@ export class Cluster {
       this.deadHandles.push(...sn.crash());
       this.base.setTimer(1_000, () => this.startIfDown(nodeId));
     });
+  }
+
+  /** A node's options: after half the chaos, a (re)started node takes the later shard count (a change of S without a stop). */
+  private optionsAt(): KeepworkOptions {
+    const later = this.p.indexShardsLater;
+    if (later === this.p.indexShards || this.base.now() - this.startMs < this.p.chaosMs / 2) return this.p.config;
+    return { ...this.p.config, indexShards: later };
   }
 
   /**

@@ -43,7 +43,13 @@ export interface SimParams {
   rescheduleP: number;
   config: KeepworkOptions;
   faults: FaultParams;
+  /** The index's shard count nodes start with (1: unsharded), and the one nodes restarted after half the chaos take (a change of S without a stop). */
+  indexShards: number;
+  indexShardsLater: number;
 }
+
+/** Offset of the seed of the shard count's own random stream (far from any seed a run uses). */
+const SHARDS_STREAM = 2 ** 40;
 
 const pick = <T>(r: SeededRandom, xs: readonly T[]): T => xs[r.int(xs.length)]!;
 const between = (r: SeededRandom, lo: number, hi: number) => lo + r.int(hi - lo + 1);
@@ -104,12 +110,29 @@ export function drawParams(seed: number): SimParams {
     rescheduleP: pick(r, [0, 0.3, 0.6]),
     config,
     faults,
+    indexShards: 1,
+    indexShardsLater: 1,
   };
   // Drawn last, so every other parameter of a seed stays what it was before this one existed:
   // half the seeds take actors with no local file into memory for alarms, half restore to disk.
   config.alarmsInMemory = r.int(2) === 1;
   // Drawn after it, for the same reason: half the seeds start new actors in memory.
   config.newActorsInMemory = r.int(2) === 1;
+  // The shard count comes from a stream of its own, so a seed that draws 1 keeps every parameter
+  // and every later draw it had before sharding existed: half the seeds shard the index, and half
+  // of those have nodes restarted after half the chaos with another count (1 among them).
+  const s = new SeededRandom(seed + SHARDS_STREAM);
+  if (s.int(2) === 1) {
+    params.indexShards = pick(s, [2, 4, 8]);
+    params.indexShardsLater =
+      s.int(2) === 1
+        ? pick(
+            s,
+            [1, 2, 4, 8].filter((n) => n !== params.indexShards),
+          )
+        : params.indexShards;
+    config.indexShards = params.indexShards;
+  }
   return params;
 }
 
@@ -124,6 +147,7 @@ export function describeParams(p: SimParams): string {
     `nodes=${p.nodes} joiners=${p.joiners} actors=${p.actors} lease=${c.leasePeriodMs} grace=${c.graceMs} sweep=${c.alarmSweepMs}` +
     ` adaptive=${c.sweepAdaptive} memory=${c.alarmsInMemory} newInMemory=${c.newActorsInMemory} idle=${c.idleTimeoutMs} calls/${p.callGapMs}ms faults/${p.faultGapMs}ms step=${p.alarmStepMs}` +
     ` fail=${f.failP} timeout=${f.timeoutP}@${f.timeoutAfterMs}ms landLate<${f.landLateMaxMs}ms spikes=${f.spikeP}` +
-    ` handlerFail=${p.handlerFailP} reschedule=${p.rescheduleP}`
+    ` handlerFail=${p.handlerFailP} reschedule=${p.rescheduleP}` +
+    (p.indexShards > 1 ? ` shards=${p.indexShards}${p.indexShardsLater !== p.indexShards ? `→${p.indexShardsLater}` : ''}` : '')
   );
 }

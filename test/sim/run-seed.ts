@@ -45,6 +45,7 @@ export const VARIANTS: readonly Variant[] = [
   'uploadBeforeEntry',
   'clearOnEmptyBucket',
   'earlyDurableReply',
+  'noOtherShards',
   'canary',
   'livenessCanary',
 ];

@@ -117,7 +117,7 @@ export class SimNode {
     const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), rules, slots, loadClass: async () => actorClass };
     const workers = inlineWorkers(deps);
     sharedMetrics ??= new NodeMetrics();
-    const seams = { random: this.random.fork(), scheduler, onRejoin: (e: number) => ((this.epoch = e), this.rejoins++) };
+    const seams = { random: this.random.fork(), scheduler, rules, onRejoin: (e: number) => ((this.epoch = e), this.rejoins++) };
     this.node = new Node({
       config: this.config,
       clock: this.clock,

@@ -9,11 +9,13 @@
  *   uploadBeforeEntry   R4 order off: a local-only actor's first snapshot goes before its entry
  *   clearOnEmptyBucket  the empty-bucket rule off: entries are removed while the bucket has nothing
  *   earlyDurableReply   the output gate off: a durable call replies once committed, before its link lands
+ *   noOtherShards       the slow walk off: a sharded sweep lists only its own shards (caught by the
+ *                       liveness check, on a seed whose index is sharded)
  */
 import { SAFE_RULES, type ProtocolRules } from '../../src/alarms/rules.js';
 
 export type UnsafeVariant =
-  'untaggedKeys' | 'noGenerationCheck' | 'noFence' | 'uploadBeforeEntry' | 'clearOnEmptyBucket' | 'earlyDurableReply';
+  'untaggedKeys' | 'noGenerationCheck' | 'noFence' | 'uploadBeforeEntry' | 'clearOnEmptyBucket' | 'earlyDurableReply' | 'noOtherShards';
 
 const off = (rule: keyof ProtocolRules): ProtocolRules => Object.freeze({ ...SAFE_RULES, [rule]: false });
 
@@ -24,6 +26,7 @@ export const UNSAFE_RULES: Readonly<Record<UnsafeVariant, ProtocolRules>> = Obje
   uploadBeforeEntry: off('entryBeforeUpload'),
   clearOnEmptyBucket: off('keepOnEmptyBucket'),
   earlyDurableReply: off('durableReplyAfterUpload'),
+  noOtherShards: off('walkOtherShards'),
 });
 
 /** The rules a run of `variant` gives its nodes: SAFE_RULES unless it is an unsafe variant. */

@@ -7,7 +7,8 @@
  * (uploadBeforeEntry, clearOnEmptyBucket) within the slow one; the canary (the harness deletes a
  * named entry itself) on the first seed it can. Seeds run from 1 upwards until the first catch;
  * prints how many seeds each took. Exit 0 when every variant was caught in budget, 1 otherwise.
- * A catch must be a safety verdict: a liveness failure or a harness error does not count.
+ * A catch must be a safety verdict: a liveness failure or a harness error does not count —
+ * except for noOtherShards, a liveness rule, which must be caught by a liveness verdict.
  */
 import { runSeed, type RunResult, type Variant } from './run-seed.js';
 import { reproCommand } from './report.js';
@@ -22,6 +23,8 @@ export const FAST_VARIANTS: readonly Variant[] = ['untaggedKeys', 'noGenerationC
  */
 export const FAST_BUDGET = 80;
 export const SLOW_VARIANTS: readonly Variant[] = ['uploadBeforeEntry', 'clearOnEmptyBucket'];
+/** Variants that break a liveness rule: caught by the liveness check, within the fast budget. */
+export const LIVENESS_VARIANTS: readonly Variant[] = ['noOtherShards'];
 
 export interface Catch {
   variant: Variant;
@@ -34,9 +37,10 @@ export interface Catch {
 
 export async function hunt(variant: Variant, budget: number, firstSeed = 1): Promise<Catch> {
   const other: RunResult[] = [];
+  const catches = LIVENESS_VARIANTS.includes(variant) ? 'liveness' : 'safety';
   for (let i = 0; i < budget; i++) {
     const r = await runSeed(firstSeed + i, variant);
-    if (r.verdict === 'safety') return { variant, seedsRun: i + 1, caught: r, other };
+    if (r.verdict === catches) return { variant, seedsRun: i + 1, caught: r, other };
     if (r.verdict !== 'ok') other.push(r);
   }
   return { variant, seedsRun: budget, caught: undefined, other };
@@ -61,6 +65,7 @@ async function main(): Promise<void> {
   const plan: [Variant, number][] = [
     ['canary', 5],
     ...FAST_VARIANTS.map((v) => [v, fast] as [Variant, number]),
+    ...LIVENESS_VARIANTS.map((v) => [v, fast] as [Variant, number]),
     ...SLOW_VARIANTS.map((v) => [v, slow] as [Variant, number]),
   ];
   for (const [variant, budget] of plan) {

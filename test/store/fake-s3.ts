@@ -1,7 +1,7 @@
 /**
  * A scripted S3 server on 127.0.0.1 for S3Store's tests: every request is recorded (`seen`) and
- * answered by `reply` — a status, headers and body, or 'drop' (the connection closed without an
- * answer) — or from a script of PUT replies (`script`). Plus a clock that records the retry
+ * answered by `reply` — a status, headers and body, 'drop' (the connection closed without an
+ * answer) or 'stall' (no answer until the server stops) — or from a script of PUT replies (`script`). Plus a clock that records the retry
  * delays asked of it and returns at once.
  */
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
@@ -11,13 +11,15 @@ import type { Clock } from '../../src/core/clock.js';
 export interface Seen {
   method: string;
   key: string;
+  /** The request target as sent (path and query, still encoded). */
+  url: string;
   query: URLSearchParams;
   headers: IncomingHttpHeaders;
   body: Buffer;
 }
 
-/** 'drop' closes the connection without an answer (a network error). */
-export type Reply = { status: number; body?: string | Uint8Array; headers?: Record<string, string> } | 'drop';
+/** 'drop' closes the connection without an answer (a network error); 'stall' never answers. */
+export type Reply = { status: number; body?: string | Uint8Array; headers?: Record<string, string> } | 'drop' | 'stall';
 
 export const BUCKET = 'fake-bucket';
 export const xmlError = (status: number, code: string): Reply => ({
@@ -40,10 +42,18 @@ export class FakeS3 {
         const url = new URL(req.url ?? '/', 'http://x');
         const path = decodeURIComponent(url.pathname);
         const key = path.startsWith(`/${BUCKET}/`) ? path.slice(BUCKET.length + 2) : '';
-        const seen: Seen = { method: req.method ?? '', key, query: url.searchParams, headers: req.headers, body: Buffer.concat(chunks) };
+        const seen: Seen = {
+          method: req.method ?? '',
+          key,
+          url: req.url ?? '',
+          query: url.searchParams,
+          headers: req.headers,
+          body: Buffer.concat(chunks),
+        };
         this.seen.push(seen);
         const reply = this.reply(seen);
         if (reply === 'drop') return void req.socket.destroy();
+        if (reply === 'stall') return;
         res.writeHead(reply.status, reply.headers ?? {});
         res.end(reply.body ?? '');
       });

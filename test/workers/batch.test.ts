@@ -4,7 +4,8 @@ import { parseAddress } from '../../src/core/address.js';
 import { runBatch } from '../../src/workers/batch.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
 import type { ActorEvent, BatchOutcome } from '../../src/workers/messages.js';
-import { runEvent } from '../../src/workers/pipeline.js';
+import { runEvent, type OnCommitted } from '../../src/workers/pipeline.js';
+import { beginEvent, newStartGate, revokeTask } from '../../src/workers/start-gate.js';
 import { InlineActors } from '../helpers/inline-actors.js';
 
 const Counter = defineActor({
@@ -104,6 +105,23 @@ describe('runBatch: several events of one actor in one task', () => {
     const finals = Promise.all(later.values()).finally(() => (settled = true));
     for (let i = 0; !settled && i < 1_000; i++) await actors.clock.advance(10);
     assert.deepEqual((await finals).map(value), [n + 1, n + 111], 'each final is its own result, once its link is up');
+  });
+
+  it('a task given up on its start gate: the handlers that had not begun never run, and the count says which began', async () => {
+    const n = await actors.call(A, 'get').then((r) => (r.type === 'ok' ? (r.result as number) : NaN));
+    const gate = newStartGate();
+    const events = [request('add', [1]), request('noSuchMethod', []), request('add', [10]), request('add', [100])];
+    let revokedAt = -1;
+    const run = (e: ActorEvent, committed?: OnCommitted, begin?: () => boolean) => {
+      if (e === events[3]) revokedAt = revokeTask(gate); // the main thread gives the task up while event 2 has run
+      return runEvent(actors.deps, e, committed, begin);
+    };
+    const { outcomes } = await runBatch(run, events, undefined, (i) => beginEvent(gate, i));
+    assert.equal(revokedAt, 3, 'events 0 to 2 may have run (the handler of 2 began)');
+    assert.deepEqual(outcomes.map(value).slice(0, 3), [n + 1, 'NOT_FOUND', n + 11]);
+    assert.equal(outcomes[3]!.type, 'error', 'the last one was refused before its handler');
+    const r = await actors.call(A, 'get');
+    assert.equal(r.type === 'ok' && r.result, n + 11, 'nothing of it ran: it can run again elsewhere');
   });
 
   it('an event that throws outside the pipeline fails alone', async () => {

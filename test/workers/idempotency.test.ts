@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { parseAddress } from '../../src/core/address.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { checkIdempotencyKey, IDEMPOTENCY_KEY_MAX_CHARS } from '../../src/workers/idempotency.js';
+import { checkIdempotencyKey, IDEMPOTENCY_KEY_MAX_CHARS } from '../../src/core/idempotency-key.js';
 import type { EventResult } from '../../src/workers/messages.js';
 import { runEvent } from '../../src/workers/pipeline.js';
 import { InlineActors, okResult } from '../helpers/inline-actors.js';

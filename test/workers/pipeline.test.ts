@@ -173,6 +173,10 @@ describe('event pipeline: transactions, init, guard, delete', () => {
     "VACUUM INTO '/tmp/copy.db'",
     'PRAGMA writable_schema = 1',
     'PRAGMA journal_mode = DELETE',
+    'PRAGMA user_version = 5',
+    "INSERT INTO '_keep_meta' VALUES ('initialized', '0')",
+    'CREATE TRIGGER t AFTER INSERT ON log BEGIN DELETE FROM _keep_alarm; END',
+    'INSERT OR ROLLBACK INTO log VALUES (1)',
     'COMMIT',
     'SAVEPOINT s1',
     "SELECT load_extension('x')",
@@ -188,12 +192,42 @@ describe('event pipeline: transactions, init, guard, delete', () => {
     assert.deepEqual(okResult(await env.call('t1/Rem/g', 'log')), [{ what: '_keep_ is fine here' }]);
   });
 
+  it('guest SQL may create a trigger; it fires in a later event', async () => {
+    const trigger = "CREATE TRIGGER twice AFTER INSERT ON log WHEN new.what <> 'again' BEGIN INSERT INTO log VALUES ('again'); END";
+    okResult(await env.call('t1/Rem/trig', 'sql', trigger));
+    okResult(await env.call('t1/Rem/trig', 'sql', "INSERT INTO log VALUES ('once')"));
+    assert.deepEqual(okResult(await env.call('t1/Rem/trig', 'log')), [{ what: 'once' }, { what: 'again' }]);
+  });
+
   it('an unknown method or class is NOT_FOUND and creates nothing', async () => {
     const r = await env.call('t1/Rem/nobody', 'nope');
     assert.equal(r.type === 'error' && r.error.code, 'NOT_FOUND');
     const c = await env.call('t1/Nope/nobody', 'x');
     assert.equal(c.type === 'error' && c.error.code, 'NOT_FOUND');
     assert.equal(existsSync(actorDbPath(env.dataDir, parseAddress('t1/Rem/nobody'))), false);
+  });
+
+  it('a new actor whose first call its handler refuses leaves no local file and nothing in the bucket', async () => {
+    const path = actorDbPath(env.dataDir, parseAddress('t1/Rem/refused'));
+    const r = await env.call('t1/Rem/refused', 'insertThenFail');
+    assert.equal(r.type === 'error' && r.error.code, 'HANDLER_FAILED');
+    const left = ['', '-wal', '-shm', '.chain'].filter((suffix) => existsSync(path + suffix));
+    assert.deepEqual(left, []);
+    assert.deepEqual(
+      (await env.store.list({ prefix: 'state/t1/Rem/' })).keys.filter((k) => k.includes(Buffer.from('refused').toString('hex'))),
+      [],
+    );
+    assert.equal(okResult(await env.call('t1/Rem/refused', 'initCount')), 1, 'the next call creates it as new');
+    assert.ok(existsSync(path));
+  });
+
+  it('a new actor is kept once something committed: a durable call’s recorded error, or a later call', async () => {
+    const keyed = await env.callOnce('k-1', 't1/Rem/recorded', 'insertThenFail');
+    assert.equal(keyed.type === 'error' && keyed.error.code, 'HANDLER_FAILED');
+    assert.ok(existsSync(actorDbPath(env.dataDir, parseAddress('t1/Rem/recorded'))), 'the recorded error is the actor’s');
+    okResult(await env.call('t1/Rem/kept', 'log'));
+    assert.equal((await env.call('t1/Rem/kept', 'insertThenFail')).type, 'error');
+    assert.ok(existsSync(actorDbPath(env.dataDir, parseAddress('t1/Rem/kept'))));
   });
 
   it('an alarm for an actor that does not exist creates nothing', async () => {

@@ -12,6 +12,29 @@
  * - unknown:      5xx, 429, timeouts, network errors: may or may not have been applied, retry
  * - fatal:        any other answer (403, 400, NoSuchBucket, ...): not applied, do not retry
  */
+/**
+ * An S3 error answer as the lean client reports it, in the shape of the SDK's errors (the code as
+ * `name`, the status in `$metadata`), so that one classifier serves both clients.
+ */
+export class S3ServiceError extends Error {
+  readonly $metadata: { httpStatusCode: number };
+
+  constructor(code: string, status: number, message: string) {
+    super(message || `S3 answered ${status} ${code}`);
+    this.name = code;
+    this.$metadata = { httpStatusCode: status };
+  }
+}
+
+/** The error code of an answer without an XML body (HEAD, or a proxy's page): the SDK's names. */
+export function codeOfStatus(status: number): string {
+  if (status === 404) return 'NotFound';
+  if (status === 412) return 'PreconditionFailed';
+  if (status === 403) return 'Forbidden';
+  if (status === 400) return 'BadRequest';
+  return 'UnknownError';
+}
+
 export type S3Failure = 'precondition' | 'notFound' | 'conflict' | 'unknown' | 'fatal';
 
 /** Per-key codes of a DeleteObjects answer worth retrying (the rest are refusals). */

@@ -19,10 +19,11 @@
  *   retries exhausted, or a 412 after an unknown attempt ──→ GET: our body → success (its etag)
  *                                                             else → AmbiguousWrite
  *
- * The SDK's client and how it is set up are in s3/client.ts, which loads the SDK at the store's
- * first request.
+ * The requests go through one of two clients (s3/requests.ts), made at the store's first request:
+ * keepwork's lean client (s3/lean-client.ts), or with `s3SdkClient` the AWS SDK's (s3/sdk-client.ts,
+ * which loads the SDK then).
  *
- * Server differences handled here (and, for the etag quotes and checksums, in s3/client.ts):
+ * Server differences handled here (and, for the etag quotes and checksums, in the clients):
  * - If-Match on a missing key: AWS answers 404 NoSuchKey, RGW 412; both become PreconditionFailed.
  * - Concurrent If-Match losers on RGW often get 500 (its ECANCELED) instead of 412: a 5xx on a
  *   conditional write is ambiguous, resolved by the read-back above. AWS may answer 409
@@ -32,15 +33,16 @@
  *   (or are stored with their chunk trailers by other servers).
  * - The SDK's own retries are off: this file retries, within the config's budget.
  */
-import type { PutObjectCommandInput } from '@aws-sdk/client-s3';
-import { connect, type S3ClientOptions, type S3Requests } from './client.js';
+import type { PutConditions, S3ClientOptions, S3Requests } from './requests.js';
+import { LeanS3Client } from './lean-client.js';
+import { connectSdk } from './sdk-client.js';
 import type { Clock } from '../../core/clock.js';
 import { AmbiguousWrite, BadKey, BadRequest, PreconditionFailed, StoreUnavailable } from '../../core/errors.js';
 import type { Random } from '../../core/random.js';
 import { retry } from '../../core/retry.js';
 import type { Settings } from '../../core/config.js';
 
-export type S3Settings = Settings<'storeAttemptsMax' | 'storeRetryBaseMs' | 'storeRequestTimeoutMs' | 'storeSocketsMax'>;
+export type S3Settings = Settings<'storeAttemptsMax' | 'storeRetryBaseMs' | 'storeRequestTimeoutMs' | 'storeSocketsMax' | 's3SdkClient'>;
 import { sameBytes, unquoteEtag } from '../etag.js';
 import { TRANSIENT_DELETE_CODES, classifyS3Error, describe, isRetryableS3Error } from './errors.js';
 import { KEY_MAX_BYTES, resolveList, validateKey, validatePrefix } from '../keys.js';
@@ -68,6 +70,13 @@ export interface S3StoreOptions {
 
 const DELETE_BATCH_KEYS = 1000;
 
+interface PutInput {
+  /** The full key. */
+  key: string;
+  body: Buffer;
+  conditions: PutConditions;
+}
+
 function toBuffer(body: Uint8Array): Buffer {
   return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }
@@ -83,7 +92,7 @@ function etagFrom(etag: string | undefined, what: string): string {
 export class S3Store implements ObjectStore {
   readonly description: string;
   private readonly clientOptions: S3ClientOptions;
-  /** Set at the first request: the SDK is loaded then, not when the store is made (s3/client.ts). */
+  /** Set at the first request: the client (and with s3SdkClient the SDK) is made then, not when the store is. */
   private requests: Promise<S3Requests> | undefined;
   private readonly bucket: string;
   private readonly root: string;
@@ -100,6 +109,7 @@ export class S3Store implements ObjectStore {
     this.clock = options.clock;
     this.description = `s3://${this.bucket}/${this.root}`;
     this.clientOptions = {
+      bucket: options.bucket,
       endpoint: options.endpoint,
       region: options.region,
       forcePathStyle: options.forcePathStyle ?? options.endpoint !== undefined,
@@ -112,9 +122,8 @@ export class S3Store implements ObjectStore {
     const Key = this.fullKey(key);
     return this.attempt(`GET ${key}`, async () => {
       try {
-        const res = await (await this.client()).get({ Bucket: this.bucket, Key });
-        const body = res.Body ? await res.Body.transformToByteArray() : new Uint8Array(0);
-        return { body, etag: etagFrom(res.ETag, `GET ${key}`) };
+        const res = await (await this.client()).get(Key);
+        return { body: res.body, etag: etagFrom(res.etag, `GET ${key}`) };
       } catch (e) {
         if (classifyS3Error(e) === 'notFound') return null;
         throw e;
@@ -126,8 +135,8 @@ export class S3Store implements ObjectStore {
     const Key = this.fullKey(key);
     return this.attempt(`HEAD ${key}`, async () => {
       try {
-        const res = await (await this.client()).head({ Bucket: this.bucket, Key });
-        return { etag: etagFrom(res.ETag, `HEAD ${key}`), size: res.ContentLength ?? 0 };
+        const res = await (await this.client()).head(Key);
+        return { etag: etagFrom(res.etag, `HEAD ${key}`), size: res.size };
       } catch (e) {
         if (classifyS3Error(e) === 'notFound') return null;
         throw e;
@@ -136,20 +145,15 @@ export class S3Store implements ObjectStore {
   }
 
   async put(key: string, body: Uint8Array, condition: PutCondition = {}): Promise<{ etag: string }> {
-    const input: PutObjectCommandInput = {
-      Bucket: this.bucket,
-      Key: this.fullKey(key),
-      Body: toBuffer(body),
-      ContentLength: body.byteLength,
-    };
+    const input: PutInput = { key: this.fullKey(key), body: toBuffer(body), conditions: {} };
     if ('ifNoneMatch' in condition) {
       if (condition.ifNoneMatch !== '*') throw new BadRequest(`ifNoneMatch must be '*', got ${JSON.stringify(condition.ifNoneMatch)}`);
-      input.IfNoneMatch = '*';
+      input.conditions.ifNoneMatch = '*';
     } else if ('ifMatch' in condition) {
       if (typeof condition.ifMatch !== 'string' || condition.ifMatch === '') throw new BadRequest(`ifMatch must be a non-empty etag`);
-      input.IfMatch = condition.ifMatch; // sent unquoted by unquoteIfMatch()
+      input.conditions.ifMatch = condition.ifMatch; // the clients send it unquoted
     }
-    if (input.IfNoneMatch === undefined && input.IfMatch === undefined) {
+    if (input.conditions.ifNoneMatch === undefined && input.conditions.ifMatch === undefined) {
       return this.attempt(`PUT ${key}`, () => this.sendPut(input, key));
     }
     return this.conditionalPut(key, body, input);
@@ -159,7 +163,7 @@ export class S3Store implements ObjectStore {
     const Key = this.fullKey(key);
     await this.attempt(`DELETE ${key}`, async () => {
       try {
-        await (await this.client()).delete({ Bucket: this.bucket, Key });
+        await (await this.client()).delete(Key);
       } catch (e) {
         if (classifyS3Error(e) !== 'notFound') throw e;
       }
@@ -181,19 +185,10 @@ export class S3Store implements ObjectStore {
     const startAfter = options.startAfter ? this.root + options.startAfter : undefined;
     const client = await this.client();
     const res = await this.attempt(`LIST ${prefix}`, () =>
-      client.list({
-        Bucket: this.bucket,
-        Prefix: this.root + prefix,
-        StartAfter: startAfter,
-        MaxKeys: Math.min(maxKeys, LIST_MAX_KEYS),
-        ContinuationToken: continuation,
-      }),
+      client.list({ prefix: this.root + prefix, startAfter, maxKeys: Math.min(maxKeys, LIST_MAX_KEYS), continuation }),
     );
-    const keys = (res.Contents ?? [])
-      .map((o) => o.Key ?? '')
-      .filter((k) => k.startsWith(this.root) && k.length > this.root.length)
-      .map((k) => k.slice(this.root.length));
-    return res.IsTruncated && res.NextContinuationToken ? { keys, continuation: res.NextContinuationToken } : { keys };
+    const keys = res.keys.filter((k) => k.startsWith(this.root) && k.length > this.root.length).map((k) => k.slice(this.root.length));
+    return res.continuation ? { keys, continuation: res.continuation } : { keys };
   }
 
   async close(): Promise<void> {
@@ -204,9 +199,11 @@ export class S3Store implements ObjectStore {
 
   // -- internals -------------------------------------------------------------------------------
 
-  /** The SDK's client, loaded and made at the first request. */
+  /** The client, made at the first request (the SDK's is loaded then). */
   private client(): Promise<S3Requests> {
-    this.requests ??= connect(this.clientOptions);
+    this.requests ??= this.config.s3SdkClient
+      ? connectSdk(this.clientOptions)
+      : Promise.resolve(new LeanS3Client(this.clientOptions, { clock: this.clock }));
     return this.requests;
   }
 
@@ -217,9 +214,9 @@ export class S3Store implements ObjectStore {
     return full;
   }
 
-  private async sendPut(input: PutObjectCommandInput, key: string): Promise<{ etag: string }> {
-    const res = await (await this.client()).put(input);
-    return { etag: etagFrom(res.ETag, `PUT ${key}`) };
+  private async sendPut(input: PutInput, key: string): Promise<{ etag: string }> {
+    const res = await (await this.client()).put(input.key, input.body, input.conditions);
+    return { etag: etagFrom(res.etag, `PUT ${key}`) };
   }
 
   /**
@@ -244,7 +241,7 @@ export class S3Store implements ObjectStore {
   }
 
   /** A PUT with If-None-Match or If-Match; see the diagram at the top of the file. */
-  private async conditionalPut(key: string, body: Uint8Array, input: PutObjectCommandInput): Promise<{ etag: string }> {
+  private async conditionalPut(key: string, body: Uint8Array, input: PutInput): Promise<{ etag: string }> {
     let unknown = false; // an earlier attempt's outcome is unknown: a 412 may be our own write
     const failed = (e: unknown) => void (unknown ||= classifyS3Error(e) === 'unknown');
     try {
@@ -289,20 +286,18 @@ export class S3Store implements ObjectStore {
     let pending = keys;
     const once = async () => {
       const client = await this.client();
-      const res = await this.attempt(`DELETE ${pending.length} keys`, () =>
-        client.deleteMany({ Bucket: this.bucket, Delete: { Objects: pending.map((Key) => ({ Key })), Quiet: true } }),
-      );
-      const failed = (res.Errors ?? []).filter((x) => x.Code !== 'NoSuchKey');
+      const res = await this.attempt(`DELETE ${pending.length} keys`, () => client.deleteMany(pending));
+      const failed = res.filter((x) => x.code !== 'NoSuchKey');
       if (failed.length === 0) return;
-      const refused = failed.filter((x) => !TRANSIENT_DELETE_CODES.has(x.Code ?? ''));
+      const refused = failed.filter((x) => !TRANSIENT_DELETE_CODES.has(x.code));
       if (refused.length > 0) {
         const sample = refused
           .slice(0, 3)
-          .map((x) => `${x.Key}: ${x.Code}`)
+          .map((x) => `${x.key}: ${x.code}`)
           .join(', ');
         throw new StoreUnavailable(`S3 ${this.description} refused to delete ${refused.length} keys (${sample})`);
       }
-      pending = failed.map((x) => x.Key ?? '').filter((k) => k !== '');
+      pending = failed.map((x) => x.key).filter((k) => k !== '');
       throw new KeysNotDeleted(failed);
     };
     try {
@@ -311,7 +306,7 @@ export class S3Store implements ObjectStore {
       if (!(e instanceof KeysNotDeleted)) throw e;
       const sample = e.failed
         .slice(0, 3)
-        .map((x) => `${x.Key}: ${x.Code}`)
+        .map((x) => `${x.key}: ${x.code}`)
         .join(', ');
       const attempts = this.config.storeAttemptsMax;
       throw new StoreUnavailable(`S3 ${this.description} failed to delete ${e.failed.length} keys after ${attempts} attempts (${sample})`);
@@ -321,7 +316,7 @@ export class S3Store implements ObjectStore {
 
 /** Some keys of a DeleteObjects request were not deleted (internal to deleteBatch's retries). */
 class KeysNotDeleted extends Error {
-  constructor(readonly failed: { Key?: string; Code?: string }[]) {
+  constructor(readonly failed: { key: string; code: string }[]) {
     super(`${failed.length} keys not deleted`);
   }
 }

@@ -20,6 +20,7 @@ import {
   type PutCondition,
   type StoredObject,
 } from '../types.js';
+import { splitWrapperUrl } from './wrapper-url.js';
 
 export const DEFAULT_LATENCY_MS = 20;
 export const LATENCY_SCHEME = 'latency+';
@@ -77,16 +78,10 @@ export class LatencyStore implements ObjectStore {
 
 /** Splits `latency+<inner>[?…ms=N…]` into the inner URL (without `ms`) and the delay. */
 export function parseLatencyUrl(url: string): { inner: string; ms: number } {
-  if (!url.startsWith(LATENCY_SCHEME)) throw new BadConfig(`not a latency URL: ${JSON.stringify(url)}`);
-  const rest = url.slice(LATENCY_SCHEME.length);
-  const q = rest.indexOf('?');
-  if (q < 0) return { inner: rest, ms: DEFAULT_LATENCY_MS };
-  const params = new URLSearchParams(rest.slice(q + 1));
+  const { inner, params } = splitWrapperUrl(url, LATENCY_SCHEME, ['ms']);
   const text = params.get('ms');
-  params.delete('ms');
-  const ms = text === null ? DEFAULT_LATENCY_MS : Number(text);
-  if (text !== null && (text.trim() === '' || !Number.isFinite(ms) || ms < 0))
+  const ms = text === undefined ? DEFAULT_LATENCY_MS : Number(text);
+  if (text !== undefined && (text.trim() === '' || !Number.isFinite(ms) || ms < 0))
     throw new BadConfig(`latency URL ${JSON.stringify(url)}: ms must be a number ≥ 0, got ${JSON.stringify(text)}`);
-  const query = params.toString();
-  return { inner: rest.slice(0, q) + (query ? `?${query}` : ''), ms };
+  return { inner, ms };
 }

@@ -1,0 +1,227 @@
+/**
+ * bench/fleet: a model of a keepwork fleet — N live nodes draining K overdue alarms left by dead
+ * nodes, in one process on virtual time, running the real sweep, planner, shard owners, timer and
+ * delivery queue over a modelled S3 (bench/support/fleet/: clock, s3-model, index-store,
+ * node-model, run, arming). For both layouts (S = 1, and S chosen per N) and each N it prints the
+ * drain time, index keys listed per delivered alarm per node, requests and dollars by verb, peak
+ * per-partition rates and 503s, lateness; then one tenant's arming rate against 503s, and the
+ * per-node sweep cost with a large index of pending (not overdue) alarms. The model's inputs are
+ * printed and written with its results.
+ *
+ *   npm run bench -- fleet [--quick] [--n 10,100,1000] [--k 1000000] [--pending-k 10000000]
+ *                          [--shards-per-node 2] [--budget-s 240] [--calibrate] [--seed 1]
+ *
+ * Writes bench/results/fleet.json and fleet.svg (drain time against N, both layouts).
+ */
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { benchArgs, numbers, quick, round, table, writeResult } from './lib.js';
+import { lineChart } from './support/svg-chart.js';
+import { ARMING_DELAYS, runArming, type ArmingResult } from './support/fleet/arming.js';
+import type { CpuInputs } from './support/fleet/node-model.js';
+import { runFleet, steadyPartitions, type RunInputs, type RunResult } from './support/fleet/run.js';
+import { AWS_LATENCY, S3_STANDARD_PRICES, type S3Inputs } from './support/fleet/s3-model.js';
+
+// A million-entry index makes garbage fast: a larger young generation halves the collector's share.
+if (!process.execArgv.some((a) => a.startsWith('--max-semi-space-size'))) {
+  const r = spawnSync(
+    process.execPath,
+    ['--max-semi-space-size=64', ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)],
+    {
+      stdio: 'inherit',
+    },
+  );
+  process.exit(r.status ?? 1);
+}
+
+const args = benchArgs({
+  n: { type: 'string' },
+  k: { type: 'string' },
+  'pending-k': { type: 'string' },
+  'shards-per-node': { type: 'string', default: '2' },
+  'budget-s': { type: 'string' },
+  calibrate: { type: 'boolean' },
+  seed: { type: 'string', default: '1' },
+});
+
+const ns = numbers(args.n) ?? (quick ? [3, 10] : [10, 100, 1000]);
+const k = Number(args.k ?? (quick ? 20_000 : 1_000_000));
+const pendingK = Number(args['pending-k'] ?? (quick ? 100_000 : 10_000_000));
+const budgetMs = Number(args['budget-s'] ?? (quick ? 8 : 240)) * 1000;
+const seed = Number(args.seed);
+const shardsPerNode = Number(args['shards-per-node']);
+
+/** S for N nodes: the power of two at or above shardsPerNode · N (tuning.md: between N and 4·N), at most 4,096. */
+const shardsFor = (n: number) => Math.min(4096, 2 ** Math.ceil(Math.log2(Math.max(2, shardsPerNode * n))));
+
+/** Actors' holds and state are spread over this many partitions each (the steady bucket). */
+const ACTOR_PARTITIONS = 256;
+
+const CPU: CpuInputs = {
+  cores: 2,
+  deliveryMinMs: 1.3,
+  deliveryMaxMs: 2.0,
+  duplicateMs: 0.5,
+  listMs: 0.6,
+  keyUs: 5,
+  weightNs: 100,
+};
+
+function s3For(alarms: number, shards: number): S3Inputs {
+  return {
+    latency: AWS_LATENCY,
+    writesPerSecond: 3500,
+    readsPerSecond: 5500,
+    splitAfterS: 60,
+    partitionBounds: steadyPartitions(alarms, shards, ACTOR_PARTITIONS),
+    pricePer1000: S3_STANDARD_PRICES,
+    attemptsMax: 4,
+    retryBaseMs: 50,
+  };
+}
+
+function inputs(nodes: number, shards: number, alarms: number, extra: Partial<RunInputs> = {}): RunInputs {
+  return {
+    nodes,
+    shards,
+    alarms,
+    dueSpreadMs: 0,
+    pendingAheadMs: 0,
+    horizonMs: 3_600_000,
+    budgetMs,
+    seed,
+    s3: s3For(alarms, shards),
+    cpu: CPU,
+    set: {},
+    ...extra,
+  };
+}
+
+const usd = (n: number) => `$${n < 0.01 ? n.toFixed(4) : n.toFixed(2)}`;
+
+function drainRow(r: RunResult) {
+  return {
+    N: r.N,
+    S: r.S,
+    K: r.K.toLocaleString('en'),
+    'drain s': r.drained ? r.drainS : `~${r.drainS} (extrapolated: ${r.delivered.toLocaleString('en')} ran in ${r.virtualS} s)`,
+    'late p50/p99 s': `${r.latenessS.p50} / ${r.latenessS.p99}`,
+    'keys listed per alarm per node': r.keysListedPerDelivery,
+    'LISTs/node/s': r.listsPerNodePerS,
+    'sweep CPU % of a core': r.sweepCpuPct,
+    'GET / PUT / LIST / DELETE': `${r.requests.GET} / ${r.requests.PUT} / ${r.requests.LIST} / ${r.requests.DELETE}`,
+    $: `${usd(r.dollars.total)} (${usd(r.dollars.PUT)} PUT, ${usd(r.dollars.LIST)} LIST, ${usd(r.dollars.GET)} GET)`,
+    'peak index r/w per s': `${r.peak.index.reads} / ${r.peak.index.writes}`,
+    'peak actors r/w per s': `${r.peak.actors.reads} / ${r.peak.actors.writes}`,
+    '503s': Object.values(r.refused).reduce((a, b) => a + b, 0),
+    'dup / dropped': `${r.duplicates} / ${r.dropped}`,
+    wall: `${r.wallS} s`,
+  };
+}
+
+function pendingRow(r: RunResult) {
+  return {
+    N: r.N,
+    S: r.S,
+    'pending entries': r.K.toLocaleString('en'),
+    'LISTs/node/s': r.listsPerNodePerS,
+    'keys listed/node/s': r.keysListedPerNodePerS,
+    'sweep CPU % of a core': r.sweepCpuPct,
+    'LIST $/hour (fleet)': usd(((r.requests.LIST / r.virtualS) * 3600 * S3_STANDARD_PRICES.LIST) / 1000),
+    wall: `${r.wallS} s`,
+  };
+}
+
+async function main() {
+  const progress = (line: string) => console.error(line);
+  const modelInputs = {
+    cpu: CPU,
+    s3: {
+      ...s3For(0, 1),
+      partitionBounds: `steady: top-level prefixes; holds/ and state/ in ${ACTOR_PARTITIONS} ranges each; the index one partition (S = 1) or one per shard folder (S > 1)`,
+    },
+    latencySource:
+      'AWS S3 performance guidelines (first-byte latency of small objects: tens of ms; 3,500 PUT/COPY/POST/DELETE and 5,500 GET/HEAD per second per partitioned prefix, 503 SlowDown while scaling); RGW on this machine (docs/benchmarks.md store, s3-overhead) answers in 2–12 ms on loopback, so the model uses AWS-like figures',
+    cpuSource:
+      'docs/benchmarks.md "drain": 1.2–2 ms of CPU per delivered alarm; s3-overhead: ~0.5 ms per SDK request (a LIST: listMs); keyUs, weightNs: parseEntryKey and a rendezvous weight on this machine',
+    requestsPerDelivery: 'hold PUT, chain LIST, snapshot GET, link PUT; then the entry in a DeleteObjects batch and a release PUT',
+    scenario: 'every alarm due at T (one millisecond); nodes start at T; drain = T + margin (15 s) → the last alarm ran',
+    shardsPerN: `S = the power of two ≥ ${shardsPerNode}·N`,
+    budgetS: budgetMs / 1000,
+    seed,
+  };
+  console.log('fleet model inputs:\n' + JSON.stringify(modelInputs, null, 2));
+
+  const drains: RunResult[] = [];
+  for (const n of ns)
+    for (const s of [1, shardsFor(n)]) {
+      console.error(`drain: N=${n} S=${s} K=${k}`);
+      drains.push(await runFleet(inputs(n, s, k), progress));
+    }
+  console.log('\nDrain of K overdue alarms left by dead nodes\n' + table(drains.map(drainRow)));
+
+  const pending: RunResult[] = [];
+  for (const n of ns)
+    for (const s of [1, shardsFor(n)]) {
+      console.error(`pending: N=${n} S=${s} K=${pendingK}`);
+      pending.push(
+        await runFleet(inputs(n, s, pendingK, { pendingAheadMs: 3_600_000, horizonMs: 60_000, budgetMs: budgetMs * 2 }), progress),
+      );
+    }
+  console.log('\nSweeping an index of pending (not overdue) alarms, 60 s\n' + table(pending.map(pendingRow)));
+
+  const arming: ArmingResult[] = [];
+  const seconds = quick ? 5 : 30;
+  for (const s of [1, 256])
+    for (const rate of quick ? [3_000, 20_000] : [3_000, 10_000, 50_000, 200_000])
+      arming.push(runArming(s, rate, seconds, s3For(0, s), seed));
+  console.log(
+    `\nOne tenant arming (one index PUT each, due ${ARMING_DELAYS.minDelayMs / 1000}–${ARMING_DELAYS.maxDelayMs / 1000} s ahead), ${seconds} s\n` +
+      table(
+        arming.map((a) => ({ S: a.S, 'PUTs/s': a.ratePerS, '503s': a.refused, 'seconds with 503s': a.secondsRefused, splits: a.splits })),
+      ),
+  );
+
+  const calibration: RunResult[] = [];
+  if (args.calibrate) {
+    // Against bench/drain on this machine: --m 1 --store latency --latency-ms 20 (docs/benchmarks.md), and --m 3 --latency-ms 30.
+    for (const [n, ms] of [
+      [1, 20],
+      [3, 30],
+    ] as const) {
+      const s3 = { ...s3For(10_000, 1), latency: { fixedMs: ms }, writesPerSecond: Infinity, readsPerSecond: Infinity };
+      calibration.push(await runFleet({ ...inputs(n, 1, 10_000), s3, cpu: { ...CPU, cores: 2 / n } }, progress));
+    }
+    console.log(
+      '\nCalibration: N nodes sharing 2 cores, 10,000 alarms, every request 20 ms (N = 1) or 30 ms (N = 3)\n' +
+        table(calibration.map(drainRow)),
+    );
+  }
+
+  const svg = lineChart({
+    title: `Fleet model: draining ${k.toLocaleString('en')} overdue alarms`,
+    xLabel: 'live nodes N (log10)',
+    yLabel: 'drain time, s (T + margin → last alarm)',
+    series: [
+      {
+        label: 'S = 1 (the decision record)',
+        points: drains.filter((r) => r.S === 1).map((r) => [round(Math.log10(r.N), 3), r.drainS] as const),
+      },
+      { label: `S ≥ ${shardsPerNode}·N`, points: drains.filter((r) => r.S > 1).map((r) => [round(Math.log10(r.N), 3), r.drainS] as const) },
+    ],
+  });
+  const chart = fileURLToPath(new URL(`./results/fleet${quick ? '-quick' : ''}.svg`, import.meta.url));
+  writeFileSync(chart, svg);
+  const path = writeResult(quick ? 'fleet-quick' : 'fleet', {
+    inputs: modelInputs,
+    drains,
+    pending,
+    arming,
+    calibration,
+    armingDelays: ARMING_DELAYS,
+  });
+  console.log(`\nwrote ${path}, ${chart}`);
+}
+
+await main();

@@ -1,0 +1,314 @@
+/**
+ * One node of the fleet model: the real Sweeper (src/alarms/sweep.ts, with plan-sweep.ts and the
+ * shard owners of shard.ts) and the real AlarmDelivery (timer, bounded queue, delivery limit:
+ * src/main/alarm-delivery.ts), on the fleet's virtual clock, over the modelled bucket. What is
+ * modelled instead of run:
+ *
+ *   the bucket      index LISTs answered by index-store.ts after an S3 round trip (s3-model.ts);
+ *                   every other request only costs its round trip and is counted
+ *   a delivery      constant CPU on the node's cores, then the requests of one (hold PUT, the
+ *                   chain's LIST, the snapshot's GET, the link's PUT) one after another; then the
+ *                   index entry joins the node's delete batch (≤ 1,000 keys, ≤ 50 ms: one
+ *                   DeleteObjects) and the hold is released (one PUT)
+ *   a duplicate     an entry delivered elsewhere already (listed before its delete landed, or
+ *                   anyone's): hold PUT, chain LIST, snapshot GET, the stale check's LIST, release
+ *                   PUT; an actor another node is delivering now: hold PUT and GET, then dropped
+ *   the sweep's CPU per LIST and per key read, and per (unsharded key × live node) hashed by the
+ *                   planner's rendezvous, on the same cores
+ *   membership      the live set is fixed; liveNodes is one LIST of nodes/ per maxAge, and each
+ *                   node renews its lease (one PUT) every leasePeriodMs / 3
+ */
+import type { ActorAddress } from '../../../src/core/address.js';
+import { ClockScheduler } from '../../../src/core/clock-scheduler.js';
+import type { ResolvedConfig } from '../../../src/core/config.js';
+import { StoreUnavailable } from '../../../src/core/errors.js';
+import { silentLogger } from '../../../src/core/logger.js';
+import type { SeededRandom } from '../../../src/core/random.js';
+import { actorEntriesPrefix, shardOfKey } from '../../../src/alarms/keys.js';
+import type { SweepNode } from '../../../src/alarms/plan-sweep.js';
+import { Sweeper, type SweepHost } from '../../../src/alarms/sweep.js';
+import { AlarmDelivery } from '../../../src/main/alarm-delivery.js';
+import type { NodeMetrics } from '../../../src/main/metrics.js';
+import type { ListOptions, ListPage, ObjectStore } from '../../../src/store/types.js';
+import type { EventResult } from '../../../src/workers/messages.js';
+import type { FleetClock } from './clock.js';
+import { FLEET_TENANT, idOfKey, type IndexStore } from './index-store.js';
+import type { S3Model, Verb } from './s3-model.js';
+
+/** What a node's work costs in CPU (ms), beyond the bucket's round trips. */
+export interface CpuInputs {
+  /** Cores per node (a fraction: nodes sharing a machine's cores). */
+  cores: number;
+  deliveryMinMs: number;
+  deliveryMaxMs: number;
+  /** A duplicate or dropped delivery, ms. */
+  duplicateMs: number;
+  /** One LIST request through the SDK, ms. */
+  listMs: number;
+  /** Parsing and sorting one listed key, µs. */
+  keyUs: number;
+  /** One rendezvous weight (an unsharded entry, for each live node), ns. */
+  weightNs: number;
+}
+
+const PENDING = 0;
+const IN_FLIGHT = 1;
+const DELIVERED = 2;
+
+/** What every node of a run shares: time, the bucket, the index, the alarms' fate. */
+export interface Fleet {
+  clock: FleetClock;
+  s3: S3Model;
+  index: IndexStore;
+  config: ResolvedConfig;
+  cpu: CpuInputs;
+  live: SweepNode[];
+  metrics: NodeMetrics;
+  /** Per alarm: PENDING, IN_FLIGHT, DELIVERED; who has it; when it ran; how many times it ran. */
+  state: Uint8Array;
+  owner: Uint16Array;
+  ranAtMs: Float64Array;
+  runs: Uint8Array;
+  tally: { delivered: number; duplicates: number; dropped: number; failures: number; lastRanMs: number };
+}
+
+/** A node's cores: each job runs on the core free soonest, in the order jobs are given. */
+class Cores {
+  private readonly freeAt: number[];
+  /** A fraction of a core (nodes sharing a machine) runs each job that much longer. */
+  private readonly slowdown: number;
+  busyMs = 0;
+
+  constructor(cores: number) {
+    const n = Math.max(1, Math.ceil(cores));
+    this.freeAt = Array.from({ length: n }, () => 0);
+    this.slowdown = n / cores;
+  }
+
+  /** When a job of `ms` given at `atMs` ends. */
+  run(atMs: number, ms: number): number {
+    let i = 0;
+    for (let j = 1; j < this.freeAt.length; j++) if (this.freeAt[j]! < this.freeAt[i]!) i = j;
+    const end = Math.max(atMs, this.freeAt[i]!) + ms * this.slowdown;
+    this.freeAt[i] = end;
+    this.busyMs += ms;
+    return end;
+  }
+}
+
+export class FleetNode implements SweepHost {
+  readonly sweeper: Sweeper;
+  readonly delivery: AlarmDelivery;
+  readonly cores: Cores;
+  readonly self: SweepNode;
+  /** This node's counts. */
+  readonly stats = { delivered: 0, sweeps: 0, lists: 0, keysListed: 0, sweepCpuMs: 0 };
+  private liveAtMs = -Infinity;
+  private deletes: number[] = [];
+  private renewal: { cancel(): void } | undefined;
+
+  constructor(
+    readonly idx: number,
+    private readonly f: Fleet,
+    private readonly random: SeededRandom,
+  ) {
+    this.self = f.live[idx]!;
+    this.cores = new Cores(f.cpu.cores);
+    const { clock, config } = f;
+    const store = this.storeView();
+    const scheduler = new ClockScheduler(clock);
+    this.sweeper = new Sweeper({ store, clock, random, config, log: silentLogger(), scheduler }, this);
+    this.delivery = new AlarmDelivery({
+      clock,
+      config,
+      log: silentLogger(),
+      metrics: f.metrics,
+      deliver: (a, at) => this.deliver(a, at),
+      giveBack: async () => undefined,
+    });
+  }
+
+  start(): void {
+    this.sweeper.start();
+    this.renew();
+  }
+
+  stop(): void {
+    this.sweeper.stop();
+    this.delivery.stop();
+    this.renewal?.cancel();
+  }
+
+  // SweepHost
+
+  sweepNode(): SweepNode {
+    return this.self;
+  }
+
+  async liveNodes(maxAgeMs: number): Promise<SweepNode[]> {
+    const now = this.f.clock.now();
+    if (now - this.liveAtMs >= maxAgeMs) {
+      const r = this.f.s3.request('LIST', 'nodes/', now);
+      await this.f.clock.sleep(r.ms);
+      if (!r.ok) throw new StoreUnavailable('listing nodes/: 503 SlowDown after every attempt');
+      this.liveAtMs = now;
+    }
+    return this.f.live;
+  }
+
+  isBusy(key: string): boolean {
+    if (this.delivery.has(key)) return true;
+    const id = idOfKey(key);
+    const f = this.f;
+    return f.owner[id] === this.idx && f.state[id] !== PENDING && f.clock.now() - f.ranAtMs[id]! < f.config.marginMs;
+  }
+
+  offerEntry(address: ActorAddress, dueMs: number): boolean {
+    return this.delivery.offer(address, dueMs);
+  }
+
+  deliveryBacklog(): number {
+    return this.delivery.backlog();
+  }
+
+  deliveryRoom(): Promise<void> {
+    return this.delivery.room();
+  }
+
+  async tenantsToSweep(): Promise<string[]> {
+    return [FLEET_TENANT];
+  }
+
+  swept(): void {
+    this.stats.sweeps++;
+  }
+
+  // The modelled parts
+
+  /** The bucket as the Sweeper sees it: LISTs of the index, after a round trip and the CPU to read the page. */
+  private storeView(): ObjectStore {
+    const f = this.f;
+    const refuse = () => Promise.reject(new Error('the fleet model only lists the index'));
+    return {
+      description: 'fleet model',
+      get: refuse,
+      head: refuse,
+      put: refuse,
+      delete: refuse,
+      deleteMany: refuse,
+      close: async () => undefined,
+      list: async (o: ListOptions): Promise<ListPage> => {
+        const r = f.s3.request('LIST', o.startAfter ?? o.prefix ?? '', f.clock.now());
+        await f.clock.sleep(r.ms);
+        if (!r.ok) throw new StoreUnavailable(`listing ${o.prefix}: 503 SlowDown after every attempt`);
+        const page = f.index.list(o);
+        const first = page.keys[0];
+        const unsharded = first !== undefined && shardOfKey(FLEET_TENANT, first) === undefined;
+        const { cpu } = f;
+        const ms =
+          cpu.listMs + (page.keys.length * cpu.keyUs) / 1000 + (unsharded ? (page.keys.length * f.live.length * cpu.weightNs) / 1e6 : 0);
+        this.stats.lists++;
+        this.stats.keysListed += page.keys.length;
+        this.stats.sweepCpuMs += ms;
+        const now = f.clock.now();
+        await f.clock.sleep(this.cores.run(now, ms) - now);
+        return page;
+      },
+    };
+  }
+
+  /** One request after another from `atMs`; when the last is answered, and whether all were. */
+  private requests(atMs: number, steps: readonly (readonly [Verb, string])[]): { endMs: number; ok: boolean } {
+    let t = atMs;
+    for (const [verb, key] of steps) {
+      const r = this.f.s3.request(verb, key, t);
+      t += r.ms;
+      if (!r.ok) return { endMs: t, ok: false };
+    }
+    return { endMs: t, ok: true };
+  }
+
+  private async deliver(a: ActorAddress, dueMs: number): Promise<EventResult | undefined> {
+    const f = this.f;
+    const id = idOfKey(a.key);
+    const now = f.clock.now();
+    const hold = `holds/${a.key}`;
+    const chain = `state/${a.key}/`;
+    const state = f.state[id]!;
+    if (state === IN_FLIGHT && f.owner[id] !== this.idx) {
+      const r = this.requests(this.cores.run(now, f.cpu.duplicateMs), [
+        ['PUT', hold],
+        ['GET', hold],
+      ]);
+      await f.clock.sleep(r.endMs - now);
+      f.tally.dropped++;
+      return undefined; // another live node holds it
+    }
+    if (state === DELIVERED) {
+      const r = this.requests(this.cores.run(now, f.cpu.duplicateMs), [
+        ['PUT', hold],
+        ['LIST', chain],
+        ['GET', `${chain}snapshot`],
+        ['LIST', actorEntriesPrefix(a, dueMs)],
+        ['PUT', hold],
+      ]);
+      await f.clock.sleep(r.endMs - now);
+      f.tally.duplicates++;
+      return { type: 'ok', alarmAt: null, deleted: false, ran: false, removed: 0 };
+    }
+    f.state[id] = IN_FLIGHT;
+    f.owner[id] = this.idx;
+    const cpuMs = f.cpu.deliveryMinMs + (f.cpu.deliveryMaxMs - f.cpu.deliveryMinMs) * this.random.float();
+    const r = this.requests(this.cores.run(now, cpuMs), [
+      ['PUT', hold],
+      ['LIST', chain],
+      ['GET', `${chain}snapshot`],
+      ['PUT', `${chain}link`],
+    ]);
+    await f.clock.sleep(r.endMs - now);
+    if (!r.ok) {
+      f.tally.failures++;
+      throw new StoreUnavailable(`delivering ${a.key}: 503 SlowDown after every attempt`); // the node retries after a lease period
+    }
+    f.state[id] = DELIVERED;
+    f.ranAtMs[id] = r.endMs;
+    f.runs[id]!++;
+    f.tally.delivered++;
+    f.tally.lastRanMs = Math.max(f.tally.lastRanMs, r.endMs);
+    this.stats.delivered++;
+    this.deleteLater(id);
+    f.s3.request('PUT', hold, r.endMs); // the release, not waited for
+    return { type: 'ok', alarmAt: null, deleted: false, ran: true };
+  }
+
+  /** The delivered entry's DELETE, batched as src/store/delete-batch.ts does (≤ 1,000 keys, ≤ 50 ms). */
+  private deleteLater(id: number): void {
+    this.deletes.push(id);
+    if (this.deletes.length >= 1000) this.flushDeletes();
+    else if (this.deletes.length === 1) this.f.clock.setTimer(50, () => this.flushDeletes());
+  }
+
+  private flushDeletes(): void {
+    const ids = this.deletes;
+    if (ids.length === 0) return;
+    this.deletes = [];
+    const f = this.f;
+    const r = f.s3.request(
+      'DELETE',
+      ids.map((id) => f.index.keyOf(id)),
+      f.clock.now(),
+    );
+    f.clock.setTimer(r.ms, () => {
+      if (r.ok) for (const id of ids) f.index.delete(id);
+      else for (const id of ids) this.deleteLater(id);
+    });
+  }
+
+  private renew(): void {
+    const every = Math.max(1, Math.floor(this.f.config.leasePeriodMs / 3));
+    this.renewal = this.f.clock.setTimer(every, () => {
+      this.f.s3.request('PUT', `nodes/${this.self.nodeId}`, this.f.clock.now());
+      this.renew();
+    });
+  }
+}

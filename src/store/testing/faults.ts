@@ -1,0 +1,167 @@
+/**
+ * FaultStore: any store with the faults a bucket shows under load and on a bad network, on a
+ * seeded schedule, for tests, benchmarks and chaos runs. What the caller sees is what a store
+ * answers once its own retries are spent (types.ts), so the code above the store meets each
+ * fault as it would meet a real one:
+ *
+ *   unavailable  refused before it reaches the bucket: StoreUnavailable (a 503 SlowDown burst or
+ *                an outage that outlasted the retries); `on` says whether reads, writes or all
+ *   ambiguous    a write applied, then its answer lost (a reset after the bucket applied it):
+ *                AmbiguousWrite, and the object holds the write
+ *   late         a write answered AmbiguousWrite at once and applied `lateMs` later (a request
+ *                that sat in a queue and landed after its caller moved on); conditions are
+ *                checked when it lands, as the bucket would
+ *   stallWritesMs  every write waits this long before it is sent; reads go through at once
+ *                (the fault a partition cannot make: reads succeed while writes stall)
+ *
+ * Faults happen only inside windows: `burstMs` of every `burstEveryMs` (default: always), by the
+ * injected clock, so under SimClock the schedule is virtual time. Each draw comes from the
+ * injected Random (SeededRandom for a reproducible run). `injected` counts what was done.
+ *
+ * Opened by `openStore` from `fault+<inner url>?seed=…&unavailable=0.3&on=writes&…`.
+ */
+import type { Clock } from '../../core/clock.js';
+import { AmbiguousWrite, BadConfig, StoreUnavailable } from '../../core/errors.js';
+import type { Random } from '../../core/random.js';
+import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from '../types.js';
+import { numberParam, splitWrapperUrl } from './wrapper-url.js';
+
+export const FAULT_SCHEME = 'fault+';
+
+export interface FaultPlan {
+  /** Probability (0..1) that a request is refused with StoreUnavailable before it is sent. */
+  unavailable: number;
+  /** Which requests `unavailable` refuses. */
+  on: 'all' | 'reads' | 'writes';
+  /** Probability that a write is applied and then answered AmbiguousWrite. */
+  ambiguous: number;
+  /** Probability that a write is answered AmbiguousWrite at once and applied `lateMs` later. */
+  late: number;
+  lateMs: number;
+  /** Every write waits this long before it is sent. */
+  stallWritesMs: number;
+  /** Faults only in the first `burstMs` of every `burstEveryMs` (0: always). */
+  burstEveryMs: number;
+  burstMs: number;
+}
+
+export const NO_FAULTS: FaultPlan = {
+  unavailable: 0,
+  on: 'all',
+  ambiguous: 0,
+  late: 0,
+  lateMs: 1_000,
+  stallWritesMs: 0,
+  burstEveryMs: 0,
+  burstMs: 0,
+};
+
+type Verb = 'get' | 'head' | 'list' | 'put' | 'delete' | 'deleteMany';
+
+export class FaultStore implements ObjectStore {
+  readonly description: string;
+  readonly injected = { unavailable: 0, ambiguous: 0, late: 0, stalled: 0 };
+  /** Late writes not landed yet: `close` waits for them (nothing is left running). */
+  private readonly landing = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly inner: ObjectStore,
+    private readonly clock: Clock,
+    private readonly random: Random,
+    readonly plan: FaultPlan,
+  ) {
+    this.description = `fault+${inner.description}`;
+  }
+
+  async get(key: string): Promise<StoredObject | null> {
+    this.refuse('get');
+    return this.inner.get(key);
+  }
+
+  async head(key: string): Promise<ObjectHead | null> {
+    this.refuse('head');
+    return this.inner.head(key);
+  }
+
+  async list(options?: ListOptions): Promise<ListPage> {
+    this.refuse('list');
+    return this.inner.list(options);
+  }
+
+  put(key: string, body: Uint8Array, condition?: PutCondition): Promise<{ etag: string }> {
+    return this.write('put', () => this.inner.put(key, body, condition));
+  }
+
+  delete(key: string): Promise<void> {
+    return this.write('delete', () => this.inner.delete(key));
+  }
+
+  deleteMany(keys: readonly string[]): Promise<void> {
+    return this.write('deleteMany', () => this.inner.deleteMany(keys));
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.landing]);
+    return this.inner.close();
+  }
+
+  private async write<T>(verb: Verb, send: () => Promise<T>): Promise<T> {
+    if (this.plan.stallWritesMs > 0) {
+      this.injected.stalled++;
+      await this.clock.sleep(this.plan.stallWritesMs);
+    }
+    this.refuse(verb);
+    if (this.draw(this.plan.late)) {
+      this.injected.late++;
+      const landed = this.clock.sleep(this.plan.lateMs).then(send);
+      const tracked = landed.catch(() => undefined).finally(() => this.landing.delete(tracked));
+      this.landing.add(tracked);
+      throw new AmbiguousWrite(`${verb} sent; no answer came (fault+: it lands in ${this.plan.lateMs} ms)`);
+    }
+    const result = await send();
+    if (this.draw(this.plan.ambiguous)) {
+      this.injected.ambiguous++;
+      throw new AmbiguousWrite(`${verb} applied; its answer was lost (fault+)`);
+    }
+    return result;
+  }
+
+  private refuse(verb: Verb): void {
+    const write = verb === 'put' || verb === 'delete' || verb === 'deleteMany';
+    if (this.plan.on === (write ? 'reads' : 'writes')) return;
+    if (!this.draw(this.plan.unavailable)) return;
+    this.injected.unavailable++;
+    throw new StoreUnavailable(`${verb} refused: SlowDown (fault+)`);
+  }
+
+  /** True with probability `p`, inside a burst window. */
+  private draw(p: number): boolean {
+    if (p <= 0) return false;
+    const { burstEveryMs, burstMs } = this.plan;
+    if (burstEveryMs > 0 && this.clock.now() % burstEveryMs >= burstMs) return false;
+    return this.random.float() < p;
+  }
+}
+
+/** Splits `fault+<inner>[?…]` into the inner URL, the plan and the seed (undefined: not seeded). */
+export function parseFaultUrl(url: string): { inner: string; plan: FaultPlan; seed: number | undefined } {
+  const names = ['seed', 'unavailable', 'on', 'ambiguous', 'late', 'lateMs', 'stallWritesMs', 'burstEveryMs', 'burstMs'];
+  const { inner, params } = splitWrapperUrl(url, FAULT_SCHEME, names);
+  const p = (name: string, fallback: number, max: number) => numberParam(url, params, name, fallback, 0, max);
+  const on = params.get('on') ?? 'all';
+  if (on !== 'all' && on !== 'reads' && on !== 'writes') throw new BadConfig(`${JSON.stringify(url)}: on must be all, reads or writes`);
+  const plan: FaultPlan = {
+    unavailable: p('unavailable', 0, 1),
+    on,
+    ambiguous: p('ambiguous', 0, 1),
+    late: p('late', 0, 1),
+    lateMs: p('lateMs', NO_FAULTS.lateMs, 3_600_000),
+    stallWritesMs: p('stallWritesMs', 0, 3_600_000),
+    burstEveryMs: p('burstEveryMs', 0, 86_400_000),
+    burstMs: p('burstMs', 0, 86_400_000),
+  };
+  if (plan.burstEveryMs > 0 && (plan.burstMs <= 0 || plan.burstMs > plan.burstEveryMs))
+    throw new BadConfig(`${JSON.stringify(url)}: with burstEveryMs, burstMs must be from 1 to burstEveryMs`);
+  const seed = params.has('seed') ? p('seed', 0, 2 ** 31 - 1) : undefined;
+  return { inner, plan, seed };
+}

@@ -1,0 +1,126 @@
+/**
+ * The sweep's walks of a sharded index (docs/alarm-index.md "A sharded index"): a node lists each
+ * shard it owns and the unsharded layout once per sweep, walks one other shard folder per sweep
+ * (round robin) and takes from it only what is anyone's (three margins overdue); a node with one
+ * shard steps past sharded keys to the unsharded layout, then walks the sharded area too, until
+ * it finds it empty.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseAddress, type ActorAddress } from '../../src/core/address.js';
+import { SimClock } from '../../src/core/clock.js';
+import { resolveOptions } from '../../src/core/config.js';
+import { silentLogger } from '../../src/core/logger.js';
+import { SeededRandom } from '../../src/core/random.js';
+import { ClockScheduler } from '../../src/core/clock-scheduler.js';
+import { entryKey, shardOf, shardPrefix, shardedAreaPrefix, tenantPrefix } from '../../src/alarms/keys.js';
+import { ownedShards } from '../../src/alarms/shard.js';
+import { Sweeper, type SweepHost } from '../../src/alarms/sweep.js';
+import { MemoryStore } from '../../src/store/memory.js';
+
+const NOW = 1_900_000_000_000;
+
+/** A sweeper of tenant `t` on n1 with `indexShards` S and `others` live; records what it offers and the prefixes it lists. */
+function setup(indexShards: number, others: string[]) {
+  const clock = new SimClock(NOW);
+  const store = new MemoryStore({ clock });
+  const config = resolveOptions({ indexShards, deliveriesPerSweep: 1_000, anyonesDeliveriesPerSweep: 1_000 });
+  const offered: { address: ActorAddress; shard?: number }[] = [];
+  const listed: string[] = [];
+  store.setFaults((r) => (r.op === 'list' && listed.push(r.key), undefined));
+  const self = { nodeId: 'n1', tenants: null, classes: ['C'] };
+  const host: SweepHost = {
+    sweepNode: () => self,
+    liveNodes: async () => [self, ...others.map((nodeId) => ({ nodeId, tenants: null, classes: ['C'] }))],
+    isBusy: () => false,
+    offerEntry: (address, _dueMs, _generation, shard) => (offered.push({ address, shard }), true),
+    deliveryBacklog: () => 0,
+    tenantsToSweep: async () => ['t'],
+  };
+  const seams = { store, clock, random: new SeededRandom(1), config, log: silentLogger(), scheduler: new ClockScheduler(clock) };
+  const sweeper = new Sweeper(seams, host);
+  const margin = config.marginMs;
+  /** An entry of actor t/C/<name>, `margins` margins (plus a second) overdue, in shard folder `shard` (undefined: unsharded). */
+  const add = (name: string, margins: number, shard?: number) =>
+    store.put(
+      entryKey({ address: parseAddress(`t/C/${name}`), dueMs: NOW - margins * margin - 1_000, tag: { generation: 1, nonce: 'ab' }, shard }),
+      new Uint8Array(0),
+    );
+  const names = () => offered.splice(0).map((o) => o.address.name);
+  return { store, sweeper, add, names, listed, offered };
+}
+
+/** The first actor name with prefix `p` whose shard under `count` is `shard`. */
+function nameIn(p: string, shard: number, count: number): string {
+  for (let i = 0; ; i++) if (shardOf(parseAddress(`t/C/${p}${i}`), count) === shard) return `${p}${i}`;
+}
+
+describe('the sweep of a sharded index', () => {
+  const S = 8;
+  const mine = ownedShards('t', S, ['n1', 'n2'], 'n1');
+  const theirs = [...Array(S).keys()].filter((s) => !mine.includes(s));
+
+  it('lists each shard it owns once a sweep, and the unsharded layout, and offers their entries one margin overdue', async () => {
+    assert.ok(mine.length > 0 && theirs.length > 0, 'the rendezvous gives each node some shards');
+    const s = setup(S, ['n2']);
+    for (let shard = 0; shard < S; shard++) await s.add(nameIn(`m${shard}-`, shard, S), 1, shard);
+    await s.add('u', 4); // unsharded, anyone's by now: still read by the walk of the unsharded layout
+    await s.sweeper.sweepTenant('t');
+    const ownLists = s.listed.filter((p) => mine.some((shard) => p === shardPrefix('t', shard)));
+    assert.deepEqual(ownLists.sort(), mine.map((shard) => shardPrefix('t', shard)).sort(), 'one LIST per own shard');
+    assert.equal(s.listed.filter((p) => theirs.some((shard) => p === shardPrefix('t', shard))).length, 0, 'no LIST of their folders');
+    assert.equal(s.listed.filter((p) => p === tenantPrefix('t')).length, 1, 'one LIST of the unsharded layout');
+    assert.equal(s.listed.filter((p) => p === shardedAreaPrefix('t')).length, 1, 'one LIST of the slow walk');
+    const offered = s.names();
+    for (const shard of mine) assert.ok(offered.includes(nameIn(`m${shard}-`, shard, S)), `own shard ${shard} delivered`);
+    for (const shard of theirs) assert.ok(!offered.includes(nameIn(`m${shard}-`, shard, S)), `their shard ${shard}: one margin is theirs`);
+    assert.ok(offered.includes('u'));
+  });
+
+  it('walks one other folder a sweep, round robin, taking only entries three margins overdue from another node’s', async () => {
+    const s = setup(S, ['n2']);
+    for (const shard of theirs) {
+      await s.add(nameIn(`old${shard}-`, shard, S), 3, shard); // anyone's
+      await s.add(nameIn(`new${shard}-`, shard, S), 2, shard); // still n2's
+    }
+    const seen = new Set<string>();
+    for (let sweep = 0; sweep < theirs.length; sweep++) {
+      s.listed.length = 0;
+      await s.sweeper.sweepTenant('t');
+      assert.equal(s.listed.filter((p) => p === shardedAreaPrefix('t')).length, 1, 'one LIST of another folder per sweep');
+      const offered = s.offered.splice(0);
+      assert.equal(new Set(offered.map((o) => o.shard)).size, offered.length > 0 ? 1 : 0, 'one folder per sweep');
+      for (const o of offered) seen.add(o.address.name);
+    }
+    assert.deepEqual([...seen].sort(), theirs.map((shard) => nameIn(`old${shard}-`, shard, S)).sort());
+  });
+
+  it('a folder past its own shard count that it owns is its own: taken one margin overdue', async () => {
+    const s = setup(2, ['n2']); // the folders of 8 shards, written before S was lowered to 2
+    const owned8 = ownedShards('t', S, ['n1', 'n2'], 'n1').filter((shard) => shard >= 2);
+    assert.ok(owned8.length > 0);
+    for (const shard of owned8) await s.add(nameIn(`w${shard}-`, shard, S), 1, shard);
+    const seen = new Set<string>();
+    for (let sweep = 0; sweep < S; sweep++) {
+      await s.sweeper.sweepTenant('t');
+      for (const n of s.names()) seen.add(n);
+    }
+    assert.deepEqual([...seen].sort(), owned8.map((shard) => nameIn(`w${shard}-`, shard, S)).sort());
+  });
+
+  it('a node with one shard steps past sharded keys, walks the sharded area once it met one, and stops once it is empty', async () => {
+    const s = setup(1, []);
+    const sharded = nameIn('s', 5, S);
+    await s.add(sharded, 1, 5);
+    await s.add('u', 1);
+    await s.sweeper.sweepTenant('t'); // the walk of the unsharded layout meets a sharded key and jumps past it
+    assert.deepEqual(s.names(), ['u']);
+    await s.sweeper.sweepTenant('t'); // and now walks the sharded area: the only live node, so its own by address
+    assert.ok(s.names().includes(sharded));
+    for (const key of (await s.store.list({ prefix: shardedAreaPrefix('t') })).keys) await s.store.delete(key);
+    for (let sweep = 0; sweep < 2; sweep++) await s.sweeper.sweepTenant('t'); // the area found empty from its start
+    s.listed.length = 0;
+    await s.sweeper.sweepTenant('t');
+    assert.deepEqual(s.listed, [tenantPrefix('t')], 'only the unsharded layout is listed again');
+  });
+});

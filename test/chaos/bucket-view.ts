@@ -1,0 +1,67 @@
+/**
+ * What the bucket's committed head of a chaos actor holds (test/fixtures/classes/chaos-ledger.ts):
+ * its chain restored into a temp file (replication/chain.ts `restoreChain`), the log and the
+ * armed alarm read back. Never writes to the bucket.
+ */
+import Database from 'better-sqlite3';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAddress } from '../../src/core/address.js';
+import { listChain, restoreChain } from '../../src/replication/chain.js';
+import { decodeLink } from '../../src/replication/link.js';
+import { linkKey } from '../../src/replication/state-keys.js';
+import type { ObjectStore } from '../../src/store/types.js';
+
+export interface LogRow {
+  seq: number;
+  kind: 'apply' | 'arm' | 'clear' | 'fire';
+  op: string;
+  durable: number;
+  at: number;
+  due: number;
+  period: number;
+  fail: number;
+  retries: number;
+  scheduled: number;
+}
+
+export interface ActorView {
+  actor: string;
+  state: 'empty' | 'deleted' | 'restored';
+  log: LogRow[];
+  /** The armed alarm's op and due time, if any. */
+  current?: { op: string; due: number; period: number };
+}
+
+export async function readActor(store: ObjectStore, actor: string, workDir: string): Promise<ActorView> {
+  const tmp = join(workDir, `${actor.replaceAll('/', '_')}-${process.pid}.db`);
+  try {
+    const r = await restoreChain(store, parseAddress(actor), tmp);
+    if (r.state !== 'restored') return { actor, state: r.state, log: [] };
+    const db = new Database(tmp, { readonly: true, fileMustExist: true });
+    try {
+      const hasLog = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'log'").get() as { n: number };
+      if (hasLog.n === 0) return { actor, state: 'restored', log: [] };
+      const log = db.prepare('SELECT * FROM log ORDER BY seq').all() as LogRow[];
+      const current = db.prepare('SELECT op, due, period FROM current').get() as ActorView['current'];
+      return { actor, state: 'restored', log, ...(current ? { current } : {}) };
+    } finally {
+      db.close();
+    }
+  } finally {
+    for (const suffix of ['', '-wal', '-shm']) rmSync(tmp + suffix, { force: true });
+  }
+}
+
+/** The actor's chain, one `seq kind by nodeId/epoch gen G at T` line per link (for a violation's report). */
+export async function describeChain(store: ObjectStore, actor: string, since: number): Promise<string[]> {
+  const a = parseAddress(actor);
+  const out: string[] = [];
+  for (const seq of await listChain(store, a)) {
+    const obj = await store.get(linkKey(a, seq));
+    if (!obj) continue;
+    const h = decodeLink(obj.body, seq).header;
+    out.push(`link ${seq} ${h.kind} by ${h.nodeId}/${h.epoch} generation ${h.generation} at ${((h.atMs - since) / 1_000).toFixed(1)}s`);
+  }
+  return out;
+}

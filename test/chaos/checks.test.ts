@@ -1,0 +1,88 @@
+/**
+ * The chaos run's checks (checks.ts) on hand-made histories: each catches its breakage, and a
+ * clean history passes. The plan (plan.ts) is the same for the same seed.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ActorView, LogRow } from './bucket-view.js';
+import { ALARM_BOUND_MS, checkAlarms, checkDeleted, checkDurables, checkOnce, type AlarmStats } from './checks.js';
+import { actorName, fingerprint, planRun, type Op } from './plan.js';
+import type { Outcome } from './workload.js';
+
+const ACTOR = actorName(0, 0);
+const T = 1_000_000;
+
+let seq = 0;
+function row(kind: LogRow['kind'], op: string, at: number, more: Partial<LogRow> = {}): LogRow {
+  return { seq: ++seq, kind, op, durable: 1, at, due: 0, period: 0, fail: 0, retries: 0, scheduled: 0, ...more };
+}
+
+const view = (log: LogRow[], state: ActorView['state'] = 'restored'): ActorView => ({ actor: ACTOR, state, log });
+const views = (v: ActorView) => new Map([[v.actor, v]]);
+
+function outcome(i: number, kind: Op['kind'], durable: boolean, ackedAt?: number, sentAt = T): Outcome {
+  const op: Op = { i, id: `c1-${i}`, at: 0, slot: 0, incarnation: 0, kind, durable, via: 0 };
+  return { op, attempts: [], sentAt, ...(ackedAt === undefined ? {} : { ackedAt }) };
+}
+
+const noStats = (): AlarmStats => ({ runs: 0, lateness: [], quiet: [], recurringRuns: 0, retriedRuns: 0 });
+const alarms = (log: LogRow[], endAt = T + 60_000) => checkAlarms(view(log), [], endAt, noStats()).map((v) => v.message);
+
+describe('chaos checks', () => {
+  it('durable: an acknowledged op missing or doubled is caught; one acknowledged after the read is not checked', () => {
+    const acked = [outcome(0, 'apply', true, T + 10), outcome(1, 'apply', true, T + 20), outcome(2, 'apply', true, T + 500)];
+    const v = views(view([row('apply', 'c1-1', T), row('apply', 'c1-1', T + 1)]));
+    const found = checkDurables(acked, v, T + 100, T + 100).map((x) => x.message);
+    assert.equal(found.length, 2);
+    assert.match(found[0]!, /c1-0 .* is missing from/);
+    assert.match(found[1]!, /c1-1 .* is 2 times in/);
+    assert.deepEqual(checkDurables(acked, views(view([row('apply', 'c1-0', T), row('apply', 'c1-1', T)])), T + 100, T + 100), []);
+  });
+
+  it('once: an op applied twice is caught, plain or durable', () => {
+    assert.equal(checkOnce(views(view([row('apply', 'p', T, { durable: 0 }), row('apply', 'p', T + 1, { durable: 0 })])), T).length, 1);
+    assert.deepEqual(checkOnce(views(view([row('apply', 'a', T), row('apply', 'b', T)])), T), []);
+  });
+
+  it('deleted: a destroyed actor holding rows from before its destroy is caught; one re-created by later requests is counted', () => {
+    const destroy = [outcome(5, 'destroy', true, T + 50, T + 10)];
+    assert.equal(checkDeleted(destroy, views(view([row('apply', 'old', T)])), T).violations.length, 1);
+    const later = checkDeleted(destroy, views(view([row('apply', 'late', T + 60)])), T);
+    assert.deepEqual([later.violations.length, later.recreated], [0, 1]);
+    assert.equal(checkDeleted(destroy, views(view([], 'deleted')), T).violations.length, 0);
+  });
+
+  it('alarms: a clean history of a one-shot, a replaced and a recurring alarm passes', () => {
+    const log = [
+      row('arm', 'a1', T, { due: T + 100 }),
+      row('fire', 'a1', T + 150, { due: T + 100, scheduled: T + 100 }),
+      row('arm', 'a2', T + 200, { due: T + 5_000 }),
+      row('arm', 'a3', T + 300, { due: T + 400, period: 1_000 }),
+      row('fire', 'a3', T + 410, { due: T + 400, scheduled: T + 400, period: 1_000 }),
+      row('fire', 'a3', T + 3_500, { due: T + 3_400, scheduled: T + 3_400, period: 1_000 }),
+    ];
+    assert.deepEqual(alarms(log, T + 4_000), []);
+  });
+
+  it('alarms: a run twice, early, of a cleared alarm, or never is caught', () => {
+    const arm = row('arm', 'a', T, { due: T + 100 });
+    const fire = row('fire', 'a', T + 150, { due: T + 100, scheduled: T + 100 });
+    assert.match(alarms([arm, fire, { ...fire, seq: 99 }]).join(), /no alarm was armed/);
+    assert.match(alarms([arm, row('fire', 'a', T + 50, { due: T + 100, scheduled: T + 50 })]).join(), /ran early/);
+    assert.match(alarms([arm, row('clear', 'c', T + 10), fire]).join(), /no alarm was armed/);
+    assert.match(alarms([arm], T + 100 + ALARM_BOUND_MS + 1).join(), /never ran/);
+    assert.match(
+      alarms([arm, row('arm', 'b', T + 100 + ALARM_BOUND_MS + 1, { due: T + 10 ** 9 })], T).join(),
+      /had not run when b replaced it/,
+    );
+    const every = row('arm', 'e', T, { due: T + 100, period: 1_000 });
+    const point = row('fire', 'e', T + 100, { due: T + 100, scheduled: T + 100, period: 1_000 });
+    assert.match(alarms([every, point, { ...point, seq: 98 }]).join(), /a point before the armed/);
+  });
+
+  it('the same seed plans the same run; another seed another', () => {
+    const shape = { seed: 42, chaosMs: 60_000, nodes: 4 };
+    assert.equal(fingerprint(planRun(shape)), fingerprint(planRun(shape)));
+    assert.notEqual(fingerprint(planRun(shape)), fingerprint(planRun({ ...shape, seed: 43 })));
+  });
+});

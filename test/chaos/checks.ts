@@ -1,0 +1,158 @@
+/**
+ * The chaos run's checks over the whole history: what the client saw (every attempt of every op,
+ * workload.ts), what the bucket's committed heads hold (bucket-view.ts), and when faults were in
+ * force (faults.ts). Pure functions: inputs in, violations out.
+ *
+ *   durable      every acknowledged durable op is in its actor's committed log exactly once
+ *                (online: those acknowledged before the read began)
+ *   once         no op id appears twice in any log (a repeated idempotency key never applied twice,
+ *                a plain call never applied twice)
+ *   deleted      an acknowledged destroy leaves the actor deleted (or re-created only by requests
+ *                that landed after it)
+ *   alarms       walking each log in commit order: a run is of the armed alarm (never of a cleared
+ *                or replaced one), once per point, never before its time; an armed alarm is not left
+ *                unfired past the bound (replaced, or at the end)
+ *   lateness     run time − scheduled time of every alarm run; those outside fault windows must be
+ *                within lease + grace + a sweep + slack
+ */
+import type { ActorView } from './bucket-view.js';
+import type { FaultWindow } from './faults.js';
+import { actorName, MARGIN_MS, TIMINGS } from './plan.js';
+import type { Outcome, Violation } from './workload.js';
+
+/** A committed alarm must have run this long after its time: 4 margins + retryMaxMs + 2 sweeps + 5 s. */
+export const ALARM_BOUND_MS = 4 * MARGIN_MS + TIMINGS.retryMaxMs + 2 * TIMINGS.alarmSweepMs + 5_000;
+/** An alarm due outside any fault window runs within lease + grace + a sweep + this. */
+export const QUIET_SLACK_MS = 5_000;
+export const QUIET_BOUND_MS = MARGIN_MS + TIMINGS.alarmSweepMs + QUIET_SLACK_MS;
+
+const EFFECT_KINDS = new Set(['apply', 'arm', 'clear']);
+
+/** Acknowledged durable ops (acked before `before`) missing from, or doubled in, their actor's committed log. */
+export function checkDurables(outcomes: readonly Outcome[], views: ReadonlyMap<string, ActorView>, before: number, now: number) {
+  const out: Violation[] = [];
+  const destroyed = destroyedIncarnations(outcomes);
+  for (const o of outcomes) {
+    const { op } = o;
+    if (!op.durable || op.kind === 'destroy' || o.ackedAt === undefined || o.ackedAt >= before) continue;
+    const actor = actorName(op.slot, op.incarnation);
+    if (destroyed.has(actor)) continue;
+    const view = views.get(actor);
+    if (!view) continue;
+    const rows = view.log.filter((r) => r.op === op.id && EFFECT_KINDS.has(r.kind)).length;
+    if (rows !== 1)
+      out.push({
+        check: 'durable',
+        message: `${op.kind} ${op.id} acknowledged at ${rel(o.ackedAt)} is ${rows === 0 ? 'missing from' : `${rows} times in`} ${actor}'s committed log (${view.state}, ${view.log.length} rows)`,
+        at: now,
+        actor,
+        op: op.i,
+      });
+  }
+  return out;
+}
+
+/** Incarnations whose destroy was sent (their state may be going away). */
+function destroyedIncarnations(outcomes: readonly Outcome[]): Set<string> {
+  const s = new Set<string>();
+  for (const o of outcomes) if (o.op.kind === 'destroy' && o.sentAt !== undefined) s.add(actorName(o.op.slot, o.op.incarnation));
+  return s;
+}
+
+/** Start of the run, for printing times relative to it (the plan's `at` is relative too). */
+let runStart = 0;
+export function setRunStart(t: number): void {
+  runStart = t;
+}
+export const rel = (t: number) => `${((t - runStart) / 1_000).toFixed(1)}s`;
+
+export function checkOnce(views: ReadonlyMap<string, ActorView>, now: number): Violation[] {
+  const out: Violation[] = [];
+  for (const view of views.values()) {
+    const seen = new Map<string, number>();
+    for (const r of view.log) if (EFFECT_KINDS.has(r.kind)) seen.set(r.op, (seen.get(r.op) ?? 0) + 1);
+    for (const [op, n] of seen)
+      if (n > 1) out.push({ check: 'once', message: `${op} applied ${n} times in ${view.actor}`, at: now, actor: view.actor });
+  }
+  return out;
+}
+
+export function checkDeleted(outcomes: readonly Outcome[], views: ReadonlyMap<string, ActorView>, now: number) {
+  const out: Violation[] = [];
+  let recreated = 0;
+  for (const o of outcomes) {
+    if (o.op.kind !== 'destroy' || o.ackedAt === undefined) continue;
+    const actor = actorName(o.op.slot, o.op.incarnation);
+    const view = views.get(actor);
+    if (!view || view.state !== 'restored') continue;
+    const early = view.log.filter((r) => r.kind !== 'fire' && r.at < o.sentAt!);
+    if (early.length > 0)
+      out.push({
+        check: 'deleted',
+        message: `${actor} was destroyed (acknowledged) but its committed log still holds ${early.length} rows from before (first ${early[0]!.op})`,
+        at: now,
+        actor,
+        op: o.op.i,
+      });
+    else recreated++;
+  }
+  return { violations: out, recreated };
+}
+
+export interface AlarmStats {
+  runs: number;
+  /** run time − scheduled time, every run. */
+  lateness: number[];
+  /** The same, of runs outside every fault window. */
+  quiet: number[];
+  recurringRuns: number;
+  retriedRuns: number;
+}
+
+/** The alarm checks of one actor's log; `endAt`: when the cluster was stopped. */
+export function checkAlarms(view: ActorView, windows: readonly FaultWindow[], endAt: number, stats: AlarmStats): Violation[] {
+  if (view.state !== 'restored') return [];
+  const out: Violation[] = [];
+  const v = (message: string) => out.push({ check: 'alarms', message, at: endAt, actor: view.actor });
+  let armed: { op: string; due: number; period: number; at: number } | undefined;
+  const ran = new Set<string>();
+  for (const r of view.log) {
+    if (r.kind === 'arm' || r.kind === 'clear') {
+      if (armed && armed.period === 0 && armed.due < r.at - ALARM_BOUND_MS)
+        v(`alarm ${armed.op} due ${rel(armed.due)} had not run when ${r.op} replaced it at ${rel(r.at)}`);
+      armed = r.kind === 'arm' ? { op: r.op, due: r.due, period: r.period, at: r.at } : undefined;
+      continue;
+    }
+    if (r.kind !== 'fire') continue;
+    stats.runs++;
+    if (r.retries > 0) stats.retriedRuns++;
+    if (r.period > 0) stats.recurringRuns++;
+    const late = r.at - r.scheduled;
+    stats.lateness.push(late);
+    if (quiet(windows, r.scheduled, r.at)) stats.quiet.push(late);
+    if (!armed || r.op !== armed.op) {
+      v(`a run of ${r.op || '(no armed alarm)'} at ${rel(r.at)}, while ${armed ? `${armed.op} was armed` : 'no alarm was armed'}`);
+      continue;
+    }
+    const point = `${r.op}@${r.due}`;
+    if (ran.has(point)) v(`alarm ${r.op} ran twice for its point ${rel(r.due)}`);
+    ran.add(point);
+    if (r.at < r.due || r.at < r.scheduled) v(`alarm ${r.op} ran early: at ${rel(r.at)}, due ${rel(r.due)}, scheduled ${rel(r.scheduled)}`);
+    if (r.due < armed.due) v(`alarm ${r.op} ran for ${rel(r.due)}, a point before the armed ${rel(armed.due)}`);
+    if (armed.period === 0) armed = undefined;
+    else armed = { ...armed, due: r.due + (Math.floor((r.at - r.due) / armed.period) + 1) * armed.period };
+  }
+  if (armed && armed.due < endAt - ALARM_BOUND_MS)
+    v(`alarm ${armed.op} due ${rel(armed.due)} never ran (the cluster stopped at ${rel(endAt)})`);
+  return out;
+}
+
+/** No fault window overlaps [scheduled − margin, ran] (a fault that ended within a margin before still counts). */
+function quiet(windows: readonly FaultWindow[], scheduled: number, ran: number): boolean {
+  return !windows.some((w) => w.from <= ran && w.to + MARGIN_MS >= scheduled);
+}
+
+export function percentile(sorted: readonly number[], p: number): number | undefined {
+  if (sorted.length === 0) return undefined;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}

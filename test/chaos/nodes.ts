@@ -1,0 +1,204 @@
+/**
+ * The chaos run's node processes (test/chaos/node-entry.ts, one per slot), spawned and logged as
+ * the cluster tests' are (support/cluster/processes.ts: every child is killed when this process
+ * ends, and each child kills itself once this process is gone).
+ *
+ *   start(n, profile)  a new run of slot n: its data dir (the same, or a fresh one with a new
+ *                      node id), its bucket URL wrapped in fault+ by the profile; resolves serving
+ *   kill(n) · stop(n)  SIGKILL / SIGTERM, waited for (bounded)
+ *   pause(n) · resume(n)  SIGSTOP / SIGCONT
+ *   url(n)             the slot's URL while it is up (not paused), else undefined
+ *   disposeAll()       SIGCONT + SIGKILL whatever still runs
+ */
+import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { ClusterNode } from '../../support/cluster/node.js';
+import { spawnLogged } from '../../support/cluster/processes.js';
+import { REPO } from '../../support/repo.js';
+import { faultUrl, TIMINGS, type BucketProfile, type Unsafe } from './plan.js';
+
+const ENTRY = ['--import', 'tsx', '--import', join(REPO, 'support/die-with-parent.mjs'), join(REPO, 'test/chaos/node-entry.ts')];
+const CLASS = join(REPO, 'test/fixtures/classes/chaos-ledger.ts');
+const START_BOUND_MS = 60_000;
+const START_TRIES = 5;
+
+export type SlotState = 'up' | 'paused' | 'down' | 'starting';
+
+interface Slot {
+  node?: ClusterNode;
+  state: SlotState;
+  runs: number;
+  /** Fresh data dirs taken so far (each under a node id of its own). */
+  fresh: number;
+  profile?: BucketProfile;
+}
+
+export class ChaosNodes {
+  private readonly slots: Slot[];
+
+  constructor(
+    private readonly root: string,
+    private readonly bucket: string,
+    count: number,
+    private readonly unsafe: Unsafe | undefined,
+  ) {
+    this.slots = Array.from({ length: count }, () => ({ state: 'down' as SlotState, runs: 0, fresh: 0 }));
+  }
+
+  get count(): number {
+    return this.slots.length;
+  }
+
+  state(n: number): SlotState {
+    return this.slots[n]!.state;
+  }
+
+  url(n: number): string | undefined {
+    const s = this.slots[n]!;
+    return s.state === 'up' ? s.node?.url : undefined;
+  }
+
+  /** The URL of a paused node (its requests wait in the socket backlog until it resumes). */
+  pausedUrl(n: number): string | undefined {
+    const s = this.slots[n]!;
+    return s.state === 'paused' ? s.node?.url : undefined;
+  }
+
+  profile(n: number): BucketProfile | undefined {
+    return this.slots[n]!.profile;
+  }
+
+  runs(n: number): number {
+    return this.slots[n]!.runs;
+  }
+
+  nodeId(n: number): string {
+    const s = this.slots[n]!;
+    return s.fresh === 0 ? `n${n}` : `n${n}f${s.fresh}`;
+  }
+
+  /** Every node process started so far (for the logs). */
+  readonly all: ClusterNode[] = [];
+
+  /** Starts refused (a bucket fault met by the node's first writes: it exits, as it should). */
+  startsRefused = 0;
+
+  /**
+   * Starts slot n's next run; a start the bucket's faults refuse (or that hangs past the bound)
+   * is tried again, up to START_TRIES times, each with the fault+ seed moved on (or it would draw
+   * the same fault).
+   */
+  async start(n: number, profile: BucketProfile, freshDir = false): Promise<void> {
+    if (freshDir) this.slots[n]!.fresh++;
+    for (let attempt = 0; ; attempt++) {
+      const query = profile.query.replace(/seed=(\d+)/, (_, seed: string) => `seed=${Number(seed) + attempt}`);
+      try {
+        return await this.startOnce(n, { ...profile, query });
+      } catch (e) {
+        if (attempt + 1 >= START_TRIES || !/exited \(1\) before serving|did not start within/.test((e as Error).message)) throw e;
+        this.startsRefused++;
+      }
+    }
+  }
+
+  private async startOnce(n: number, profile: BucketProfile): Promise<void> {
+    const s = this.slots[n]!;
+    const nodeId = this.nodeId(n);
+    const dataDir = join(this.root, nodeId);
+    const options = {
+      ...TIMINGS,
+      dataDir,
+      bucket: faultUrl(this.bucket, profile),
+      port: 0,
+      nodeId,
+      classes: { ChaosLedger: CLASS },
+    };
+    const logPath = join(this.root, 'logs', `${nodeId}.log`);
+    s.state = 'starting';
+    s.runs++;
+    s.profile = profile;
+    const child = spawnLogged([...ENTRY, JSON.stringify(options), ...(this.unsafe ? [this.unsafe] : [])], logPath);
+    const node = new ClusterNode(nodeId, dataDir, logPath, child);
+    s.node = node;
+    this.all.push(node);
+    try {
+      node.url = await servingUrl(child, node);
+    } catch (e) {
+      if (node.running) {
+        child.kill('SIGKILL');
+        await node.exited;
+      }
+      s.state = 'down';
+      throw e;
+    }
+    s.state = 'up';
+  }
+
+  async kill(n: number): Promise<void> {
+    const s = this.slots[n]!;
+    s.state = 'down';
+    if (s.node?.running) {
+      s.node.child.kill('SIGCONT');
+      await s.node.killAndWait('SIGKILL');
+    }
+  }
+
+  /** A clean stop (holds and lease released); SIGKILL if it takes too long. */
+  async stop(n: number): Promise<void> {
+    const s = this.slots[n]!;
+    s.state = 'down';
+    if (!s.node?.running) return;
+    await s.node.killAndWait('SIGTERM', 30_000).catch(() => s.node!.killAndWait('SIGKILL'));
+  }
+
+  pause(n: number): void {
+    const s = this.slots[n]!;
+    s.node!.kill('SIGSTOP');
+    s.state = 'paused';
+  }
+
+  resume(n: number): void {
+    const s = this.slots[n]!;
+    if (s.state !== 'paused') return;
+    s.node!.kill('SIGCONT');
+    s.state = 'up';
+  }
+
+  /** Any node process still running, killed (SIGCONT first); how many there were. */
+  async disposeAll(): Promise<number> {
+    let n = 0;
+    for (const node of this.all) {
+      if (!node.running) continue;
+      n++;
+      node.child.kill('SIGCONT');
+      node.child.kill('SIGKILL');
+      await node.exited;
+    }
+    for (const s of this.slots) s.state = 'down';
+    return n;
+  }
+}
+
+/** The URL of the node's `(epoch N) serving URL` line on stderr; rejects if it exits first or takes too long. */
+function servingUrl(child: ChildProcess, node: ClusterNode): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let err = '';
+    const timer = setTimeout(
+      () => reject(new Error(`node ${node.nodeId} did not start within ${START_BOUND_MS} ms:\n${node.logTail(10)}`)),
+      START_BOUND_MS,
+    );
+    const onData = (d: Buffer) => {
+      err += d.toString();
+      const m = /epoch \d+\) serving (http:\/\/\S+)/.exec(err);
+      if (!m) return;
+      clearTimeout(timer);
+      child.stderr!.off('data', onData);
+      resolve(m[1]!);
+    };
+    child.stderr!.on('data', onData);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`node ${node.nodeId} exited (${code ?? signal}) before serving:\n${node.logTail()}`));
+    });
+  });
+}

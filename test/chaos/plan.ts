@@ -1,0 +1,189 @@
+/**
+ * The chaos run's plan, a pure function of the seed and the run's shape: the operations of the
+ * workload (each with its planned time, actor, node and arguments), the faults (kill -9 and
+ * restart, clean stop and restart, SIGSTOP/SIGCONT past the lease) and each node run's bucket
+ * profile (the `fault+` wrapper's schedule). The same seed gives the same plan on every machine;
+ * what real processes then make of it in time varies.
+ *
+ *   planRun(shape) ─▶ { ops, faults, profiles(node, run) }       fingerprint(plan) ─▶ a short hash
+ *
+ * Several faults overlap (a node killed while another is paused, each in its own bucket burst),
+ * but at most `nodes − 1` nodes are down or paused at any planned moment.
+ */
+import { createHash } from 'node:crypto';
+import { SeededRandom } from '../../src/core/random.js';
+
+/** The nodes' timings (`--set`): a lease of 2 s, so a takeover takes seconds. */
+export const TIMINGS = Object.freeze({
+  leasePeriodMs: 2_000,
+  graceMs: 500,
+  skewBoundMs: 200,
+  alarmSweepMs: 1_000,
+  retryBaseMs: 200,
+  retryMaxMs: 2_000,
+  idleTimeoutMs: 8_000,
+  forwardTimeoutMs: 2_000,
+  storeRequestTimeoutMs: 5_000,
+  workerThreads: 1,
+});
+
+/** lease + grace: how long after a node stops answering its actors may be taken. */
+export const MARGIN_MS = TIMINGS.leasePeriodMs + TIMINGS.graceMs;
+
+/** The protocol breakages a run can plant (test-only; each node of the run gets it). */
+export const UNSAFE = ['earlyDurableReply', 'noFence', 'leaseOverstay'] as const;
+export type Unsafe = (typeof UNSAFE)[number];
+
+export interface RunShape {
+  seed: number;
+  /** Length of the chaos phase. */
+  chaosMs: number;
+  nodes: number;
+}
+
+export type OpKind = 'apply' | 'read' | 'arm' | 'every' | 'clear' | 'destroy';
+
+export interface Op {
+  i: number;
+  /** `c<seed>-<i>`: the idempotency key of a durable op, the log's op id of any. */
+  id: string;
+  /** Planned start, ms after the chaos phase begins. */
+  at: number;
+  slot: number;
+  /** The actor's incarnation in its slot: a destroy moves the slot to the next one. */
+  incarnation: number;
+  kind: OpKind;
+  durable: boolean;
+  /** The node the first attempt goes to (retries go round the others). */
+  via: number;
+  /** arm / every: ms from the call to the alarm, the period (0: one-shot), failures before it runs. */
+  inMs?: number;
+  periodMs?: number;
+  failTimes?: number;
+}
+
+export type Fault =
+  | { at: number; kind: 'kill'; node: number; downMs: number; freshDir: boolean }
+  | { at: number; kind: 'stop'; node: number; downMs: number }
+  | { at: number; kind: 'pause'; node: number; pauseMs: number };
+
+/** A node run's bucket faults: the query of its `fault+` URL (empty: no wrapper). */
+export interface BucketProfile {
+  name: 'calm' | 'bursts' | 'ambiguous' | 'late' | 'stall' | 'outage' | 'mixed';
+  query: string;
+}
+
+export interface Plan {
+  shape: RunShape;
+  slots: number;
+  ops: Op[];
+  faults: Fault[];
+  /** The profile of a node's `run`-th start (0: the first), from the seed. */
+  profile(node: number, run: number): BucketProfile;
+}
+
+export const actorName = (slot: number, incarnation: number) => `chaos/ChaosLedger/a${slot}i${incarnation}`;
+
+const OPS_PER_SECOND = 5;
+const FAULT_GAP_MS = { min: 3_000, max: 9_000 };
+
+export function planRun(shape: RunShape): Plan {
+  const r = new SeededRandom(shape.seed);
+  const slots = 6 + r.int(7);
+  const ops = planOps(shape, slots, r.fork());
+  const faults = planFaults(shape, r.fork());
+  const profileSeed = r.next32();
+  return { shape, slots, ops, faults, profile: (node, run) => profileOf(new SeededRandom(profileSeed + node * 1_000 + run)) };
+}
+
+function planOps(shape: RunShape, slots: number, r: SeededRandom): Op[] {
+  const ops: Op[] = [];
+  const incarnation = new Array<number>(slots).fill(0);
+  const count = Math.round((shape.chaosMs / 1_000) * OPS_PER_SECOND);
+  for (let i = 0; i < count; i++) {
+    const at = Math.floor((i / count) * shape.chaosMs) + r.int(200);
+    const slot = r.int(slots);
+    const p = r.float();
+    const base = { i, id: `c${shape.seed}-${i}`, at, slot, incarnation: incarnation[slot]!, via: r.int(shape.nodes) };
+    if (p < 0.38) ops.push({ ...base, kind: 'apply', durable: true });
+    else if (p < 0.53) ops.push({ ...base, kind: 'apply', durable: false });
+    else if (p < 0.63) ops.push({ ...base, kind: 'read', durable: false });
+    else if (p < 0.83) {
+      const failTimes = r.float() < 0.3 ? 1 + r.int(2) : 0;
+      const inMs = r.float() < 0.5 ? r.int(1_000) : r.int(6_000);
+      ops.push({ ...base, kind: 'arm', durable: r.float() < 0.7, inMs, periodMs: 0, failTimes });
+    } else if (p < 0.87) {
+      const failTimes = r.float() < 0.3 ? 1 : 0;
+      ops.push({ ...base, kind: 'every', durable: true, inMs: 500 + r.int(3_000), periodMs: 1_000 + r.int(3_000), failTimes });
+    } else if (p < 0.97) ops.push({ ...base, kind: 'clear', durable: r.float() < 0.5 });
+    else {
+      ops.push({ ...base, kind: 'destroy', durable: true });
+      incarnation[slot]!++;
+    }
+  }
+  return ops;
+}
+
+/** Faults one after the other at random gaps, each on a node picked so one at least stays up. */
+function planFaults(shape: RunShape, r: SeededRandom): Fault[] {
+  const faults: Fault[] = [];
+  /** Until when each node is planned down or paused. */
+  const busyUntil = new Array<number>(shape.nodes).fill(0);
+  // The first fault after the cluster has warmed up; none in the last margin + 5 s.
+  for (let at = 4_000 + r.int(3_000); at < shape.chaosMs - MARGIN_MS - 5_000; at += FAULT_GAP_MS.min + r.int(FAULT_GAP_MS.max)) {
+    const free = busyUntil.map((u, n) => (u <= at ? n : -1)).filter((n) => n >= 0);
+    const upElsewhere = (n: number) => busyUntil.some((u, m) => m !== n && u <= at);
+    const candidates = free.filter(upElsewhere);
+    if (candidates.length === 0) continue;
+    const node = candidates[r.int(candidates.length)]!;
+    const p = r.float();
+    let fault: Fault;
+    // A restart itself takes seconds (tsx), counted in the node's busy time.
+    if (p < 0.35) fault = { at, kind: 'kill', node, downMs: r.float() < 0.3 ? 0 : r.int(4_000), freshDir: r.float() < 0.2 };
+    else if (p < 0.5) fault = { at, kind: 'stop', node, downMs: r.int(3_000) };
+    else fault = { at, kind: 'pause', node, pauseMs: MARGIN_MS + 500 + r.int(3_500) };
+    busyUntil[node] = at + (fault.kind === 'pause' ? fault.pauseMs : fault.downMs + 6_000);
+    faults.push(fault);
+  }
+  return faults;
+}
+
+function profileOf(r: SeededRandom): BucketProfile {
+  const seed = `seed=${r.int(2 ** 31 - 1)}`;
+  const burstEveryMs = 6_000 + r.int(8_000);
+  const burstMs = 1_000 + r.int(2_500);
+  const bursts = `burstEveryMs=${burstEveryMs}&burstMs=${burstMs}`;
+  const p = r.float();
+  if (p < 0.1) return { name: 'calm', query: '' };
+  if (p < 0.25) return { name: 'bursts', query: `${seed}&unavailable=0.3&on=writes&${bursts}` };
+  if (p < 0.4) return { name: 'ambiguous', query: `${seed}&ambiguous=0.05&late=0.02&lateMs=2000&${bursts}` };
+  // Writes that land seconds after their caller heard AMBIGUOUS_WRITE (or after a pause of its node).
+  if (p < 0.55) return { name: 'late', query: `${seed}&late=0.1&lateMs=${1_000 + r.int(3_000)}` };
+  // Writes in flight most of the time: a pause of the node lands them after another took over.
+  if (p < 0.8) return { name: 'stall', query: `${seed}&stallWritesMs=${150 + r.int(450)}` };
+  // Every write refused for 3–6 s every 15–25 s: the node's renewals fail, its lease runs out while
+  // it still reads and answers, and the others take its actors over.
+  if (p < 0.9)
+    return { name: 'outage', query: `on=writes&unavailable=1&burstEveryMs=${15_000 + r.int(10_000)}&burstMs=${3_000 + r.int(3_000)}` };
+  return { name: 'mixed', query: `${seed}&unavailable=0.2&on=all&ambiguous=0.03&late=0.01&lateMs=1500&${bursts}` };
+}
+
+/** The bucket URL a node run opens: `fault+<bucket>?<profile>`, or the bucket itself when calm. */
+export function faultUrl(bucket: string, profile: BucketProfile): string {
+  if (profile.query === '') return bucket;
+  return `fault+${bucket}${bucket.includes('?') ? '&' : '?'}${profile.query}`;
+}
+
+/** A short hash of the ops, the faults and the first profiles: equal for equal plans. */
+export function fingerprint(plan: Plan): string {
+  const profiles = Array.from({ length: plan.shape.nodes }, (_, n) => [0, 1, 2].map((k) => plan.profile(n, k).query));
+  const text = JSON.stringify({ slots: plan.slots, ops: plan.ops, faults: plan.faults, profiles });
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}
+
+export function describeFault(f: Fault): string {
+  const when = `+${(f.at / 1_000).toFixed(1)}s n${f.node}`;
+  if (f.kind === 'kill') return `${when} kill -9, restart after ${f.downMs} ms${f.freshDir ? ' on a fresh data dir' : ''}`;
+  if (f.kind === 'stop') return `${when} SIGTERM, restart after ${f.downMs} ms`;
+  return `${when} SIGSTOP for ${f.pauseMs} ms`;
+}

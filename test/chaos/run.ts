@@ -1,0 +1,253 @@
+/**
+ * One chaos run (docs/testing.md "The chaos run"): real node processes on one bucket, each run of
+ * a node behind its own `fault+` schedule, the plan's workload and faults at once, online checks
+ * while it runs, then heal, settle, stop, and check the whole history.
+ *
+ *   plan ─▶ start nodes ─▶ chaos phase (workload ∥ faults ∥ online checks every 5 s)
+ *        ─▶ heal (resume, restart the dead, restart every faulty bucket calm) ─▶ durable ops acknowledged
+ *        ─▶ settle (alarms due have run) ─▶ clean stop ─▶ final checks + index check ─▶ report
+ *
+ * Everything it starts is killed and its temp folder removed however it ends (nodes.ts,
+ * support/temp-dir.ts); on S3 its prefix is emptied.
+ */
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { checkIndex } from '../../src/ops/index-check.js';
+import { ACTOR_PROBLEMS } from '../../src/ops/index-findings.js';
+import { openStore } from '../../src/store/open.js';
+import type { ObjectStore } from '../../src/store/types.js';
+import { makeTempDir, removeTempDir } from '../../support/temp-dir.js';
+import { emptyBucket, uniqueBucket } from '../cluster/s3-bucket.js';
+import { describeChain, readActor, type ActorView } from './bucket-view.js';
+import {
+  ALARM_BOUND_MS,
+  checkAlarms,
+  checkDeleted,
+  checkDurables,
+  checkOnce,
+  QUIET_BOUND_MS,
+  setRunStart,
+  type AlarmStats,
+} from './checks.js';
+import { FaultInjector } from './faults.js';
+import { ChaosNodes } from './nodes.js';
+import { actorName, fingerprint, planRun, TIMINGS, type Unsafe } from './plan.js';
+import { printPlan, type ChaosReport, type FinalStats } from './report.js';
+import { sleep, Workload, type Violation } from './workload.js';
+
+export interface ChaosOptions {
+  seed: number;
+  chaosMs: number;
+  nodes: number;
+  /** The bucket: a folder in the run's temp folder, or a fresh prefix of this S3 URL. */
+  s3Url?: string;
+  unsafe?: Unsafe;
+  /** Stop the chaos phase at the first violation (how long a planted bug takes to be caught). */
+  stopOnViolation: boolean;
+  /** Keep the run's folder (the nodes' logs and data dirs, a folder bucket) when a check fails. */
+  keepOnViolation?: boolean;
+  out: (line: string) => void;
+}
+
+const ONLINE_EVERY_MS = 5_000;
+const ACK_BOUND_MS = 90_000;
+const CALM = { name: 'calm', query: '' } as const;
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
+  const plan = planRun({ seed: o.seed, chaosMs: o.chaosMs, nodes: o.nodes });
+  printPlan(plan, o);
+  const root = makeTempDir(`kw-chaos-${o.seed}-`);
+  mkdirSync(join(root, 'logs'));
+  mkdirSync(join(root, 'work'));
+  const bucket = o.s3Url ? uniqueBucket(o.s3Url, `chaos-${o.seed}`) : `file://${join(root, 'bucket')}`;
+  const store = openStore(bucket);
+  const nodes = new ChaosNodes(root, bucket, o.nodes, o.unsafe);
+  const violations: Violation[] = [];
+  let stopped = false;
+  const found = (v: Violation) => {
+    if (violations.length === 0) o.out(`VIOLATION (${v.check}) at ${((v.at - startedAt) / 1_000).toFixed(1)}s: ${v.message}`);
+    violations.push(v);
+    if (o.stopOnViolation) stopped = true;
+  };
+  const workload = new Workload(plan, nodes, found);
+  const injector = new FaultInjector(plan, nodes, (line) => o.out(`fault ${line}`));
+  let startedAt = Date.now();
+  let final: FinalStats | undefined;
+  let leftovers = { processes: 0, tempDir: false };
+  let caughtAfterMs: number | undefined;
+  try {
+    await Promise.all(Array.from({ length: o.nodes }, (_, n) => nodes.start(n, plan.profile(n, 0))));
+    startedAt = Date.now();
+    setRunStart(startedAt);
+    o.out(`${o.nodes} nodes serving; chaos phase of ${o.chaosMs / 1_000} s`);
+    const online = onlineChecks(workload, store, join(root, 'work'), found, () => stopped);
+    const chaosEnd = setTimeout(() => (stopped = true), o.chaosMs);
+    const work = workload.run(startedAt, () => stopped);
+    const faults = injector.run(startedAt, () => stopped);
+    await waitUntil(() => stopped);
+    clearTimeout(chaosEnd);
+    await Promise.all([online, faults]);
+    caughtAfterMs = violations.length > 0 ? violations[0]!.at - startedAt : undefined;
+    o.out(`chaos phase over at ${secs(startedAt)}`);
+    if (violations.length > 0 && o.stopOnViolation) {
+      workload.giveUpAfter(0);
+      await work;
+    } else {
+      await heal(nodes, injector, o);
+      workload.giveUpAfter(Date.now() + ACK_BOUND_MS);
+      await work;
+      o.out(`every op ended at ${secs(startedAt)}; settling alarms`);
+      await settle(workload, store, join(root, 'work'));
+      const endAt = Date.now();
+      for (let n = 0; n < nodes.count; n++) await nodes.stop(n);
+      o.out(`nodes stopped at ${secs(startedAt)}; checking the whole history`);
+      const views = await readViews(workload, store, join(root, 'work'));
+      final = await finalChecks(workload, injector, views, store, join(root, 'work'), endAt, found);
+      const first = violations[0];
+      if (first?.actor) for (const line of await describeChain(store, first.actor, startedAt)) o.out(`  ${first.actor} ${line}`);
+      caughtAfterMs ??= violations.length > 0 ? violations[0]!.at - startedAt : undefined;
+    }
+  } finally {
+    const killed = await nodes.disposeAll();
+    if (killed > 0) o.out(`${killed} node processes killed at the end`);
+    await store.close();
+    if (o.s3Url) await emptyBucket(bucket).catch((e: unknown) => o.out(`emptying ${bucket} failed: ${String(e)}`));
+    if (o.keepOnViolation && violations.length > 0) {
+      const kept = `${root}-kept`;
+      renameSync(root, kept); // out of the temp folders removed at exit
+      o.out(`the run's folder (logs, data dirs, bucket) is kept for inspection: ${kept}`);
+    } else removeTempDir(root);
+    leftovers = { processes: nodes.all.filter((n) => n.running).length, tempDir: existsSync(root) };
+  }
+  return {
+    seed: o.seed,
+    fingerprint: fingerprint(plan),
+    plan,
+    startedAt,
+    durationMs: Date.now() - startedAt,
+    outcomes: workload.outcomes,
+    violations,
+    caughtAfterMs,
+    final,
+    faults: { ...injector.injected, skipped: injector.skipped.length, 'starts refused by the bucket': nodes.startsRefused },
+    windows: injector.windows,
+    leftovers,
+  };
+}
+
+const secs = (from: number) => `${((Date.now() - from) / 1_000).toFixed(1)}s`;
+
+/** Every 5 s during the chaos phase: acknowledged durable ops in the committed heads, and the index invariant. */
+async function onlineChecks(
+  workload: Workload,
+  store: ObjectStore,
+  workDir: string,
+  found: (v: Violation) => void,
+  stopped: () => boolean,
+): Promise<void> {
+  while (!stopped()) {
+    await sleep(ONLINE_EVERY_MS);
+    if (stopped()) return;
+    const readAt = Date.now();
+    const views = await readViews(workload, store, workDir).catch(() => undefined);
+    if (!views) continue;
+    for (const v of [...checkDurables(workload.outcomes, views, readAt, Date.now()), ...checkOnce(views, Date.now())]) found(v);
+    for (const v of await indexProblems(store, workDir)) found(v);
+  }
+}
+
+/** The committed heads of every actor an op was sent to. */
+async function readViews(workload: Workload, store: ObjectStore, workDir: string): Promise<Map<string, ActorView>> {
+  const actors = new Set<string>();
+  for (const o of workload.outcomes) if (o.sentAt !== undefined) actors.add(actorName(o.op.slot, o.op.incarnation));
+  const views = new Map<string, ActorView>();
+  for (const a of actors) views.set(a, await readActor(store, a, workDir));
+  return views;
+}
+
+/** `keepwork index check`'s walk: a committed alarm no entry lists is a violation. */
+async function indexProblems(store: ObjectStore, workDir: string): Promise<Violation[]> {
+  const out: Violation[] = [];
+  await checkIndex({
+    store,
+    workDir,
+    nowMs: Date.now(),
+    graceMs: TIMINGS.graceMs,
+    onFinding: (f) => {
+      if (f.type === 'actor' && ACTOR_PROBLEMS.includes(f.kind))
+        out.push({
+          check: 'index',
+          message: `index check: ${f.kind} alarm of ${f.actor.address.key} at ${f.actor.alarmAt} (named ${f.actor.indexedRaw})${f.actor.error ? `: ${f.actor.error}` : ''}`,
+          at: Date.now(),
+          actor: f.actor.address.key,
+        });
+    },
+  });
+  return out;
+}
+
+/** Faults healed: paused nodes resumed, dead ones started, and every node on a faulty bucket restarted calm. */
+async function heal(nodes: ChaosNodes, injector: FaultInjector, o: ChaosOptions): Promise<void> {
+  await injector.settled();
+  for (let n = 0; n < nodes.count; n++) nodes.resume(n);
+  for (let n = 0; n < nodes.count; n++) {
+    if (nodes.state(n) === 'down') await nodes.start(n, CALM);
+    else if (nodes.profile(n)?.name !== 'calm') {
+      await nodes.stop(n);
+      await nodes.start(n, CALM);
+    }
+  }
+  o.out('healed: every node serving, none behind fault+');
+}
+
+/** Waits until no committed alarm is overdue (bounded by ALARM_BOUND_MS plus a margin of time). */
+async function settle(workload: Workload, store: ObjectStore, workDir: string): Promise<void> {
+  const bound = Date.now() + ALARM_BOUND_MS + 10_000;
+  for (;;) {
+    const views = await readViews(workload, store, workDir);
+    const now = Date.now();
+    const overdue = [...views.values()].filter((v) => v.current && v.current.due < now - 1_000);
+    if (overdue.length === 0 || now > bound) return;
+    await sleep(1_000);
+  }
+}
+
+async function finalChecks(
+  workload: Workload,
+  injector: FaultInjector,
+  views: Map<string, ActorView>,
+  store: ObjectStore,
+  workDir: string,
+  endAt: number,
+  found: (v: Violation) => void,
+): Promise<FinalStats> {
+  const now = Date.now();
+  for (const v of checkDurables(workload.outcomes, views, Infinity, now)) found(v);
+  for (const v of checkOnce(views, now)) found(v);
+  const deleted = checkDeleted(workload.outcomes, views, now);
+  deleted.violations.forEach(found);
+  const stats: AlarmStats = { runs: 0, lateness: [], quiet: [], recurringRuns: 0, retriedRuns: 0 };
+  for (const view of views.values()) for (const v of checkAlarms(view, injector.windows, endAt, stats)) found(v);
+  const overQuiet = stats.quiet.filter((l) => l > QUIET_BOUND_MS);
+  if (overQuiet.length > 0)
+    found({
+      check: 'lateness',
+      message: `${overQuiet.length} alarm runs outside fault windows were later than ${QUIET_BOUND_MS} ms (max ${Math.max(...overQuiet)} ms)`,
+      at: now,
+    });
+  for (const o of workload.outcomes)
+    if (o.op.durable && o.sentAt !== undefined && o.ackedAt === undefined)
+      found({
+        check: 'liveness',
+        message: `${o.op.kind} ${o.op.id} was never acknowledged (${o.attempts.length} attempts, last ${o.attempts.at(-1)?.code ?? o.attempts.at(-1)?.status})`,
+        at: now,
+        actor: actorName(o.op.slot, o.op.incarnation),
+        op: o.op.i,
+      });
+  for (const v of await indexProblems(store, workDir)) found(v);
+  return { alarms: stats, recreated: deleted.recreated };
+}
+
+async function waitUntil(cond: () => boolean): Promise<void> {
+  while (!cond()) await sleep(200);
+}

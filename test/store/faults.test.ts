@@ -1,0 +1,128 @@
+/**
+ * FaultStore (src/store/testing/faults.ts): each fault as the caller meets it, the burst windows,
+ * the seeded schedule, the URL; and with no fault drawn it is the inner store (conformance).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { SimClock, SystemClock } from '../../src/core/clock.js';
+import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
+import { SeededRandom } from '../../src/core/random.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { openStore } from '../../src/store/open.js';
+import { FaultStore, NO_FAULTS, parseFaultUrl, type FaultPlan } from '../../src/store/testing/faults.js';
+import { text } from '../helpers/bytes.js';
+import { runConformance } from './conformance.js';
+
+runConformance('fault+ with no faults around memory', async () => {
+  const store = new FaultStore(new MemoryStore(), new SystemClock(), new SeededRandom(1), NO_FAULTS);
+  return { store, reopen: async () => store, cleanup: () => store.close() };
+});
+
+function faulty(plan: Partial<FaultPlan>, seed = 1) {
+  const clock = new SimClock(0);
+  const inner = new MemoryStore({ clock });
+  return { clock, inner, store: new FaultStore(inner, clock, new SeededRandom(seed), { ...NO_FAULTS, ...plan }) };
+}
+
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (e: unknown) => (isKeepworkError(e) ? e.code : String(e)),
+  );
+
+describe('fault store', () => {
+  it('unavailable on writes refuses them before they are sent; reads go through', async () => {
+    const { inner, store } = faulty({ unavailable: 1, on: 'writes' });
+    await inner.put('k', text('v'));
+    assert.equal(await codeOf(store.put('k', text('w'))), ErrorCode.StoreUnavailable);
+    assert.equal(await codeOf(store.delete('k')), ErrorCode.StoreUnavailable);
+    assert.deepEqual((await store.get('k'))?.body, text('v'), 'not written');
+    assert.deepEqual((await store.list()).keys, ['k']);
+    assert.equal(store.injected.unavailable, 2);
+  });
+
+  it('unavailable on reads refuses reads only', async () => {
+    const { store } = faulty({ unavailable: 1, on: 'reads' });
+    await store.put('k', text('v'));
+    for (const read of [store.get('k'), store.head('k'), store.list()]) assert.equal(await codeOf(read), ErrorCode.StoreUnavailable);
+  });
+
+  it('an ambiguous write is applied, then answered AMBIGUOUS_WRITE', async () => {
+    const { inner, store } = faulty({ ambiguous: 1 });
+    assert.equal(await codeOf(store.put('k', text('v'), { ifNoneMatch: '*' })), ErrorCode.AmbiguousWrite);
+    assert.deepEqual((await inner.get('k'))?.body, text('v'));
+  });
+
+  it('a late write is answered at once and lands lateMs later, its condition checked when it lands', async () => {
+    const { clock, inner, store } = faulty({ late: 1, lateMs: 1_000 });
+    assert.equal(await codeOf(store.put('k', text('late'), { ifNoneMatch: '*' })), ErrorCode.AmbiguousWrite);
+    assert.equal(await inner.get('k'), null, 'not yet');
+    await inner.put('k', text('first'));
+    await clock.advance(1_000);
+    assert.deepEqual((await inner.get('k'))?.body, text('first'), 'the late create found the key taken');
+    assert.equal(await codeOf(store.put('j', text('late'))), ErrorCode.AmbiguousWrite);
+    const putsBefore = inner.counts.put;
+    let closed = false;
+    const closing = store.close().then(() => (closed = true));
+    await clock.advance(999);
+    assert.equal(closed, false, 'close waits for the late write');
+    await clock.advance(1);
+    await closing;
+    assert.equal(inner.counts.put, putsBefore + 1, 'it landed before the inner store closed');
+  });
+
+  it('stalled writes wait while reads answer at once', async () => {
+    const { clock, inner, store } = faulty({ stallWritesMs: 5_000 });
+    await inner.put('k', text('v'));
+    let written = false;
+    const put = store.put('k', text('w')).then(() => (written = true));
+    assert.deepEqual((await store.get('k'))?.body, text('v'));
+    await clock.advance(4_999);
+    assert.equal(written, false);
+    await clock.advance(1);
+    await put;
+    assert.deepEqual((await inner.get('k'))?.body, text('w'));
+  });
+
+  it('faults only inside the burst windows', async () => {
+    const { clock, store } = faulty({ unavailable: 1, burstEveryMs: 10_000, burstMs: 3_000 });
+    const at = async (ms: number) => {
+      await clock.runUntil(ms);
+      return codeOf(store.get('k'));
+    };
+    assert.deepEqual(
+      [await at(0), await at(2_999), await at(3_000), await at(9_999), await at(10_000), await at(13_500)],
+      [ErrorCode.StoreUnavailable, ErrorCode.StoreUnavailable, 'ok', 'ok', ErrorCode.StoreUnavailable, 'ok'],
+    );
+  });
+
+  it('the same seed draws the same faults; another seed others', async () => {
+    const run = async (seed: number) => {
+      const { store } = faulty({ unavailable: 0.3, ambiguous: 0.3 }, seed);
+      const out: string[] = [];
+      for (let i = 0; i < 60; i++) out.push(await codeOf(store.put(`k${i}`, text('v'))));
+      return out;
+    };
+    const a = await run(7);
+    assert.deepEqual(await run(7), a);
+    assert.notDeepEqual(await run(8), a);
+    assert.ok(a.includes('ok') && a.includes(ErrorCode.StoreUnavailable) && a.includes(ErrorCode.AmbiguousWrite));
+  });
+
+  it('is opened from a fault+ URL; the inner URL keeps its own query; bad values are BAD_CONFIG', async () => {
+    const parsed = parseFaultUrl('fault+latency+memory:?ms=5&seed=3&unavailable=0.3&on=writes&burstEveryMs=20000&burstMs=10000');
+    assert.equal(parsed.inner, 'latency+memory:?ms=5');
+    assert.equal(parsed.seed, 3);
+    assert.deepEqual(parsed.plan, { ...NO_FAULTS, unavailable: 0.3, on: 'writes', burstEveryMs: 20_000, burstMs: 10_000 });
+    const store = openStore('fault+memory:?unavailable=1&seed=1');
+    assert.match(store.description, /^fault\+memory/);
+    assert.equal(await codeOf(store.get('k')), ErrorCode.StoreUnavailable);
+    await store.close();
+    for (const bad of ['unavailable=2', 'on=sometimes', 'late=x', 'burstEveryMs=1000', 'burstEveryMs=1000&burstMs=2000', 'lateMs=-1'])
+      assert.throws(
+        () => parseFaultUrl(`fault+memory:?${bad}`),
+        (e: unknown) => isKeepworkError(e, ErrorCode.BadConfig),
+        bad,
+      );
+  });
+});
