@@ -32,7 +32,11 @@ export const ErrorCode = {
   NotFound: 'NOT_FOUND',
   /** Guest SQL named an internal table or used a refused statement; nothing ran. */
   SqlRefused: 'SQL_REFUSED',
-  /** A bounded queue is full; retry later. */
+  /**
+   * A bound was reached: an actor's queue is full, the process has no file descriptor left, or a
+   * tenant creates new actors faster than `newActorsPerTenantPerSecond`; nothing ran, retry later
+   * (`details.retryAfterMs`, when given, is how long to wait).
+   */
   Overloaded: 'OVERLOADED',
   /** A handler ran past its time limit (counts as a failure). */
   HandlerTimeout: 'HANDLER_TIMEOUT',
@@ -53,11 +57,6 @@ export const ErrorCode = {
    * database file too short): the actor is not served.
    */
   CorruptState: 'CORRUPT_STATE',
-  /**
-   * The process has no file descriptor left (EMFILE, or the system's table is full: ENFILE): the
-   * node cannot open actor databases until some are closed. Raise the open-file limit (docs/operations.md).
-   */
-  FilesExhausted: 'FILES_EXHAUSTED',
   /** A state keepwork's own code must never reach (an `invariant` failed): a bug; the operation stops there. */
   Internal: 'INTERNAL',
   /** An HTTP request body over `httpBodyMaxBytes`. */
@@ -150,7 +149,6 @@ export const NodeStopped = errorClass(ErrorCode.NodeStopped, 'NodeStopped');
 export const OwnerUnreachable = errorClass(ErrorCode.OwnerUnreachable, 'OwnerUnreachable');
 export const CorruptLink = errorClass(ErrorCode.CorruptLink, 'CorruptLink');
 export const CorruptState = errorClass(ErrorCode.CorruptState, 'CorruptState');
-export const FilesExhausted = errorClass(ErrorCode.FilesExhausted, 'FilesExhausted');
 export const Internal = errorClass(ErrorCode.Internal, 'Internal');
 export const PayloadTooLarge = errorClass(ErrorCode.PayloadTooLarge, 'PayloadTooLarge');
 export const RequestTimeout = errorClass(ErrorCode.RequestTimeout, 'RequestTimeout');

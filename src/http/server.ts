@@ -70,7 +70,6 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   [ErrorCode.OwnerUnreachable]: 503,
   [ErrorCode.LeaseLost]: 503,
   [ErrorCode.ActorGivenUp]: 503,
-  [ErrorCode.FilesExhausted]: 503,
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.RequestTimeout]: 408,
   [ErrorCode.MethodNotAllowed]: 405,
@@ -360,8 +359,14 @@ function reply(res: ServerResponse, failures: FailureLog | undefined, e: unknown
   if (status === 413 || status === 408) res.setHeader('connection', 'close');
   // The status page asks a browser for the token (the password of a Basic login); everything else, a client.
   if (status === 401) res.setHeader('www-authenticate', page ? 'Basic realm="keepwork", charset="UTF-8"' : 'Bearer realm="keepwork"');
-  if (status === 503) res.setHeader('retry-after', '1');
+  if (status === 503) res.setHeader('retry-after', String(retryAfterSeconds(e)));
   send(res, status, { error: code, message });
+}
+
+/** A 503's Retry-After in whole seconds: the error's `details.retryAfterMs` rounded up, else 1. */
+function retryAfterSeconds(e: unknown): number {
+  const ms = (e as { details?: { retryAfterMs?: unknown } }).details?.retryAfterMs;
+  return typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? Math.ceil(ms / 1000) : 1;
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {

@@ -9,7 +9,8 @@
  */
 import type { Clock } from '../core/clock.js';
 import { parseAddress, type ActorAddress } from '../core/address.js';
-import { BadRequest, ErrorCode, LeaseLost, NodeStopped, isKeepworkError, reviveError } from '../core/errors.js';
+import { BadRequest, LeaseLost, NodeStopped, reviveError } from '../core/errors.js';
+import { isFilesExhausted } from '../core/files-exhausted.js';
 import type { Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
@@ -301,7 +302,7 @@ export class Node implements RoutingNode, SweepHost {
     try {
       return await this.holding(address, elsewhere, mine, absent);
     } catch (e) {
-      if (isKeepworkError(e, ErrorCode.FilesExhausted)) this.metrics.feed.outOfFiles(e.message, this.clock.now());
+      if (isFilesExhausted(e)) this.metrics.feed.outOfFiles(e.message, this.clock.now());
       throw e;
     }
   }
@@ -403,7 +404,7 @@ export class Node implements RoutingNode, SweepHost {
   private submit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
     if (this.stopping) return Promise.reject(new NodeStopped(`node ${this.nodeId} is stopping`));
     return this.runner.submit(address, event).then((r) => {
-      if (r.type === 'error' && r.error.code === ErrorCode.FilesExhausted) this.metrics.feed.outOfFiles(r.error.message, this.clock.now());
+      if (r.type === 'error' && isFilesExhausted(r.error)) this.metrics.feed.outOfFiles(r.error.message, this.clock.now());
       return r; // a delivery's outcome; a call's error is noted by withHold too (the same moment, kept once)
     });
   }

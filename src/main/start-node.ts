@@ -190,7 +190,12 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     dataDir,
     bucket: bucketUrl,
     classes: classUrls,
-    options: { ...tunables, dbCacheMax: config.dbCacheMax, spareActorFiles: config.spareActorFiles, workerConcurrency: config.workerConcurrency },
+    options: {
+      ...tunables,
+      dbCacheMax: config.dbCacheMax,
+      spareActorFiles: config.spareActorFiles,
+      workerConcurrency: config.workerConcurrency,
+    },
     logLevel: log.level,
     nodeId: identity.nodeId,
     epoch,

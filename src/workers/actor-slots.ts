@@ -88,7 +88,10 @@ export function slotsSettings(
   return {
     max: config.dbCacheMax,
     filesMax: config.dbCacheMax + config.workerConcurrency, // an event holds one actor in use
-    inMemory: config.alarmsInMemory, newInMemory: config.newActorsInMemory, ...extra };
+    inMemory: config.alarmsInMemory,
+    newInMemory: config.newActorsInMemory,
+    ...extra,
+  };
 }
 
 export class ActorSlots {

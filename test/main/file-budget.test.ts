@@ -4,7 +4,14 @@ import fc from 'fast-check';
 import { DEFAULTS, type Tunable } from '../../src/core/config.js';
 import { isKeepworkError } from '../../src/core/errors.js';
 import { FS_OPEN_FILES_MAX } from '../../src/store/fs/options.js';
-import { bucketFilesOf, FILES_PER_DB, planFiles, RESERVE_MAIN, RESERVE_PER_WORKER, type FileBudgetSettings } from '../../src/main/file-budget.js';
+import {
+  bucketFilesOf,
+  FILES_PER_DB,
+  planFiles,
+  RESERVE_MAIN,
+  RESERVE_PER_WORKER,
+  type FileBudgetSettings,
+} from '../../src/main/file-budget.js';
 import { FALLBACK_FILE_LIMIT, parseFileLimit, readFileLimit } from '../../src/main/file-limit.js';
 
 const defaults: FileBudgetSettings = {

@@ -19,7 +19,8 @@ export class FileGate {
       return await step();
     } finally {
       const next = this.waiting.shift();
-      if (next) next(); // the slot passes on
+      if (next)
+        next(); // the slot passes on
       else this.running--;
     }
   }
