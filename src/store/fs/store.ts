@@ -19,7 +19,12 @@
  *
  * Limits: one host, a local POSIX filesystem with hard links and fcntl locks (not NFS/SMB), case-
  * sensitive names; the root path plus up to 3× the key length must fit in PATH_MAX (4096).
- * Errors: `BadConfig` when opened on a folder of another on-disk format (fs/format.ts);
+ * Opened `readOnly` (the CLI's commands that only look), it writes nothing at all — no `~tmp`,
+ * no `~lock.db`, no format stamp — refuses puts and deletes with BadRequest, and refuses a folder
+ * that is not a bucket of this format already (an empty one included).
+ *
+ * Errors: `BadConfig` when opened on a folder of another on-disk format, or one that is not a
+ * bucket (fs/format.ts);
  * `BadKey`/`BadRequest` before any I/O; `PreconditionFailed`; `StoreUnavailable` when the write
  * did not happen (or a read failed); `AmbiguousWrite` when the object became visible but the
  * folder fsync failed.
@@ -31,7 +36,7 @@ import { SystemClock, type Clock } from '../../core/clock.js';
 import { BadConfig, BadRequest, KeepworkError, StoreUnavailable } from '../../core/errors.js';
 import { retry } from '../../core/retry.js';
 import { etagOf } from '../etag.js';
-import { checkFormat } from './format.js';
+import { checkFormat, checkFormatReadOnly } from './format.js';
 import { asBytes, codeOf, fsyncDoesNothing, isMissing, TRANSIENT, unlinkIfPresent, unlinkQuiet } from './io.js';
 import { ListWalk } from './list.js';
 import { HostLock } from './lock.js';
@@ -72,7 +77,8 @@ export class FsStore implements ObjectStore {
   /** The puts and listings under way, each holding files open while it waits for the disk. */
   readonly #files: FileGate;
   readonly #tempDir: string;
-  readonly #lock: HostLock;
+  /** None when opened read-only: creating it would write `~lock.db`. */
+  readonly #lock: HostLock | undefined;
   readonly #clock: Clock;
   readonly #syncs = new FolderSyncs();
   /** `fsync` asked for, on a file system where it does something (fs/io.ts `fsyncDoesNothing`). */
@@ -87,8 +93,15 @@ export class FsStore implements ObjectStore {
     this.root = parseFsUrl(root);
     this.description = `fs:${this.root}`;
     this.#tempDir = path.join(this.root, TEMP_DIR_NAME);
+    if (this.#config.readOnly) {
+      checkFormatReadOnly(this.root);
+      this.#fsync = false;
+      this.#lock = undefined;
+      return;
+    }
+    fs.mkdirSync(this.root, { recursive: true });
+    checkFormat(this.root, this.#tempDir); // before anything is written: a folder that is no bucket stays as it was
     fs.mkdirSync(this.#tempDir, { recursive: true });
-    checkFormat(this.root, this.#tempDir);
     // One answer for the whole bucket: a write links its temp file into place, which fails across
     // file systems, so every object lives on the file system of the temp folder.
     this.#fsync = this.#config.fsync && !fsyncDoesNothing(this.#tempDir);
@@ -116,11 +129,12 @@ export class FsStore implements ObjectStore {
     const target = this.#target(key);
     const mode = modeOf(condition);
     if (!(body instanceof Uint8Array)) throw new BadRequest(`put ${key}: body must be a Uint8Array`);
+    const lock = this.#writable('put', key);
     return this.#files.run(async () => {
       const temp = await this.#guard('put', key, () => writeTemp(this.#tempDir, body, this.#fsync));
       let renamed = false;
       try {
-        const made = await this.#guard('put', key, () => install(temp, target, mode, key, this.#lock, this.#config));
+        const made = await this.#guard('put', key, () => install(temp, target, mode, key, lock, this.#config));
         renamed = made.renamed;
         if (this.#fsync) await syncAfterWrite(this.#syncs, this.root, target, made.createdFrom, key);
       } finally {
@@ -145,8 +159,9 @@ export class FsStore implements ObjectStore {
   /** Unlinks a batch under one lock acquisition, then fsyncs and prunes the folders it touched. */
   async #deleteBatch(batch: (Target & { key: string })[]): Promise<void> {
     const what = batch.length === 1 ? batch[0]!.key : `${batch.length} keys from ${batch[0]!.key}`;
+    const lock = this.#writable('delete', what);
     const removed = await this.#guard('delete', what, () =>
-      this.#lock.run(() => batch.filter((t) => unlinkIfPresent(t.file)), this.#config.lockWaitMs),
+      lock.run(() => batch.filter((t) => unlinkIfPresent(t.file)), this.#config.lockWaitMs),
     );
     const dirs = [...new Set(removed.map((t) => t.dir))];
     if (this.#fsync) await this.#guard('delete', what, () => Promise.all(dirs.map((d) => this.#syncs.sync(d))));
@@ -172,7 +187,7 @@ export class FsStore implements ObjectStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#lock.close();
+    this.#lock?.close();
   }
 
   // --- helpers -------------------------------------------------------------------------------
@@ -182,6 +197,12 @@ export class FsStore implements ObjectStore {
     this.#assertOpen();
     const file = insideRoot(this.root, names);
     return { file, dir: path.dirname(file) };
+  }
+
+  /** The host lock a write takes; BadRequest on a store opened read-only (nothing is written). */
+  #writable(op: string, key: string): HostLock {
+    if (this.#lock === undefined) throw new BadRequest(`${this.description} was opened read-only: ${op} ${key} refused`);
+    return this.#lock;
   }
 
   #assertOpen(): void {
