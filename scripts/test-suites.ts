@@ -50,6 +50,7 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/main/access-policy.test.ts', 'unit'],
   ['test/main/peers-allow.test.ts', 'unit'],
   ['test/main/status-feed.test.ts', 'unit'],
+  ['test/main/file-budget.test.ts', 'unit'],
   ['test/cli/progress.test.ts', 'unit'],
   ['test/cli/tunables-help.test.ts', 'unit'],
 ];
