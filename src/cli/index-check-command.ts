@@ -66,7 +66,7 @@ export async function indexCheckCommand(o: IndexCheckOptions): Promise<void> {
   const config = resolveOptions();
   const clock = new SystemClock();
   const random = new SystemRandom();
-  const store = openExistingBucket(o.bucket, { config, clock, random });
+  const store = openExistingBucket(o.bucket, { config, clock, random, readOnly: !o.repair });
   const workDir = mkdtempSync(join(tmpdir(), 'keepwork-check-'));
   const progress = new Progress();
   try {

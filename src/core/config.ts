@@ -116,6 +116,10 @@ export const DEFAULTS = Object.freeze({
   /** New actors' database files each worker keeps made and fsynced ahead of need (workers/spare-files.ts);
    *  a new actor's file is one of them, renamed into place. 0: each is written and fsynced at its first call. */
   spareActorFiles: 32,
+  /** New actors (holds created) one tenant may create per second on this node, at most (up to a
+   *  second's worth at once); past it a new actor's first event is refused with OVERLOADED (HTTP
+   *  503, Retry-After) and nothing is written. Actors that exist are never counted. */
+  newActorsPerTenantPerSecond: 10_000,
   /** Idempotency keys of durable calls an actor remembers, at most (the oldest are pruned first). */
   idempotencyKeysMax: 1_000,
   /** An idempotency key is remembered this long after its call (then the key may run again). */
@@ -193,6 +197,7 @@ export const RULES: Readonly<Record<IntegerTunable, Rule>> = {
   deliveryConcurrency: { min: 1, max: 10_000 },
   deliveryConcurrencyMax: { min: 1, max: 10_000 },
   spareActorFiles: { min: 0, max: 10_000 },
+  newActorsPerTenantPerSecond: { min: 1, max: 1_000_000 },
   heldActorsMax: { min: 1, max: 10_000_000 },
   idempotencyKeysMax: { min: 1, max: 1_000_000 },
   idempotencyRetentionMs: { min: 1 },

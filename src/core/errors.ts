@@ -32,7 +32,11 @@ export const ErrorCode = {
   NotFound: 'NOT_FOUND',
   /** Guest SQL named an internal table or used a refused statement; nothing ran. */
   SqlRefused: 'SQL_REFUSED',
-  /** A bounded queue is full; retry later. */
+  /**
+   * A bound was reached: an actor's queue is full, the process has no file descriptor left, or a
+   * tenant creates new actors faster than `newActorsPerTenantPerSecond`; nothing ran, retry later
+   * (`details.retryAfterMs`, when given, is how long to wait).
+   */
   Overloaded: 'OVERLOADED',
   /** A handler ran past its time limit (counts as a failure). */
   HandlerTimeout: 'HANDLER_TIMEOUT',

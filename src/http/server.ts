@@ -6,7 +6,8 @@
  *        → 200 {"result": …}        [Idempotency-Key: k] with durable=1: a repeat returns the
  *                                    recorded outcome without running; other arguments → 409
  *   GET  /v1/actors/:tenant/:class/:name/alarm                 → 200 {"alarm": ms | null}
- *   GET  /healthz                                               → 200 {"ok": true, nodeId, epoch}
+ *   GET  /healthz                                               → 200 {"ok": true, nodeId, epoch}; 503 {"ok":
+ *                                                                 false, …, problems} while it cannot open actors
  *   GET  /                                                      → the status page (status-page.ts)
  *   GET  /v1/status                                             → what it shows, as JSON (status-view.ts)
  *
@@ -53,6 +54,7 @@ import type { BoundHttp, FrontDoorSettings, HttpServer, RoutingNode } from '../m
 export type { HttpServer };
 import { STATUS_PAGE_HTML } from './status-page.js';
 import { StatusView } from './status-view.js';
+import { selfProblems } from './status-health.js';
 
 /** What `startHttp` binds and serves with: the front door's settings (node-api.ts). */
 export type HttpSettings = FrontDoorSettings;
@@ -152,6 +154,8 @@ async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, 
   checkHost(s, req);
   if (url.pathname === '/healthz') {
     onlyMethod(req, 'GET');
+    const problems = selfProblems({ nowMs: Date.now(), filesExhausted: node.metrics.feed.filesExhausted });
+    if (problems.length) return send(res, 503, { ok: false, nodeId: node.nodeId, epoch: node.epoch, problems });
     return send(res, 200, { ok: true, nodeId: node.nodeId, epoch: node.epoch });
   }
   const signedBody = isForward(s, req) ? await readBody(req, s) : undefined;
@@ -355,8 +359,14 @@ function reply(res: ServerResponse, failures: FailureLog | undefined, e: unknown
   if (status === 413 || status === 408) res.setHeader('connection', 'close');
   // The status page asks a browser for the token (the password of a Basic login); everything else, a client.
   if (status === 401) res.setHeader('www-authenticate', page ? 'Basic realm="keepwork", charset="UTF-8"' : 'Bearer realm="keepwork"');
-  if (status === 503) res.setHeader('retry-after', '1');
+  if (status === 503) res.setHeader('retry-after', String(retryAfterSeconds(e)));
   send(res, status, { error: code, message });
+}
+
+/** A 503's Retry-After in whole seconds: the error's `details.retryAfterMs` rounded up, else 1. */
+function retryAfterSeconds(e: unknown): number {
+  const ms = (e as { details?: { retryAfterMs?: unknown } }).details?.retryAfterMs;
+  return typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? Math.ceil(ms / 1000) : 1;
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {

@@ -12,6 +12,9 @@
  *                       sweep's value until the next sweep, which the adaptive cadence may put
  *                       off for a margin or more after the entries were delivered
  *   deliveries-failing  deliveries failed on this node within the last FAILING_WINDOW_MS
+ *   files-exhausted     an event on this node failed for want of file descriptors (EMFILE)
+ *                       within the last FAILING_WINDOW_MS: new actors cannot be opened. Also what
+ *                       makes GET /healthz answer 503 (`selfProblems`)
  *
  * Released nodes (stopped cleanly) are not a problem.
  */
@@ -20,7 +23,7 @@ import type { DeliveryRecord, StatusSample } from '../main/status-feed.js';
 
 const FAILING_WINDOW_MS = 60_000;
 
-export type ProblemKind = 'self-fenced' | 'node-fenced' | 'node-expired' | 'index-lag' | 'deliveries-failing';
+export type ProblemKind = 'self-fenced' | 'node-fenced' | 'node-expired' | 'index-lag' | 'deliveries-failing' | 'files-exhausted';
 
 export interface Problem {
   kind: ProblemKind;
@@ -53,6 +56,21 @@ export interface HealthInput {
   samples: StatusSample[];
   /** Newest first. */
   failures: DeliveryRecord[];
+  /** When an event last failed with FILES_EXHAUSTED, and its message (status-feed.ts); null: never. */
+  filesExhausted: { atMs: number; message: string } | null;
+}
+
+/** This node's own problems, which its GET /healthz answers 503 for: it cannot serve new actors. */
+export function selfProblems(h: Pick<HealthInput, 'nowMs' | 'filesExhausted'>): Problem[] {
+  const f = h.filesExhausted;
+  if (f === null || h.nowMs - f.atMs >= FAILING_WINDOW_MS) return [];
+  return [
+    {
+      kind: 'files-exhausted',
+      where: 'this node',
+      what: `out of file descriptors ${s1(h.nowMs - f.atMs)} ago: actors cannot be opened (${f.message})`,
+    },
+  ];
 }
 
 const s1 = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -84,6 +102,7 @@ export function health(h: HealthInput): Health {
       what: `${failed} deliveries failed on this node in the last minute${detail}`,
     });
   }
+  problems.push(...selfProblems(h));
   return { ok: problems.length === 0, summary: summary(h, problems), problems };
 }
 

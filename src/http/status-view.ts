@@ -103,7 +103,16 @@ export class StatusView {
     const fenced = ((await this.node.metrics.fenced.get()).values[0]?.value ?? 0) > 0;
     const marginMs = this.node.config.marginMs;
     return {
-      health: health({ nowMs: now, marginMs, selfFenced: fenced, nodes, tenants, samples, failures }),
+      health: health({
+        nowMs: now,
+        marginMs,
+        selfFenced: fenced,
+        nodes,
+        tenants,
+        samples,
+        failures,
+        filesExhausted: this.feed.filesExhausted,
+      }),
       node: {
         nodeId: this.node.nodeId,
         epoch: this.node.epoch,

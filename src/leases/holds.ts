@@ -31,12 +31,14 @@ import type { Settings } from '../core/config.js';
 import { invariant } from '../core/invariant.js';
 import type { Logger } from '../core/logger.js';
 
-export type HoldSettings = Settings<'graceMs'>;
+/** Without `newActorsPerTenantPerSecond` (a table in a test), new actors are not rate-limited. */
+export type HoldSettings = Settings<'graceMs'> & Partial<Settings<'newActorsPerTenantPerSecond'>>;
 import type { ObjectStore } from '../store/types.js';
 import { holdDecision } from './decisions.js';
 import type { NodeDirectory } from './directory.js';
 import type { NodeLease } from './node-lease.js';
 import { decodeHold, encodeHold, encodeNode, holdKey, nodeKey, type HoldRecord, type NodeRecord } from './records.js';
+import { NewActorRate } from './new-actor-rate.js';
 
 /** `none`: the actor has no hold anywhere (it was never created), and the acquire was told not to create one. */
 export type Ownership = { kind: 'mine'; generation: number } | { kind: 'elsewhere'; nodeId: string; addr: string } | { kind: 'none' };
@@ -70,6 +72,8 @@ export class HoldTable {
    * actor's create), and tries without a read whose PUT found another hold (412).
    */
   readonly takes = { read: 0, expected: 0, expectedMissed: 0, created: 0, createdMissed: 0 };
+  /** The per-tenant rate of new actors (holds created), when configured. */
+  private readonly newActors: NewActorRate | undefined;
 
   constructor(
     private readonly store: ObjectStore,
@@ -79,7 +83,10 @@ export class HoldTable {
     private readonly nodes: NodeDirectory,
     private readonly self: { nodeId: string },
     private readonly log: Logger,
-  ) {}
+  ) {
+    const { newActorsPerTenantPerSecond } = config;
+    this.newActors = newActorsPerTenantPerSecond === undefined ? undefined : new NewActorRate({ newActorsPerTenantPerSecond });
+  }
 
   /** The generation this node holds the actor under, if it does. */
   held(a: ActorAddress): number | undefined {
@@ -175,9 +182,13 @@ export class HoldTable {
    */
   private async createUnread(a: ActorAddress): Promise<Ownership | undefined> {
     if (!this.creating || this.released.has(a.key)) return undefined;
+    // Past the tenant's rate the read decides: an actor that exists is taken as usual, a new one refused.
+    if (this.newActors && !this.newActors.has(a, this.clock.now())) return undefined;
     this.lease.check();
+    this.newActors?.take(a, this.clock.now());
     const made = await this.write(a, 1, { ifNoneMatch: '*' }, 'created');
     if (!made) {
+      this.newActors?.giveBack(a);
       this.takes.createdMissed++;
       this.creating = false;
     }
@@ -239,10 +250,14 @@ export class HoldTable {
         return { kind: 'mine', generation: d.generation };
       case 'forward':
         return { kind: 'elsewhere', nodeId: d.nodeId, addr: d.addr };
-      case 'create':
+      case 'create': {
         if (!create) return { kind: 'none' };
         if (expected === undefined) this.creating = true; // new actors: the next may be new too
-        return this.write(a, 1, { ifNoneMatch: '*' });
+        this.newActors?.take(a, this.clock.now()); // OVERLOADED past the tenant's rate: nothing written
+        const made = await this.write(a, 1, { ifNoneMatch: '*' });
+        if (!made) this.newActors?.giveBack(a); // it exists after all
+        return made;
+      }
       case 'take':
         if (this.releasedSince(a, hold!)) return undefined;
         this.noteTakeable(hold!, expected);

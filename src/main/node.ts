@@ -10,6 +10,7 @@
 import type { Clock } from '../core/clock.js';
 import { parseAddress, type ActorAddress } from '../core/address.js';
 import { BadRequest, LeaseLost, NodeStopped, reviveError } from '../core/errors.js';
+import { isFilesExhausted } from '../core/files-exhausted.js';
 import type { Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
 import type { ObjectStore } from '../store/types.js';
@@ -298,6 +299,21 @@ export class Node implements RoutingNode, SweepHost {
     mine: (generation: number) => Promise<T>,
     absent?: () => T,
   ): Promise<T> {
+    try {
+      return await this.holding(address, elsewhere, mine, absent);
+    } catch (e) {
+      if (isFilesExhausted(e)) this.metrics.feed.outOfFiles(e.message, this.clock.now());
+      throw e;
+    }
+  }
+
+  /** withHold's loop; an error for want of file descriptors (the hold's bucket I/O, the worker's open) is noted on the way out. */
+  private async holding<T>(
+    address: ActorAddress,
+    elsewhere: (own: { nodeId: string; addr: string }) => Promise<T>,
+    mine: (generation: number) => Promise<T>,
+    absent?: () => T,
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const own = await this.own(address, absent === undefined);
       if (own.kind === 'none') return absent!();
@@ -387,7 +403,10 @@ export class Node implements RoutingNode, SweepHost {
   /** Runs one event through the actor's lane and worker (event-runner.ts). */
   private submit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
     if (this.stopping) return Promise.reject(new NodeStopped(`node ${this.nodeId} is stopping`));
-    return this.runner.submit(address, event);
+    return this.runner.submit(address, event).then((r) => {
+      if (r.type === 'error' && isFilesExhausted(r.error)) this.metrics.feed.outOfFiles(r.error.message, this.clock.now());
+      return r; // a delivery's outcome; a call's error is noted by withHold too (the same moment, kept once)
+    });
   }
 
   /** One alarm delivery (alarm-delivery.ts): the actor's event at `dueMs`, or undefined when another live node holds it. */

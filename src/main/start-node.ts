@@ -13,7 +13,7 @@ import { SystemRandom } from '../core/random.js';
 import { openStore, defaultBucketUrl } from '../store/open.js';
 import { countedStore } from '../store/request-counts.js';
 import { resolveClasses } from './classes.js';
-import { resolveOptions, type KeepworkOptions, type ResolvedConfig } from '../core/config.js';
+import { resolveOptions, type KeepworkOptions, type ResolvedConfig, type Tunable } from '../core/config.js';
 import { checkClasses } from '../workers/class-loader.js';
 import { nextIdentity } from './identity.js';
 import { Membership } from './membership.js';
@@ -22,7 +22,9 @@ import { Node } from './node.js';
 import type { BoundHttp, FrontDoor, KeepworkNode, StartNodeOptions, UnsafeTestSeams } from './node-api.js';
 import { SAFE_RULES } from '../alarms/rules.js';
 import { BadConfig } from '../core/errors.js';
-import { WorkerGroup } from './worker-group.js';
+import { WorkerGroup, workerCount } from './worker-group.js';
+import { bucketFilesOf, planFiles } from './file-budget.js';
+import { readFileLimit } from './file-limit.js';
 import { DataDirLock } from './data-dir-lock.js';
 import { clusterKey as keyOf, type ClusterKey } from '../core/cluster-signature.js';
 import { tokenSetOf } from '../core/tokens.js';
@@ -62,7 +64,8 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
     tls: tlsOptions,
     ...tunables
   } = options;
-  const config = resolveOptions(tunables);
+  const baseLog = logger ?? createLogger();
+  const config = fitFiles(resolveOptions(tunables), tunables, bucket ?? '', baseLog);
   const listenHost = host ?? '127.0.0.1';
   const tokens = auth === undefined ? undefined : tokenSetOf(auth);
   const clusterKey = clusterSecret === undefined ? undefined : keyOf(clusterSecret, config.skewBoundMs);
@@ -77,7 +80,6 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
   const dataDir = resolve(dir ?? './data');
   mkdirSync(dataDir, { recursive: true });
   const dirLock = DataDirLock.acquire(dataDir); // held until stop, or until the process dies
-  const baseLog = logger ?? createLogger();
   for (const w of doors.warnings) baseLog.warn({ host: listenHost }, w);
   let http: BoundHttp | undefined;
   try {
@@ -146,6 +148,24 @@ function checkAdvertise(host: string, advertise: string | undefined, tls: Server
     );
 }
 
+/**
+ * The config with its file-hungry sizes fitted to the process's open-file limit (file-budget.ts);
+ * BAD_CONFIG when the sizes the user set cannot fit. Logged when anything was shrunk.
+ */
+function fitFiles(config: ResolvedConfig, tunables: KeepworkOptions, bucketUrl: string, log: Logger): ResolvedConfig {
+  const { limit, source } = readFileLimit();
+  const workers = workerCount(config);
+  const set = new Set(Object.keys(tunables).filter((k) => tunables[k as Tunable] !== undefined) as Tunable[]);
+  const plan = planFiles(limit, workers, config, set, bucketFilesOf(bucketUrl, config));
+  if (plan.shrunk.length === 0) return config;
+  const sizes = Object.fromEntries(plan.shrunk.map((k) => [k, plan.sizes[k]]));
+  log.warn(
+    { fileLimit: limit, fileLimitSource: source, workers, files: plan.files, ...sizes },
+    `options sized down to fit the open-file limit (${limit}): ${plan.shrunk.map((k) => `${k} ${config[k]} → ${plan.sizes[k]}`).join(', ')}; raise the limit (ulimit -n) for larger caches`,
+  );
+  return Object.freeze({ ...config, ...plan.sizes });
+}
+
 /** The rest of the start, holding the data dir's lock (released by `Node.stop`) and the port. */
 async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirLock, unsafe: UnsafeTestSeams): Promise<KeepworkNode> {
   const { config, tunables, classUrls, served, bucketUrl, baseLog, http } = parts;
@@ -170,7 +190,12 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     dataDir,
     bucket: bucketUrl,
     classes: classUrls,
-    options: tunables,
+    options: {
+      ...tunables,
+      dbCacheMax: config.dbCacheMax,
+      spareActorFiles: config.spareActorFiles,
+      workerConcurrency: config.workerConcurrency,
+    },
     logLevel: log.level,
     nodeId: identity.nodeId,
     epoch,

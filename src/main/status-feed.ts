@@ -6,10 +6,12 @@
  *   deliveries  the most recent alarm deliveries and failures (≤ DELIVERIES_MAX)
  *   failures    the most recent failed deliveries only, with their errors (≤ FAILURES_MAX), so
  *               a burst of successes does not push the last failures out of sight
+ *   filesExhausted  when an event last failed for want of file descriptors
  *
  * Error messages are cut to ERROR_CHARS_MAX characters.
  *
- * Fed by the node's delivery path (`delivered`, `failed`: one call each in node.ts) and by the
+ * Fed by the node's delivery path (`delivered`, `failed`: one call each in node.ts), its event
+ * results (`outOfFiles`) and by the
  * HTTP layer's sampler (status-view.ts).
  */
 import type { EventResult } from '../workers/messages.js';
@@ -74,6 +76,13 @@ export class StatusFeed {
   readonly failures = new Ring<DeliveryRecord>(FAILURES_MAX);
   readonly totals: Record<DeliveryOutcome, number> = { ran: 0, stale: 0, kept: 0, failed: 0 };
   private sinceSample = { ran: 0, stale: 0, kept: 0, failed: 0 };
+  /** When an event last failed for want of file descriptors (FILES_EXHAUSTED), and the message; null: never. */
+  filesExhausted: { atMs: number; message: string } | null = null;
+
+  /** An event failed with FILES_EXHAUSTED (node.ts): the node's health says so for a while (status-health.ts). */
+  outOfFiles(message: string, nowMs: number): void {
+    this.filesExhausted = { atMs: nowMs, message: cut(message) };
+  }
 
   /** A delivery finished with a result from the worker (an error result counts as failed). */
   delivered(actor: string, dueMs: number, r: EventResult, nowMs: number): void {

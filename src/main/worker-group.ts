@@ -54,6 +54,11 @@ const WORKER_URL = new URL('../workers/event-worker' + (FROM_SOURCE ? '.ts' : '.
 export const WORKER_EXEC_ARGV: string[] | undefined =
   FROM_SOURCE && !process.execArgv.join(' ').includes('tsx') ? [...process.execArgv, '--import', 'tsx'] : undefined;
 
+/** The node's worker threads: workerThreads, or one per core, at most 4. */
+export function workerCount(config: Settings<'workerThreads'>): number {
+  return config.workerThreads || Math.min(4, availableParallelism());
+}
+
 export class WorkerGroup {
   private readonly pools: Piscina[];
   /** Pools replaced by a restart → their end (the old thread's exit). */
@@ -65,7 +70,7 @@ export class WorkerGroup {
     private readonly config: WorkerGroupSettings,
     private readonly setup: Omit<WorkerSetup, 'worker' | 'options' | 'progress'> & { options: KeepworkOptions },
   ) {
-    const n = config.workerThreads || Math.min(4, availableParallelism());
+    const n = workerCount(config);
     this.finished = new Int32Array(new SharedArrayBuffer(4 * n));
     this.pools = Array.from({ length: n }, (_, worker) => this.makePool(worker));
   }

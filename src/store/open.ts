@@ -40,6 +40,8 @@ export interface OpenStoreDeps {
   config?: StoreSettings;
   clock?: Clock;
   random?: Random;
+  /** Open a bucket on this machine's disk for reading only: nothing is created or written in it (the CLI's looks). */
+  readOnly?: boolean;
 }
 
 /**
@@ -79,7 +81,12 @@ export function openStore(url: string, deps: OpenStoreDeps = {}): ObjectStore {
   if (local.kind === 'sqlite') return new SqliteStore(local.path, { lockWaitMs: config.storeRequestTimeoutMs }, clock);
   return new FsStore(
     local.path,
-    { lockWaitMs: config.storeRequestTimeoutMs, attemptsMax: config.storeAttemptsMax, retryBaseMs: config.storeRetryBaseMs },
+    {
+      lockWaitMs: config.storeRequestTimeoutMs,
+      attemptsMax: config.storeAttemptsMax,
+      retryBaseMs: config.storeRetryBaseMs,
+      readOnly: deps.readOnly === true,
+    },
     clock,
   );
 }

@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path';
 import { nameHex, type ActorAddress } from '../core/address.js';
 import { forMemory } from '../replication/memory-image.js';
 import { fsyncFd } from '../store/fs/io.js';
+import { filesExhausted, isOutOfFiles } from '../core/files-exhausted.js';
 import type { SpareActorFiles } from './spare-files.js';
 
 export type Db = Database.Database;
@@ -84,8 +85,39 @@ export async function createActorDb(path: string, address: ActorAddress, image: 
   return openFile(path, address, true);
 }
 
+/**
+ * Opens the file; out of file descriptors, FILES_EXHAUSTED (core/files-exhausted.ts). SQLite
+ * opens the WAL and its index at the first statement, and says only SQLITE_CANTOPEN (or an I/O
+ * error) when it cannot: a failed open is told apart by trying to open the file here.
+ */
 function openFile(path: string, address: ActorAddress, created: boolean): Db {
-  const db = new Database(path);
+  let db: Db | undefined;
+  try {
+    db = new Database(path);
+    return setUp(db, path, address, created);
+  } catch (e) {
+    const outOfFiles = isOutOfFiles(e) || (isSqliteOpenFailure(e) && outOfFilesNow(path)); // before the close frees some
+    if (db?.open) db.close();
+    throw outOfFiles ? filesExhausted(`open actor database ${path}`, e) : e;
+  }
+}
+
+function isSqliteOpenFailure(e: unknown): boolean {
+  const code = (e as { code?: unknown })?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_IOERR'));
+}
+
+/** Whether opening `path` now fails for want of a file descriptor. */
+function outOfFilesNow(path: string): boolean {
+  try {
+    closeSync(openSync(path, 'r'));
+    return false;
+  } catch (e) {
+    return isOutOfFiles(e);
+  }
+}
+
+function setUp(db: Db, path: string, address: ActorAddress, created: boolean): Db {
   actorDbHooks.onOpen?.(db);
   db.pragma('journal_mode = WAL');
   // A new file's first commit starts a brand-new WAL: its header fsync (and the folder's) guards

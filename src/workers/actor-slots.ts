@@ -7,7 +7,9 @@
  *   discardUnwritten (a new actor whose events all failed) ─▶ drop, local files deleted
  *
  * An actor in use by a running event is never evicted; the LRU may exceed `max` by the number in
- * use at once.
+ * use at once. Open and closing actors together (a closing one keeps its files open until its
+ * upload is done) are bounded by `filesMax`: an actor that is not open waits for room before it
+ * is taken (main/file-budget.ts plans the process's files on that bound).
  */
 import type { ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
@@ -47,6 +49,8 @@ export interface Slot {
 export interface SlotsSettings {
   /** Open actors kept per worker (LRU). */
   max: number;
+  /** Open and closing actors per worker, at most (default `max` + 64): more wait for room. */
+  filesMax?: number;
   /** Actors with no local file are taken into memory for events that do not create them. */
   inMemory: boolean;
   /** An event that creates a new actor (nothing in the bucket, no local file) runs it in memory. */
@@ -78,10 +82,16 @@ const UPLOADED_UNDER_MAX = 4096;
 
 /** The slots' settings from the node's resolved config. */
 export function slotsSettings(
-  config: Settings<'dbCacheMax' | 'alarmsInMemory' | 'newActorsInMemory'>,
+  config: Settings<'dbCacheMax' | 'workerConcurrency' | 'alarmsInMemory' | 'newActorsInMemory'>,
   extra: Pick<SlotsSettings, 'createOffThread' | 'fsyncNewFiles' | 'spares'> = {},
 ): SlotsSettings {
-  return { max: config.dbCacheMax, inMemory: config.alarmsInMemory, newInMemory: config.newActorsInMemory, ...extra };
+  return {
+    max: config.dbCacheMax,
+    filesMax: config.dbCacheMax + config.workerConcurrency, // an event holds one actor in use
+    inMemory: config.alarmsInMemory,
+    newInMemory: config.newActorsInMemory,
+    ...extra,
+  };
 }
 
 export class ActorSlots {
@@ -89,6 +99,11 @@ export class ActorSlots {
   private readonly closing = new Map<string, Promise<void>>();
 
   private readonly max: number;
+  private readonly filesMax: number;
+  /** Takes waiting for room under filesMax, let go (to check again) whenever an actor closes. */
+  private roomWaiters: (() => void)[] = [];
+  /** Takes under way: each will hold an open actor. */
+  private taking = 0;
   private readonly inMemory: boolean;
   private readonly newInMemory: boolean;
   private readonly createOffThread: boolean;
@@ -108,6 +123,7 @@ export class ActorSlots {
     private readonly replicaDeps: ReplicaDeps,
   ) {
     this.max = settings.max;
+    this.filesMax = Math.max(settings.filesMax ?? settings.max + 64, 1);
     this.inMemory = settings.inMemory;
     this.newInMemory = settings.newInMemory === true;
     this.createOffThread = settings.createOffThread === true;
@@ -132,7 +148,13 @@ export class ActorSlots {
       this.open.delete(key); // re-insert: most recently used last
       if (slot.keep && slot.users === 0 && create && !slot.replica.firstUpload()) slot = await this.moving(key, this.toFile(slot));
     } else {
-      slot = await this.take(address, create, generation, opts);
+      await this.room();
+      try {
+        slot = await this.take(address, create, generation, opts);
+      } finally {
+        this.taking--;
+        this.freed(); // a take that opened nothing (absent, failed) leaves its room to the next
+      }
       if (!slot) return null;
     }
     slot.replica.usedUnder(generation);
@@ -149,6 +171,7 @@ export class ActorSlots {
       if (this.open.get(slot.replica.address.key) === slot) this.drop(slot.replica.address);
     } else if (slot.memory && !slot.keep && slot.users === 0) void this.close(slot.replica.address);
     this.evict();
+    this.freed();
   }
 
   /** Flushes and closes the actor (idle, or an owner giving it back). */
@@ -166,6 +189,7 @@ export class ActorSlots {
         slot.replica.beforeClose();
         slot.db.close();
         this.closing.delete(key);
+        this.freed();
       });
     this.closing.set(key, done);
     return done;
@@ -180,6 +204,7 @@ export class ActorSlots {
     this.open.delete(key);
     slot.replica.beforeClose();
     if (slot.db.open) slot.db.close();
+    this.freed();
   }
 
   /**
@@ -317,6 +342,26 @@ export class ActorSlots {
     }
   }
 
+  /**
+   * Waits until one more actor may open under filesMax (closing the least recently used idle ones
+   * meanwhile), and counts its take as under way (`taking`) before it returns: the check and the
+   * count in one turn, or two takes woken together would both find room for one. An actor
+   * released, a close or a take finished, lets it check again.
+   */
+  private async room(): Promise<void> {
+    while (this.open.size + this.closing.size + this.taking >= this.filesMax) {
+      this.evictFor(1);
+      await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
+    }
+    this.taking++;
+  }
+
+  /** An actor closed: every waiting take checks again. */
+  private freed(): void {
+    if (this.roomWaiters.length === 0) return;
+    for (const resolve of this.roomWaiters.splice(0)) resolve();
+  }
+
   private remember(key: string, replica: ActorReplica): void {
     this.uploadedUnder.delete(key);
     if (!replica.uploadedUnderHold || replica.givenUp) return;
@@ -328,6 +373,17 @@ export class ActorSlots {
     for (const [, slot] of this.open) {
       if (this.open.size <= this.max) return;
       if (slot.users === 0) void this.close(slot.replica.address);
+    }
+  }
+
+  /** Starts closing `n` idle actors, least recently used first (room for takes under filesMax). */
+  private evictFor(n: number): void {
+    for (const [, slot] of this.open) {
+      if (n <= 0) return;
+      if (slot.users === 0) {
+        void this.close(slot.replica.address);
+        n--;
+      }
     }
   }
 }

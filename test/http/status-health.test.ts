@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { DeliveryRecord, StatusSample } from '../../src/main/status-feed.js';
-import { health, recentFailures, type HealthInput, type TenantRow } from '../../src/http/status-health.js';
+import { health, recentFailures, selfProblems, type HealthInput, type TenantRow } from '../../src/http/status-health.js';
 
 const NOW = 10_000_000;
 const MARGIN = 15_000;
@@ -54,11 +54,26 @@ function input(o: Partial<HealthInput>): HealthInput {
     tenants: [tenant('demo', 0)],
     samples: [],
     failures: [],
+    filesExhausted: null,
     ...o,
   };
 }
 
 describe('status health', () => {
+  it('says this node is out of file descriptors for a minute after an event failed for want of them', () => {
+    const exhausted = { atMs: NOW - 5_000, message: 'open actor database x: no file descriptor left' };
+    const h = health(input({ filesExhausted: exhausted }));
+    assert.equal(h.ok, false);
+    assert.deepEqual(
+      h.problems.map((p) => p.kind),
+      ['files-exhausted'],
+    );
+    assert.match(h.summary, /out of file descriptors 5\.0 s ago/);
+    assert.equal(selfProblems({ nowMs: NOW, filesExhausted: exhausted }).length, 1);
+    assert.deepEqual(selfProblems({ nowMs: NOW + 60_000, filesExhausted: exhausted }), []);
+    assert.equal(health(input({ filesExhausted: { ...exhausted, atMs: NOW - 60_000 } })).ok, true);
+  });
+
   it('says healthy with the live nodes and the largest lag when nothing is wrong', () => {
     const h = health(input({ nodes: [node('n1', 'live', { self: true }), node('n2', 'live'), node('n3', 'released')] }));
     assert.deepEqual(h, {

@@ -13,6 +13,12 @@ import fc from 'fast-check';
 import { ErrorCode } from '../../src/core/errors.js';
 import { LARGE_FOLDER_BYTES, ListWalk } from '../../src/store/fs/list.js';
 import { FORMAT_FILE_NAME, FsStore, migrateFsBucket, objectNames } from '../../src/store/fs/store.js';
+import { BUCKET_TOP_FOLDERS } from '../../src/store/fs/format.js';
+import { INDEX_PREFIX } from '../../src/alarms/keys.js';
+import { HOLDS_PREFIX, NODES_PREFIX } from '../../src/leases/records.js';
+import { linkKey } from '../../src/replication/state-keys.js';
+import { parseAddress } from '../../src/core/address.js';
+import { treeOf } from '../helpers/tree.js';
 import { validatePrefix } from '../../src/store/keys.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { allKeys } from '../helpers/all-keys.js';
@@ -238,16 +244,16 @@ describe('fs store: on-disk format', () => {
       entry('t', 1796115601000),
       entry('u', 5),
       'alarms/t/001796115600000/C/6a6f65', // a legacy (untagged) entry
-      'x/001796115600000', // an object named by 15 digits
-      'x/001796115600000/y/000000000000001',
+      'state/x/001796115600000', // an object named by 15 digits
+      'state/x/001796115600000/y/000000000000001',
       'holds/t/C/6a6f65',
       'state/t/C/6a6f65/00000000000000000001',
-      `long/${'0'.repeat(300)}`,
+      `state/long/${'0'.repeat(300)}`,
     ];
     try {
       writeFormat1(
         root,
-        keys.filter((k) => !k.startsWith('long/')),
+        keys.filter((k) => !k.startsWith('state/long/')),
       );
       // A crashed earlier run: one due time half moved (its target exists, with one of its names).
       mkdirSync(join(root, 'alarms', 't', '001796+', '115+', '600+', '000', 'C.t', '6b'), { recursive: true });
@@ -257,8 +263,8 @@ describe('fs store: on-disk format', () => {
         entry('t', 1796115600000, '6b'),
       );
       rmSync(moved);
-      mkdirSync(join(root, 'long', '0'.repeat(240) + '+'), { recursive: true }); // format 1 cut long segments too
-      writeFileSync(join(root, 'long', '0'.repeat(240) + '+', '0'.repeat(60) + '~'), `long/${'0'.repeat(300)}`);
+      mkdirSync(join(root, 'state', 'long', '0'.repeat(240) + '+'), { recursive: true }); // format 1 cut long segments too
+      writeFileSync(join(root, 'state', 'long', '0'.repeat(240) + '+', '0'.repeat(60) + '~'), `state/long/${'0'.repeat(300)}`);
 
       const result = migrateFsBucket(root);
       assert.equal(result.from, 1);
@@ -281,5 +287,44 @@ describe('fs store: on-disk format', () => {
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
+  });
+
+  it('a folder of other files is refused as not a bucket, by a node and by migrate, and nothing is written in it', () => {
+    const root = tempRoot();
+    writeFileSync(join(root, 'hosts'), '127.0.0.1 localhost\n');
+    mkdirSync(join(root, 'holds')); // a keepwork-like name beside it does not make a bucket
+    const before = treeOf(root);
+    assert.throws(() => new FsStore(root), {
+      code: ErrorCode.BadConfig,
+      message: /is not a keepwork bucket: it holds "hosts" \(a bucket holds only alarms\/, holds\/, nodes\/, state\/ .*\); check --bucket/,
+    });
+    assert.throws(() => new FsStore(root, { readOnly: true }), { code: ErrorCode.BadConfig, message: /is not a keepwork bucket/ });
+    assert.throws(() => migrateFsBucket(root), { code: ErrorCode.BadRequest, message: /is not a keepwork bucket: it holds "hosts"/ });
+    assert.deepEqual(treeOf(root), before);
+  });
+
+  it('read-only: reads a bucket, refuses writes, and writes nothing; an empty folder is no bucket to it', async () => {
+    const root = tempRoot();
+    const writer = new FsStore(root);
+    await writer.put('holds/t/C/6a', text('h'));
+    await writer.close();
+    const before = treeOf(root);
+    const reader = new FsStore(root, { readOnly: true });
+    try {
+      assert.deepEqual(await allKeys(reader), ['holds/t/C/6a']);
+      await assert.rejects(reader.put('holds/t/C/6b', text('h')), { code: ErrorCode.BadRequest, message: /opened read-only/ });
+      await assert.rejects(reader.delete('holds/t/C/6a'), { code: ErrorCode.BadRequest, message: /opened read-only/ });
+    } finally {
+      await reader.close();
+    }
+    assert.deepEqual(treeOf(root), before);
+    const empty = tempRoot();
+    assert.throws(() => new FsStore(empty, { readOnly: true }), { code: ErrorCode.BadConfig, message: /the folder is empty/ });
+    assert.deepEqual(treeOf(empty), []);
+  });
+
+  it("a bucket's top-level folders are those its keys start with", () => {
+    const tops = [INDEX_PREFIX, HOLDS_PREFIX, NODES_PREFIX, linkKey(parseAddress('t/C/x'), 1)].map((k) => k.split('/')[0]);
+    assert.deepEqual([...BUCKET_TOP_FOLDERS].sort(), tops.sort());
   });
 });

@@ -7,13 +7,15 @@
  * idempotent and safe to re-run after a crash: each rename is atomic, the stamp is written last,
  * and a folder whose target already exists (a crashed run) has its names moved one by one.
  * Two objects for the same key (only a mix of old and new writers could make them) stop it with
- * CorruptState naming both, before anything of that object is moved.
+ * CorruptState naming both, before anything of that object is moved. A folder that is not an
+ * older bucket — empty, or holding anything but a keepwork bucket's top-level folders
+ * (fs/format.ts `folderShape`) — is refused with BadRequest naming what it holds, and left as it is.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { BadRequest, CorruptState } from '../../core/errors.js';
 import { codeOf } from './io.js';
-import { readFormat, writeFormat, FS_FORMAT } from './format.js';
+import { folderShape, notABucket, writeFormat, FS_FORMAT } from './format.js';
 import { CONTINUED_MARK, DIGIT_SEGMENT_CHARS, INTERNAL_MARK, OBJECT_MARK, TEMP_DIR_NAME, folderNames } from './paths.js';
 
 export interface MigrateResult {
@@ -27,9 +29,12 @@ const WHOLE_DIGITS = new RegExp(`^[0-9]{${DIGIT_SEGMENT_CHARS}}$`);
 
 export function migrateFsBucket(root: string): MigrateResult {
   if (!fs.existsSync(root) || !fs.statSync(root).isDirectory()) throw new BadRequest(`no folder bucket at ${root}`);
-  const format = readFormat(root);
-  if (format === FS_FORMAT) return { from: format, moved: 0 };
-  if (format !== null) throw new BadRequest(`${root} is in on-disk format ${format}; this keepwork converts format 1 only`);
+  const shape = folderShape(root);
+  if (shape.kind === 'stamped' && shape.format === FS_FORMAT) return { from: shape.format, moved: 0 };
+  if (shape.kind === 'stamped') throw new BadRequest(`${root} is in on-disk format ${shape.format}; this keepwork converts format 1 only`);
+  if (shape.kind === 'foreign') throw new BadRequest(`${notABucket(root, shape.found)}; nothing was changed`);
+  if (shape.kind === 'empty')
+    throw new BadRequest(`${root} is empty: no older bucket to convert (a node stamps a new bucket itself); nothing was changed`);
   const touched = new Set<string>();
   const moved = walk(root, false, touched);
   for (const dir of touched) fsyncDir(dir);

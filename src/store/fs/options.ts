@@ -24,7 +24,18 @@ export interface FsStoreOptions {
    * that way.
    */
   largeFolderBytes?: number;
+  /**
+   * Open the folder for reading only: nothing is ever created or written in it (no `~tmp`, no
+   * `~lock.db`, no format stamp); puts and deletes are refused with BadRequest, and a folder that
+   * is not a bucket already (an empty one included) is refused with BadConfig.
+   */
+  readOnly?: boolean;
+  /** Files a put, a folder sync or a listing keeps open at once, at most (fs/file-gate.ts); more wait. */
+  openFilesMax?: number;
 }
+
+/** The default of openFilesMax: plenty for libuv's four pool threads to fsync with. */
+export const FS_OPEN_FILES_MAX = 32;
 
 export const FS_STORE_DEFAULTS = Object.freeze({
   fsync: true,
@@ -34,6 +45,8 @@ export const FS_STORE_DEFAULTS = Object.freeze({
   folderRacesMax: 16,
   deleteBatchKeys: 256,
   largeFolderBytes: LARGE_FOLDER_BYTES,
+  openFilesMax: FS_OPEN_FILES_MAX,
+  readOnly: false,
 });
 
 /** Options that may be 0. */
@@ -49,8 +62,8 @@ export function resolveFsOptions(options: FsStoreOptions = {}): FsConfig {
     if (!(name in FS_STORE_DEFAULTS))
       throw new BadConfig(`unknown FsStore option ${name}; known: ${Object.keys(FS_STORE_DEFAULTS).join(', ')}`);
     if (value === undefined) continue;
-    if (name === 'fsync') {
-      if (typeof value !== 'boolean') throw new BadConfig(`fsync must be a boolean, got ${JSON.stringify(value)}`);
+    if (name === 'fsync' || name === 'readOnly') {
+      if (typeof value !== 'boolean') throw new BadConfig(`${name} must be a boolean, got ${JSON.stringify(value)}`);
     } else if (!Number.isSafeInteger(value) || (value as number) < (ZERO_ALLOWED.has(name) ? 0 : 1)) {
       throw new BadConfig(
         `${name} must be a ${ZERO_ALLOWED.has(name) ? 'non-negative' : 'positive'} integer, got ${JSON.stringify(value)}`,

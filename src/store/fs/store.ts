@@ -19,7 +19,12 @@
  *
  * Limits: one host, a local POSIX filesystem with hard links and fcntl locks (not NFS/SMB), case-
  * sensitive names; the root path plus up to 3× the key length must fit in PATH_MAX (4096).
- * Errors: `BadConfig` when opened on a folder of another on-disk format (fs/format.ts);
+ * Opened `readOnly` (the CLI's commands that only look), it writes nothing at all — no `~tmp`,
+ * no `~lock.db`, no format stamp — refuses puts and deletes with BadRequest, and refuses a folder
+ * that is not a bucket of this format already (an empty one included).
+ *
+ * Errors: `BadConfig` when opened on a folder of another on-disk format, or one that is not a
+ * bucket (fs/format.ts);
  * `BadKey`/`BadRequest` before any I/O; `PreconditionFailed`; `StoreUnavailable` when the write
  * did not happen (or a read failed); `AmbiguousWrite` when the object became visible but the
  * folder fsync failed.
@@ -31,7 +36,7 @@ import { SystemClock, type Clock } from '../../core/clock.js';
 import { BadConfig, BadRequest, KeepworkError, StoreUnavailable } from '../../core/errors.js';
 import { retry } from '../../core/retry.js';
 import { etagOf } from '../etag.js';
-import { checkFormat } from './format.js';
+import { checkFormat, checkFormatReadOnly } from './format.js';
 import { asBytes, codeOf, fsyncDoesNothing, isMissing, TRANSIENT, unlinkIfPresent, unlinkQuiet } from './io.js';
 import { ListWalk } from './list.js';
 import { HostLock } from './lock.js';
@@ -40,6 +45,8 @@ import { folderNames, insideRoot, LOCK_FILE_NAME, objectNames, TEMP_DIR_NAME, ty
 import { FolderSyncs } from './sync.js';
 import { modeOf } from '../conditions.js';
 import { install, syncAfterWrite, writeTemp } from './write.js';
+import { FileGate } from './file-gate.js';
+import { filesExhausted, isOutOfFiles } from '../../core/files-exhausted.js';
 import { pageOf, resolveList, validateKey } from '../keys.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from '../types.js';
 
@@ -67,8 +74,11 @@ export class FsStore implements ObjectStore {
   readonly description: string;
   readonly root: string;
   readonly #config: FsConfig;
+  /** The puts and listings under way, each holding files open while it waits for the disk. */
+  readonly #files: FileGate;
   readonly #tempDir: string;
-  readonly #lock: HostLock;
+  /** None when opened read-only: creating it would write `~lock.db`. */
+  readonly #lock: HostLock | undefined;
   readonly #clock: Clock;
   readonly #syncs = new FolderSyncs();
   /** `fsync` asked for, on a file system where it does something (fs/io.ts `fsyncDoesNothing`). */
@@ -78,12 +88,20 @@ export class FsStore implements ObjectStore {
   /** `clock`: what retries and the host lock's polls sleep on (the wall clock by default). */
   constructor(root: string, options?: FsStoreOptions, clock: Clock = new SystemClock()) {
     this.#config = resolveFsOptions(options);
+    this.#files = new FileGate(this.#config.openFilesMax);
     this.#clock = clock;
     this.root = parseFsUrl(root);
     this.description = `fs:${this.root}`;
     this.#tempDir = path.join(this.root, TEMP_DIR_NAME);
+    if (this.#config.readOnly) {
+      checkFormatReadOnly(this.root);
+      this.#fsync = false;
+      this.#lock = undefined;
+      return;
+    }
+    fs.mkdirSync(this.root, { recursive: true });
+    checkFormat(this.root, this.#tempDir); // before anything is written: a folder that is no bucket stays as it was
     fs.mkdirSync(this.#tempDir, { recursive: true });
-    checkFormat(this.root, this.#tempDir);
     // One answer for the whole bucket: a write links its temp file into place, which fails across
     // file systems, so every object lives on the file system of the temp folder.
     this.#fsync = this.#config.fsync && !fsyncDoesNothing(this.#tempDir);
@@ -111,17 +129,20 @@ export class FsStore implements ObjectStore {
     const target = this.#target(key);
     const mode = modeOf(condition);
     if (!(body instanceof Uint8Array)) throw new BadRequest(`put ${key}: body must be a Uint8Array`);
-    const temp = await this.#guard('put', key, () => writeTemp(this.#tempDir, body, this.#fsync));
-    let renamed = false;
-    try {
-      const made = await this.#guard('put', key, () => install(temp, target, mode, key, this.#lock, this.#config));
-      renamed = made.renamed;
-      if (this.#fsync) await syncAfterWrite(this.#syncs, this.root, target, made.createdFrom, key);
-    } finally {
-      // A replace renamed the temp file into place: an unlink would only fail (a thrown ENOENT per hold PUT).
-      if (!renamed) unlinkQuiet(temp);
-    }
-    return { etag: etagOf(body) };
+    const lock = this.#writable('put', key);
+    return this.#files.run(async () => {
+      const temp = await this.#guard('put', key, () => writeTemp(this.#tempDir, body, this.#fsync));
+      let renamed = false;
+      try {
+        const made = await this.#guard('put', key, () => install(temp, target, mode, key, lock, this.#config));
+        renamed = made.renamed;
+        if (this.#fsync) await syncAfterWrite(this.#syncs, this.root, target, made.createdFrom, key);
+      } finally {
+        // A replace renamed the temp file into place: an unlink would only fail (a thrown ENOENT per hold PUT).
+        if (!renamed) unlinkQuiet(temp);
+      }
+      return { etag: etagOf(body) };
+    });
   }
 
   async delete(key: string): Promise<void> {
@@ -138,8 +159,9 @@ export class FsStore implements ObjectStore {
   /** Unlinks a batch under one lock acquisition, then fsyncs and prunes the folders it touched. */
   async #deleteBatch(batch: (Target & { key: string })[]): Promise<void> {
     const what = batch.length === 1 ? batch[0]!.key : `${batch.length} keys from ${batch[0]!.key}`;
+    const lock = this.#writable('delete', what);
     const removed = await this.#guard('delete', what, () =>
-      this.#lock.run(() => batch.filter((t) => unlinkIfPresent(t.file)), this.#config.lockWaitMs),
+      lock.run(() => batch.filter((t) => unlinkIfPresent(t.file)), this.#config.lockWaitMs),
     );
     const dirs = [...new Set(removed.map((t) => t.dir))];
     if (this.#fsync) await this.#guard('delete', what, () => Promise.all(dirs.map((d) => this.#syncs.sync(d))));
@@ -152,18 +174,20 @@ export class FsStore implements ObjectStore {
     const segments = prefix.split('/');
     const complete = segments.slice(0, -1);
     const dir = complete.length === 0 ? this.root : insideRoot(this.root, complete.flatMap(folderNames));
-    const keys = await this.#guard('list', prefix, async () => {
-      const walk = new ListWalk(prefix, after, maxKeys + 1, this.#config.largeFolderBytes); // afresh for each attempt
-      await walk.walk(dir, complete.length === 0 ? '' : complete.join('/') + '/');
-      return walk.keys;
-    });
+    const keys = await this.#files.run(() =>
+      this.#guard('list', prefix, async () => {
+        const walk = new ListWalk(prefix, after, maxKeys + 1, this.#config.largeFolderBytes); // afresh for each attempt
+        await walk.walk(dir, complete.length === 0 ? '' : complete.join('/') + '/');
+        return walk.keys;
+      }),
+    );
     return pageOf(keys, maxKeys);
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#lock.close();
+    this.#lock?.close();
   }
 
   // --- helpers -------------------------------------------------------------------------------
@@ -175,11 +199,20 @@ export class FsStore implements ObjectStore {
     return { file, dir: path.dirname(file) };
   }
 
+  /** The host lock a write takes; BadRequest on a store opened read-only (nothing is written). */
+  #writable(op: string, key: string): HostLock {
+    if (this.#lock === undefined) throw new BadRequest(`${this.description} was opened read-only: ${op} ${key} refused`);
+    return this.#lock;
+  }
+
   #assertOpen(): void {
     if (this.#closed) throw new StoreUnavailable(`${this.description} is closed`);
   }
 
-  /** Runs an I/O step, retrying transient errors; maps unexpected errors to StoreUnavailable. */
+  /**
+   * Runs an I/O step, retrying transient errors; maps unexpected errors to StoreUnavailable, and
+   * running out of file descriptors past the retries to FILES_EXHAUSTED.
+   */
   async #guard<T>(op: string, key: string, step: () => Promise<T>): Promise<T> {
     const { attemptsMax, retryBaseMs } = this.#config;
     const retryable = (e: unknown) => !(e instanceof KeepworkError) && TRANSIENT.has(codeOf(e) ?? '');
@@ -187,6 +220,7 @@ export class FsStore implements ObjectStore {
       return await retry({ clock: this.#clock }, { attemptsMax, baseMs: retryBaseMs, jitter: false, retryable }, step);
     } catch (e) {
       if (e instanceof KeepworkError) throw e;
+      if (isOutOfFiles(e)) throw filesExhausted(`${this.description}: ${op} ${key}`, e);
       throw new StoreUnavailable(`${this.description}: ${op} ${key} failed (${codeOf(e) ?? String(e)})`, { cause: e });
     }
   }
