@@ -196,9 +196,9 @@ function bucketCommand(parent: Command, name: string): Command {
 
 bucketCommand(program, 'status')
   .description('nodes (live / expired / fenced / released), holds per node, and each tenant’s index size and lag, from the bucket alone')
-  .option('--json', 'print JSON instead of a table (the node rows; with --index: {nodes, index})')
-  .option('--index', 'with --json: include the index size and lag per tenant')
-  .option('--no-index', 'skip listing the alarm index')
+  .option('--json', 'print JSON instead of a table: {"nodes": […], "index": […] (null with --no-index)}')
+  .option('--index', 'list the alarm index (the default)')
+  .option('--no-index', 'skip listing the alarm index (with --json: "index": null)')
   .action(async (o: { bucket: string; json?: boolean; index?: boolean }) => {
     const { statusCommand } = await import('./status-command.js');
     await statusCommand(o);
