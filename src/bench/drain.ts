@@ -1,7 +1,7 @@
 /**
  * One run of `keepwork bench drain`: how fast live nodes drain the alarms of a node that died.
  *
- *   start 1+N nodes ─▶ node A arms K alarms, all due at T (after the last is armed)
+ *   start 1+N nodes ─▶ node A arms K alarms, all due at T (after the last is armed; see armAll)
  *     ─▶ A is killed -9 ─▶ the N others take A's alarms over once A's lease and grace ran out
  *     ─▶ every second: each node's /metrics (deliveries, CPU, bucket requests) ─▶ until K ran
  *     ─▶ each actor's firing time read back (a sample of READBACK_MAX when K is larger)
@@ -25,6 +25,8 @@ export const BENCH_TENANT = 'bench';
 export const READBACK_MAX = 10_000;
 const ARM_IN_FLIGHT = 32;
 const WATCH_EVERY_MS = 1_000;
+/** Arming stops this long before T at the latest, so that A is dead before any alarm is due. */
+const ARM_STOP_BEFORE_DUE_MS = 500;
 
 export interface DrainConfig {
   alarms: number;
@@ -46,7 +48,9 @@ export interface NodeDrain {
 export interface DrainResult {
   label: string;
   set: Readonly<Record<string, number | boolean>>;
+  /** Alarms armed (and drained), and alarms asked for: fewer were armed when arming ran slower than timed. */
   alarms: number;
+  alarmsRequested: number;
   nodes: number;
   /** False when the run was stopped (Ctrl-C) or timed out before every alarm ran. */
   complete: boolean;
@@ -89,43 +93,65 @@ export async function runDrain(
   const [a, ...live] = await Promise.all(
     ['a', ...Array.from({ length: c.nodes }, (_, i) => `n${i + 1}`)].map((id) => local.start(id, bucketUrl, c.set)),
   );
-  const dueAt = await armAll(a!, c, progress, signal);
-  await a!.kill9();
+  const { dueAt, armed } = await armAll(a!, c, progress, signal);
   const killedAt = Date.now();
-  progress.note(`${c.label}: ${c.alarms} alarms armed due ${new Date(dueAt).toISOString()}; node a killed -9, ${c.nodes} node(s) drain`);
+  await a!.kill9();
+  progress.note(
+    `${c.label}: ${armed.length} alarms armed due ${new Date(dueAt).toISOString()}; node a killed -9, ${c.nodes} node(s) drain`,
+  );
   const before = await Promise.all(live.map((n) => scrape(n.url)));
-  const watched = await watch(c, live, before, store, dueAt, progress, signal);
+  const watched = await watch({ ...c, alarms: armed.length }, live, before, store, dueAt, progress, signal);
   const after = await Promise.all(live.map((n) => scrape(n.url)));
-  const sample = signal.aborted ? [] : await readBack(live[0]!, c.alarms, signal);
-  return summarize(c, live, before, after, watched, sample, dueAt, killedAt);
+  const sample = signal.aborted ? [] : await readBack(live[0]!, armed, signal);
+  return summarize({ ...c, alarms: armed.length }, c.alarms, live, before, after, watched, sample, dueAt, killedAt);
 }
 
 /**
- * Arms every alarm through A for one T after the last is armed: the first 32 are armed an hour
- * ahead to time the calls, T is 2 s plus 1.5 × what that rate says the whole lot takes, then every
- * actor is armed for T. A late stretch past T is reported (A may then run some itself).
+ * Arms the alarms through A for one T after the last is armed: the first 32 are armed an hour
+ * ahead to time the calls, and T is 3 s plus twice what that rate says the whole lot takes. Should
+ * arming run slower than that, it stops half a second before T (calls in flight abandoned): A
+ * must be dead before any alarm is due, or it would run some itself. Resolves with T and the
+ * actors armed (all K unless it stopped early).
  */
-async function armAll(a: LocalNode, c: DrainConfig, progress: ProgressLine, signal: AbortSignal): Promise<number> {
+async function armAll(
+  a: LocalNode,
+  c: DrainConfig,
+  progress: ProgressLine,
+  signal: AbortSignal,
+): Promise<{ dueAt: number; armed: number[] }> {
   const t0 = Date.now();
   const probe = Math.min(ARM_IN_FLIGHT, c.alarms);
-  await inLanes(probe, ARM_IN_FLIGHT, signal, (i) => arm(a, i, t0 + 3_600_000));
+  await inLanes(probe, ARM_IN_FLIGHT, signal, (i) => arm(a, i, t0 + 3_600_000, signal));
   const perCallMs = (Date.now() - t0) / probe;
-  const dueAt = Date.now() + 2_000 + Math.ceil(perCallMs * c.alarms * 1.5);
-  let armed = 0;
+  const dueAt = Date.now() + 3_000 + Math.ceil(perCallMs * c.alarms * 2);
+  const cut = new AbortController();
+  const timer = setTimeout(() => cut.abort(), dueAt - ARM_STOP_BEFORE_DUE_MS - Date.now());
+  const stop = AbortSignal.any([signal, cut.signal]);
+  const armed: number[] = [];
   const start = performance.now();
-  await inLanes(c.alarms, ARM_IN_FLIGHT, signal, async (i) => {
-    await arm(a, i, dueAt);
-    armed++;
-    progress.update(`${c.label}: arming`, armed, c.alarms, 'armed', armed / ((performance.now() - start) / 1000));
-  });
-  progress.end();
+  try {
+    await inLanes(c.alarms, ARM_IN_FLIGHT, stop, async (i) => {
+      try {
+        await arm(a, i, dueAt, stop);
+      } catch (e) {
+        if (stop.aborted) return;
+        throw e;
+      }
+      armed.push(i);
+      progress.update(`${c.label}: arming`, armed.length, c.alarms, 'armed', armed.length / ((performance.now() - start) / 1000));
+    });
+  } finally {
+    clearTimeout(timer);
+    progress.end();
+  }
   if (signal.aborted) throw new BenchAborted();
-  if (Date.now() > dueAt)
-    progress.note(`warning: arming ended ${Date.now() - dueAt} ms after T; node a may have run a few alarms before it was killed`);
-  return dueAt;
+  if (armed.length < c.alarms)
+    progress.note(`warning: arming ran slower than timed; ${armed.length} of ${c.alarms} alarms armed before T, the drain measures those`);
+  return { dueAt, armed: armed.sort((x, y) => x - y) };
 }
 
-const arm = async (a: LocalNode, i: number, at: number) => void (await callActor(a.url, addressOf(i), 'arm', [at], { durable: true }));
+const arm = async (a: LocalNode, i: number, at: number, signal: AbortSignal) =>
+  void (await callActor(a.url, addressOf(i), 'arm', [at], { durable: true, signal }));
 
 /** Thrown when Ctrl-C came before there was anything to measure (while arming). */
 export class BenchAborted extends Error {
@@ -156,6 +182,7 @@ async function watch(
   const series: [number, number][] = [[Date.now(), 0]];
   const boundMs = drainBoundMs(c);
   let lastIndexCheck = Date.now();
+  // Alarms A armed in calls abandoned at the cut may have committed too: the index, listed now and then, says when all ran.
   while (!signal.aborted) {
     await sleep(WATCH_EVERY_MS, signal);
     const dead = live.find((n) => !n.running());
@@ -168,7 +195,6 @@ async function watch(
     const rate = now > recent[0] ? ((delivered - recent[1]) / (now - recent[0])) * 1000 : NaN;
     progress.update(`${c.label}: draining`, delivered, c.alarms, 'delivered', rate);
     if (delivered >= c.alarms) return end(series, true, progress);
-    // Alarms A ran before it died never reach the others: the index, listed now and then, says when all ran.
     if (now - lastIndexCheck > 10_000) {
       lastIndexCheck = now;
       if ((await pendingEntries(store)) === 0) return end(series, true, progress);
@@ -210,9 +236,9 @@ const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', done, { once: true });
   });
 
-/** When each actor (all, or a random sample of READBACK_MAX) fired, read through a live node. */
-async function readBack(via: LocalNode, k: number, signal: AbortSignal): Promise<number[]> {
-  const which = Array.from({ length: k }, (_, i) => i);
+/** When each armed actor (all, or a random sample of READBACK_MAX) fired, read through a live node. */
+async function readBack(via: LocalNode, armed: readonly number[], signal: AbortSignal): Promise<number[]> {
+  const which = [...armed];
   for (let i = which.length - 1; i > 0; i--) {
     const j = Math.floor(Math.random() * (i + 1));
     [which[i], which[j]] = [which[j]!, which[i]!];
@@ -228,6 +254,7 @@ async function readBack(via: LocalNode, k: number, signal: AbortSignal): Promise
 
 function summarize(
   c: DrainConfig,
+  requested: number,
   live: LocalNode[],
   before: Scrape[],
   after: Scrape[],
@@ -255,6 +282,7 @@ function summarize(
     label: c.label,
     set: c.set,
     alarms: c.alarms,
+    alarmsRequested: requested,
     nodes: c.nodes,
     complete: w.complete,
     delivered,

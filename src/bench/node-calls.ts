@@ -10,14 +10,14 @@ export async function callActor(
   address: string,
   method: string,
   args: unknown[],
-  o: { durable?: boolean } = {},
+  o: { durable?: boolean; signal?: AbortSignal } = {},
 ): Promise<unknown> {
   const url = `${base}/v1/actors/${address.split('/').map(encodeURIComponent).join('/')}/${method}${o.durable ? '?durable=1' : ''}`;
   const res = await fetch(url, {
     method: 'POST',
     body: JSON.stringify(args),
     headers: { 'content-type': 'application/json' },
-    signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+    signal: o.signal ? AbortSignal.any([o.signal, AbortSignal.timeout(CALL_TIMEOUT_MS)]) : AbortSignal.timeout(CALL_TIMEOUT_MS),
   });
   const body = (await res.json().catch(() => ({}))) as { result?: unknown; error?: string; message?: string };
   if (!res.ok) throw new Error(`${method} on ${address} via ${base}: HTTP ${res.status} ${body.error ?? ''}: ${body.message ?? ''}`);

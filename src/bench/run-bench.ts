@@ -76,10 +76,10 @@ export async function runBench(
         await emptyTarget(store);
       }
     }
-    if (signal.aborted) stopped = 'stopped by SIGINT (Ctrl-C)';
+    if (signal.aborted) stopped = stoppedBy(signal);
   } catch (e) {
     failure = e;
-    stopped = e instanceof BenchAborted || signal.aborted ? 'stopped by SIGINT (Ctrl-C)' : `failed: ${(e as Error).message}`;
+    stopped = e instanceof BenchAborted || signal.aborted ? stoppedBy(signal) : `failed: ${(e as Error).message}`;
   } finally {
     await store.close();
     removeCreated(target);
@@ -103,6 +103,8 @@ export async function runBench(
   if (failure !== undefined && !(failure instanceof BenchAborted) && !signal.aborted) throw Object.assign(failure as Error, { files });
   return { report, files };
 }
+
+const stoppedBy = (signal: AbortSignal) => `stopped by ${typeof signal.reason === 'string' ? signal.reason : 'an abort'}`;
 
 function sweepReport(plan: BenchPlan, runs: BenchRun[]): SweepReport {
   const { name, values } = plan.sweep!;

@@ -25,8 +25,11 @@ export interface BenchTarget {
 
 /** The URL of the bench's place in `bucket` (see the header); throws BadConfig for a bucket other processes cannot open. */
 export function benchTarget(bucket: string, prefix: string | undefined): BenchTarget {
-  if (prefix !== undefined && !/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*\/?$/.test(prefix))
-    throw new BadConfig(`--prefix must be a relative key prefix of letters, digits, . _ - and /, got ${JSON.stringify(prefix)}`);
+  const segments = prefix?.replace(/\/$/, '').split('/') ?? [];
+  if (prefix !== undefined && !segments.every((s) => /^[A-Za-z0-9._-]+$/.test(s) && s !== '.' && s !== '..'))
+    throw new BadConfig(
+      `--prefix must be a relative key prefix of letters, digits, . _ - and / (no . or .. segment), got ${JSON.stringify(prefix)}`,
+    );
   const p = prefix?.replace(/\/$/, '');
   if (bucket.startsWith('s3://')) {
     if (p === undefined) return { url: bucket, created: undefined };

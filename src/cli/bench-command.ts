@@ -3,7 +3,7 @@
  * values, before any node starts), runs the plan (src/bench/run-bench.ts) with Ctrl-C wired to
  * stop it cleanly, and prints a table of the runs, the sweep's recommendation and where the JSON
  * and HTML reports are. Exit 0; 1 on an error (the report of what ran is still written); 130
- * after Ctrl-C.
+ * after Ctrl-C (SIGINT) or SIGTERM, which stop it the same way.
  */
 import { BadConfig } from '../core/errors.js';
 import { resolveOptions } from '../core/config.js';
@@ -59,11 +59,11 @@ export async function benchCommand(kind: 'drain' | 'calls', o: BenchFlags): Prom
   };
   const progress = new ProgressLine();
   const abort = new AbortController();
-  const onSigint = () => {
-    progress.note('stopping: Ctrl-C (the nodes are stopped and what was measured is written)');
-    abort.abort();
+  const onSignal = (signal: NodeJS.Signals) => {
+    progress.note(`stopping on ${signal}: the nodes are stopped and what was measured is written`);
+    abort.abort(signal);
   };
-  process.once('SIGINT', onSigint);
+  process.once('SIGINT', onSignal).once('SIGTERM', onSignal);
   try {
     const { report, files } = await runBench(plan, abort.signal, progress);
     console.log(summary(report));
@@ -74,7 +74,7 @@ export async function benchCommand(kind: 'drain' | 'calls', o: BenchFlags): Prom
     if (files) console.error(`the report of what ran: ${files.html}\njson: ${files.json}`);
     throw e;
   } finally {
-    process.off('SIGINT', onSigint);
+    process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
   }
 }
 
