@@ -63,9 +63,10 @@ export async function runBench(
   }
   const root = mkdtempSync(join(tmpdir(), 'keepwork-bench-'));
   try {
-    for (const [label, set] of runOrder(plan)) {
+    for (const [i, [label, set]] of runOrder(plan).entries()) {
       if (signal.aborted) break;
-      const local = new LocalNodes(root);
+      // Fresh data dirs per run: a node's data dir remembers its identity in the bucket emptied since.
+      const local = new LocalNodes(mkdirSync(join(root, `run${i + 1}`), { recursive: true })!);
       try {
         if (plan.kind === 'drain')
           runs.push({ kind: 'drain', ...(await runDrain({ ...plan.drain, set, label }, local, target.url, store, progress, signal)) });
