@@ -76,7 +76,11 @@ export async function runCalls(
       if (s >= countFrom) {
         latencies.push(e - s);
         answeredAt.push(e - countFrom);
-        progress.update(c.label, Math.floor((e - countFrom) / 1000), c.seconds, 's', (latencies.length / (e - countFrom)) * 1000);
+        const elapsedS = (e - countFrom) / 1000;
+        progress.update(c.label, Math.floor(elapsedS), c.seconds, 's', latencies.length / elapsedS, {
+          rateUnit: 'calls/s',
+          etaS: c.seconds - elapsedS,
+        });
       }
     }
   };

@@ -8,6 +8,7 @@
  *                          Chromium (charts, titles, units), the bucket folder removed, no process left
  *   Ctrl-C mid-drain   ─▶ exit 130, the report of what ran (complete: false), no process left
  *   a live bucket      ─▶ refused before anything starts, the bucket untouched
+ *   calls              ─▶ calls/s, latency percentiles, requests per call
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -19,6 +20,7 @@ import { after, describe, it } from 'node:test';
 import { chromium } from 'playwright-core';
 import type { BenchReport } from '../../src/bench/report.js';
 import type { DrainResult } from '../../src/bench/drain.js';
+import type { CallsResult } from '../../src/bench/calls.js';
 import { listAll } from '../../src/store/keys.js';
 import { openStore } from '../../src/store/open.js';
 import { onExit } from '../../support/exit.js';

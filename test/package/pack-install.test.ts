@@ -217,6 +217,7 @@ describe('the packed package installed into an app', () => {
     } else {
       run('npm', ['rebuild', 'better-sqlite3'], app); // the native build: slow
     }
+    installedApp = app;
 
     // nothing in the installed package is unreachable from its entry points (no test-only modules)
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
@@ -232,7 +233,6 @@ describe('the packed package installed into an app', () => {
     assert.equal(manifest.peerDependenciesMeta?.tsx?.optional, true, 'tsx is an optional peer dependency');
 
     for (const f of ['app.js', 'reminder.js']) copyFileSync(join(FIXTURE, f), join(app, f));
-    installedApp = app;
 
     // as a library: app.js sets r1's alarm for 1 s after the node starts
     const lib = await serve(process.execPath, ['app.js'], app, { PORT: '0' });
