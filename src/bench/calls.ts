@@ -86,7 +86,8 @@ export async function runCalls(
   };
   await Promise.all(Array.from({ length: c.inFlight }, lane));
   progress.end();
-  const after = await scrape(node.url);
+  // After Ctrl-C at a terminal the node got the SIGINT too and may be gone: no requests counted then.
+  const after = await scrape(node.url).catch((e: unknown) => (signal.aborted ? before : Promise.reject(e)));
   const spanS = Math.min(c.seconds, (performance.now() - countFrom) / 1000);
   const calls = latencies.length;
   const cpuS = total(after, 'keepwork_process_process_cpu_seconds_total') - total(before, 'keepwork_process_process_cpu_seconds_total');

@@ -101,7 +101,8 @@ export async function runDrain(
   );
   const before = await Promise.all(live.map((n) => scrape(n.url)));
   const watched = await watch({ ...c, alarms: armed.length }, live, before, store, dueAt, progress, signal);
-  const after = await Promise.all(live.map((n) => scrape(n.url)));
+  // After Ctrl-C at a terminal the nodes got the SIGINT too and may be gone: the last scrapes stand.
+  const after = signal.aborted ? watched.last : await Promise.all(live.map((n) => scrape(n.url)));
   const sample = signal.aborted ? [] : await readBack(live[0]!, armed, signal);
   return summarize({ ...c, alarms: armed.length }, c.alarms, live, before, after, watched, sample, dueAt, killedAt);
 }
@@ -164,6 +165,8 @@ interface Watched {
   /** [ms since the epoch, alarms delivered by all live nodes so far]. */
   series: [number, number][];
   complete: boolean;
+  /** The live nodes' latest /metrics. */
+  last: Scrape[];
 }
 
 const ran = (s: Scrape) => total(s, 'keepwork_alarm_deliveries_total', 'outcome="ran"');
@@ -180,36 +183,39 @@ async function watch(
 ): Promise<Watched> {
   const base = before.reduce((n, s) => n + ran(s), 0);
   const series: [number, number][] = [[Date.now(), 0]];
+  let last = before;
   const boundMs = drainBoundMs(c);
   let lastIndexCheck = Date.now();
   // Alarms A armed in calls abandoned at the cut may have committed too: the index, listed now and then, says when all ran.
   while (!signal.aborted) {
     await sleep(WATCH_EVERY_MS, signal);
+    if (signal.aborted) break;
     const dead = live.find((n) => !n.running());
     if (dead) throw new Error(`node ${dead.nodeId} exited during the drain (its log: ${dead.logPath})`);
     const scrapes = await Promise.all(live.map((n) => scrape(n.url)));
+    last = scrapes;
     const now = Date.now();
     const delivered = scrapes.reduce((n, s) => n + ran(s), 0) - base;
     series.push([now, delivered]);
     const recent = series[Math.max(0, series.length - 6)]!;
     const rate = now > recent[0] ? ((delivered - recent[1]) / (now - recent[0])) * 1000 : NaN;
     progress.update(`${c.label}: draining`, delivered, c.alarms, 'delivered', rate);
-    if (delivered >= c.alarms) return end(series, true, progress);
+    if (delivered >= c.alarms) return end(series, true, last, progress);
     if (now - lastIndexCheck > 10_000) {
       lastIndexCheck = now;
-      if ((await pendingEntries(store)) === 0) return end(series, true, progress);
+      if ((await pendingEntries(store)) === 0) return end(series, true, last, progress);
     }
     if (now > dueAt + boundMs) {
       progress.note(`${c.label}: ${delivered} of ${c.alarms} alarms ran within ${Math.round(boundMs / 1000)} s of T; stopping this run`);
-      return end(series, false, progress);
+      return end(series, false, last, progress);
     }
   }
-  return end(series, false, progress);
+  return end(series, false, last, progress);
 }
 
-function end(series: [number, number][], complete: boolean, progress: ProgressLine): Watched {
+function end(series: [number, number][], complete: boolean, last: Scrape[], progress: ProgressLine): Watched {
   progress.end();
-  return { series, complete };
+  return { series, complete, last };
 }
 
 /** How long after T a drain may take before the run is given up: the lease and grace of A, three times, plus 50 ms an alarm, plus a minute. */

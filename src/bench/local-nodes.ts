@@ -107,11 +107,6 @@ export class LocalNodes {
     process.off('exit', this.onExit);
   }
 
-  /** Pids still running (for the report of what was stopped). */
-  get running(): number {
-    return [...this.children].filter((c) => c.exitCode === null && c.signalCode === null).length;
-  }
-
   private killSync(): void {
     for (const c of this.children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   }

@@ -66,7 +66,9 @@ export async function runBench(
     for (const [i, [label, set]] of runOrder(plan).entries()) {
       if (signal.aborted) break;
       // Fresh data dirs per run: a node's data dir remembers its identity in the bucket emptied since.
-      const local = new LocalNodes(mkdirSync(join(root, `run${i + 1}`), { recursive: true })!);
+      const runRoot = join(root, `run${i + 1}`);
+      mkdirSync(runRoot);
+      const local = new LocalNodes(runRoot);
       try {
         if (plan.kind === 'drain')
           runs.push({ kind: 'drain', ...(await runDrain({ ...plan.drain, set, label }, local, target.url, store, progress, signal)) });
