@@ -269,6 +269,24 @@ describe('keepwork bench', () => {
     assert.equal(existsSync(join(cwd, 'out')), false, 'no report: nothing ran');
   });
 
+  it('calls: calls per second, latency percentiles and bucket requests per call of one node', async () => {
+    const cwd = temp();
+    const o = await bench(
+      ['calls', '--bucket', './bucket', '--keys', '3', '--durable', '--seconds', '2', '--concurrency', '4', '--set', 'workerThreads=1'],
+      cwd,
+    );
+    assert.equal(o.code, 0, o.stderr);
+    assert.match(o.stdout, /^calls: \d+ calls, [\d.]+ calls\/s, latency p50 [\d.]+ ms p99 [\d.]+ ms/m);
+    const r = reportOf(o);
+    const run = r.runs[0] as CallsResult;
+    assert.equal(r.kind, 'calls');
+    assert.ok(run.complete && run.calls > 0 && run.failed === 0 && run.callsPerSec > 0);
+    assert.ok(run.latencyMs!.p50 > 0 && run.latencyMs!.p50 <= run.latencyMs!.p99);
+    assert.ok(run.requests.perOp.put! > 0, 'a durable call writes to the bucket');
+    assert.deepEqual(tagged(TAG), []);
+    assert.equal(existsSync(join(cwd, 'bucket')), false);
+  });
+
   it(
     'drain on the S3 test server, in a prefix of its own, emptied afterwards',
     { skip: S3_URL ? false : 'set KEEPWORK_TEST_S3_URL (eval "$(bash scripts/s3-test-server.sh env)")' },
