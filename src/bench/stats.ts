@@ -122,9 +122,10 @@ export function recommend(
   const good = (m: number) => (better === 'higher' ? m >= best.metric * (1 - WITHIN) : m <= best.metric * (1 + WITHIN));
   const chosen = [...measured].sort((a, b) => a.value - b.value).find((p) => good(p.metric))!;
   const fmt = (m: number) => `${round(m, 1)} ${unit}`;
+  const smallest = Math.min(...measured.map((p) => p.value));
   const why =
     chosen.value === best.value
-      ? `${chosen.value} gave the best ${metricName} (${fmt(best.metric)}) and no smaller value came within ${WITHIN * 100} % of it`
+      ? `${chosen.value} gave the best ${metricName} (${fmt(best.metric)})${chosen.value === smallest ? ', and it is the smallest value tried' : ` and no smaller value came within ${WITHIN * 100} % of it`}`
       : `${chosen.value} is the smallest value within ${WITHIN * 100} % of the best ${metricName} (${fmt(chosen.metric)} against ${fmt(best.metric)} at ${best.value}); a larger value costs more and gains less than that`;
   return { value: chosen.value, metric: round(chosen.metric, 2), best: { value: best.value, metric: round(best.metric, 2) }, why };
 }

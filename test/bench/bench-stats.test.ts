@@ -77,7 +77,17 @@ describe('keepwork bench: what the measures say', () => {
       'u',
     )!;
     assert.equal(only.value, 128);
-    assert.match(only.why, /gave the best x/);
+    assert.match(only.why, /^128 gave the best x \(10 u\) and no smaller value came within 5 % of it$/);
+    const first = recommend(
+      [
+        { value: 32, runs: [10] },
+        { value: 128, runs: [5] },
+      ],
+      'higher',
+      'x',
+      'u',
+    )!;
+    assert.equal(first.why, '32 gave the best x (10 u), and it is the smallest value tried');
     assert.equal(recommend([{ value: 1, runs: [NaN] }], 'higher', 'x', 'u'), undefined);
     assert.equal(
       recommend(
