@@ -7,7 +7,7 @@
  *   drain with a sweep ─▶ JSON fields, the recommendation line, the HTML report in headless
  *                          Chromium (charts, titles, units), the bucket folder removed, no process left
  *   Ctrl-C mid-drain   ─▶ exit 130, the report of what ran (complete: false), no process left
- *   a live bucket      ─▶ refused before anything starts, the bucket untouched
+ *   a live bucket      ─▶ refused before anything starts, the bucket untouched; --prefix runs beside its data
  *   calls              ─▶ calls/s, latency percentiles, requests per call
  */
 import assert from 'node:assert/strict';
@@ -250,7 +250,7 @@ describe('keepwork bench', () => {
     assert.equal(existsSync(join(cwd, 'bucket')), false);
   });
 
-  it('refuses a bucket that holds a cluster’s data, before anything starts, and leaves it as it was', async () => {
+  it('refuses a bucket that holds a cluster’s data, before anything starts; runs in an empty --prefix of it and leaves the rest as it was', async () => {
     const cwd = temp();
     const bucket = join(cwd, 'live');
     const store = openStore(bucket);
@@ -267,6 +267,21 @@ describe('keepwork bench', () => {
     await after.close();
     assert.deepEqual(keys, ['nodes/n1']);
     assert.equal(existsSync(join(cwd, 'out')), false, 'no report: nothing ran');
+
+    // --prefix names an empty place inside the same bucket: the bench runs there and leaves the rest as it was
+    const inPrefix = await bench(
+      ['drain', '--bucket', bucket, '--prefix', 'bench', '--alarms', '20', '--nodes', '1', ...FAST, '--out', 'out'],
+      cwd,
+    );
+    assert.equal(inPrefix.code, 0, inPrefix.stderr);
+    assert.equal(reportOf(inPrefix).bucket, join(bucket, 'bench'));
+    assert.deepEqual(tagged(TAG), []);
+    const afterPrefix = openStore(bucket);
+    const left: string[] = [];
+    for await (const k of listAll(afterPrefix)) left.push(k);
+    await afterPrefix.close();
+    assert.deepEqual(left, ['nodes/n1']);
+    assert.equal(existsSync(join(bucket, 'bench')), false);
   });
 
   it('calls: calls per second, latency percentiles and bucket requests per call of one node', async () => {
