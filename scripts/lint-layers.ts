@@ -1,7 +1,7 @@
 /**
  * The layer lint: imports inside `src/` point down the declared order, never up or sideways.
  *
- *   core → store → leases, replication → alarms → workers → main → http, ops, client → cli → (src/*.ts)
+ *   core → store → leases, replication → alarms → workers → main → http, ops, client → bench → cli → (src/*.ts)
  *
  * A folder may import from its own folder and from any folder of a lower rank; two folders of the
  * same rank (leases and replication; http, ops and client) do not import each other. The package's
@@ -36,8 +36,9 @@ export const LAYERS: Readonly<Record<string, number>> = Object.freeze({
   http: 6,
   ops: 6,
   client: 6,
-  cli: 7,
-  '.': 8,
+  bench: 7,
+  cli: 8,
+  '.': 9,
 });
 
 /** Packages (by prefix) that `src/` loads with `import()` only (their users: src/store/s3/sdk-client.ts, s3/credentials.ts). */

@@ -27,6 +27,7 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/client/client.test.ts', 'integration'],
   ['test/client/', 'unit'],
   ['test/leases/', 'unit'],
+  ['test/bench/bench-command.test.ts', 'cluster'], // keepwork bench starts node processes
   ['test/bench/', 'unit'],
   ['test/alarms/owner-stores.test.ts', 'integration'],
   ['test/alarms/', 'unit'],

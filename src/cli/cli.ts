@@ -13,6 +13,7 @@ import { startNode } from '../http/start.js';
 import { readClusterSecret } from '../core/cluster-signature.js';
 import type { TlsOptions } from '../core/tls-material.js';
 import { parseTunable, tunablesHelp } from './tunables-help.js';
+import type { BenchFlags } from './bench-command.js';
 
 function port(value: string): number {
   const n = Number(value);
@@ -196,9 +197,9 @@ function bucketCommand(parent: Command, name: string): Command {
 
 bucketCommand(program, 'status')
   .description('nodes (live / expired / fenced / released), holds per node, and each tenant’s index size and lag, from the bucket alone')
-  .option('--json', 'print JSON instead of a table (the node rows; with --index: {nodes, index})')
-  .option('--index', 'with --json: include the index size and lag per tenant')
-  .option('--no-index', 'skip listing the alarm index')
+  .option('--json', 'print JSON instead of a table: {"nodes": […], "index": […] (null with --no-index)}')
+  .option('--index', 'list the alarm index (the default)')
+  .option('--no-index', 'skip listing the alarm index (with --json: "index": null)')
   .action(async (o: { bucket: string; json?: boolean; index?: boolean }) => {
     const { statusCommand } = await import('./status-command.js');
     await statusCommand(o);
@@ -285,6 +286,50 @@ token
   .action(async (name: string, o: { file: string }) => {
     const { tokenRemoveCommand } = await import('./token-command.js');
     tokenRemoveCommand(name, o);
+  });
+
+function positive(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
+
+const bench = program
+  .command('bench')
+  .description('load benchmarks on nodes it starts on this machine, against your bucket (docs/bench.md)');
+
+/** The flags every bench takes. */
+function benchCommandOf(name: string, description: string): Command {
+  return bench
+    .command(name)
+    .description(description)
+    .requiredOption(
+      '--bucket <url>',
+      'the bucket: a folder, sqlite:FILE or s3://bucket/prefix?endpoint=… (its place must be empty; see --prefix)',
+    )
+    .option('--prefix <p>', 'run in this empty place inside the bucket (a sub-folder or a key prefix), not at its root')
+    .option('--set <name=value>', 'a tunable of every node, as for start (repeatable)', tunable)
+    .option('--sweep <name=v1,v2,…>', 'run once per value of one tunable and recommend one, e.g. deliveryConcurrencyMax=32,128')
+    .option('--reps <n>', 'runs per value (alternating the order)', positive, 1)
+    .option('--out <dir>', 'where to write the JSON and HTML reports', '.');
+}
+
+benchCommandOf('drain', 'start 1+N nodes, arm K alarms through one, kill it -9, and measure how the others drain them')
+  .option('--alarms <k>', 'alarms to arm', positive, 2000)
+  .option('--nodes <n>', 'live nodes that drain (one more is started and killed)', positive, 2)
+  .action(async (o: BenchFlags) => {
+    const { benchCommand } = await import('./bench-command.js');
+    await benchCommand('drain', o);
+  });
+
+benchCommandOf('calls', 'one node: calls per second and latency percentiles of a method call that writes')
+  .option('--keys <n>', 'actors called, round robin (1: every call queues on one actor)', positive, 1)
+  .option('--durable', 'durable calls (the answer waits until the write is in the bucket)')
+  .option('--seconds <s>', 'how long to count, after a 1 s warm-up', positive, 10)
+  .option('--concurrency <n>', 'calls in flight', positive, 32)
+  .action(async (o: BenchFlags) => {
+    const { benchCommand } = await import('./bench-command.js');
+    await benchCommand('calls', o);
   });
 
 program.parseAsync().catch((e: unknown) => {

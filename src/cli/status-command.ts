@@ -49,24 +49,26 @@ export async function clusterStatus(store: ObjectStore, nowMs: number, graceMs: 
   }));
 }
 
-/**
- * `--json` alone prints the node rows as before (scripts and the cluster tests read that array);
- * `--json --index` prints `{nodes, index}`; `--no-index` skips the index listing.
- */
+/** What `status --json` prints, always this shape: `index` is null when `--no-index` skipped its listing. */
+export interface StatusJson {
+  nodes: NodeStatus[];
+  index: TenantIndexStats[] | null;
+}
+
+/** The table, or `--json` (StatusJson); the index is listed unless `--no-index`, in either form. */
 export async function statusCommand(o: { bucket: string; json?: boolean; index?: boolean }): Promise<void> {
   const config = resolveOptions();
   const clock = new SystemClock();
   const store = openExistingBucket(o.bucket, { config, clock });
   try {
     const rows = await clusterStatus(store, clock.now(), config.graceMs, config.leasePeriodMs);
-    const withIndex = o.json ? o.index === true : o.index !== false;
-    const index = withIndex ? await indexStatus(store, clock.now(), config.marginMs) : [];
-    if (o.json) return void console.log(JSON.stringify(withIndex ? { nodes: rows, index } : rows, null, 2));
+    const index = o.index === false ? null : await indexStatus(store, clock.now(), config.marginMs);
+    if (o.json) return void console.log(JSON.stringify({ nodes: rows, index } satisfies StatusJson, null, 2));
     if (rows.length === 0) console.log(`no nodes in ${store.description}`);
     else console.log(['node', 'status', 'epoch', 'addr', 'renewed', 'holds'].join('\t'));
     for (const r of rows)
       console.log([r.nodeId, r.status, r.epoch, r.addr || '-', `${(r.renewedMsAgo / 1000).toFixed(1)}s ago`, r.holds].join('\t'));
-    if (withIndex) printIndex(index);
+    if (index) printIndex(index);
   } finally {
     await store.close();
   }

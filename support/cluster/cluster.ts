@@ -7,7 +7,7 @@
  *        │                      └─ resolves with the URL the node prints on stderr (`serving http://…`)
  *        ├─ node.kill('SIGKILL' | 'SIGTERM' | 'SIGSTOP' | 'SIGCONT'), node.exited   (node.ts)
  *        ├─ call(url, address, method, args, {durable}) ─▶ { ok, status, result | error }   (calls.ts)
- *        ├─ status() ─▶ `keepwork status --json` of the bucket
+ *        ├─ status() ─▶ the node rows of `keepwork status --json` of the bucket
  *        └─ dispose() ─▶ SIGCONT + SIGKILL whatever still runs, temp folder removed (KEEPWORK_KEEP_TMP=1 keeps it)
  *
  * Every line a node writes (pino JSON on stdout, the CLI's lines on stderr) goes to
@@ -17,7 +17,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { NodeStatus } from '../../src/cli/status-command.js';
+import type { NodeStatus, StatusJson } from '../../src/cli/status-command.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { REPO } from '../repo.js';
@@ -129,12 +129,12 @@ export class Cluster {
     return outcomeOf(child, `start of a second ${nodeId}`, START_BOUND_MS);
   }
 
-  /** `keepwork status --json` of this cluster's bucket. */
+  /** The node rows of `keepwork status --json --no-index` of this cluster's bucket. */
   async status(): Promise<NodeStatus[]> {
-    const child = spawnLogged([...CLI, 'status', '--json', '--bucket', this.bucket], join(this.root, 'logs', 'status.log'));
+    const child = spawnLogged([...CLI, 'status', '--json', '--no-index', '--bucket', this.bucket], join(this.root, 'logs', 'status.log'));
     const r = await outcomeOf(child, 'keepwork status', START_BOUND_MS);
     if (r.code !== 0) throw new Error(`keepwork status exited ${r.code ?? r.signal}: ${r.stderr}`);
-    return JSON.parse(r.stdout) as NodeStatus[];
+    return (JSON.parse(r.stdout) as StatusJson).nodes;
   }
 
   /** Kills what still runs; on failure puts the log tails in the test's diagnostics; removes the folder (KEEPWORK_KEEP_TMP=1 keeps it). */

@@ -8,6 +8,9 @@ import { describe, it } from 'node:test';
 import { DEFAULTS } from '../../src/core/config.js';
 import { unitOf } from '../../src/cli/tunables-help.js';
 import { waitFor } from '../helpers/wait.js';
+import { openStore } from '../../src/store/open.js';
+import { parseAddress } from '../../src/core/address.js';
+import { entryKey } from '../../src/alarms/keys.js';
 
 const CLI = ['--import', 'tsx', 'src/cli/cli.ts'];
 
@@ -244,6 +247,28 @@ describe('keepwork CLI', () => {
     assert.equal(r.status, 1);
     assert.match(r.stderr, new RegExp(`no bucket at ${file} \\(the SQLite file does not exist\\)`));
     assert.equal(existsSync(file), false);
+  });
+
+  it('status --json prints {nodes, index} with or without the index listing (index null with --no-index)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
+    try {
+      const store = openStore(dir);
+      const address = parseAddress('t/C/x');
+      await store.put(entryKey({ address, dueMs: Date.UTC(2026, 0, 1), tag: { generation: 1, nonce: 'ab' } }), new Uint8Array());
+      await store.close();
+      const shapes = [[], ['--index'], ['--no-index']].map((flags) => {
+        const r = spawnSync(process.execPath, [...CLI, 'status', '--json', ...flags, '--bucket', dir], { encoding: 'utf8' });
+        assert.equal(r.status, 0, r.stderr);
+        return JSON.parse(r.stdout) as { nodes: unknown[]; index: { tenant: string; entries: number }[] | null };
+      });
+      for (const s of shapes) assert.deepEqual(Object.keys(s), ['nodes', 'index']);
+      for (const s of shapes) assert.deepEqual(s.nodes, []);
+      const tenants = shapes.map((s) => s.index?.map((t) => [t.tenant, t.entries]) ?? null);
+      assert.deepEqual(tenants, [[['t', 1]], [['t', 1]], null]);
+      assert.equal(shapes[2]!.index, null);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('bucket commands default to the bucket inside --data', () => {

@@ -6,6 +6,7 @@
  *     ├─ library: `node app.js` (import { startNode } from 'keepwork'; a class given as a file URL)
  *     ├─ client: `node client.js` calls that node (keepwork/client), loading no SQLite, threads or logger
  *     ├─ CLI: `npx keepwork start --class Reminder=reminder.js` (path against the working directory)
+ *     ├─ `npx keepwork bench drain` with a small sweep: a recommendation and an HTML report
  *     └─ a .ts class without tsx installed: refused at start, saying to install tsx or compile
  *
  * The app's classes are test/fixtures/app/*.js, which docs/guide.md shows verbatim. The install is
@@ -162,6 +163,9 @@ function listFiles(dir: string): string[] {
 }
 
 describe('the packed package installed into an app', () => {
+  /** The app the first test installed the package into (the bench test reuses it). */
+  let installedApp: string | undefined;
+
   it('ships only what runs, and runs a class with an alarm as a library, with npx keepwork, and refuses a .ts class without tsx', async () => {
     const work = tempDir();
 
@@ -213,6 +217,7 @@ describe('the packed package installed into an app', () => {
     } else {
       run('npm', ['rebuild', 'better-sqlite3'], app); // the native build: slow
     }
+    installedApp = app;
 
     // nothing in the installed package is unreachable from its entry points (no test-only modules)
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
@@ -285,6 +290,34 @@ describe('the packed package installed into an app', () => {
     assert.match(ts.stderr, /classes\.Reminder: \S+reminder\.ts is TypeScript/);
     assert.match(ts.stderr, /npm install tsx/);
     assert.match(ts.stderr, /compile your classes/);
+  });
+
+  it('runs npx keepwork bench drain with a sweep from the installed package: a recommendation and an HTML report', () => {
+    assert.ok(installedApp, 'the package was installed by the test above');
+    const app = installedApp;
+    const benched = run(
+      'npx',
+      [
+        'keepwork',
+        'bench',
+        'drain',
+        '--bucket',
+        './tmp-bucket',
+        '--alarms',
+        '40',
+        '--nodes',
+        '1',
+        '--sweep',
+        'deliveryConcurrencyMax=32,128',
+        ...['leasePeriodMs=2000', 'graceMs=500', 'skewBoundMs=200', 'workerThreads=1'].flatMap((s) => ['--set', s]),
+      ],
+      app,
+      { timeout: 280_000 },
+    );
+    assert.match(benched, /^recommendation: deliveryConcurrencyMax=(32|128) \(/m);
+    const benchHtml = /^report:\s+(\S+\.html)$/m.exec(benched)?.[1];
+    assert.ok(benchHtml && existsSync(benchHtml) && readFileSync(benchHtml, 'utf8').includes('<svg'), benched);
+    assert.equal(existsSync(join(app, 'tmp-bucket')), false, 'the bench removes the bucket folder it created');
   });
 
   it('shows the fixture app in the guide verbatim', () => {
