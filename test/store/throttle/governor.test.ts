@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SimClock } from '../../../src/core/clock.js';
+import { SimClock, SystemClock } from '../../../src/core/clock.js';
 import { resolveOptions } from '../../../src/core/config.js';
 import { ErrorCode } from '../../../src/core/errors.js';
 import { SeededRandom } from '../../../src/core/random.js';
@@ -21,8 +21,14 @@ import { FaultStore, NO_FAULTS, type FaultPlan } from '../../../src/store/testin
 import { LatencyStore } from '../../../src/store/testing/latency.js';
 import type { ObjectStore } from '../../../src/store/types.js';
 import { text } from '../../helpers/bytes.js';
+import { runConformance } from '../conformance.js';
 
 const config = resolveOptions({ storeWindowMax: 64 });
+
+runConformance('governed memory (openStore wraps every store so)', async () => {
+  const store = new GovernedStore(new MemoryStore(), new Governor(resolveOptions(), new SystemClock(), new SeededRandom(1)));
+  return { store, reopen: async () => store, cleanup: () => store.close() };
+});
 const BURST: Partial<FaultPlan> = { slowdown: 0.3, slowdownInFlightMax: 8, slowdownMs: 10_000 };
 
 function faultyBucket(plan: Partial<FaultPlan>, seed = 1) {
