@@ -46,6 +46,7 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/store/latency.test.ts', 'unit'],
   ['test/store/faults.test.ts', 'unit'],
   ['test/store/file-gate.test.ts', 'unit'],
+  ['test/store/throttle/', 'unit'],
   ['test/ops/actor-cache.test.ts', 'unit'],
   ['test/ops/index-findings.test.ts', 'unit'],
   ['test/main/membership.test.ts', 'unit'],

@@ -9,7 +9,8 @@
  *   ceiling(rates, perDelivery)   1 / Σ_op (requests of op per delivery / ops/s of op)
  *
  * The drain rate (all live nodes together) divided by this ceiling says how close the drain
- * path comes to what the store allows. head is priced as a get, delete_many as a delete.
+ * path comes to what the store allows. head is priced as a get, put_conditional as a create,
+ * delete_many as a delete.
  */
 import type { ObjectStore } from '../../src/store/types.js';
 import { listAll } from '../../src/store/keys.js';
@@ -33,7 +34,15 @@ export async function storeRates(store: ObjectStore, inFlight: number, ops: numb
   return { get: get.opsPerSec, put: put.opsPerSec, create: create.opsPerSec, list: list.opsPerSec, delete: del.opsPerSec };
 }
 
-const PRICE: Record<string, keyof Rates> = { get: 'get', head: 'get', put: 'put', list: 'list', delete: 'delete', delete_many: 'delete' };
+const PRICE: Record<string, keyof Rates> = {
+  get: 'get',
+  head: 'get',
+  put: 'put',
+  put_conditional: 'create',
+  list: 'list',
+  delete: 'delete',
+  delete_many: 'delete',
+};
 
 /** Deliveries per second the store could serve, from the requests per delivery by operation. */
 export function ceiling(rates: Rates, perDelivery: Record<string, number>): number {

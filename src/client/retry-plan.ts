@@ -20,6 +20,7 @@
  */
 import type { KeepworkError } from '../core/errors.js';
 import type { ClientSettings } from './options.js';
+export { parseRetryAfter } from '../core/retry-after.js';
 
 /** One failed attempt, as the retry decision needs it. */
 export interface Failure {
@@ -50,13 +51,4 @@ export function retryDelayMs(input: RetryInput, s: RetrySettings): number | unde
   const backoff = Math.min(s.callRetryBaseMs * 2 ** (attempt - 1), s.callRetryMaxMs);
   const delay = Math.max(failure.retryAfterMs ?? 0, Math.round(backoff / 2 + (random * backoff) / 2));
   return elapsedMs + delay > s.callRetryTotalMs ? undefined : delay;
-}
-
-/** A Retry-After header in ms: delay-seconds or an HTTP date (relative to `nowMs`); undefined when absent or unreadable. */
-export function parseRetryAfter(header: string | null, nowMs: number): number | undefined {
-  if (header === null) return undefined;
-  const text = header.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  const at = /GMT$/.test(text) ? Date.parse(text) : NaN; // an HTTP date, e.g. Thu, 01 Jan 2026 12:00:03 GMT
-  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }

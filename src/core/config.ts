@@ -49,6 +49,15 @@ export const DEFAULTS = Object.freeze({
   storeRequestTimeoutMs: 10_000,
   /** Keep-alive sockets of the S3 client (sized for the sweep's concurrency). */
   storeSocketsMax: 64,
+  /** Requests of one class (index writes, chain uploads, reads, lists, …) in flight at once, at
+   *  most: the start and ceiling of the class's window, which halves when the bucket throttles. */
+  storeWindowMax: 256,
+  /** Requests of one class waiting for its window, at most; more are refused with STORE_UNAVAILABLE. */
+  storeWaitingMax: 10_000,
+  /** Sends of one request the bucket throttles (503 SlowDown, 429) before it is reported as failed. */
+  storeThrottleAttemptsMax: 10,
+  /** Longest wait after a throttle answer (the doubling backoff's cap; a longer Retry-After is cut to it). */
+  storeThrottleDelayMaxMs: 5_000,
   /** On: the S3 store sends its requests through the AWS SDK's S3Client (loaded then, megabytes per
    *  thread); off: through keepwork's lean client (Signature V4 on node:http, a fraction of the CPU). */
   s3SdkClient: false,
@@ -174,6 +183,10 @@ export const RULES: Readonly<Record<IntegerTunable, Rule>> = {
   storeRetryBaseMs: { min: 0 },
   storeRequestTimeoutMs: { min: 1 },
   storeSocketsMax: { min: 1, max: 10_000 },
+  storeWindowMax: { min: 1, max: 10_000 },
+  storeWaitingMax: { min: 1, max: 1_000_000 },
+  storeThrottleAttemptsMax: { min: 1, max: 100 },
+  storeThrottleDelayMaxMs: { min: 1, max: 600_000 },
   handlerTimeoutMs: { min: 1 },
   actorQueueMax: { min: 1, max: 1_000_000 },
   eventsPerTaskMax: { min: 1, max: 10_000 },

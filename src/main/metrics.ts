@@ -4,6 +4,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { RequestCounts } from '../store/request-counts.js';
+import { ThrottleStats } from '../store/throttle/stats.js';
 import { StatusFeed } from './status-feed.js';
 import type { SweepResult } from '../alarms/sweep.js';
 
@@ -74,6 +75,30 @@ export class NodeMetrics {
     registers: [this.registry],
     collect: () => this.collectRequests(),
   });
+  /** Throttle answers and windows, in shared memory like the request counts (src/store/throttle/stats.ts). */
+  readonly mainThrottle = new ThrottleStats();
+  readonly workerThrottle = new ThrottleStats();
+  readonly storeThrottled = new Counter({
+    name: 'keepwork_store_throttled_total',
+    help: 'Throttle answers from the bucket (503 SlowDown, 429, …), each one a request sent again, by request class and thread',
+    labelNames: ['class', 'thread'] as const,
+    registers: [this.registry],
+    collect: () => this.collectThrottle(),
+  });
+  readonly storeThrottleExhausted = new Counter({
+    name: 'keepwork_store_throttle_exhausted_total',
+    help: 'Requests still throttled after storeThrottleAttemptsMax sends, reported as STORE_UNAVAILABLE, by request class and thread',
+    labelNames: ['class', 'thread'] as const,
+    registers: [this.registry],
+    collect: () => this.collectThrottle(),
+  });
+  readonly storeWindow = new Gauge({
+    name: 'keepwork_store_window',
+    help: 'Requests of a class the node may have in flight now (its AIMD window; summed over the worker threads), by request class and thread',
+    labelNames: ['class', 'thread'] as const,
+    registers: [this.registry],
+    collect: () => this.collectThrottle(),
+  });
   readonly pendingAlarms = this.gauge('keepwork_timer_alarms', 'Alarms in this node’s timer');
   readonly heldActors = this.gauge('keepwork_held_actors', 'Actors this node holds');
   readonly holdTakes = new Counter({
@@ -133,6 +158,21 @@ export class NodeMetrics {
       ['worker', this.workerRequests],
     ] as const) {
       for (const { op, area, count } of counts.entries()) this.storeRequests.inc({ op, area, thread }, count);
+    }
+  }
+
+  private collectThrottle(): void {
+    this.storeThrottled.reset();
+    this.storeThrottleExhausted.reset();
+    for (const [thread, stats] of [
+      ['main', this.mainThrottle],
+      ['worker', this.workerThrottle],
+    ] as const) {
+      for (const { cls, throttled, exhausted, window } of stats.entries()) {
+        this.storeThrottled.inc({ class: cls, thread }, throttled);
+        this.storeThrottleExhausted.inc({ class: cls, thread }, exhausted);
+        if (cls !== 'lease') this.storeWindow.set({ class: cls, thread }, window);
+      }
     }
   }
 

@@ -175,7 +175,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
   const clock: Clock = new SystemClock();
   const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
   const metrics = new NodeMetrics();
-  const store = countedStore(openStore(bucketUrl, { config, clock }), metrics.mainRequests);
+  const store = countedStore(openStore(bucketUrl, { config, clock, throttle: metrics.mainThrottle.sink(0) }), metrics.mainRequests);
   const membership = new Membership(store, clock, leaseConfig, baseLog.child({ nodeId: identity.nodeId }), {
     nodeId: identity.nodeId,
     addr: parts.addr,
@@ -201,6 +201,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     epoch,
     leaseValidUntil: membership.shared,
     requestCounts: metrics.workerRequests.buffer,
+    throttleStats: metrics.workerThrottle.buffer,
     rules,
   });
   node = new Node({

@@ -20,8 +20,8 @@ import { compareKeys, pageOf, resolveList, validateKey } from './keys.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from './types.js';
 import type { StoreOp as CountedOp } from './request-counts.js';
 
-/** The requests a memory store tells its hooks of and counts (deleteMany counts as delete). */
-export type StoreOp = Exclude<CountedOp, 'delete_many'>;
+/** The requests a memory store tells its hooks of and counts (deleteMany counts as delete, a conditional put as put). */
+export type StoreOp = Exclude<CountedOp, 'delete_many' | 'put_conditional'>;
 
 export interface StoreRequest {
   op: StoreOp;

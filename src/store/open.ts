@@ -8,6 +8,9 @@
  *   memory:<name>                                         → one MemoryStore for every thread of the process (testing/shared-memory.ts)
  *   latency+<any of these>[?ms=20]                        → LatencyStore around it (benchmarks)
  *   fault+<any of these>[?seed=…&unavailable=…&…]         → FaultStore around it (tests, benchmarks, chaos)
+ *
+ * Whatever the URL, the store returned is a GovernedStore around it (throttle/governed-store.ts):
+ * each request class's window, and a throttle answer from any layer below taken as a signal.
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -24,6 +27,9 @@ import { openSharedMemory, sharedMemoryName } from './testing/shared-memory.js';
 import { S3Store, type S3Settings } from './s3/store.js';
 import { parseS3Url } from './s3/url.js';
 import type { ObjectStore } from './types.js';
+import { GovernedStore } from './throttle/governed-store.js';
+import { Governor, type GovernorSettings } from './throttle/governor.js';
+import type { ThrottleSink } from './throttle/stats.js';
 
 /** The bucket of the default data dir (`./data`): `defaultBucketUrl('./data')`. */
 export const DEFAULT_BUCKET_URL = 'file://./data/bucket';
@@ -34,7 +40,7 @@ export function defaultBucketUrl(dataDir: string): string {
 }
 
 /** What every store needs: the S3 client's settings (the folder store uses the timeout as its lock wait). */
-export type StoreSettings = S3Settings;
+export type StoreSettings = S3Settings & GovernorSettings;
 
 export interface OpenStoreDeps {
   config?: StoreSettings;
@@ -42,6 +48,8 @@ export interface OpenStoreDeps {
   random?: Random;
   /** Open a bucket on this machine's disk for reading only: nothing is created or written in it (the CLI's looks). */
   readOnly?: boolean;
+  /** Where the governor records throttle answers and window sizes (a node's metrics). */
+  throttle?: ThrottleSink;
 }
 
 /**
@@ -55,29 +63,37 @@ export function localBucket(url: string): { kind: 'folder' | 'sqlite'; path: str
   return { kind: 'folder', path: parseFsUrl(url) };
 }
 
-export function openStore(url: string, deps: OpenStoreDeps = {}): ObjectStore {
+export function openStore(url: string, deps: OpenStoreDeps = {}): GovernedStore {
   if (typeof url !== 'string' || url.trim() === '') throw new BadConfig('bucket must be a URL or a path, got an empty value');
   const clock = deps.clock ?? new SystemClock();
+  const random = deps.random ?? new SystemRandom();
+  const config = deps.config ?? resolveOptions();
+  const bare = openBare(url, { ...deps, clock, random, config });
+  return new GovernedStore(bare, new Governor(config, clock, random, deps.throttle));
+}
+
+/** The store a URL names, without the governor (the wrappers' inner stores). */
+function openBare(url: string, deps: OpenStoreDeps & { clock: Clock; random: Random; config: StoreSettings }): ObjectStore {
+  const { clock, config } = deps;
   if (url.startsWith(LATENCY_SCHEME)) {
     const { inner, ms } = parseLatencyUrl(url);
-    return new LatencyStore(openStore(inner, { ...deps, clock }), clock, ms);
+    return new LatencyStore(openBare(inner, deps), clock, ms);
   }
   if (url.startsWith(FAULT_SCHEME)) {
     const { inner, plan, seed } = parseFaultUrl(url);
-    const random = seed === undefined ? (deps.random ?? new SystemRandom()) : new SeededRandom(seed);
-    return new FaultStore(openStore(inner, { ...deps, clock }), clock, random, plan);
+    const random = seed === undefined ? deps.random : new SeededRandom(seed);
+    return new FaultStore(openBare(inner, deps), clock, random, plan);
   }
   if (url === 'memory:') return new MemoryStore({ clock });
   const shared = sharedMemoryName(url);
   if (shared !== null) return openSharedMemory(shared, clock);
   if (url.startsWith('s3://')) {
-    return new S3Store({ ...parseS3Url(url), config: deps.config ?? resolveOptions(), random: deps.random ?? new SystemRandom(), clock });
+    return new S3Store({ ...parseS3Url(url), config, random: deps.random, clock });
   }
   const local = localBucket(url);
   if (local === null) {
     throw new BadConfig(`bucket URL scheme not supported: ${JSON.stringify(url)}; use file://, s3://, sqlite: or a path`);
   }
-  const config = deps.config ?? resolveOptions();
   if (local.kind === 'sqlite') return new SqliteStore(local.path, { lockWaitMs: config.storeRequestTimeoutMs }, clock);
   return new FsStore(
     local.path,

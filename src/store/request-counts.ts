@@ -9,7 +9,8 @@
  */
 import type { ListOptions, ObjectStore, PutCondition } from './types.js';
 
-const STORE_OPS = ['get', 'head', 'put', 'delete', 'delete_many', 'list'] as const;
+/** `put` is an unconditional PUT, `put_conditional` one with If-None-Match or If-Match (S3 prices both as a PUT). */
+const STORE_OPS = ['get', 'head', 'put', 'put_conditional', 'delete', 'delete_many', 'list'] as const;
 const KEY_AREAS = ['alarms', 'state', 'holds', 'nodes', 'other'] as const;
 export type StoreOp = (typeof STORE_OPS)[number];
 export type KeyArea = (typeof KEY_AREAS)[number];
@@ -51,10 +52,17 @@ export function countedStore(inner: ObjectStore, counts: Pick<RequestCounts, 'ad
     },
     get: (key: string) => (counts.add('get', key), inner.get(key)),
     head: (key: string) => (counts.add('head', key), inner.head(key)),
-    put: (key: string, body: Uint8Array, condition?: PutCondition) => (counts.add('put', key), inner.put(key, body, condition)),
+    put: (key: string, body: Uint8Array, condition?: PutCondition) => (
+      counts.add(isConditional(condition) ? 'put_conditional' : 'put', key),
+      inner.put(key, body, condition)
+    ),
     delete: (key: string) => (counts.add('delete', key), inner.delete(key)),
     deleteMany: (keys: readonly string[]) => (counts.add('delete_many', keys[0]), inner.deleteMany(keys)),
     list: (options?: ListOptions) => (counts.add('list', options?.prefix ?? options?.startAfter), inner.list(options)),
     close: () => inner.close(),
   };
+}
+
+function isConditional(condition: PutCondition | undefined): boolean {
+  return condition !== undefined && ('ifNoneMatch' in condition || 'ifMatch' in condition);
 }

@@ -17,6 +17,7 @@ import { DeleteBatcher } from '../store/delete-batch.js';
 import { fsyncDoesNothing } from '../store/fs/io.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
+import { ThrottleStats } from '../store/throttle/stats.js';
 import { ActorSlots, slotsSettings } from './actor-slots.js';
 import { newFileImage } from './actor-db.js';
 import { SpareActorFiles } from './spare-files.js';
@@ -40,6 +41,8 @@ export interface WorkerSetup {
   leaseValidUntil: SharedArrayBuffer;
   /** The node's worker request counts (shared by every worker). */
   requestCounts: SharedArrayBuffer;
+  /** The node's worker throttle table (store/throttle/stats.ts): each worker writes row worker + 1. */
+  throttleStats: SharedArrayBuffer;
   /** One int32 per worker: events it has finished (the main thread's hard limit of a batch watches it). */
   progress: SharedArrayBuffer;
   worker: number;
@@ -52,7 +55,8 @@ const config = resolveOptions(setup.options);
 const clock = new SystemClock();
 const random = new SystemRandom();
 const log = createLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } });
-const store = countedStore(openStore(setup.bucket, { config, clock, random }), new RequestCounts(setup.requestCounts));
+const throttle = new ThrottleStats(setup.throttleStats).sink(setup.worker + 1);
+const store = countedStore(openStore(setup.bucket, { config, clock, random, throttle }), new RequestCounts(setup.requestCounts));
 const validUntil = new BigInt64Array(setup.leaseValidUntil);
 /** The epoch follows the node's lease (a fenced node rejoins under a new one). */
 const writer = {

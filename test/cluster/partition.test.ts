@@ -119,7 +119,7 @@ class Load {
   }
 }
 
-/** Bucket writes (put, delete) of state, alarms and holds a node started, from its /metrics. */
+/** Bucket writes (put, put_conditional, delete) of state, alarms and holds a node started, from its /metrics. */
 async function stateWrites(node: ClusterNode): Promise<number> {
   const res = await fetch(`${node.url}/metrics`, { signal: AbortSignal.timeout(5_000) });
   assert.equal(res.status, 200);
@@ -129,7 +129,8 @@ async function stateWrites(node: ClusterNode): Promise<number> {
     if (!m) continue;
     const op = /op="([^"]+)"/.exec(m[1]!)?.[1];
     const area = /area="([^"]+)"/.exec(m[1]!)?.[1];
-    if (['put', 'delete', 'delete_many'].includes(op!) && ['state', 'alarms', 'holds'].includes(area!)) n += Number(m[2]);
+    if (['put', 'put_conditional', 'delete', 'delete_many'].includes(op!) && ['state', 'alarms', 'holds'].includes(area!))
+      n += Number(m[2]);
   }
   return n;
 }

@@ -10,6 +10,8 @@ import { SeededRandom } from '../../src/core/random.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { openStore } from '../../src/store/open.js';
 import { FaultStore, NO_FAULTS, parseFaultUrl, type FaultPlan } from '../../src/store/testing/faults.js';
+import { LatencyStore } from '../../src/store/testing/latency.js';
+import { throttleOf } from '../../src/store/throttle/signal.js';
 import { text } from '../helpers/bytes.js';
 import { runConformance } from './conformance.js';
 
@@ -109,16 +111,51 @@ describe('fault store', () => {
     assert.ok(a.includes('ok') && a.includes(ErrorCode.StoreUnavailable) && a.includes(ErrorCode.AmbiguousWrite));
   });
 
+  it('slowdown throttles that share of writes, only in its first slowdownMs, with the Retry-After; reads go through', async () => {
+    const { clock, inner, store } = faulty({ slowdown: 1, slowdownMs: 10_000, retryAfterMs: 2_000 });
+    const refused = await store.put('k', text('v')).catch((e: unknown) => e);
+    assert.deepEqual(throttleOf(refused), { retryAfterMs: 2_000 });
+    assert.equal(await inner.get('k'), null, 'not applied');
+    assert.equal(await store.get('k'), null, 'reads are not throttled');
+    await clock.advance(10_000);
+    await store.put('k', text('v'));
+    assert.deepEqual([store.injected.slowdown, store.sent], [1, 3]);
+  });
+
+  it('slowdownInFlightMax throttles every write that arrives with that many in flight', async () => {
+    const clock = new SimClock(0);
+    const plan = { ...NO_FAULTS, slowdownInFlightMax: 2 };
+    const store = new FaultStore(new LatencyStore(new MemoryStore({ clock }), clock, 30), clock, new SeededRandom(1), plan);
+    const outcomes = Promise.all(['a', 'b', 'c'].map((k) => codeOf(store.put(k, text(k)))));
+    await clock.advance(30);
+    assert.deepEqual(await outcomes, ['ok', 'ok', ErrorCode.StoreUnavailable]);
+    const later = codeOf(store.put('d', text('d')));
+    await clock.advance(30);
+    assert.equal(await later, 'ok', 'once the first two landed');
+  });
+
   it('is opened from a fault+ URL; the inner URL keeps its own query; bad values are BAD_CONFIG', async () => {
     const parsed = parseFaultUrl('fault+latency+memory:?ms=5&seed=3&unavailable=0.3&on=writes&burstEveryMs=20000&burstMs=10000');
     assert.equal(parsed.inner, 'latency+memory:?ms=5');
     assert.equal(parsed.seed, 3);
     assert.deepEqual(parsed.plan, { ...NO_FAULTS, unavailable: 0.3, on: 'writes', burstEveryMs: 20_000, burstMs: 10_000 });
+    const slow = parseFaultUrl('fault+file:///tmp/b?slowdown=0.3&slowdownMs=10000&slowdownInFlightMax=8&retryAfterMs=1000');
+    assert.equal(slow.inner, 'file:///tmp/b');
+    assert.deepEqual(slow.plan, { ...NO_FAULTS, slowdown: 0.3, slowdownMs: 10_000, slowdownInFlightMax: 8, retryAfterMs: 1_000 });
     const store = openStore('fault+memory:?unavailable=1&seed=1');
     assert.match(store.description, /^fault\+memory/);
     assert.equal(await codeOf(store.get('k')), ErrorCode.StoreUnavailable);
     await store.close();
-    for (const bad of ['unavailable=2', 'on=sometimes', 'late=x', 'burstEveryMs=1000', 'burstEveryMs=1000&burstMs=2000', 'lateMs=-1'])
+    for (const bad of [
+      'slowdown=1.5',
+      'slowdownMs=-1',
+      'unavailable=2',
+      'on=sometimes',
+      'late=x',
+      'burstEveryMs=1000',
+      'burstEveryMs=1000&burstMs=2000',
+      'lateMs=-1',
+    ])
       assert.throws(
         () => parseFaultUrl(`fault+memory:?${bad}`),
         (e: unknown) => isKeepworkError(e, ErrorCode.BadConfig),

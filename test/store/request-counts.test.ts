@@ -23,7 +23,7 @@ describe('request counts', () => {
       'get holds': 1,
       'get other': 1,
       'head nodes': 1,
-      'put alarms': 2,
+      'put_conditional alarms': 2,
       'put state': 1,
       'delete alarms': 1,
       'delete_many state': 1,

@@ -11,7 +11,11 @@ describe('classifyS3Error', () => {
     assert.equal(classifyS3Error(err('NoSuchBucket', 404)), 'fatal');
     assert.equal(classifyS3Error(err('ConditionalRequestConflict', 409)), 'conflict');
     assert.equal(classifyS3Error(err('UnknownError', 500)), 'unknown');
-    assert.equal(classifyS3Error(err('SlowDown', 503)), 'unknown');
+    assert.equal(classifyS3Error(err('SlowDown', 503)), 'throttled');
+    assert.equal(classifyS3Error(err('UnknownError', 429)), 'throttled');
+    assert.equal(classifyS3Error(err('Throttling', 400)), 'throttled');
+    assert.equal(classifyS3Error(err('RequestLimitExceeded', 503)), 'throttled');
+    assert.equal(classifyS3Error(err('ServiceUnavailable', 503)), 'unknown', 'a 503 that does not say throttle may have been applied');
     assert.equal(classifyS3Error(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })), 'unknown');
     assert.equal(classifyS3Error(err('AccessDenied', 403)), 'fatal');
   });

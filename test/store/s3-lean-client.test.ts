@@ -67,7 +67,7 @@ describe('LeanS3Client against a local stub', () => {
       [404, 'no-such-key', 'NoSuchKey', 'notFound'],
       [412, 'precondition-failed', 'PreconditionFailed', 'precondition'],
       [409, 'conditional-request-conflict', 'ConditionalRequestConflict', 'conflict'],
-      [503, 'slow-down', 'SlowDown', 'unknown'],
+      [503, 'slow-down', 'SlowDown', 'throttled'],
       [500, 'internal-error', 'InternalError', 'unknown'],
       [500, 'rgw-unknown-error', 'UnknownError', 'unknown'],
       [403, 'access-denied', 'AccessDenied', 'fatal'],

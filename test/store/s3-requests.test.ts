@@ -10,7 +10,7 @@ import { ErrorCode } from '../../src/core/errors.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { resolveOptions } from '../../src/core/config.js';
 import { S3Store } from '../../src/store/s3/store.js';
-import { BUCKET, FakeS3, RecordingClock, ok, xmlError } from './fake-s3.js';
+import { BUCKET, FakeS3, RecordingClock, ok, xmlError, type Reply } from './fake-s3.js';
 import { text } from '../helpers/bytes.js';
 
 for (const s3SdkClient of [false, true])
@@ -79,11 +79,24 @@ for (const s3SdkClient of [false, true])
     });
 
     it('5xx on every attempt: storeAttemptsMax PUTs, then a read-back decides', async () => {
-      fake.script([xmlError(503, 'SlowDown'), 'drop', xmlError(500, 'InternalError')], () => ok('etag-ours', ours));
+      fake.script([xmlError(500, 'InternalError'), xmlError(503, 'SlowDown'), 'drop'], () => ok('etag-ours', ours));
       assert.deepEqual(await store.put('k', ours, { ifMatch: 'e0' }), { etag: 'etag-ours' });
       assert.deepEqual(fake.methods(), ['PUT', 'PUT', 'PUT', 'GET']);
       fake.script([xmlError(500, 'InternalError'), xmlError(500, 'InternalError'), xmlError(500, 'InternalError')]);
       await assert.rejects(store.put('k', ours, { ifMatch: 'e0' }), { code: ErrorCode.AmbiguousWrite });
+    });
+
+    it('503 SlowDown before any unknown outcome: a throttled StoreUnavailable at once, with the Retry-After', async () => {
+      const slowDown = xmlError(503, 'SlowDown') as Exclude<Reply, string>;
+      fake.script([{ ...slowDown, headers: { ...slowDown.headers, 'retry-after': '3' } }]);
+      await assert.rejects(store.put('k', ours, { ifNoneMatch: '*' }), {
+        code: ErrorCode.StoreUnavailable,
+        details: { throttled: true, retryAfterMs: 3_000 },
+      });
+      assert.deepEqual(fake.methods(), ['PUT'], 'not retried here, not read back: the governor sends it again');
+      fake.script([], () => ({ status: 429 }));
+      await assert.rejects(store.get('k'), { code: ErrorCode.StoreUnavailable, details: { throttled: true } });
+      assert.deepEqual(fake.methods(), ['GET']);
     });
 
     it('a 403 before any unknown outcome is StoreUnavailable, not ambiguous', async () => {
@@ -187,10 +200,21 @@ for (const s3SdkClient of [false, true])
       fake.reply = () => ({
         status: 200,
         headers: { 'content-type': 'application/xml' },
-        body: '<?xml version="1.0" encoding="UTF-8"?><DeleteResult><Error><Key>root/x</Key><Code>SlowDown</Code></Error></DeleteResult>',
+        body: '<?xml version="1.0" encoding="UTF-8"?><DeleteResult><Error><Key>root/x</Key><Code>InternalError</Code></Error></DeleteResult>',
       });
       await assert.rejects(store.deleteMany(['x']), { code: ErrorCode.StoreUnavailable });
       assert.equal(fake.seen.length, config.storeAttemptsMax);
+    });
+
+    it('deleteMany whose answer reports SlowDown for a key: a throttled StoreUnavailable after one request', async () => {
+      fake.seen.length = 0;
+      fake.reply = () => ({
+        status: 200,
+        headers: { 'content-type': 'application/xml' },
+        body: '<?xml version="1.0" encoding="UTF-8"?><DeleteResult><Error><Key>root/x</Key><Code>SlowDown</Code></Error></DeleteResult>',
+      });
+      await assert.rejects(store.deleteMany(['x']), { code: ErrorCode.StoreUnavailable, details: { throttled: true } });
+      assert.equal(fake.seen.length, 1);
     });
 
     it('deleteMany fails at once with StoreUnavailable when a key is refused (AccessDenied is not retried)', async () => {

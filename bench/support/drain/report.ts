@@ -5,6 +5,7 @@
 import { round, table } from '../../lib.js';
 import type { PeerResult } from '../../peer-bullmq.js';
 import type { DrainRow } from './rows.js';
+import { S3_STANDARD_DOLLARS_PER_1000, S3_VERBS } from '../s3-prices.js';
 
 const s = (ms: number) => round(ms / 1000, 1);
 
@@ -55,7 +56,27 @@ export function opRows(rows: DrainRow[]): Record<string, unknown>[] {
   }));
 }
 
-export const perOpText = (rows: DrainRow[]) => 'store requests per delivered alarm, by operation:\n' + table(opRows(rows));
+export const perOpText = (rows: DrainRow[]) =>
+  'store requests per delivered alarm, by operation:\n' + table(opRows(rows)) + '\n\n' + PRICE_NOTE + '\n' + table(verbRows(rows));
+
+const PRICE_NOTE =
+  'bucket requests per delivered alarm by S3 request, and dollars per million delivered alarms at S3 Standard list prices ' +
+  `(per 1,000: ${Object.entries(S3_STANDARD_DOLLARS_PER_1000)
+    .map(([v, p]) => `${v} $${p}`)
+    .join(', ')}; bench/support/s3-prices.ts):`;
+
+/** Requests per delivered alarm by S3 verb, and their price per million alarms. */
+export function verbRows(rows: DrainRow[]): Record<string, unknown>[] {
+  return rows.map((r) => ({
+    store: r.store,
+    mode: r.mode,
+    K: r.K,
+    M: r.M,
+    ...Object.fromEntries(S3_VERBS.map((v) => [v, r.requestsByVerb?.[v] ?? 0])),
+    total: r.requestsPerDelivery.total,
+    '$ per million alarms': r.dollarsPerMillion ?? '',
+  }));
+}
 
 export function peerRows(peers: PeerResult[]): Record<string, unknown>[] {
   return peers.map((p) => ({
@@ -84,6 +105,12 @@ export function drainMarkdown(rows: DrainRow[], peers: PeerResult[], o: { quick:
     '## Store requests per delivered alarm',
     '',
     table(opRows(rows)),
+    '',
+    '## Bucket requests per delivered alarm by S3 request, priced',
+    '',
+    PRICE_NOTE,
+    '',
+    table(verbRows(rows)),
     '',
     '## BullMQ peer (K due delayed jobs, one SQLite write each)',
     '',

@@ -5,6 +5,7 @@
  */
 import type { PeerResult } from '../../peer-bullmq.js';
 import type { Rates } from '../ceiling.js';
+import type { S3Verb } from '../s3-prices.js';
 
 export interface DrainRow {
   store: string;
@@ -22,6 +23,10 @@ export interface DrainRow {
   duplicates?: number;
   deliveries: Record<string, number>;
   requestsPerDelivery: { main: Record<string, number>; worker: Record<string, number>; total: number };
+  /** Both threads' requests per delivered alarm by S3 request (bench/support/s3-prices.ts). */
+  requestsByVerb?: Partial<Record<S3Verb, number>>;
+  /** Those requests at S3 Standard list prices, per million delivered alarms. */
+  dollarsPerMillion?: number;
   storeRates: Rates;
   /** Deliveries a survivor ran at once on average during the drain: the ceiling's concurrency (older rows: absent, 32 or the mode's). */
   inFlight?: number;

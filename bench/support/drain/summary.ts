@@ -5,6 +5,7 @@
  */
 import { percentile, round } from '../../lib.js';
 import { ceiling, type Rates } from '../ceiling.js';
+import { byVerb, dollarsPerMillion } from '../s3-prices.js';
 import { byLabel, diff, type Scrape } from '../prom.js';
 import type { DrainRow } from './rows.js';
 import { reached, secondHalfCpu, type Sample } from './sampling.js';
@@ -59,6 +60,7 @@ export function summarize(d: RunData): DrainRow {
   const main = perDelivery(ops('main'), k);
   const worker = perDelivery(ops('worker'), k);
   const all = sumOps([main, worker]);
+  const verbs = Object.fromEntries(Object.entries(byVerb(all)).map(([v, n]) => [v, round(n, 3)]));
   const ceil = ceiling(d.rates, all);
   const burstS = Math.max(0.001, (lastAt - firstAt) / 1000);
   return {
@@ -88,6 +90,8 @@ export function summarize(d: RunData): DrainRow {
         2,
       ),
     },
+    requestsByVerb: verbs,
+    dollarsPerMillion: round(dollarsPerMillion(verbs), 2),
     storeRates: d.rates,
     inFlight: d.inFlight,
     ceilingPerSec: Math.round(ceil),

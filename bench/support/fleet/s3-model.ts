@@ -19,6 +19,7 @@
  *   prices    per 1,000 requests by verb; refused requests are not billed
  */
 import type { Random } from '../../../src/core/random.js';
+import { S3_STANDARD_DOLLARS_PER_1000 } from '../s3-prices.js';
 
 export type Verb = 'GET' | 'PUT' | 'LIST' | 'DELETE';
 export const VERBS: readonly Verb[] = ['GET', 'PUT', 'LIST', 'DELETE'];
@@ -43,8 +44,13 @@ export interface S3Inputs {
   retryBaseMs: number;
 }
 
-/** AWS S3 Standard list prices (us-east-1). DeleteObjects, a POST, is priced here as DELETE (free). */
-export const S3_STANDARD_PRICES: Record<Verb, number> = { PUT: 0.005, LIST: 0.005, GET: 0.0004, DELETE: 0 };
+/** The model's four verbs at S3 Standard list prices (bench/support/s3-prices.ts); its DeleteObjects are counted as DELETE (free). */
+export const S3_STANDARD_PRICES: Record<Verb, number> = {
+  PUT: S3_STANDARD_DOLLARS_PER_1000.PUT,
+  LIST: S3_STANDARD_DOLLARS_PER_1000.LIST,
+  GET: S3_STANDARD_DOLLARS_PER_1000.GET,
+  DELETE: S3_STANDARD_DOLLARS_PER_1000.DELETE,
+};
 
 /**
  * AWS's published first-byte latencies for small objects are tens of milliseconds; these are the

@@ -9,7 +9,10 @@
  * - precondition: 412, or 404 on a write (AWS's If-Match on a missing key)
  * - notFound:     404 on a read
  * - conflict:     409 (AWS ConditionalRequestConflict, OperationAborted): not applied, retry
- * - unknown:      5xx, 429, timeouts, network errors: may or may not have been applied, retry
+ * - throttled:    429, or a throttling code (SlowDown, Throttling, RequestLimitExceeded, …): the
+ *                 bucket refused it before processing it (not applied); the governor sends it
+ *                 again (store/throttle/), the S3 store does not
+ * - unknown:      other 5xx, timeouts, network errors: may or may not have been applied, retry
  * - fatal:        any other answer (403, 400, NoSuchBucket, ...): not applied, do not retry
  */
 /**
@@ -19,11 +22,37 @@
 export class S3ServiceError extends Error {
   readonly $metadata: { httpStatusCode: number };
 
-  constructor(code: string, status: number, message: string) {
+  constructor(
+    code: string,
+    status: number,
+    message: string,
+    /** The answer's Retry-After header, as sent. */
+    readonly retryAfter?: string,
+  ) {
     super(message || `S3 answered ${status} ${code}`);
     this.name = code;
     this.$metadata = { httpStatusCode: status };
   }
+}
+
+/** Error codes with which S3 and S3-compatible servers ask for fewer requests (AWS, RGW, R2, MinIO, GCS's XML API). */
+export const THROTTLE_CODES: ReadonlySet<string> = new Set([
+  'SlowDown',
+  'SlowDownRead',
+  'SlowDownWrite',
+  'Throttling',
+  'ThrottlingException',
+  'ThrottledException',
+  'RequestThrottled',
+  'RequestLimitExceeded',
+  'TooManyRequests',
+  'TooManyRequestsException',
+]);
+
+/** The Retry-After header of a throttle answer from either client, when it had one. */
+export function retryAfterOf(e: unknown): string | undefined {
+  const err = e as { retryAfter?: string; $response?: { headers?: Record<string, string | undefined> } } | null;
+  return err?.retryAfter ?? err?.$response?.headers?.['retry-after'];
 }
 
 /** The error code of an answer without an XML body (HEAD, or a proxy's page): the SDK's names. */
@@ -35,7 +64,7 @@ export function codeOfStatus(status: number): string {
   return 'UnknownError';
 }
 
-export type S3Failure = 'precondition' | 'notFound' | 'conflict' | 'unknown' | 'fatal';
+export type S3Failure = 'precondition' | 'notFound' | 'conflict' | 'throttled' | 'unknown' | 'fatal';
 
 /** Per-key codes of a DeleteObjects answer worth retrying (the rest are refusals). */
 export const TRANSIENT_DELETE_CODES = new Set([
@@ -55,7 +84,8 @@ export function classifyS3Error(e: unknown): S3Failure {
   if (status === 412 || name === 'PreconditionFailed') return 'precondition';
   if (status === 404 || name === 'NoSuchKey' || name === 'NotFound') return 'notFound';
   if (status === 409) return 'conflict';
-  if (status === undefined || status >= 500 || status === 429 || status === 408) return 'unknown';
+  if (status === 429 || THROTTLE_CODES.has(name)) return 'throttled';
+  if (status === undefined || status >= 500 || status === 408) return 'unknown';
   return 'fatal';
 }
 

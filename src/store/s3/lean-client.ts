@@ -160,7 +160,7 @@ export class LeanS3Client implements S3Requests {
     }
     if (res.status >= 200 && res.status < 300) return res;
     const body = text(res);
-    throw new S3ServiceError(errorCode(body) ?? codeOfStatus(res.status), res.status, messageOf(body));
+    throw new S3ServiceError(errorCode(body) ?? codeOfStatus(res.status), res.status, messageOf(body), header(res.headers['retry-after']));
   }
 
   private async exchange(out: Outgoing): Promise<Answer> {

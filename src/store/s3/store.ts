@@ -15,6 +15,8 @@
  *    ├──412 (or 404 on If-Match), no earlier unknown attempt ─→ PreconditionFailed
  *    ├──5xx / network error: outcome unknown ──retry──┐
  *    ├──409 ConditionalRequestConflict: not applied ──retry──┤
+ *    ├──throttled (503 SlowDown, 429, …), no earlier unknown attempt ─→ throttled StoreUnavailable
+ *    │    (not applied: the governor above sends it again; after an unknown attempt: retry here)
  *    └──other 4xx: not applied ─────────────────────────────→ StoreUnavailable
  *   retries exhausted, or a 412 after an unknown attempt ──→ GET: our body → success (its etag)
  *                                                             else → AmbiguousWrite
@@ -32,6 +34,12 @@
  * - Bodies are sent as Buffers: streamed ones get 411 from RGW with the SDK's default checksums
  *   (or are stored with their chunk trailers by other servers).
  * - The SDK's own retries are off: this file retries, within the config's budget.
+ *
+ * Throttle answers (503 SlowDown, 429 and the codes of s3/errors.ts `THROTTLE_CODES`) are not
+ * retried here: each becomes a StoreUnavailable marked throttled, with the answer's Retry-After
+ * (store/throttle/signal.ts), which the governor openStore puts around this store takes as a
+ * signal for the request's whole class (store/throttle/governor.ts). So is a DeleteObjects answer
+ * that reports throttle codes for some of its keys.
  */
 import type { PutConditions, S3ClientOptions, S3Requests } from './requests.js';
 import { LeanS3Client } from './lean-client.js';
@@ -44,7 +52,9 @@ import type { Settings } from '../../core/config.js';
 
 export type S3Settings = Settings<'storeAttemptsMax' | 'storeRetryBaseMs' | 'storeRequestTimeoutMs' | 'storeSocketsMax' | 's3SdkClient'>;
 import { sameBytes, unquoteEtag } from '../etag.js';
-import { TRANSIENT_DELETE_CODES, classifyS3Error, describe, isRetryableS3Error } from './errors.js';
+import { THROTTLE_CODES, TRANSIENT_DELETE_CODES, classifyS3Error, describe, isRetryableS3Error, retryAfterOf } from './errors.js';
+import { parseRetryAfter } from '../../core/retry-after.js';
+import { throttledError } from '../throttle/signal.js';
 import { KEY_MAX_BYTES, resolveList, validateKey, validatePrefix } from '../keys.js';
 import {
   LIST_MAX_KEYS,
@@ -234,20 +244,34 @@ export class S3Store implements ObjectStore {
     try {
       return await this.retrying(isRetryableS3Error, fn);
     } catch (e) {
+      if (classifyS3Error(e) === 'throttled') throw this.throttled(what, e);
       if (!isRetryableS3Error(e)) throw new StoreUnavailable(`S3 ${this.description} refused ${what}: ${describe(e)}`, { cause: e });
       const times = this.config.storeAttemptsMax;
       throw new StoreUnavailable(`S3 ${this.description} failed ${what} ${times} times; last: ${describe(e)}`, { cause: e });
     }
   }
 
+  /** The throttled StoreUnavailable for a throttle answer to `what`, with its Retry-After. */
+  private throttled(what: string, e: unknown): Error {
+    const after = parseRetryAfter(retryAfterOf(e), this.clock.now());
+    return throttledError(
+      `S3 ${this.description} throttled ${what}: ${describe(e)}`,
+      after === undefined ? {} : { retryAfterMs: after },
+      e,
+    );
+  }
+
   /** A PUT with If-None-Match or If-Match; see the diagram at the top of the file. */
   private async conditionalPut(key: string, body: Uint8Array, input: PutInput): Promise<{ etag: string }> {
     let unknown = false; // an earlier attempt's outcome is unknown: a 412 may be our own write
     const failed = (e: unknown) => void (unknown ||= classifyS3Error(e) === 'unknown');
+    // Once an attempt's outcome is unknown, a throttle is retried here: only the read-back can settle it.
+    const retryable = (e: unknown) => isRetryableS3Error(e) || (unknown && classifyS3Error(e) === 'throttled');
     try {
-      return await this.retrying(isRetryableS3Error, () => this.sendPut(input, key), failed);
+      return await this.retrying(retryable, () => this.sendPut(input, key), failed);
     } catch (last) {
       const failure = classifyS3Error(last);
+      if (failure === 'throttled' && !unknown) throw this.throttled(`PUT ${key}`, last);
       if ((failure === 'precondition' || failure === 'notFound') && !unknown)
         throw new PreconditionFailed(`precondition failed for PUT ${key} on ${this.description}`, { cause: last, details: { key } });
       if (failure === 'fatal' && !unknown)
@@ -289,6 +313,8 @@ export class S3Store implements ObjectStore {
       const res = await this.attempt(`DELETE ${pending.length} keys`, () => client.deleteMany(pending));
       const failed = res.filter((x) => x.code !== 'NoSuchKey');
       if (failed.length === 0) return;
+      const throttled = failed.find((x) => THROTTLE_CODES.has(x.code));
+      if (throttled) throw throttledError(`S3 ${this.description} throttled DELETE of ${failed.length} keys (${throttled.code})`);
       const refused = failed.filter((x) => !TRANSIENT_DELETE_CODES.has(x.code));
       if (refused.length > 0) {
         const sample = refused

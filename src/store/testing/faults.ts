@@ -13,17 +13,27 @@
  *                checked when it lands, as the bucket would
  *   stallWritesMs  every write waits this long before it is sent; reads go through at once
  *                (the fault a partition cannot make: reads succeed while writes stall)
+ *   slowdown     a write refused with a throttle answer (S3's 503 SlowDown) before it is sent:
+ *                a throttled StoreUnavailable (store/throttle/signal.ts), as the S3 store raises
+ *                it, with `retryAfterMs` when set; only in the first `slowdownMs` of the wrapper's
+ *                life (0: always). `slowdown` refuses that share of writes at random;
+ *                `slowdownInFlightMax` also refuses every write that arrives with that many
+ *                writes already in flight (a partition's capacity: sending faster only earns
+ *                more refusals, which is what a retry storm meets)
  *
  * Faults happen only inside windows: `burstMs` of every `burstEveryMs` (default: always), by the
  * injected clock, so under SimClock the schedule is virtual time. Each draw comes from the
- * injected Random (SeededRandom for a reproducible run). `injected` counts what was done.
+ * injected Random (SeededRandom for a reproducible run). `injected` counts what was done, and
+ * `sent` every request the wrapper was asked to send, refused or not.
  *
- * Opened by `openStore` from `fault+<inner url>?seed=…&unavailable=0.3&on=writes&…`.
+ * Opened by `openStore` from `fault+<inner url>?seed=…&unavailable=0.3&on=writes&…`, e.g.
+ * `fault+file:///tmp/b?slowdown=0.3&slowdownMs=10000` (30 % of writes throttled for 10 s).
  */
 import type { Clock } from '../../core/clock.js';
 import { AmbiguousWrite, BadConfig, StoreUnavailable } from '../../core/errors.js';
 import type { Random } from '../../core/random.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from '../types.js';
+import { throttledError } from '../throttle/signal.js';
 import { numberParam, splitWrapperUrl } from './wrapper-url.js';
 
 export const FAULT_SCHEME = 'fault+';
@@ -43,6 +53,14 @@ export interface FaultPlan {
   /** Faults only in the first `burstMs` of every `burstEveryMs` (0: always). */
   burstEveryMs: number;
   burstMs: number;
+  /** Probability that a write is refused with a throttle answer, within `slowdownMs`. */
+  slowdown: number;
+  /** Writes in flight past which every write is refused with a throttle answer, within `slowdownMs` (0: no limit). */
+  slowdownInFlightMax: number;
+  /** The throttle answers come in the first this many ms of the wrapper's life (0: always). */
+  slowdownMs: number;
+  /** The Retry-After the throttle answers carry (0: none). */
+  retryAfterMs: number;
 }
 
 export const NO_FAULTS: FaultPlan = {
@@ -54,13 +72,21 @@ export const NO_FAULTS: FaultPlan = {
   stallWritesMs: 0,
   burstEveryMs: 0,
   burstMs: 0,
+  slowdown: 0,
+  slowdownInFlightMax: 0,
+  slowdownMs: 0,
+  retryAfterMs: 0,
 };
 
 type Verb = 'get' | 'head' | 'list' | 'put' | 'delete' | 'deleteMany';
 
 export class FaultStore implements ObjectStore {
   readonly description: string;
-  readonly injected = { unavailable: 0, ambiguous: 0, late: 0, stalled: 0 };
+  readonly injected = { unavailable: 0, ambiguous: 0, late: 0, stalled: 0, slowdown: 0 };
+  /** Requests the wrapper was asked to send, refused ones included. */
+  sent = 0;
+  private writesInFlight = 0;
+  private readonly startedAt: number;
   /** Late writes not landed yet: `close` waits for them (nothing is left running). */
   private readonly landing = new Set<Promise<unknown>>();
 
@@ -71,6 +97,7 @@ export class FaultStore implements ObjectStore {
     readonly plan: FaultPlan,
   ) {
     this.description = `fault+${inner.description}`;
+    this.startedAt = clock.now();
   }
 
   async get(key: string): Promise<StoredObject | null> {
@@ -111,6 +138,16 @@ export class FaultStore implements ObjectStore {
       await this.clock.sleep(this.plan.stallWritesMs);
     }
     this.refuse(verb);
+    this.slowDown(verb);
+    this.writesInFlight++;
+    try {
+      return await this.land(verb, send);
+    } finally {
+      this.writesInFlight--;
+    }
+  }
+
+  private async land<T>(verb: Verb, send: () => Promise<T>): Promise<T> {
     if (this.draw(this.plan.late)) {
       this.injected.late++;
       const landed = this.clock.sleep(this.plan.lateMs).then(send);
@@ -126,7 +163,19 @@ export class FaultStore implements ObjectStore {
     return result;
   }
 
+  /** A throttle answer to a write, within the slowdown window (see the header). */
+  private slowDown(verb: Verb): void {
+    const { slowdown, slowdownInFlightMax, slowdownMs, retryAfterMs } = this.plan;
+    if (slowdown <= 0 && slowdownInFlightMax <= 0) return;
+    if (slowdownMs > 0 && this.clock.now() - this.startedAt >= slowdownMs) return;
+    const full = slowdownInFlightMax > 0 && this.writesInFlight >= slowdownInFlightMax;
+    if (!full && !(slowdown > 0 && this.random.float() < slowdown)) return;
+    this.injected.slowdown++;
+    throw throttledError(`${verb} refused: 503 SlowDown (fault+)`, retryAfterMs > 0 ? { retryAfterMs } : {});
+  }
+
   private refuse(verb: Verb): void {
+    this.sent++;
     const write = verb === 'put' || verb === 'delete' || verb === 'deleteMany';
     if (this.plan.on === (write ? 'reads' : 'writes')) return;
     if (!this.draw(this.plan.unavailable)) return;
@@ -146,6 +195,7 @@ export class FaultStore implements ObjectStore {
 /** Splits `fault+<inner>[?…]` into the inner URL, the plan and the seed (undefined: not seeded). */
 export function parseFaultUrl(url: string): { inner: string; plan: FaultPlan; seed: number | undefined } {
   const names = ['seed', 'unavailable', 'on', 'ambiguous', 'late', 'lateMs', 'stallWritesMs', 'burstEveryMs', 'burstMs'];
+  names.push('slowdown', 'slowdownInFlightMax', 'slowdownMs', 'retryAfterMs');
   const { inner, params } = splitWrapperUrl(url, FAULT_SCHEME, names);
   const p = (name: string, fallback: number, max: number) => numberParam(url, params, name, fallback, 0, max);
   const on = params.get('on') ?? 'all';
@@ -159,6 +209,10 @@ export function parseFaultUrl(url: string): { inner: string; plan: FaultPlan; se
     stallWritesMs: p('stallWritesMs', 0, 3_600_000),
     burstEveryMs: p('burstEveryMs', 0, 86_400_000),
     burstMs: p('burstMs', 0, 86_400_000),
+    slowdown: p('slowdown', 0, 1),
+    slowdownInFlightMax: p('slowdownInFlightMax', 0, 1_000_000),
+    slowdownMs: p('slowdownMs', 0, 86_400_000),
+    retryAfterMs: p('retryAfterMs', 0, 3_600_000),
   };
   if (plan.burstEveryMs > 0 && (plan.burstMs <= 0 || plan.burstMs > plan.burstEveryMs))
     throw new BadConfig(`${JSON.stringify(url)}: with burstEveryMs, burstMs must be from 1 to burstEveryMs`);
