@@ -66,9 +66,9 @@ export function openActorDb(path: string, address: ActorAddress, create: boolean
 
 /**
  * Creates an actor's database (there is no file at `path`) from `image` (a WAL-mode database;
- * default: a new actor's empty one), its file fsynced off the worker thread (fs/io.ts `fsyncFd`),
- * so the worker's event loop goes on while the disk works (actor-slots.ts); every other step is a
- * synchronous system call of microseconds, cheaper than a round trip to a thread. `fsync` false skips the
+ * default: a new actor's empty one), its file fsynced on libuv's thread pool, so the worker's
+ * event loop goes on while the disk works (actor-slots.ts); every other step is a synchronous
+ * system call of microseconds, cheaper than a round trip through the pool. `fsync` false skips the
  * fsync where it does nothing (the data dir on tmpfs: fs/io.ts `fsyncDoesNothing`). The simulator
  * keeps to openActorDb, every file operation synchronous.
  */

@@ -52,7 +52,7 @@ export interface SlotsSettings {
   /** An event that creates a new actor (nothing in the bucket, no local file) runs it in memory. */
   newInMemory?: boolean;
   /**
-   * A new actor's file is fsynced off the worker thread (fs/io.ts `fsyncFd`), its event loop free meanwhile
+   * A new actor's file is written and fsynced on libuv's thread pool, not on the worker thread
    * (actor-db.ts createActorDb). Off in the simulator: virtual time needs synchronous file I/O.
    */
   createOffThread?: boolean;

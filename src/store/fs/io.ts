@@ -7,17 +7,11 @@
  * and reading a folder of thousands of names, fs/list.ts): an open, write, link, rename or
  * unlink of a small file takes microseconds, and each one sent to libuv's thread pool cost more
  * than itself in thread handoffs and promise callbacks (docs/benchmarks.md, "The folder bucket's system calls").
- * An fsync waits for the disk, so it runs off the thread and the event loop goes on meanwhile: on
- * the main thread in libuv's pool, in a worker thread (an actor's files, its uploads) on that
- * thread's own fsync threads (fs/fsync-threads.ts). libuv has one pool per process (4 threads unless
- * the app sets UV_THREADPOOL_SIZE); were the workers' fsyncs in it, the main thread's lease renewals
- * would wait behind them.
+ * An fsync waits for the disk, so it stays on the pool and the event loop goes on meanwhile.
  */
 import { closeSync, fsync, fsyncSync, openSync, statfsSync, unlinkSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { isMainThread } from 'node:worker_threads';
 import type { Clock } from '../../core/clock.js';
-import { FsyncThreads } from './fsync-threads.js';
 
 export function codeOf(e: unknown): string | undefined {
   return typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : undefined;
@@ -57,13 +51,8 @@ export function fsyncDoesNothing(path: string): boolean {
   }
 }
 
-/** fsync(2) of an open file, off this thread: libuv's pool on the main thread, the thread's own fsync threads in a worker. */
-export const fsyncFd: (fd: number) => Promise<void> = isMainThread ? promisify(fsync) : fsyncOnOwnThreads();
-
-function fsyncOnOwnThreads(): (fd: number) => Promise<void> {
-  const threads = new FsyncThreads();
-  return (fd) => threads.fsync(fd);
-}
+/** fsync(2) of an open file on libuv's thread pool. */
+export const fsyncFd: (fd: number) => Promise<void> = promisify(fsync);
 
 /** fsync(2) of a file or folder by path, on this thread (where there is no event loop to yield to: a constructor). */
 export function fsyncPathSync(path: string): void {
