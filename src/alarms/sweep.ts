@@ -18,8 +18,7 @@
  * is itself left out (no own entry fits the cap), the cursor moves past everything read, so it
  * always advances.
  */
-import { defer, expand, from, race, timer, type Observable, type SchedulerLike, type Subscription } from 'rxjs';
-import { switchMap } from 'rxjs/operators';
+import { defer, expand, from, race, switchMap, timer, type Observable, type SchedulerLike, type Subscription } from '../core/rx.js';
 import type { ActorAddress } from '../core/address.js';
 import type { Clock } from '../core/clock.js';
 import type { Settings } from '../core/config.js';

@@ -14,7 +14,7 @@
  * however large a backlog it drains.
  */
 import PQueue from 'p-queue';
-import { interval, type SchedulerLike, type Subscription } from 'rxjs';
+import { interval, type SchedulerLike, type Subscription } from '../core/rx.js';
 import type { Clock } from '../core/clock.js';
 import type { ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';

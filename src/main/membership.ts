@@ -6,7 +6,7 @@
  *   interval(lease/3) ─▶ renew ─▶ validUntil ─▶ shared memory ─▶ workers' replicas
  *                              └─ 412: fenced ─▶ onFenced (every actor stops at once)
  */
-import { interval, type SchedulerLike, type Subscription } from 'rxjs';
+import { interval, type SchedulerLike, type Subscription } from '../core/rx.js';
 import type { Clock } from '../core/clock.js';
 import { ErrorCode, isKeepworkError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';

@@ -1,8 +1,9 @@
 /**
  * `startNode`: the composition root of one keepwork node — options resolved, identity and epoch,
  * class modules checked, the data dir locked, the HTTP port bound, the bucket (requests counted),
- * membership (lease, holds), the worker group, the Node itself, then the timer refilled from the
- * data dir, HTTP served, and the sweep.
+ * the worker group started (its threads load the classes while the lease is written), membership
+ * (lease, holds), the Node itself, then the timer refilled from the data dir, HTTP served, and the
+ * sweep.
  */
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -183,9 +184,8 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     classes: Object.keys(classUrls),
     dataDirId: identity.dataDirId, // we hold the data dir's lock
   });
-  let node: Node | undefined;
-  const epoch = await membership.start(identity.epoch, () => node?.fenced());
-  const log = baseLog.child({ nodeId: identity.nodeId, epoch });
+  // The workers start, and load the classes, while the lease is written: they post nothing to the
+  // bucket before the main thread sends them an event, which it does once the lease is live.
   const workers = new WorkerGroup(config, {
     dataDir,
     bucket: bucketUrl,
@@ -196,14 +196,24 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
       spareActorFiles: config.spareActorFiles,
       workerConcurrency: config.workerConcurrency,
     },
-    logLevel: log.level,
+    logLevel: baseLog.level,
     nodeId: identity.nodeId,
-    epoch,
     leaseValidUntil: membership.shared,
     requestCounts: metrics.workerRequests.buffer,
     throttleStats: metrics.workerThrottle.buffer,
     rules,
   });
+  const loaded = workers.loadClasses(Object.keys(classUrls));
+  loaded.catch(() => undefined); // awaited below, once the lease is written
+  let node: Node | undefined;
+  let epoch: number;
+  try {
+    epoch = await membership.start(identity.epoch, () => node?.fenced());
+  } catch (e) {
+    await workers.destroy();
+    throw e;
+  }
+  const log = baseLog.child({ nodeId: identity.nodeId, epoch });
   node = new Node({
     config,
     clock,
@@ -223,7 +233,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     peers: parts.peers,
   });
   try {
-    await workers.loadClasses(Object.keys(classUrls));
+    await loaded;
     node.refillTimer(dataDir);
     if (http) node.serveHttp(http);
     node.startSweeping();

@@ -34,10 +34,13 @@ export interface WorkerSetup {
   options: KeepworkOptions;
   logLevel: string;
   nodeId: string;
-  epoch: number;
   /** The bucket URL; each worker opens its own client. */
   bucket: string;
-  /** Two int64 the main thread keeps: "lease valid until" (ms), the LeaseView's lease half, and the epoch it is for. */
+  /**
+   * Two int64 the main thread keeps: "lease valid until" (ms), the LeaseView's lease half, and the
+   * epoch it is for. The workers start while the lease is being written (both still 0): the main
+   * thread publishes the epoch before the lease turns valid, and posts no event before then.
+   */
   leaseValidUntil: SharedArrayBuffer;
   /** The node's worker request counts (shared by every worker). */
   requestCounts: SharedArrayBuffer;
@@ -62,7 +65,7 @@ const validUntil = new BigInt64Array(setup.leaseValidUntil);
 const writer = {
   nodeId: setup.nodeId,
   get epoch(): number {
-    return Number(Atomics.load(validUntil, 1)) || setup.epoch;
+    return Number(Atomics.load(validUntil, 1));
   },
 };
 const leaseValid = () => clock.now() < Number(Atomics.load(validUntil, 0));
