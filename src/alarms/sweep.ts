@@ -62,7 +62,7 @@ export type SweepSettings = Settings<
 export const FIRST_LIST_KEYS = 128;
 
 /** LISTs of a sharded sweep's own shards in flight at once. */
-export const SHARD_LISTS_IN_FLIGHT = 8;
+export const SHARD_LISTS_IN_FLIGHT = 32;
 
 /**
  * One walk of a sweep: the unsharded layout, one own shard, or another node's shard (the slow
