@@ -10,6 +10,7 @@
  *
  *   npm run bench -- fleet [--quick] [--n 10,100,1000] [--k 1000000] [--pending-k 10000000]
  *                          [--shards-per-node 2] [--budget-s 240] [--calibrate] [--seed 1]
+ *                          [--skip pending,arming]
  *
  * Writes bench/results/fleet.json and fleet.svg (drain time against N, both layouts).
  */
@@ -43,7 +44,10 @@ const args = benchArgs({
   'budget-s': { type: 'string' },
   calibrate: { type: 'boolean' },
   seed: { type: 'string', default: '1' },
+  skip: { type: 'string' },
 });
+/** Parts of the run to leave out: pending, arming (a drain alone, to look at one row). */
+const skip = new Set(args.skip?.split(',') ?? []);
 
 const ns = numbers(args.n) ?? (quick ? [3, 10] : [10, 100, 1000]);
 const k = Number(args.k ?? (quick ? 20_000 : 1_000_000));
@@ -120,6 +124,10 @@ function drainRow(r: RunResult) {
   };
 }
 
+function perNodeRow(r: RunResult) {
+  return { N: r.N, S: r.S, ...Object.fromEntries(Object.entries(r.perNode).map(([k, v]) => [k, v.join(' / ')])) };
+}
+
 function pendingRow(r: RunResult) {
   return {
     N: r.N,
@@ -155,14 +163,15 @@ async function main() {
 
   const drains: RunResult[] = [];
   for (const n of ns)
-    for (const s of [1, shardsFor(n)]) {
+    for (const s of skip.has('s1') ? [shardsFor(n)] : [1, shardsFor(n)]) {
       console.error(`drain: N=${n} S=${s} K=${k}`);
       drains.push(await runFleet(inputs(n, s, k), progress));
     }
   console.log('\nDrain of K overdue alarms left by dead nodes\n' + table(drains.map(drainRow)));
+  console.log('\nPer node (min / median / max over the nodes), drain start → its last delivery\n' + table(drains.map(perNodeRow)));
 
   const pending: RunResult[] = [];
-  for (const n of ns)
+  for (const n of skip.has('pending') ? [] : ns)
     for (const s of [1, shardsFor(n)]) {
       console.error(`pending: N=${n} S=${s} K=${pendingK}`);
       pending.push(
@@ -173,7 +182,7 @@ async function main() {
 
   const arming: ArmingResult[] = [];
   const seconds = quick ? 5 : 30;
-  for (const s of [1, 256])
+  for (const s of skip.has('arming') ? [] : [1, 256])
     for (const rate of quick ? [3_000, 20_000] : [3_000, 10_000, 50_000, 200_000])
       arming.push(runArming(s, rate, seconds, s3For(0, s), seed));
   console.log(

@@ -6,6 +6,12 @@
  *   adaptive  at once (sweepMinGapMs) after a full sweep when the delivery queue has room; else at
  *             the next entry's due time + margin, within [sweepMinGapMs, alarmSweepMs]; with no
  *             next entry seen, alarmSweepMs. A full sweep with no room waits for room instead.
+ *
+ * sweepMinGapMs spaces sweeps start to start (when the outcome says when its sweep started): a
+ * sweep of a backlog offers at most deliveriesPerSweep, so a gap counted from its end would add
+ * the sweep's own LIST round trips to every cycle — on S3 (a LIST of 50–150 ms, one round of the
+ * layout, own shards and the slow walk) a node delivering 256 every 400 ms, half what its cores
+ * allow, its queue idle between sweeps.
  */
 import type { Settings } from '../core/config.js';
 
@@ -17,15 +23,23 @@ export interface SweepOutcome {
   full: boolean;
   /** Due time of the first entry not yet overdue enough, when the listing saw one. */
   nextDueMs?: number;
+  /** When the sweep started (absent: the gap counts from now). */
+  startedMs?: number;
+}
+
+/** What is left of sweepMinGapMs after a sweep that started at `startedMs` (all of it when unknown). */
+export function minGapLeftMs(startedMs: number | undefined, nowMs: number, s: Settings<'sweepMinGapMs'>): number {
+  return startedMs === undefined ? s.sweepMinGapMs : Math.max(0, Math.min(s.sweepMinGapMs, startedMs + s.sweepMinGapMs - nowMs));
 }
 
 /** The delay before the next sweep; `backlog`: deliveries queued or running now. */
 export function nextSweepDelayMs(r: SweepOutcome, backlog: number, nowMs: number, s: CadenceSettings): number {
   if (!s.sweepAdaptive) return s.alarmSweepMs;
-  if (r.full && backlog < s.deliveriesPerSweep) return s.sweepMinGapMs;
+  const gap = minGapLeftMs(r.startedMs, nowMs, s);
+  if (r.full && backlog < s.deliveriesPerSweep) return gap;
   if (r.nextDueMs === undefined) return s.alarmSweepMs;
   const untilReady = r.nextDueMs + s.marginMs - nowMs;
-  return Math.max(s.sweepMinGapMs, Math.min(s.alarmSweepMs, untilReady));
+  return Math.max(gap, Math.min(s.alarmSweepMs, untilReady));
 }
 
 /** A full sweep (adaptive) with no room in the delivery queue: the next one waits for room. */

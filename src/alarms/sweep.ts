@@ -43,7 +43,7 @@ import {
 import { EntrySorter, planSorted, type Plan, type SortInput, type SweepNode } from './plan-sweep.js';
 import type { ProtocolRules } from './rules.js';
 import { OwnedShards, ownsShard, servesTenant } from './shard.js';
-import { nextSweepDelayMs, waitsForRoom } from './sweep-cadence.js';
+import { minGapLeftMs, nextSweepDelayMs, waitsForRoom } from './sweep-cadence.js';
 
 export type SweepSettings = Settings<
   | 'alarmSweepMs'
@@ -61,7 +61,7 @@ export type SweepSettings = Settings<
 export const FIRST_LIST_KEYS = 128;
 
 /** LISTs of a sharded sweep's own shards in flight at once. */
-export const SHARD_LISTS_IN_FLIGHT = 8;
+export const SHARD_LISTS_IN_FLIGHT = 32;
 
 /**
  * One walk of a sweep: the unsharded layout, one own shard, or another node's shard (the slow
@@ -130,6 +130,8 @@ export interface SweepResult {
   nextDueMs?: number;
   /** Due time of the oldest entry read (index lag). */
   oldestDueMs?: number;
+  /** When the sweep started (the cadence spaces sweeps start to start). */
+  startedMs?: number;
 }
 
 export class Sweeper {
@@ -138,6 +140,8 @@ export class Sweeper {
   private readonly backlogged = new Set<string>();
   /** Tenants whose index has (or had, at the last look) sharded entries: their sweeps walk the sharded area too. */
   private readonly shardedSeen = new Set<string>();
+  /** Own shard folders whose last walk stopped with more to read (at most the shards of the tenants swept). */
+  private readonly shardsBehind = new Set<string>();
   /** Per tenant, where the slow walk of other nodes' shards resumes (after the folder it walked last). */
   private readonly slowCursors = new Map<string, string>();
   private readonly running = new Map<string, Subscription>();
@@ -186,6 +190,7 @@ export class Sweeper {
     const t0 = this.d.clock.now();
     try {
       const r = await this.sweepTenant(tenant);
+      r.startedMs = t0;
       this.host.swept?.(tenant, r, this.d.clock.now() - t0);
       return r;
     } catch (e) {
@@ -205,8 +210,9 @@ export class Sweeper {
     const delay = timer(this.nextDelayMs(r), this.d.scheduler);
     const host = this.host;
     if (!host.deliveryRoom || !this.waitsForRoom(r)) return delay;
-    const roomThenGap = defer(() => from(host.deliveryRoom!())).pipe(switchMap(() => timer(this.d.config.sweepMinGapMs, this.d.scheduler)));
-    return race(delay, roomThenGap); // never more often than sweepMinGapMs, whatever the queue says
+    const gapLeft = () => minGapLeftMs(r.startedMs, this.d.clock.now(), this.d.config);
+    const roomThenGap = defer(() => from(host.deliveryRoom!())).pipe(switchMap(() => timer(gapLeft(), this.d.scheduler)));
+    return race(delay, roomThenGap); // never more often than sweepMinGapMs start to start, whatever the queue says
   }
 
   /** A full sweep (adaptive) with no room in the delivery queue: the next one waits for room. */
@@ -242,9 +248,11 @@ export class Sweeper {
     const dueBefore = now - config.marginMs;
     const sorter = new EntrySorter(sortInput);
     const unshardedPage = config.indexShards > 1 ? Math.ceil(config.sweepPageEntries / 2) : config.sweepPageEntries;
-    const unsharded = await this.read(tenant, dueBound(tenant, dueBefore), sorter, live.length, unshardedPage, sharded);
-    const walks: Walk[] = [unsharded];
-    if (sharded) walks.push(...(await this.readShards(tenant, dueBefore, live, self, config.sweepPageEntries - unsharded.entries.length)));
+    const [unsharded, shardWalks] = await Promise.all([
+      this.read(tenant, dueBound(tenant, dueBefore), sorter, live.length, unshardedPage, sharded),
+      sharded ? this.readShards(tenant, dueBefore, live, self, config.sweepPageEntries - unshardedPage) : [],
+    ]);
+    const walks: Walk[] = [unsharded, ...shardWalks];
     const planSettings = { cap: config.deliveriesPerSweep, anyonesReserve: config.anyonesDeliveriesPerSweep, random: this.d.random };
     const plan = planSorted(walks.length === 1 ? sorter : merged(walks, sortInput), planSettings);
     for (const w of walks) this.moveCursor(tenant, w, plan);
@@ -266,15 +274,19 @@ export class Sweeper {
 
   /**
    * Where a walk resumes: never past an own entry the delivery cap left out (it stops just before
-   * the first one, unless that entry was the first read: then past everything read, so it always
-   * advances); past what it read when it stopped early; from its start once it read through.
+   * the first one — where it started, when that is the first entry it read and the plan took own
+   * entries of other walks, due no later); past everything read when the plan took no own entry
+   * at all (every delivery kept for anyone's), so it always advances; past what it read when it
+   * stopped early; from its start once it read through. A walk moved past own entries other walks
+   * outran would leave them behind its cursor until it read through and started again: a sharded
+   * sweep would then find its walks at their ends with those entries due, and wait alarmSweepMs.
    */
   private moveCursor(tenant: string, w: Walk, plan: Plan): void {
     if (w.slow) return;
     const startCursor = this.cursors.get(w.id) ?? w.start;
     const firstLeft = plan.ownLeftBehind.find((e) => w.before.has(e));
     const resumeAfter = firstLeft === undefined ? undefined : w.before.get(firstLeft);
-    const resumesAtLeft = firstLeft !== undefined && resumeAfter !== startCursor && resumeAfter !== undefined;
+    const resumesAtLeft = firstLeft !== undefined && (resumeAfter !== startCursor || plan.own > 0);
     const cursor = resumesAtLeft ? resumeAfter : w.reachedEnd ? undefined : (w.lastKey ?? startCursor);
     invariant(
       firstLeft === undefined || resumeAfter === startCursor || cursor === undefined || compareKeys(cursor, entryKey(firstLeft)) < 0,
@@ -345,22 +357,49 @@ export class Sweeper {
 
   /**
    * The sharded walks: one LIST of each shard this node owns (rendezvous over the live nodes
-   * serving the tenant), at most SHARD_LISTS_IN_FLIGHT at once, sharing `pageEntries`; and the
-   * slow walk of one other shard folder.
+   * serving the tenant), at most SHARD_LISTS_IN_FLIGHT at once, and the slow walk of one other
+   * shard folder alongside. Each own shard is asked for its share of a plan, the delivery cap and
+   * a quarter more: shared among the shards whose last walk stopped with more to read (a
+   * backlog), or among all of them when none did or for those that read through — every entry of
+   * an own shard is the node's, so more would only be read again by the next sweeps, and one
+   * backlogged shard among many (a dead node's, just taken over) still fills the plan. The asks
+   * together stay within `pageEntries`.
    */
   private async readShards(tenant: string, dueBefore: number, live: readonly SweepNode[], self: SweepNode, pageEntries: number) {
-    const { indexShards } = this.d.config;
+    const { indexShards, deliveriesPerSweep } = this.d.config;
     const nodeIds = live.filter((n) => servesTenant(n, tenant)).map((n) => n.nodeId);
     const owned = indexShards > 1 ? this.owned.of(tenant, indexShards, nodeIds, self.nodeId) : [];
-    const perShard = Math.max(1, Math.min(LIST_MAX_KEYS, Math.floor(Math.max(0, pageEntries) / Math.max(1, owned.length + 1))));
+    const plan = Math.ceil((deliveriesPerSweep * 5) / 4);
+    const behind = owned.filter((shard) => this.shardsBehind.has(shardPrefix(tenant, shard))).length;
+    const wanted = owned.map((shard) => Math.ceil(plan / (this.shardsBehind.has(shardPrefix(tenant, shard)) ? behind : owned.length)));
+    const fit = Math.min(
+      1,
+      Math.max(0, pageEntries) /
+        Math.max(
+          1,
+          wanted.reduce((a, b) => a + b, 0),
+        ),
+    );
+    const asks = new Map(owned.map((shard, i) => [shard, Math.max(1, Math.min(LIST_MAX_KEYS, Math.floor(wanted[i]! * fit)))]));
+    const slow =
+      this.d.rules?.walkOtherShards === false // TEST-ONLY: the unsafe variant noOtherShards
+        ? undefined
+        : this.readOtherShard(tenant, dueBefore, (shard) => ownsShard(tenant, shard, nodeIds, self.nodeId));
+    const [walks, other] = await Promise.all([this.readOwnShards(tenant, owned, dueBefore, asks), slow]);
+    return other ? [...walks, other] : walks;
+  }
+
+  /** The own shards' walks, SHARD_LISTS_IN_FLIGHT LISTs at a time; notes which stopped with more to read. */
+  private async readOwnShards(tenant: string, owned: readonly number[], dueBefore: number, asks: Map<number, number>): Promise<Walk[]> {
     const walks: Walk[] = [];
     for (let i = 0; i < owned.length; i += SHARD_LISTS_IN_FLIGHT) {
       const batch = owned.slice(i, i + SHARD_LISTS_IN_FLIGHT);
-      walks.push(...(await Promise.all(batch.map((shard) => this.readShard(tenant, shard, dueBefore, perShard)))));
+      walks.push(...(await Promise.all(batch.map((shard) => this.readShard(tenant, shard, dueBefore, asks.get(shard)!)))));
     }
-    if (this.d.rules?.walkOtherShards === false) return walks; // TEST-ONLY: the unsafe variant noOtherShards
-    const slow = await this.readOtherShard(tenant, dueBefore, (shard) => ownsShard(tenant, shard, nodeIds, self.nodeId));
-    if (slow) walks.push(slow);
+    for (const w of walks) {
+      if (w.reachedEnd) this.shardsBehind.delete(w.id);
+      else this.shardsBehind.add(w.id);
+    }
     return walks;
   }
 

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { nextSweepDelayMs, waitsForRoom } from '../../src/alarms/sweep-cadence.js';
+import { minGapLeftMs, nextSweepDelayMs, waitsForRoom } from '../../src/alarms/sweep-cadence.js';
 
 const NOW = 1_800_000_000_000;
 const adaptive = { alarmSweepMs: 10_000, sweepAdaptive: true, sweepMinGapMs: 100, marginMs: 15_000, deliveriesPerSweep: 256 };
@@ -28,6 +28,13 @@ describe('the sweep cadence', () => {
     assert.equal(nextSweepDelayMs({ full: false, nextDueMs: NOW - 15_000 }, 0, NOW, adaptive), 100);
     assert.equal(nextSweepDelayMs({ full: false, nextDueMs: NOW + 60_000 }, 0, NOW, adaptive), 10_000);
     assert.equal(nextSweepDelayMs({ full: false }, 0, NOW, adaptive), 10_000, 'no next entry seen');
+  });
+  it('adaptive: sweepMinGapMs spaces sweeps start to start: a sweep that took the gap or longer goes again at once', () => {
+    assert.equal(nextSweepDelayMs({ full: true, startedMs: NOW - 30 }, 0, NOW, adaptive), 70);
+    assert.equal(nextSweepDelayMs({ full: true, startedMs: NOW - 250 }, 0, NOW, adaptive), 0);
+    assert.equal(nextSweepDelayMs({ full: false, nextDueMs: NOW - 15_000, startedMs: NOW - 40 }, 0, NOW, adaptive), 60);
+    assert.equal(nextSweepDelayMs({ full: false, nextDueMs: NOW - 12_000, startedMs: NOW - 40 }, 0, NOW, adaptive), 3_000);
+    assert.equal(minGapLeftMs(undefined, NOW, adaptive), 100, 'unknown start: the whole gap from now');
   });
   it('the delay is always within [sweepMinGapMs, alarmSweepMs]', () => {
     fc.assert(

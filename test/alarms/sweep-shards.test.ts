@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseAddress, type ActorAddress } from '../../src/core/address.js';
 import { SimClock } from '../../src/core/clock.js';
-import { resolveOptions } from '../../src/core/config.js';
+import { resolveOptions, type KeepworkOptions } from '../../src/core/config.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { ClockScheduler } from '../../src/core/clock-scheduler.js';
@@ -21,10 +21,10 @@ import { MemoryStore } from '../../src/store/memory.js';
 const NOW = 1_900_000_000_000;
 
 /** A sweeper of tenant `t` on n1 with `indexShards` S and `others` live; records what it offers and the prefixes it lists. */
-function setup(indexShards: number, others: string[]) {
+function setup(indexShards: number, others: string[], options: KeepworkOptions = {}) {
   const clock = new SimClock(NOW);
   const store = new MemoryStore({ clock });
-  const config = resolveOptions({ indexShards, deliveriesPerSweep: 1_000, anyonesDeliveriesPerSweep: 1_000 });
+  const config = resolveOptions({ indexShards, deliveriesPerSweep: 1_000, anyonesDeliveriesPerSweep: 1_000, ...options });
   const offered: { address: ActorAddress; shard?: number }[] = [];
   const listed: string[] = [];
   store.setFaults((r) => (r.op === 'list' && listed.push(r.key), undefined));
@@ -41,13 +41,23 @@ function setup(indexShards: number, others: string[]) {
   const sweeper = new Sweeper(seams, host);
   const margin = config.marginMs;
   /** An entry of actor t/C/<name>, `margins` margins (plus a second) overdue, in shard folder `shard` (undefined: unsharded). */
-  const add = (name: string, margins: number, shard?: number) =>
-    store.put(
-      entryKey({ address: parseAddress(`t/C/${name}`), dueMs: NOW - margins * margin - 1_000, tag: { generation: 1, nonce: 'ab' }, shard }),
-      new Uint8Array(0),
-    );
+  const keys = new Map<string, string>();
+  const add = (name: string, margins: number, shard?: number) => {
+    const key = entryKey({
+      address: parseAddress(`t/C/${name}`),
+      dueMs: NOW - margins * margin - 1_000,
+      tag: { generation: 1, nonce: 'ab' },
+      shard,
+    });
+    keys.set(name, key);
+    return store.put(key, new Uint8Array(0));
+  };
+  /** The entries of the actors with these names were delivered: their entries go. */
+  const deliver = async (names: readonly string[]) => {
+    for (const n of names) await store.delete(keys.get(n)!);
+  };
   const names = () => offered.splice(0).map((o) => o.address.name);
-  return { store, sweeper, add, names, listed, offered };
+  return { store, sweeper, add, deliver, names, listed, offered };
 }
 
 /** The first actor name with prefix `p` whose shard under `count` is `shard`. */
@@ -93,6 +103,27 @@ describe('the sweep of a sharded index', () => {
       for (const o of offered) seen.add(o.address.name);
     }
     assert.deepEqual([...seen].sort(), theirs.map((shard) => nameIn(`old${shard}-`, shard, S)).sort());
+  });
+
+  it('a walk the plan left wholly behind (another walk filled the cap) stays where it is: no sweep ends with own entries due behind a cursor', async () => {
+    const s = setup(2, [], { deliveriesPerSweep: 4, anyonesDeliveriesPerSweep: 0, sweepPageEntries: 12 });
+    const unsharded = Array.from({ length: 6 }, (_, i) => `u${i}`);
+    const inShard = Array.from({ length: 6 }, (_, i) => nameIn(`b${i}-`, 0, 2));
+    for (const name of unsharded) await s.add(name, 1); // all due at the same time: the unsharded walk's come first
+    for (const name of inShard) await s.add(name, 1, 0);
+    const left = new Set([...unsharded, ...inShard]);
+    for (let sweep = 0; sweep < 6 && left.size > 0; sweep++) {
+      const r = await s.sweeper.sweepTenant('t');
+      const offered = s.names();
+      assert.ok(offered.length > 0 && offered.length <= 4, `sweep ${sweep}: within the cap`);
+      for (const n of offered) left.delete(n);
+      await s.deliver(offered);
+      assert.ok(
+        r.full || left.size === 0,
+        `sweep ${sweep} ended not full with ${[...left].join(', ')} due: the next would wait alarmSweepMs`,
+      );
+    }
+    assert.equal(left.size, 0);
   });
 
   it('a folder past its own shard count that it owns is its own: taken one margin overdue', async () => {

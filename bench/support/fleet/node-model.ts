@@ -26,7 +26,7 @@ import { silentLogger } from '../../../src/core/logger.js';
 import type { SeededRandom } from '../../../src/core/random.js';
 import { actorEntriesPrefix, shardOfKey } from '../../../src/alarms/keys.js';
 import type { SweepNode } from '../../../src/alarms/plan-sweep.js';
-import { Sweeper, type SweepHost } from '../../../src/alarms/sweep.js';
+import { Sweeper, type SweepHost, type SweepResult } from '../../../src/alarms/sweep.js';
 import { AlarmDelivery } from '../../../src/main/alarm-delivery.js';
 import type { NodeMetrics } from '../../../src/main/metrics.js';
 import type { ListOptions, ListPage, ObjectStore } from '../../../src/store/types.js';
@@ -102,7 +102,27 @@ export class FleetNode implements SweepHost {
   readonly cores: Cores;
   readonly self: SweepNode;
   /** This node's counts. */
-  readonly stats = { delivered: 0, sweeps: 0, lists: 0, keysListed: 0, sweepCpuMs: 0 };
+  readonly stats = {
+    delivered: 0,
+    sweeps: 0,
+    lists: 0,
+    keysListed: 0,
+    sweepCpuMs: 0,
+    /** Sweeps that offered entries; of those, the full ones; what they offered, and their time (ms, virtual). */
+    offeringSweeps: 0,
+    fullSweeps: 0,
+    offered: 0,
+    sweepMs: 0,
+    /** Shard walks that started from their folder's beginning (no cursor: a first walk or a reset). */
+    walkStarts: 0,
+    /** Deliveries' time summed (ms): ÷ the run's time is the mean in flight (Little's law). */
+    deliveringMs: 0,
+    /** Time a sweep waited for room in the delivery queue (ms). */
+    roomWaitMs: 0,
+    /** The highest delivery limit reached, and when the node delivered its last alarm. */
+    limitMax: 0,
+    lastRanMs: 0,
+  };
   private liveAtMs = -Infinity;
   private deletes: number[] = [];
   private renewal: { cancel(): void } | undefined;
@@ -171,16 +191,23 @@ export class FleetNode implements SweepHost {
     return this.delivery.backlog();
   }
 
-  deliveryRoom(): Promise<void> {
-    return this.delivery.room();
+  async deliveryRoom(): Promise<void> {
+    const t0 = this.f.clock.now();
+    await this.delivery.room();
+    this.stats.roomWaitMs += this.f.clock.now() - t0;
   }
 
   async tenantsToSweep(): Promise<string[]> {
     return [FLEET_TENANT];
   }
 
-  swept(): void {
+  swept(_tenant: string, r: SweepResult, durationMs: number): void {
     this.stats.sweeps++;
+    if (r.offered === 0) return;
+    this.stats.offeringSweeps++;
+    this.stats.offered += r.offered;
+    this.stats.sweepMs += durationMs;
+    if (r.full) this.stats.fullSweeps++;
   }
 
   // The modelled parts
@@ -209,6 +236,8 @@ export class FleetNode implements SweepHost {
           cpu.listMs + (page.keys.length * cpu.keyUs) / 1000 + (unsharded ? (page.keys.length * f.live.length * cpu.weightNs) / 1e6 : 0);
         this.stats.lists++;
         this.stats.keysListed += page.keys.length;
+        if (o.startAfter === undefined && o.prefix !== undefined && shardOfKey(FLEET_TENANT, o.prefix) !== undefined)
+          this.stats.walkStarts++;
         this.stats.sweepCpuMs += ms;
         const now = f.clock.now();
         await f.clock.sleep(this.cores.run(now, ms) - now);
@@ -266,6 +295,8 @@ export class FleetNode implements SweepHost {
       ['PUT', `${chain}link`],
     ]);
     await f.clock.sleep(r.endMs - now);
+    this.stats.deliveringMs += r.endMs - now;
+    this.stats.limitMax = Math.max(this.stats.limitMax, this.delivery.concurrency);
     if (!r.ok) {
       f.tally.failures++;
       throw new StoreUnavailable(`delivering ${a.key}: 503 SlowDown after every attempt`); // the node retries after a lease period
@@ -276,6 +307,7 @@ export class FleetNode implements SweepHost {
     f.tally.delivered++;
     f.tally.lastRanMs = Math.max(f.tally.lastRanMs, r.endMs);
     this.stats.delivered++;
+    this.stats.lastRanMs = r.endMs;
     this.deleteLater(id);
     f.s3.request('PUT', hold, r.endMs); // the release, not waited for
     return { type: 'ok', alarmAt: null, deleted: false, ran: true };

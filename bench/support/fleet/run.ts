@@ -11,6 +11,7 @@
  */
 import { resolveOptions, type KeepworkOptions } from '../../../src/core/config.js';
 import { SeededRandom } from '../../../src/core/random.js';
+import { ownedShards } from '../../../src/alarms/shard.js';
 import type { SweepNode } from '../../../src/alarms/plan-sweep.js';
 import { NodeMetrics } from '../../../src/main/metrics.js';
 import { percentile, round } from '../../lib.js';
@@ -70,6 +71,8 @@ export interface RunResult {
   /** Alarms that ran more than once (the accounting check: 0). */
   ranTwice: number;
   heapMb: number;
+  /** What limits a node's rate: each figure's min / median / max over the nodes. */
+  perNode: Record<string, [number, number, number]>;
 }
 
 /**
@@ -187,7 +190,46 @@ export async function runFleet(r: RunInputs, onProgress?: (line: string) => void
     peak: structuredClone(f.s3.counts.peak),
     splits: f.s3.counts.splits,
     ranTwice,
+    perNode: perNodeSpread(nodes, f, readableMs),
     heapMb: Math.round(process.memoryUsage().heapUsed / 1e6 + process.memoryUsage().arrayBuffers / 1e6),
+  };
+}
+
+/**
+ * Per node, from the start of the drain (T + margin) to its last delivery: alarms delivered and
+ * owned shards, the rate, mean deliveries in flight and the highest delivery limit; of the sweeps
+ * that offered entries, how many a second, the share that came back full, entries offered and
+ * time taken per sweep; the share of time a sweep waited for room in the delivery queue, and
+ * shard walks started from their folder's beginning (the first, and each after reading through).
+ */
+function perNodeSpread(nodes: readonly FleetNode[], f: Fleet, readableMs: number): Record<string, [number, number, number]> {
+  const spread = (g: (n: FleetNode) => number): [number, number, number] => {
+    const xs = nodes.map(g).sort((a, b) => a - b);
+    return [round(xs[0] ?? NaN, 2), round(xs[xs.length >> 1] ?? NaN, 2), round(xs.at(-1) ?? NaN, 2)];
+  };
+  const activeS = (n: FleetNode) => Math.max(0.001, (n.stats.lastRanMs - readableMs) / 1000);
+  const owned = (n: FleetNode) =>
+    f.config.indexShards > 1
+      ? ownedShards(
+          FLEET_TENANT,
+          f.config.indexShards,
+          f.live.map((l) => l.nodeId),
+          n.self.nodeId,
+        ).length
+      : 0;
+  return {
+    delivered: spread((n) => n.stats.delivered),
+    ownedShards: spread(owned),
+    'last ran s': spread((n) => (n.stats.lastRanMs - readableMs) / 1000),
+    'alarms/s': spread((n) => n.stats.delivered / activeS(n)),
+    'in flight': spread((n) => n.stats.deliveringMs / (activeS(n) * 1000)),
+    'limit max': spread((n) => n.stats.limitMax),
+    'offering sweeps/s': spread((n) => n.stats.offeringSweeps / activeS(n)),
+    'full %': spread((n) => (100 * n.stats.fullSweeps) / Math.max(1, n.stats.offeringSweeps)),
+    'offered/sweep': spread((n) => n.stats.offered / Math.max(1, n.stats.offeringSweeps)),
+    'sweep ms': spread((n) => n.stats.sweepMs / Math.max(1, n.stats.offeringSweeps)),
+    'room wait %': spread((n) => (100 * n.stats.roomWaitMs) / (activeS(n) * 1000)),
+    'walk starts': spread((n) => n.stats.walkStarts),
   };
 }
 
