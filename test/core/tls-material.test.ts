@@ -13,7 +13,6 @@ import { issue, makeCa, type CertFiles } from '../helpers/tls-certs.js';
 import { tempDirs } from '../helpers/temp.js';
 
 const tempDir = tempDirs('kw-tls-material-');
-const NOW = Date.now();
 
 describe('resolveTls', () => {
   let dir: string;
@@ -27,33 +26,33 @@ describe('resolveTls', () => {
     other = issue(dir, ca, 'other', 'IP:127.0.0.2');
   });
 
-  const refused = (options: TlsOptions, pattern: RegExp, nowMs = NOW) =>
+  const refused = (options: TlsOptions, pattern: RegExp, nowMs = Date.now()) =>
     assert.throws(
       () => resolveTls(options, nowMs),
       (e: unknown) => isKeepworkError(e, ErrorCode.BadConfig) && pattern.test(e.message),
     );
 
   it('no options: plain HTTP, forwards trust the system store', () => {
-    assert.deepEqual(resolveTls(undefined, NOW), { server: undefined, client: {} });
+    assert.deepEqual(resolveTls(undefined, Date.now()), { server: undefined, client: {} });
   });
 
   it('cert and key: serves TLS, and forwards present the same pair unless told otherwise', () => {
-    const tls = resolveTls({ ...node, ca: ca.cert }, NOW);
+    const tls = resolveTls({ ...node, ca: ca.cert }, Date.now());
     assert.equal(tls.server?.cert.toString(), readFileSync(node.cert, 'utf8'));
     assert.equal(tls.server?.requestCert, false);
     assert.equal(tls.client.cert?.toString(), readFileSync(node.cert, 'utf8'));
     assert.equal(tls.client.ca?.toString(), readFileSync(ca.cert, 'utf8'));
-    const own = resolveTls({ ...node, clientCert: other.cert, clientKey: other.key }, NOW);
+    const own = resolveTls({ ...node, clientCert: other.cert, clientKey: other.key }, Date.now());
     assert.equal(own.client.cert?.toString(), readFileSync(other.cert, 'utf8'));
   });
 
   it('takes the PEM itself as well as a path', () => {
-    const tls = resolveTls({ cert: readFileSync(node.cert, 'utf8'), key: readFileSync(node.key) }, NOW);
+    const tls = resolveTls({ cert: readFileSync(node.cert, 'utf8'), key: readFileSync(node.key) }, Date.now());
     assert.ok(tls.server);
   });
 
   it('the certificate names its subject alt names only', () => {
-    const { leaf } = resolveTls(node, NOW).server!;
+    const { leaf } = resolveTls(node, Date.now()).server!;
     assert.equal(certNames(leaf, '127.0.0.1'), true);
     assert.equal(certNames(leaf, 'node-1.internal'), true);
     assert.equal(certNames(leaf, '127.0.0.2'), false);
@@ -93,7 +92,7 @@ describe('resolveTls', () => {
   it('requireClientCert needs a certificate to serve and a CA to check clients against', () => {
     refused({ requireClientCert: true, ca: ca.cert }, /--tls-require-client-cert\) needs tls\.cert/);
     refused({ ...node, requireClientCert: true }, /--tls-require-client-cert\) needs tls\.ca/);
-    assert.equal(resolveTls({ ...node, ca: ca.cert, requireClientCert: true }, NOW).server?.requestCert, true);
+    assert.equal(resolveTls({ ...node, ca: ca.cert, requireClientCert: true }, Date.now()).server?.requestCert, true);
   });
 
   it('an unknown field is refused', () => {
