@@ -45,12 +45,7 @@ export async function indexBeforeCommit(
   firstUpload = false,
 ): Promise<ReplacedEntry | null> {
   const { db, replica } = slot;
-  let indexed: Indexed | null;
-  try {
-    indexed = parseIndexed(readMeta(db, 'alarm_indexed'));
-  } catch (e) {
-    throw replica.giveUpNow(e);
-  }
+  const indexed = indexedOf(slot);
   // R4: before the first upload of a local-only actor its alarm is listed under a fresh key — the
   // entry its file names (if any) is not in this bucket's history — and, by the empty-bucket
   // rule, nothing is removed.
@@ -89,13 +84,8 @@ export async function indexBeforeCommit(
  * newer owner (R3). An unreadable `alarm_indexed` gives the actor up, as before any commit.
  */
 export function entryEndedByTombstone(d: IndexDeps, slot: Slot): ReplacedEntry | null {
-  const { db, replica } = slot;
-  let indexed: Indexed | null;
-  try {
-    indexed = parseIndexed(readMeta(db, 'alarm_indexed'));
-  } catch (e) {
-    throw replica.giveUpNow(e);
-  }
+  const { replica } = slot;
+  const indexed = indexedOf(slot);
   const replaced = indexPlan(null, indexed, d.rules).replaces;
   if (!replaced || !deletable(replaced, replica.generation, d.rules)) return null;
   return { key: keyOf(replica.address, replaced), generation: replaced.tag?.generation ?? null };
@@ -127,4 +117,13 @@ export async function indexOnTake(d: IndexDeps, slot: Slot, address: ActorAddres
 async function uploadBeforeEntry(slot: Slot): Promise<void> {
   slot.replica.start();
   await slot.replica.sync();
+}
+
+/** The entry the committed state names (`alarm_indexed`); an unreadable value gives the actor up. */
+function indexedOf({ db, replica }: Slot): Indexed | null {
+  try {
+    return parseIndexed(readMeta(db, 'alarm_indexed'));
+  } catch (e) {
+    throw replica.giveUpNow(e);
+  }
 }
