@@ -248,7 +248,7 @@ describe('node leases and holds (memory bucket, virtual time)', () => {
     assert.deepEqual(await holds2.acquire(A), { kind: 'mine', generation: 2 });
     assert.deepEqual(Object.fromEntries([...counts.entries()].map((e) => [`${e.op} ${e.area}`, e.count])), {
       'get holds': 1,
-      'put holds': 1,
+      'put_conditional holds': 1,
     });
   });
 
