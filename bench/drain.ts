@@ -18,7 +18,7 @@
  *     requests     store requests per delivery by operation: main thread
  *                  + workers (keepwork_store_requests_total{thread="main"|"worker"}); and by S3
  *                  request (GET, HEAD, PUT, conditional PUT, LIST, DELETE, DeleteObjects) with
- *                  their price per million delivered alarms (bench/support/s3-prices.ts)
+ *                  their price per million delivered alarms (src/bench/s3-prices.ts)
  *     in flight    deliveries a survivor ran at once, on average over the samples (every 500 ms)
  *                  taken while alarms ran (keepwork_deliveries_running: up to deliveryConcurrency,
  *                  more while the bucket's latency is the limit)

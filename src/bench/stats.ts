@@ -8,6 +8,7 @@
  *   s3Price({ put: n, get: n, … }, k)   → requests per alarm and $ per million alarms
  *   recommend(points, 'higher')         → the smallest value within 5 % of the best, and why
  */
+import { byVerb, dollarsPerMillion } from './s3-prices.js';
 
 export interface Percentiles {
   p50: number;
@@ -57,12 +58,6 @@ export function histogram(values: readonly number[], bins = 20): Bin[] {
   return out;
 }
 
-/**
- * S3 Standard's request prices (us-east-1): PUT, COPY, POST and LIST requests $0.005 per 1,000;
- * GET and HEAD $0.0004 per 1,000; DELETE free. A multi-object delete is a POST.
- */
-export const S3_PRICE_PER_1K = { put: 0.005, list: 0.005, delete_many: 0.005, get: 0.0004, head: 0.0004, delete: 0 } as const;
-
 export interface RequestCost {
   /** Bucket requests per alarm (or per call), by operation. */
   perOp: Record<string, number>;
@@ -73,14 +68,14 @@ export interface RequestCost {
 
 export function s3Price(requests: Readonly<Record<string, number>>, units: number): RequestCost {
   const perOp: Record<string, number> = {};
-  let usd = 0;
   let all = 0;
   for (const [op, n] of Object.entries(requests)) {
     if (n === 0) continue;
-    perOp[op] = round(n / units, 3);
+    perOp[op] = n / units;
     all += n;
-    usd += ((n / units) * 1_000_000 * ((S3_PRICE_PER_1K as Record<string, number>)[op] ?? 0.005)) / 1000;
   }
+  const usd = dollarsPerMillion(byVerb(perOp));
+  for (const op of Object.keys(perOp)) perOp[op] = round(perOp[op]!, 3);
   return { perOp, perUnit: round(all / units, 3), usdPerMillion: round(usd, 2) };
 }
 

@@ -169,7 +169,7 @@ describe('keepwork bench', () => {
         ['n1', 'n2'],
       );
       for (const n of run.perNode) if (n.delivered > 0) assert.ok(n.cpuMsPerAlarm > 0, `${n.nodeId}: CPU per alarm`);
-      assert.ok(run.requests.perOp.put! > 0 && run.requests.perOp.get! > 0, 'bucket requests by operation');
+      assert.ok(run.requests.perOp.put_conditional! > 0 && run.requests.perOp.get! > 0, 'bucket requests by operation');
       assert.ok(run.requests.usdPerMillion > 0);
     }
     assert.deepEqual(
@@ -297,7 +297,7 @@ describe('keepwork bench', () => {
     assert.equal(r.kind, 'calls');
     assert.ok(run.complete && run.calls > 0 && run.failed === 0 && run.callsPerSec > 0);
     assert.ok(run.latencyMs!.p50 > 0 && run.latencyMs!.p50 <= run.latencyMs!.p99);
-    assert.ok(run.requests.perOp.put! > 0, 'a durable call writes to the bucket');
+    assert.ok((run.requests.perOp.put ?? 0) + (run.requests.perOp.put_conditional ?? 0) > 0, 'a durable call writes to the bucket');
     assert.deepEqual(tagged(TAG), []);
     assert.equal(existsSync(join(cwd, 'bucket')), false);
   });

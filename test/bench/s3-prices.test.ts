@@ -1,4 +1,4 @@
-/** bench/support/s3-prices.ts: store operations named by S3 request and priced per million. */
+/** src/bench/s3-prices.ts: store operations named by S3 request and priced per million. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { byVerb, dollarsPerMillion } from '../../bench/support/s3-prices.js';

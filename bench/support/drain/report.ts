@@ -63,7 +63,7 @@ const PRICE_NOTE =
   'bucket requests per delivered alarm by S3 request, and dollars per million delivered alarms at S3 Standard list prices ' +
   `(per 1,000: ${Object.entries(S3_STANDARD_DOLLARS_PER_1000)
     .map(([v, p]) => `${v} $${p}`)
-    .join(', ')}; bench/support/s3-prices.ts):`;
+    .join(', ')}; src/bench/s3-prices.ts):`;
 
 /** Requests per delivered alarm by S3 verb, and their price per million alarms. */
 export function verbRows(rows: DrainRow[]): Record<string, unknown>[] {

@@ -23,7 +23,7 @@ export interface DrainRow {
   duplicates?: number;
   deliveries: Record<string, number>;
   requestsPerDelivery: { main: Record<string, number>; worker: Record<string, number>; total: number };
-  /** Both threads' requests per delivered alarm by S3 request (bench/support/s3-prices.ts). */
+  /** Both threads' requests per delivered alarm by S3 request (src/bench/s3-prices.ts). */
   requestsByVerb?: Partial<Record<S3Verb, number>>;
   /** Those requests at S3 Standard list prices, per million delivered alarms. */
   dollarsPerMillion?: number;

@@ -44,7 +44,7 @@ export interface S3Inputs {
   retryBaseMs: number;
 }
 
-/** The model's four verbs at S3 Standard list prices (bench/support/s3-prices.ts); its DeleteObjects are counted as DELETE (free). */
+/** The model's four verbs at S3 Standard list prices (src/bench/s3-prices.ts); its DeleteObjects are counted as DELETE (free). */
 export const S3_STANDARD_PRICES: Record<Verb, number> = {
   PUT: S3_STANDARD_DOLLARS_PER_1000.PUT,
   LIST: S3_STANDARD_DOLLARS_PER_1000.LIST,
