@@ -119,9 +119,15 @@ async function send(
   const json = parseReply(text);
   if (res.status >= 200 && res.status < 300) return json;
   const code = (json.error ?? 'HANDLER_FAILED') as ErrorCode;
-  const err = new KeepworkError(code, json.message ?? `HTTP ${res.status} from ${addr}`);
+  const err = new KeepworkError(code, json.message ?? `HTTP ${res.status} from ${addr}`, retryAfterOf(res));
   if (!isKeepworkError(err)) throw new OwnerUnreachable(`${addr} answered ${res.status}: ${json.message ?? ''}`);
   throw err;
+}
+
+/** A holder's 503 Retry-After (whole seconds), kept so this node's 503 passes it on (server.ts). */
+function retryAfterOf(res: PeerReply): { details: { retryAfterMs: number } } | undefined {
+  const seconds = Number(res.header('retry-after'));
+  return res.status === 503 && Number.isInteger(seconds) && seconds > 0 ? { details: { retryAfterMs: seconds * 1000 } } : undefined;
 }
 
 /** Why a forward got no answer: a reply over the limit ran (RESULT_TOO_LARGE); anything else may be retried. */

@@ -18,7 +18,7 @@ import {
   signReply,
   verifyRequest,
 } from '../../src/core/cluster-signature.js';
-import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
+import { ErrorCode, KeepworkError, isKeepworkError } from '../../src/core/errors.js';
 import { forwardCall, type ForwardSettings } from '../../src/main/forward.js';
 import { PeerClient } from '../../src/main/peer-client.js';
 
@@ -26,7 +26,7 @@ const key = clusterKey('the-cluster-secret-of-this-test-0123456789', 1_000);
 const forged = clusterKey('a-secret-the-cluster-does-not-share-0123', 1_000);
 const actor = parseAddress('acme/Probe/a');
 
-type Answer = 'unsigned' | 'forged' | 'signed' | 'signed-then-tampered';
+type Answer = 'unsigned' | 'forged' | 'signed' | 'signed-then-tampered' | 'overloaded';
 
 describe('forwardCall with a cluster secret', () => {
   let server: Server;
@@ -49,6 +49,15 @@ describe('forwardCall with a cluster secret', () => {
           caller: String(req.headers[CALLER_HEADER]),
         };
         const valid = verifyRequest(key, request, sig, Date.now()).ok;
+        if (answer === 'overloaded') {
+          const busy = JSON.stringify({ error: 'OVERLOADED', message: 'out of files' });
+          res.writeHead(503, {
+            'content-type': 'application/json',
+            'retry-after': '7',
+            [REPLY_SIGNATURE_HEADER]: signReply(key, sig, 503, busy),
+          });
+          return void res.end(busy);
+        }
         const body = JSON.stringify({ result: valid ? 'from the holder' : 'request not signed' });
         if (answer === 'forged') res.setHeader(REPLY_SIGNATURE_HEADER, signReply(forged, sig, 200, body));
         if (answer === 'signed') res.setHeader(REPLY_SIGNATURE_HEADER, signReply(key, sig, 200, body));
@@ -76,6 +85,13 @@ describe('forwardCall with a cluster secret', () => {
     assert.equal(await forward(), 'from the holder');
     assert.equal(seen.at(-1)![CALLER_HEADER], 'app');
     assert.equal(seen.at(-1)!['x-keepwork-hops'], '1');
+  });
+
+  it('a holder’s 503 keeps its Retry-After, which this node’s answer passes on', async () => {
+    answer = 'overloaded';
+    const e = await forward().catch((x: unknown) => x);
+    assert.ok(isKeepworkError(e, ErrorCode.Overloaded) && e instanceof KeepworkError, String(e));
+    assert.equal(e.details.retryAfterMs, 7_000);
   });
 
   for (const a of ['unsigned', 'forged', 'signed-then-tampered'] as const)
