@@ -118,28 +118,24 @@ program
   .addHelpText('after', tunablesHelp())
   .hook('preAction', (_program, command) => bucketOfData(command))
   .action(
-    async (o: {
-      data: string;
-      bucket: string;
-      port: number;
-      host: string;
-      advertise?: string;
-      peersAllow?: string[];
-      class?: Record<string, string>;
-      tenants?: string[];
-      nodeId?: string;
-      set?: Record<string, number | boolean>;
-      heapGrowth: number;
-      authFile?: string;
-      clusterSecretFile?: string;
-      insecureNoAuth?: boolean;
-      tlsCert?: string;
-      tlsKey?: string;
-      tlsCa?: string;
-      tlsClientCert?: string;
-      tlsClientKey?: string;
-      tlsRequireClientCert?: boolean;
-    }) => {
+    async (
+      o: {
+        data: string;
+        bucket: string;
+        port: number;
+        host: string;
+        advertise?: string;
+        peersAllow?: string[];
+        class?: Record<string, string>;
+        tenants?: string[];
+        nodeId?: string;
+        set?: Record<string, number | boolean>;
+        heapGrowth: number;
+        authFile?: string;
+        clusterSecretFile?: string;
+        insecureNoAuth?: boolean;
+      } & TlsFlags,
+    ) => {
       setHeapGrowing(o.heapGrowth);
       const log = createLogger();
       const secret = o.clusterSecretFile === undefined ? {} : { clusterSecret: readClusterSecret(o.clusterSecretFile) };
@@ -167,14 +163,16 @@ program
   );
 
 /** `startNode`'s `tls` from the `--tls-*` flags (none given: no `tls`). */
-function tlsOf(o: {
+interface TlsFlags {
   tlsCert?: string;
   tlsKey?: string;
   tlsCa?: string;
   tlsClientCert?: string;
   tlsClientKey?: string;
   tlsRequireClientCert?: boolean;
-}): { tls?: TlsOptions } {
+}
+
+function tlsOf(o: TlsFlags): { tls?: TlsOptions } {
   const tls: TlsOptions = {
     ...(o.tlsCert === undefined ? {} : { cert: o.tlsCert }),
     ...(o.tlsKey === undefined ? {} : { key: o.tlsKey }),
