@@ -1,8 +1,10 @@
 /**
  * The actor class `keepwork bench` runs on its own nodes (never a user's class): `arm(at)` sets
  * the alarm; the alarm handler records when it ran by the node's clock, once; `fired()` reads that
- * back (null before it ran); `add(n)` is the call `keepwork bench calls` times (one SQLite write).
- * The nodes load it by path (BENCH_CLASS_MODULE), so it is shipped next to the command.
+ * back (null before it ran); `add(n)` is the call `keepwork bench calls` times (one SQLite write);
+ * `destroy()` deletes the actor (how a bench on running nodes removes what it made). The nodes
+ * load it by path (BENCH_CLASS_MODULE, printed by `keepwork bench class`), so it is shipped next
+ * to the command.
  */
 import { defineActor, type ActorContext, type AlarmInfo } from '../workers/define-actor.js';
 
@@ -21,6 +23,9 @@ export default defineActor({
     fired: (ctx: ActorContext) =>
       (ctx.sql.prepare('SELECT at, scheduled FROM fired ORDER BY at LIMIT 1').get() as { at: number; scheduled: number } | undefined) ??
       null,
+    destroy(ctx: ActorContext) {
+      ctx.deleteActor();
+    },
     add(ctx: ActorContext, by: number) {
       ctx.sql.prepare('UPDATE counter SET n = n + ?').run(by);
       return (ctx.sql.prepare('SELECT n FROM counter').get() as { n: number }).n;

@@ -1,16 +1,14 @@
 /**
- * One run of `keepwork bench calls`: one node, `inFlight` callers calling `add(1)` on `keys`
- * actors (round robin) for `seconds`, plain or durable (the answer waits for the bucket).
- * Calls per second and latency percentiles over the run past its first second (a warm-up); CPU
- * and bucket requests per call from the node's /metrics over every call. An abort ends the run early
- * (`complete: false`).
+ * One run of `keepwork bench calls`: one node (or the running nodes of `--targets`, called in
+ * turn), `inFlight` callers calling `add(1)` on `keys` actors (round robin) for `seconds`, plain
+ * or durable (the answer waits for the bucket). Calls per second and latency percentiles over the
+ * run past its first second (a warm-up); CPU and bucket requests per call from the nodes'
+ * /metrics over every call. An abort ends the run early (`complete: false`).
  */
-import { BENCH_CLASS, type LocalNodes } from './local-nodes.js';
-import { callActor } from './node-calls.js';
-import type { ProgressLine } from './progress-line.js';
-import { byLabel, diff, scrape, total } from './prom.js';
+import { benchAddress, type BenchEnv } from './drain.js';
+import { callActor, type Endpoint } from './node-calls.js';
+import { byLabel, diff, scrape, total, type Scrape } from './prom.js';
 import { percentiles, round, s3Price, type Percentiles, type RequestCost } from './stats.js';
-import { BENCH_TENANT } from './drain.js';
 
 const WARMUP_MS = 1_000;
 
@@ -40,19 +38,20 @@ export interface CallsResult {
   requests: RequestCost;
 }
 
-export async function runCalls(
-  c: CallsConfig,
-  local: LocalNodes,
-  bucketUrl: string,
-  progress: ProgressLine,
-  signal: AbortSignal,
-): Promise<CallsResult> {
-  progress.note(`${c.label}: starting 1 node`);
-  const node = await local.start('n1', bucketUrl, c.set);
-  const address = (i: number) => `${BENCH_TENANT}/${BENCH_CLASS}/k${i % c.keys}`;
+export async function runCalls(c: CallsConfig, env: BenchEnv): Promise<CallsResult> {
+  const { progress, signal } = env;
+  if (!env.targets) progress.note(`${c.label}: starting 1 node`);
+  const nodes: readonly Endpoint[] = env.targets ?? [await env.local.start('n1', env.bucketUrl, c.set)];
+  const address = (i: number) => benchAddress(env, `k${i % c.keys}`);
+  const via = (i: number) => nodes[i % nodes.length]!;
   // Every actor once first, so the count starts with them loaded.
   for (let i = 0; i < c.keys && !signal.aborted; i += c.inFlight)
-    await Promise.all(Array.from({ length: Math.min(c.inFlight, c.keys - i) }, (_, j) => callActor(node.url, address(i + j), 'add', [0])));
+    await Promise.all(
+      Array.from({ length: Math.min(c.inFlight, c.keys - i) }, (_, j) => {
+        env.touched.add(address(i + j));
+        return callActor(via(i + j), address(i + j), 'add', [0]);
+      }),
+    );
   const t0 = performance.now();
   const countFrom = t0 + WARMUP_MS;
   const until = countFrom + c.seconds * 1000;
@@ -61,12 +60,14 @@ export async function runCalls(
   let failed = 0;
   let next = 0;
   let answered = 0;
-  const before = await scrape(node.url);
+  const scrapeAll = async () => sum(await Promise.all(nodes.map((n) => scrape(n))));
+  const before = await scrapeAll();
   const lane = async () => {
     while (!signal.aborted && performance.now() < until) {
       const s = performance.now();
       try {
-        await callActor(node.url, address(next++), 'add', [1], { durable: c.durable });
+        const i = next++;
+        await callActor(via(i), address(i), 'add', [1], { durable: c.durable });
       } catch {
         failed++;
         continue;
@@ -87,7 +88,7 @@ export async function runCalls(
   await Promise.all(Array.from({ length: c.inFlight }, lane));
   progress.end();
   // After Ctrl-C at a terminal the node got the SIGINT too and may be gone: no requests counted then.
-  const after = await scrape(node.url).catch((e: unknown) => (signal.aborted ? before : Promise.reject(e)));
+  const after = await scrapeAll().catch((e: unknown) => (signal.aborted ? before : Promise.reject(e)));
   const spanS = Math.min(c.seconds, (performance.now() - countFrom) / 1000);
   const calls = latencies.length;
   const cpuS = total(after, 'keepwork_process_process_cpu_seconds_total') - total(before, 'keepwork_process_process_cpu_seconds_total');
@@ -112,3 +113,14 @@ export async function runCalls(
 }
 
 const mapValues = (p: Percentiles): Percentiles => ({ p50: round(p.p50), p90: round(p.p90), p99: round(p.p99), max: round(p.max) });
+
+/** The nodes' scrapes as one: each series summed over the nodes. */
+function sum(scrapes: readonly Scrape[]): Scrape {
+  const out: Scrape = new Map();
+  for (const s of scrapes)
+    for (const [family, series] of s) {
+      const into = out.get(family) ?? out.set(family, new Map()).get(family)!;
+      for (const [labels, v] of series) into.set(labels, (into.get(labels) ?? 0) + v);
+    }
+  return out;
+}

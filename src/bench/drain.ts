@@ -10,12 +10,16 @@
  * before A's alarms are theirs) plus the sweeps' pace. The drain rate is K over first → last
  * firing. An abort (Ctrl-C) ends the watch early: what was measured so far is returned with
  * `complete: false`. The nodes are stopped by the caller (LocalNodes.stopAll).
+ *
+ * With running nodes (`--targets`, remote-nodes.ts) only A is started here, on the bucket the
+ * targets run on, and the targets drain; the actors' names then start with the run's tag, so that
+ * a run never meets an earlier run's actors in the same place.
  */
 import { parseEntryKey, tenantPrefix } from '../alarms/keys.js';
 import { listAll } from '../store/keys.js';
 import type { ObjectStore } from '../store/types.js';
-import { BENCH_CLASS, type LocalNode, type LocalNodes } from './local-nodes.js';
-import { callActor, inLanes } from './node-calls.js';
+import { BENCH_CLASS, type LocalNodes } from './local-nodes.js';
+import { callActor, inLanes, type Endpoint } from './node-calls.js';
 import type { ProgressLine } from './progress-line.js';
 import { byLabel, diff, scrape, total, type Scrape } from './prom.js';
 import { histogram, percentiles, perSecond, round, s3Price, type Bin, type Percentiles, type RequestCost } from './stats.js';
@@ -78,33 +82,57 @@ export interface DrainResult {
   requests: RequestCost;
 }
 
-const addressOf = (i: number) => `${BENCH_TENANT}/${BENCH_CLASS}/a${i}`;
+/** A node that drains: one the bench started, or a running one (`--targets`). */
+export interface DrainingNode extends Endpoint {
+  readonly nodeId: string;
+  /** False once a node the bench started has exited (a running node is assumed up: its scrapes say otherwise). */
+  running(): boolean;
+  /** Where its output went (nodes the bench started). */
+  readonly logPath?: string;
+}
 
-/** Runs one drain on `nodes` (fresh, on an empty bucket); see the header. */
-export async function runDrain(
-  c: DrainConfig,
-  local: LocalNodes,
-  bucketUrl: string,
-  store: ObjectStore,
-  progress: ProgressLine,
-  signal: AbortSignal,
-): Promise<DrainResult> {
-  progress.note(`${c.label}: starting ${c.nodes + 1} nodes`);
-  const [a, ...live] = await Promise.all(
-    ['a', ...Array.from({ length: c.nodes }, (_, i) => `n${i + 1}`)].map((id) => local.start(id, bucketUrl, c.set)),
-  );
-  const { dueAt, armed } = await armAll(a!, c, progress, signal);
+/** Where a run happens: the nodes, the bucket, and what it leaves for the caller to clean up. */
+export interface BenchEnv {
+  local: LocalNodes;
+  bucketUrl: string;
+  store: ObjectStore;
+  progress: ProgressLine;
+  signal: AbortSignal;
+  /** Running nodes to measure instead of nodes of the bench's own (`--targets`). */
+  targets: readonly DrainingNode[] | undefined;
+  /** Starts every actor name of the run ('' on nodes of the bench's own, in a place emptied after each run). */
+  runTag: string;
+  /** Every actor address the run called, added before its first call (the caller destroys them on running nodes). */
+  touched: Set<string>;
+}
+
+export const benchAddress = (env: Pick<BenchEnv, 'runTag'>, name: string) => `${BENCH_TENANT}/${BENCH_CLASS}/${env.runTag}${name}`;
+
+/** Runs one drain (see the header). */
+export async function runDrain(c: DrainConfig, env: BenchEnv): Promise<DrainResult> {
+  const { local, bucketUrl, store, progress, signal } = env;
+  const ids = env.targets ? [`${env.runTag}a`] : ['a', ...Array.from({ length: c.nodes }, (_, i) => `n${i + 1}`)];
+  progress.note(`${c.label}: starting ${ids.length === 1 ? 'node a' : `${ids.length} nodes`}`);
+  const [a, ...started] = await Promise.all(ids.map((id) => local.start(id, bucketUrl, c.set)));
+  const live: readonly DrainingNode[] = env.targets ?? started;
+  const { dueAt, armed } = await armAll(a!, c, env);
   const killedAt = Date.now();
   await a!.kill9();
   progress.note(
-    `${c.label}: ${armed.length} alarms armed due ${new Date(dueAt).toISOString()}; node a killed -9, ${c.nodes} node(s) drain`,
+    `${c.label}: ${armed.length} alarms armed due ${new Date(dueAt).toISOString()}; node a killed -9, ${live.length} node(s) drain`,
   );
-  const before = await Promise.all(live.map((n) => scrape(n.url)));
-  const watched = await watch({ ...c, alarms: armed.length }, live, before, store, dueAt, progress, signal);
+  const before = await Promise.all(live.map((n) => scrape(n)));
+  const watched = await watch({ ...c, alarms: armed.length }, live, before, store, env.runTag, dueAt, progress, signal);
   // After Ctrl-C at a terminal the nodes got the SIGINT too and may be gone: the last scrapes stand.
-  const after = signal.aborted ? watched.last : await Promise.all(live.map((n) => scrape(n.url)));
-  const sample = signal.aborted ? [] : await readBack(live[0]!, armed, signal);
-  return summarize({ ...c, alarms: armed.length }, c.alarms, live, before, after, watched, sample, dueAt, killedAt);
+  const after = signal.aborted ? watched.last : await Promise.all(live.map((n) => scrape(n)));
+  const sample = signal.aborted
+    ? []
+    : await readBack(
+        live[0]!,
+        armed.map((i) => benchAddress(env, `a${i}`)),
+        signal,
+      );
+  return summarize({ ...c, alarms: armed.length, nodes: live.length }, c.alarms, live, before, after, watched, sample, dueAt, killedAt);
 }
 
 /**
@@ -114,15 +142,16 @@ export async function runDrain(
  * must be dead before any alarm is due, or it would run some itself. Resolves with T and the
  * actors armed (all K unless it stopped early).
  */
-async function armAll(
-  a: LocalNode,
-  c: DrainConfig,
-  progress: ProgressLine,
-  signal: AbortSignal,
-): Promise<{ dueAt: number; armed: number[] }> {
+async function armAll(a: Endpoint, c: DrainConfig, env: BenchEnv): Promise<{ dueAt: number; armed: number[] }> {
+  const { progress, signal } = env;
+  const arm = async (i: number, at: number, signal: AbortSignal) => {
+    const address = benchAddress(env, `a${i}`);
+    env.touched.add(address);
+    await callActor(a, address, 'arm', [at], { durable: true, signal });
+  };
   const t0 = Date.now();
   const probe = Math.min(ARM_IN_FLIGHT, c.alarms);
-  await inLanes(probe, ARM_IN_FLIGHT, signal, (i) => arm(a, i, t0 + 3_600_000, signal));
+  await inLanes(probe, ARM_IN_FLIGHT, signal, (i) => arm(i, t0 + 3_600_000, signal));
   const perCallMs = (Date.now() - t0) / probe;
   const dueAt = Date.now() + 3_000 + Math.ceil(perCallMs * c.alarms * 2);
   const cut = new AbortController();
@@ -133,7 +162,7 @@ async function armAll(
   try {
     await inLanes(c.alarms, ARM_IN_FLIGHT, stop, async (i) => {
       try {
-        await arm(a, i, dueAt, stop);
+        await arm(i, dueAt, stop);
       } catch (e) {
         if (stop.aborted) return;
         throw e;
@@ -150,9 +179,6 @@ async function armAll(
     progress.note(`warning: arming ran slower than timed; ${armed.length} of ${c.alarms} alarms armed before T, the drain measures those`);
   return { dueAt, armed: armed.sort((x, y) => x - y) };
 }
-
-const arm = async (a: LocalNode, i: number, at: number, signal: AbortSignal) =>
-  void (await callActor(a.url, addressOf(i), 'arm', [at], { durable: true, signal }));
 
 /** Thrown when Ctrl-C came before there was anything to measure (while arming). */
 export class BenchAborted extends Error {
@@ -174,9 +200,10 @@ const ran = (s: Scrape) => total(s, 'keepwork_alarm_deliveries_total', 'outcome=
 /** Scrapes the live nodes every second until K alarms ran (or the index holds none of them), the abort, or the bound. */
 async function watch(
   c: DrainConfig,
-  live: LocalNode[],
+  live: readonly DrainingNode[],
   before: Scrape[],
   store: ObjectStore,
+  runTag: string,
   dueAt: number,
   progress: ProgressLine,
   signal: AbortSignal,
@@ -192,7 +219,7 @@ async function watch(
     if (signal.aborted) break;
     const dead = live.find((n) => !n.running());
     if (dead) throw new Error(`node ${dead.nodeId} exited during the drain (its log: ${dead.logPath})`);
-    const scrapes = await Promise.all(live.map((n) => scrape(n.url)));
+    const scrapes = await Promise.all(live.map((n) => scrape(n)));
     last = scrapes;
     const now = Date.now();
     const delivered = scrapes.reduce((n, s) => n + ran(s), 0) - base;
@@ -203,7 +230,7 @@ async function watch(
     if (delivered >= c.alarms) return end(series, true, last, progress);
     if (now - lastIndexCheck > 10_000) {
       lastIndexCheck = now;
-      if ((await pendingEntries(store)) === 0) return end(series, true, last, progress);
+      if ((await pendingEntries(store, runTag)) === 0) return end(series, true, last, progress);
     }
     if (now > dueAt + boundMs) {
       progress.note(`${c.label}: ${delivered} of ${c.alarms} alarms ran within ${Math.round(boundMs / 1000)} s of T; stopping this run`);
@@ -224,10 +251,13 @@ function drainBoundMs(c: DrainConfig): number {
   return 3 * lease + 50 * c.alarms + 60_000;
 }
 
-async function pendingEntries(store: ObjectStore): Promise<number> {
+/** Index entries of the run's actors (its class, names starting with its tag). */
+async function pendingEntries(store: ObjectStore, runTag: string): Promise<number> {
   let n = 0;
-  for await (const key of listAll(store, { prefix: tenantPrefix(BENCH_TENANT) }))
-    if (parseEntryKey(key)?.address.className === BENCH_CLASS) n++;
+  for await (const key of listAll(store, { prefix: tenantPrefix(BENCH_TENANT) })) {
+    const address = parseEntryKey(key)?.address;
+    if (address?.className === BENCH_CLASS && address.name.startsWith(runTag)) n++;
+  }
   return n;
 }
 
@@ -243,7 +273,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
   });
 
 /** When each armed actor (all, or a random sample of READBACK_MAX) fired, read through a live node. */
-async function readBack(via: LocalNode, armed: readonly number[], signal: AbortSignal): Promise<number[]> {
+async function readBack(via: Endpoint, armed: readonly string[], signal: AbortSignal): Promise<number[]> {
   const which = [...armed];
   for (let i = which.length - 1; i > 0; i--) {
     const j = Math.floor(Math.random() * (i + 1));
@@ -252,7 +282,7 @@ async function readBack(via: LocalNode, armed: readonly number[], signal: AbortS
   const picked = which.slice(0, READBACK_MAX);
   const at: number[] = [];
   await inLanes(picked.length, 16, signal, async (i) => {
-    const r = (await callActor(via.url, addressOf(picked[i]!), 'fired', [])) as { at: number } | null;
+    const r = (await callActor(via, picked[i]!, 'fired', [], { signal })) as { at: number } | null;
     if (r) at.push(r.at);
   });
   return at;
@@ -261,7 +291,7 @@ async function readBack(via: LocalNode, armed: readonly number[], signal: AbortS
 function summarize(
   c: DrainConfig,
   requested: number,
-  live: LocalNode[],
+  live: readonly DrainingNode[],
   before: Scrape[],
   after: Scrape[],
   w: Watched,

@@ -2,6 +2,8 @@
  * Reading a node's GET /metrics (Prometheus text): metric family → label set → value, and the
  * sums the benchmarks need (all series of a family; by one label).
  */
+import { authHeaders, type Endpoint } from './node-calls.js';
+
 export type Scrape = Map<string, Map<string, number>>;
 
 export function parseProm(text: string): Scrape {
@@ -15,8 +17,9 @@ export function parseProm(text: string): Scrape {
   return out;
 }
 
-export async function scrape(baseUrl: string): Promise<Scrape> {
-  const res = await fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(10_000) });
+export async function scrape(at: Endpoint): Promise<Scrape> {
+  const res = await fetch(`${at.url}/metrics`, { headers: authHeaders(at), signal: AbortSignal.timeout(10_000) });
+  if (!res.ok) throw new Error(`GET ${at.url}/metrics: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
   return parseProm(await res.text());
 }
 

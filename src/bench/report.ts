@@ -35,6 +35,8 @@ export interface BenchReport {
   finishedAt: string;
   /** The bucket URL the nodes ran on (with --prefix applied). */
   bucket: string;
+  /** The running nodes measured (`--targets`: URL and node id), or null: nodes the bench started. */
+  targets: string[] | null;
   /** False when it was stopped (Ctrl-C, an error) before every planned run ended. */
   complete: boolean;
   /** Why it stopped early, when it did. */
@@ -63,7 +65,7 @@ export function reportHtml(r: BenchReport): string {
     '<style>body{font-family:sans-serif;max-width:900px;margin:2em auto;padding:0 1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}.rec{background:#eef6ee;padding:.6em 1em;border-left:4px solid #2ca02c}figure{margin:1.5em 0}</style>',
     '</head><body>',
     `<h1>${e(title)}</h1>`,
-    `<p>keepwork ${e(r.version)}, bucket <code>${e(r.bucket)}</code>, ${e(r.startedAt)} → ${e(r.finishedAt)}${r.complete ? '' : ` — <strong>incomplete</strong>: ${e(r.stopped ?? 'stopped')}`}</p>`,
+    `<p>keepwork ${e(r.version)}, bucket <code>${e(r.bucket)}</code>, ${r.targets ? `running nodes ${r.targets.map((t) => `<code>${e(t)}</code>`).join(', ')}` : 'nodes started by the bench'}, ${e(r.startedAt)} → ${e(r.finishedAt)}${r.complete ? '' : ` — <strong>incomplete</strong>: ${e(r.stopped ?? 'stopped')}`}</p>`,
   ];
   if (r.sweep) parts.push(...sweepSection(r.sweep));
   parts.push('<h2>Runs</h2>', runsTable(r.runs));

@@ -6,14 +6,21 @@
  *   for each run: start nodes ─▶ measure ─▶ stop every node ─▶ empty the bench's place
  *   at the end, on an error and on the abort (Ctrl-C): every node stopped, the place emptied
  *   (and removed if the bench created it), the report written with what was measured
+ *
+ * On running nodes (`--targets`, remote-nodes.ts) the place is theirs: it is checked to hold
+ * only node records and tenant `bench`, each run starts only the node that dies, and what a run
+ * made is removed by destroying each actor it called through the targets, not by deleting keys
+ * under nodes that may still hold them.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCalls } from './calls.js';
-import { BenchAborted, runDrain } from './drain.js';
+import { BenchAborted, runDrain, type BenchEnv, type DrainingNode } from './drain.js';
 import { LocalNodes } from './local-nodes.js';
+import { callActor, inLanes } from './node-calls.js';
 import { ProgressLine } from './progress-line.js';
+import { connectTargets } from './remote-nodes.js';
 import { writeReport, type BenchReport, type BenchRun, type SweepReport } from './report.js';
 import { mean, recommend } from './stats.js';
 import { assertEmpty, benchTarget, emptyTarget, openTarget, removeCreated } from './target.js';
@@ -26,6 +33,9 @@ export interface BenchPlan {
   sweep: { name: string; values: readonly number[] } | undefined;
   reps: number;
   outDir: string;
+  /** Running nodes to measure (base URLs), instead of nodes of the bench's own; and their token. */
+  targets: readonly string[] | undefined;
+  token: string | undefined;
   drain: { alarms: number; nodes: number };
   calls: { keys: number; durable: boolean; seconds: number; inFlight: number };
 }
@@ -54,8 +64,10 @@ export async function runBench(
   const runs: BenchRun[] = [];
   let stopped: string | null = null;
   let failure: unknown;
+  let targets: DrainingNode[] | undefined;
   try {
-    await assertEmpty(store, target.url);
+    await assertEmpty(store, target.url, plan.targets !== undefined);
+    if (plan.targets) targets = await connectTargets(plan.targets, plan.token, store, target.url);
   } catch (e) {
     await store.close();
     removeCreated(target);
@@ -68,15 +80,24 @@ export async function runBench(
       // Fresh data dirs per run: a node's data dir remembers its identity in the bucket emptied since.
       const runRoot = join(root, `run${i + 1}`);
       mkdirSync(runRoot);
-      const local = new LocalNodes(runRoot);
+      const env: BenchEnv = {
+        local: new LocalNodes(runRoot),
+        bucketUrl: target.url,
+        store,
+        progress,
+        signal,
+        targets,
+        runTag: targets ? `r${Date.now().toString(36)}-` : '',
+        touched: new Set(),
+      };
       try {
-        if (plan.kind === 'drain')
-          runs.push({ kind: 'drain', ...(await runDrain({ ...plan.drain, set, label }, local, target.url, store, progress, signal)) });
-        else runs.push({ kind: 'calls', ...(await runCalls({ ...plan.calls, set, label }, local, target.url, progress, signal)) });
+        if (plan.kind === 'drain') runs.push({ kind: 'drain', ...(await runDrain({ ...plan.drain, set, label }, env)) });
+        else runs.push({ kind: 'calls', ...(await runCalls({ ...plan.calls, set, label }, env)) });
       } finally {
         progress.end();
-        await local.stopAll();
-        await emptyTarget(store);
+        await env.local.stopAll();
+        if (targets) await destroyTouched(targets, env.touched, progress);
+        else await emptyTarget(store);
       }
     }
     if (signal.aborted) stopped = stoppedBy(signal);
@@ -95,6 +116,7 @@ export async function runBench(
     startedAt: startedAt.toISOString(),
     finishedAt: new Date().toISOString(),
     bucket: target.url,
+    targets: targets?.map((t) => `${t.url} (${t.nodeId})`) ?? null,
     complete: stopped === null,
     stopped,
     runs,
@@ -105,6 +127,28 @@ export async function runBench(
   const files = writeReport(plan.outDir, stem, report);
   if (failure !== undefined && !(failure instanceof BenchAborted) && !signal.aborted) throw Object.assign(failure as Error, { files });
   return { report, files };
+}
+
+/**
+ * Destroys every actor a run called, through the running nodes in turn (also after Ctrl-C: the
+ * targets did not get it; a second Ctrl-C ends the process and leaves them). A failure is
+ * counted and named, not thrown: the measures stand.
+ */
+async function destroyTouched(targets: readonly DrainingNode[], touched: ReadonlySet<string>, progress: ProgressLine): Promise<void> {
+  const addresses = [...touched];
+  const failed: string[] = [];
+  let done = 0;
+  await inLanes(addresses.length, 32, new AbortController().signal, async (i) => {
+    try {
+      await callActor(targets[i % targets.length]!, addresses[i]!, 'destroy', []);
+    } catch (e) {
+      failed.push(`${addresses[i]}: ${(e as Error).message}`);
+    }
+    progress.update('removing the bench actors', ++done, addresses.length, 'destroyed', NaN);
+  });
+  progress.end();
+  if (failed.length > 0)
+    progress.note(`warning: ${failed.length} of ${addresses.length} bench actors could not be destroyed, e.g. ${failed[0]}`);
 }
 
 const stoppedBy = (signal: AbortSignal) => `stopped by ${typeof signal.reason === 'string' ? signal.reason : 'an abort'}`;

@@ -12,9 +12,13 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { BadConfig } from '../core/errors.js';
+import { tenantPrefix } from '../alarms/keys.js';
+import { HOLDS_PREFIX, NODES_PREFIX } from '../leases/records.js';
+import { statePrefix } from '../replication/state-keys.js';
 import { listAll } from '../store/keys.js';
 import { localBucket, openStore } from '../store/open.js';
 import type { ObjectStore } from '../store/types.js';
+import { BENCH_TENANT } from './drain.js';
 
 export interface BenchTarget {
   /** The URL every node of the bench is given. */
@@ -55,17 +59,27 @@ export function benchTarget(bucket: string, prefix: string | undefined): BenchTa
 /**
  * Refuses a place that holds anything: a live cluster's nodes, actors or index, or what an
  * earlier bench left. Throws BadConfig naming what it found and what to do.
+ *
+ * With running nodes (`--targets`) the place is theirs, set aside for benchmarks: it may hold
+ * node records and what benches left of tenant `bench` (destroyed actors' chains), nothing else.
  */
-export async function assertEmpty(store: ObjectStore, url: string): Promise<void> {
-  for await (const key of listAll(store, { pageKeys: 1 })) {
+export async function assertEmpty(store: ObjectStore, url: string, targets = false): Promise<void> {
+  for await (const key of listAll(store, { pageKeys: targets ? 1000 : 1 })) {
+    if (targets && benchPlaceKey(key)) continue;
     const area = key.split('/')[0];
     const what = ['nodes', 'holds', 'state', 'alarms'].includes(area!) ? `a cluster's data (${key} …)` : `other objects (${key} …)`;
     throw new BadConfig(
-      `keepwork bench refuses ${url}: it holds ${what}. A bench writes node records, actors and alarms of its own and ` +
-        'never runs against real ones: give --prefix NAME for an empty place in this bucket, or another bucket',
+      targets
+        ? `keepwork bench refuses ${url}: it holds ${what} besides node records and tenant ${BENCH_TENANT}. With --targets ` +
+            'the nodes must run on a place set aside for benchmarks: start them with --bucket … pointing at an empty prefix, and give it here'
+        : `keepwork bench refuses ${url}: it holds ${what}. A bench writes node records, actors and alarms of its own and ` +
+            'never runs against real ones: give --prefix NAME for an empty place in this bucket, or another bucket',
     );
   }
 }
+
+const BENCH_AREAS = [statePrefix(BENCH_TENANT), `${HOLDS_PREFIX}${BENCH_TENANT}/`, tenantPrefix(BENCH_TENANT)];
+const benchPlaceKey = (key: string) => key.startsWith(NODES_PREFIX) || BENCH_AREAS.some((p) => key.startsWith(p));
 
 /** Deletes every object under the bench's place (it was empty when the bench started). */
 export async function emptyTarget(store: ObjectStore): Promise<number> {

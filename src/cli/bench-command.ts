@@ -10,11 +10,13 @@ import { resolveOptions } from '../core/config.js';
 import { runBench, type BenchPlan } from '../bench/run-bench.js';
 import type { BenchReport } from '../bench/report.js';
 import { ProgressLine } from '../bench/progress-line.js';
+import { parseTargets } from '../bench/remote-nodes.js';
 import { parseTunable } from './tunables-help.js';
 
 export interface BenchFlags {
   bucket: string;
   prefix?: string;
+  targets?: string;
   set?: Record<string, number | boolean>;
   sweep?: string;
   reps: number;
@@ -46,6 +48,12 @@ export function parseSweep(text: string, set: Readonly<Record<string, number | b
 export async function benchCommand(kind: 'drain' | 'calls', o: BenchFlags): Promise<void> {
   const set = o.set ?? {};
   resolveOptions(set);
+  const targets = o.targets === undefined ? undefined : parseTargets(o.targets);
+  if (targets && o.sweep !== undefined)
+    throw new BadConfig('--sweep needs nodes the bench starts: running nodes (--targets) keep the tunables they were started with');
+  if (targets && o.nodes !== undefined) throw new BadConfig('--nodes counts nodes the bench starts; with --targets the targets drain');
+  if (targets && kind === 'calls' && Object.keys(set).length > 0)
+    throw new BadConfig('--set: with --targets `calls` starts no node, so no tunable applies (drain applies them to the node it kills)');
   const plan: BenchPlan = {
     kind,
     bucket: o.bucket,
@@ -54,6 +62,8 @@ export async function benchCommand(kind: 'drain' | 'calls', o: BenchFlags): Prom
     sweep: o.sweep === undefined ? undefined : parseSweep(o.sweep, set),
     reps: o.reps,
     outDir: o.out,
+    targets,
+    token: process.env.KEEPWORK_TOKEN || undefined,
     drain: { alarms: o.alarms ?? 2000, nodes: o.nodes ?? 2 },
     calls: { keys: o.keys ?? 1, durable: o.durable === true, seconds: o.seconds ?? 10, inFlight: o.concurrency ?? 32 },
   };

@@ -294,7 +294,7 @@ function positive(value: string): number {
 
 const bench = program
   .command('bench')
-  .description('load benchmarks on nodes it starts on this machine, against your bucket (docs/bench.md)');
+  .description('load benchmarks against your bucket, on nodes it starts here or on your running nodes (docs/bench.md)');
 
 /** The flags every bench takes. */
 function benchCommandOf(name: string, description: string): Command {
@@ -306,6 +306,10 @@ function benchCommandOf(name: string, description: string): Command {
       'the bucket: a folder, sqlite:FILE or s3://bucket/prefix?endpoint=… (its place must be empty; see --prefix)',
     )
     .option('--prefix <p>', 'run in this empty place inside the bucket (a sub-folder or a key prefix), not at its root')
+    .option(
+      '--targets <url,…>',
+      'measure these running nodes (on --bucket, serving the bench class: see `bench class`) instead of starting nodes; token from KEEPWORK_TOKEN',
+    )
     .option('--set <name=value>', 'a tunable of every node, as for start (repeatable)', tunable)
     .option('--sweep <name=v1,v2,…>', 'run once per value of one tunable and recommend one, e.g. deliveryConcurrencyMax=32,128')
     .option('--reps <n>', 'runs per value (alternating the order)', positive, 1)
@@ -314,10 +318,18 @@ function benchCommandOf(name: string, description: string): Command {
 
 benchCommandOf('drain', 'start 1+N nodes, arm K alarms through one, kill it -9, and measure how the others drain them')
   .option('--alarms <k>', 'alarms to arm', positive, 2000)
-  .option('--nodes <n>', 'live nodes that drain (one more is started and killed)', positive, 2)
+  .option('--nodes <n>', 'live nodes that drain (one more is started and killed; default 2, none with --targets)', positive)
   .action(async (o: BenchFlags) => {
     const { benchCommand } = await import('./bench-command.js');
     await benchCommand('drain', o);
+  });
+
+bench
+  .command('class')
+  .description('print the --class flag that makes a node serve the bench class (for nodes given to --targets)')
+  .action(async () => {
+    const { BENCH_CLASS, BENCH_CLASS_MODULE } = await import('../bench/local-nodes.js');
+    console.log(`${BENCH_CLASS}=${BENCH_CLASS_MODULE}`);
   });
 
 benchCommandOf('calls', 'one node: calls per second and latency percentiles of a method call that writes')

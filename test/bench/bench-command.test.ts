@@ -9,11 +9,13 @@
  *   Ctrl-C mid-drain   ─▶ exit 130, the report of what ran (complete: false), no process left
  *   a live bucket      ─▶ refused before anything starts, the bucket untouched; --prefix runs beside its data
  *   calls              ─▶ calls/s, latency percentiles, requests per call
+ *   --targets          ─▶ two running nodes with a token file drain (only the dying node is
+ *                          started), their actors destroyed after; refused without the token
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, describe, it } from 'node:test';
@@ -71,10 +73,15 @@ interface Outcome {
 }
 
 /** `keepwork bench <args>` in `cwd`; `onStderr` may act on its progress (e.g. send SIGINT); killed after the bound. */
-function bench(args: string[], cwd: string, onStderr?: (text: string, pid: number) => void): Promise<Outcome> {
+function bench(
+  args: string[],
+  cwd: string,
+  onStderr?: (text: string, pid: number) => void,
+  env: Record<string, string> = {},
+): Promise<Outcome> {
   const child = spawn(process.execPath, [...CLI, 'bench', ...args], {
     cwd,
-    env: { ...process.env, KW_BENCH_TEST_TAG: TAG },
+    env: { ...process.env, KW_BENCH_TEST_TAG: TAG, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -94,6 +101,34 @@ function bench(args: string[], cwd: string, onStderr?: (text: string, pid: numbe
 }
 
 const reportOf = (o: Outcome): BenchReport => JSON.parse(readFileSync(/^json:\s+(\S+)$/m.exec(o.stdout)![1]!, 'utf8')) as BenchReport;
+
+/** `keepwork start` of a node the test runs itself (tagged, so it is killed whatever happens); resolves with its URL and pid. */
+async function startTarget(cwd: string, id: string, args: string[]): Promise<{ url: string; pid: number }> {
+  const child = spawn(process.execPath, [...CLI, 'start', '--data', join(cwd, id), '--port', '0', '--node-id', id, ...args], {
+    cwd,
+    env: { ...process.env, KW_BENCH_TEST_TAG: TAG, KEEPWORK_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+      const m = /\) serving (http:\/\/\S+)/.exec(err);
+      if (m) resolve({ url: m[1]!, pid: child.pid! });
+    });
+    child.once('exit', (code) => reject(new Error(`node ${id} exited ${code}: ${err}`)));
+  });
+}
+
+const cli = (args: string[], cwd: string) => spawnSync(process.execPath, [...CLI, ...args], { cwd, encoding: 'utf8' });
+
+async function keysOf(bucket: string): Promise<string[]> {
+  const store = openStore(bucket);
+  const keys: string[] = [];
+  for await (const k of listAll(store)) keys.push(k);
+  await store.close();
+  return keys;
+}
 
 function browserPath(): string | undefined {
   const r = spawnSync('bash', [join(REPO, 'scripts/chromium.sh'), 'path'], { encoding: 'utf8' });
@@ -300,6 +335,103 @@ describe('keepwork bench', () => {
     assert.ok((run.requests.perOp.put ?? 0) + (run.requests.perOp.put_conditional ?? 0) > 0, 'a durable call writes to the bucket');
     assert.deepEqual(tagged(TAG), []);
     assert.equal(existsSync(join(cwd, 'bucket')), false);
+  });
+
+  it('--targets: running nodes with a token drain what the node the bench started and killed armed; its actors destroyed after', async () => {
+    const cwd = temp();
+    const bucket = join(cwd, 'fleet');
+    const added = cli(['token', 'add', 'bench', '--tenants', '*', '--rights', 'call,read', '--file', 'tokens.json'], cwd);
+    assert.equal(added.status, 0, added.stderr);
+    const token = added.stdout.trim().split('\n').at(-1)!;
+    const klass = cli(['bench', 'class'], cwd);
+    assert.equal(klass.status, 0, klass.stderr);
+    assert.match(klass.stdout.trim(), /^BenchAlarmed=\/.*bench-actor\.(ts|js)$/);
+    writeFileSync(join(cwd, 'cluster-secret'), randomBytes(48).toString('base64'), { mode: 0o600 });
+    const secured = ['--auth-file', 'tokens.json', '--cluster-secret-file', 'cluster-secret'];
+    const args = ['--bucket', bucket, '--class', klass.stdout.trim(), ...secured, ...FAST];
+    const targets = await Promise.all(['t1', 't2'].map((id) => startTarget(cwd, id, args)));
+    const urls = targets.map((t) => t.url).join(',');
+
+    const refused = await bench(['drain', '--bucket', bucket, '--targets', urls, '--alarms', '10', '--out', 'out'], cwd);
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.match(
+      refused.stderr,
+      /BAD_CONFIG: --targets: http:\/\/\S+ refused \/metrics \(HTTP 401, no token was sent\): set KEEPWORK_TOKEN/,
+    );
+    const elsewhere = await bench(
+      ['drain', '--bucket', join(cwd, 'other'), '--targets', urls, '--alarms', '10', '--out', 'out'],
+      cwd,
+      undefined,
+      {
+        KEEPWORK_TOKEN: token,
+      },
+    );
+    assert.equal(elsewhere.code, 1, elsewhere.stderr);
+    assert.match(elsewhere.stderr, /BAD_CONFIG: --targets: .* is node t[12], which has no record in .*other: it runs on another bucket/);
+
+    const o = await bench(
+      [
+        'drain',
+        '--bucket',
+        bucket,
+        '--targets',
+        urls,
+        '--alarms',
+        '60',
+        '--set',
+        'leasePeriodMs=2000',
+        '--set',
+        'graceMs=500',
+        '--out',
+        'out',
+      ],
+      cwd,
+      undefined,
+      { KEEPWORK_TOKEN: token },
+    );
+    assert.equal(o.code, 0, o.stderr);
+    const r = reportOf(o);
+    const run = r.runs[0] as DrainResult;
+    assert.deepEqual(r.targets, [`${targets[0]!.url} (t1)`, `${targets[1]!.url} (t2)`]);
+    assert.equal(run.delivered, 60);
+    assert.deepEqual(
+      run.perNode.map((n) => n.nodeId),
+      ['t1', 't2'],
+    );
+    assert.equal(run.readBack, 60);
+    assert.deepEqual(tagged(TAG).sort(), targets.map((t) => t.pid).sort(), 'the node the bench started is gone; the targets run on');
+    const keys = await keysOf(bucket);
+    assert.deepEqual(
+      keys.filter((k) => k.startsWith('alarms/')),
+      [],
+      'no index entry left',
+    );
+    const nodes = keys.filter((k) => k.startsWith('nodes/'));
+    assert.deepEqual(nodes.filter((k) => k === 'nodes/t1' || k === 'nodes/t2').length, 2);
+    assert.equal(nodes.length, 3, 'the targets and the node that died');
+    const alive = await fetch(
+      `${targets[0]!.url}/v1/actors/bench/BenchAlarmed/${/^nodes\/(r[0-9a-z]+-)a$/.exec(nodes.find((k) => !/t[12]$/.test(k))!)![1]}a0/fired`,
+      {
+        method: 'POST',
+        body: '[]',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      },
+    );
+    assert.deepEqual(await alive.json(), { result: null }, 'the actor was destroyed: a call finds a fresh one');
+
+    const calls = await bench(
+      ['calls', '--bucket', bucket, '--targets', urls, '--keys', '4', '--seconds', '1', '--concurrency', '2'],
+      cwd,
+      undefined,
+      {
+        KEEPWORK_TOKEN: token,
+      },
+    );
+    assert.equal(calls.code, 0, calls.stderr);
+    const callsRun = reportOf(calls).runs[0] as CallsResult;
+    assert.ok(callsRun.calls > 0 && callsRun.failed === 0, JSON.stringify(callsRun));
+    assert.deepEqual(tagged(TAG).sort(), targets.map((t) => t.pid).sort(), 'calls on targets starts no node');
+    for (const t of targets) process.kill(t.pid, 'SIGKILL');
   });
 
   it(

@@ -6,7 +6,8 @@ import { histogram, percentiles, perSecond, recommend, s3Price } from '../../src
 import { runOrder } from '../../src/bench/run-bench.js';
 import { benchTarget } from '../../src/bench/target.js';
 import { reportHtml, type BenchReport } from '../../src/bench/report.js';
-import { parseSweep } from '../../src/cli/bench-command.js';
+import { benchCommand, parseSweep } from '../../src/cli/bench-command.js';
+import { parseTargets } from '../../src/bench/remote-nodes.js';
 import { isKeepworkError } from '../../src/core/errors.js';
 
 describe('keepwork bench: what the measures say', () => {
@@ -153,6 +154,20 @@ describe('keepwork bench: what the measures say', () => {
     assert.throws(() => parseSweep('deliveryConcurrencyMax=32,32', {}), /repeated/);
   });
 
+  it('--targets: base URLs only; refused with the flags that need nodes the bench starts', async () => {
+    assert.deepEqual(parseTargets('http://10.0.0.5:8080/, https://h.example:8443'), ['http://10.0.0.5:8080', 'https://h.example:8443']);
+    for (const bad of ['', ' , ', 'ftp://h', '10.0.0.5:8080', 'http://h:1/v1', 'http://h:1?x=1'])
+      assert.throws(
+        () => parseTargets(bad),
+        (e: unknown) => isKeepworkError(e) && e.code === 'BAD_CONFIG' && /--targets/.test(e.message),
+        bad,
+      );
+    const base = { bucket: './b', reps: 1, out: '.', targets: 'http://127.0.0.1:1' };
+    await assert.rejects(benchCommand('drain', { ...base, sweep: 'deliveryConcurrencyMax=32,64' }), /--sweep needs nodes the bench starts/);
+    await assert.rejects(benchCommand('drain', { ...base, nodes: 2 }), /--nodes counts nodes the bench starts/);
+    await assert.rejects(benchCommand('calls', { ...base, set: { workerThreads: 1 } }), /no tunable applies/);
+  });
+
   it('the HTML report: an SVG chart per measure, each with a title and axis titles that name the unit', () => {
     const r: BenchReport = {
       kind: 'calls',
@@ -160,6 +175,7 @@ describe('keepwork bench: what the measures say', () => {
       startedAt: 'a',
       finishedAt: 'b',
       bucket: '/tmp/<b>',
+      targets: null,
       complete: true,
       stopped: null,
       sweep: null,

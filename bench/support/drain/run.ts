@@ -66,12 +66,12 @@ export async function runDrain(o: DrainOptions, storeKind: string, mode: Mode, k
     const set = { ...MODES[mode].set, ...o.nodeSet };
     const [a, ...survivors] = await c.startAll(['a', ...Array.from({ length: m }, (_, i) => `s${i + 1}`)], { set });
     const { at, copyEnd } = await makeBacklog(c, a!, actors);
-    const before = await Promise.all(survivors.map((s) => scrape(s.url)));
+    const before = await Promise.all(survivors.map((s) => scrape(s)));
     const cpu0 = survivors.map((s) => cpuMs(s.pid));
     const mainCpu0 = survivors.map((s) => cpuMs(s.pid, s.pid));
     const t0 = Date.now();
     const { samples, drainedAt } = await watchDrain(c, survivors, k, at, `${storeKind} ${MODES[mode].label} K=${k} M=${m}`);
-    const after = await Promise.all(survivors.map((s) => scrape(s.url)));
+    const after = await Promise.all(survivors.map((s) => scrape(s)));
     const cpuSec = survivors.map((s, i) => (cpuMs(s.pid) - cpu0[i]!) / 1000);
     const mainCpuSec = survivors.map((s, i) => (cpuMs(s.pid, s.pid) - mainCpu0[i]!) / 1000);
     const rss = survivors.map((s) => peakRssMb(s.pid));

@@ -48,7 +48,7 @@ export async function watchDrain(
       throw new Error(
         `${label}: live node ${dead.nodeId} exited (${dead.child.exitCode ?? dead.child.signalCode}) during the drain:\n${dead.logTail(12)}`,
       );
-    const scrapes = await Promise.all(survivors.map((s) => scrape(s.url)));
+    const scrapes = await Promise.all(survivors.map((s) => scrape(s)));
     const ran = scrapes.reduce((n, s) => n + total(s, 'keepwork_alarm_deliveries_total', 'outcome="ran"'), 0);
     const inFlight = Math.max(...scrapes.map((s) => total(s, 'keepwork_deliveries_running')));
     samples.push({ t: Date.now(), ran, inFlight, cpuMs: survivors.reduce((ms, s) => ms + cpuMs(s.pid), 0) });
