@@ -10,13 +10,17 @@ import { join } from 'node:path';
 import { FsStore, parseFsUrl } from '../../../src/store/fs/store.js';
 import { listAll } from '../../../src/store/keys.js';
 import { openStore } from '../../../src/store/open.js';
+import { FAULT_SCHEME, parseFaultUrl } from '../../../src/store/testing/faults.js';
 import { LATENCY_SCHEME, parseLatencyUrl } from '../../../src/store/testing/latency.js';
 import type { ObjectStore } from '../../../src/store/types.js';
 import { Cluster } from '../../../support/cluster/cluster.js';
 import { ALARMED_MODULE, CLASS } from './scenario.js';
 
-/** Folders of `--store latency` and `--store sqlite` buckets by URL, removed with their cluster. */
+/** Folders of `--store latency`, `slowdown` and `sqlite` buckets by URL, removed with their cluster. */
 const bucketFolders = new Map<string, string>();
+
+/** The share of writes `--store slowdown` refuses with a throttle answer. */
+const SLOWDOWN_SHARE = 0.3;
 
 /** The bucket URL of one run of `store` (undefined: the cluster's own folder). */
 export function bucketFor(store: string, run: string, o: { latencyMs: number; s3Url: string | undefined }): string | undefined {
@@ -24,6 +28,12 @@ export function bucketFor(store: string, run: string, o: { latencyMs: number; s3
   if (store === 'latency') {
     const dir = mkdtempSync(join(tmpdir(), `kw-bench-latency-${run}-`));
     const url = `${LATENCY_SCHEME}file://${dir}?ms=${o.latencyMs}`;
+    bucketFolders.set(url, dir);
+    return url;
+  }
+  if (store === 'slowdown') {
+    const dir = mkdtempSync(join(tmpdir(), `kw-bench-slowdown-${run}-`));
+    const url = `${FAULT_SCHEME}file://${dir}?seed=1&slowdown=${SLOWDOWN_SHARE}`;
     bucketFolders.set(url, dir);
     return url;
   }
@@ -48,7 +58,11 @@ export function removeBucketFolder(url: string): boolean {
 
 /** The store the backlog is copied with: for a folder, without fsync (throwaway data, 3–5× faster). */
 export function copyStore(c: Cluster): ObjectStore {
-  const folder = c.bucket.startsWith(LATENCY_SCHEME) ? parseLatencyUrl(c.bucket).inner : c.bucket;
+  const folder = c.bucket.startsWith(LATENCY_SCHEME)
+    ? parseLatencyUrl(c.bucket).inner
+    : c.bucket.startsWith(FAULT_SCHEME)
+      ? parseFaultUrl(c.bucket).inner
+      : c.bucket;
   return folder.startsWith('file://') ? new FsStore(parseFsUrl(folder), { fsync: false }) : openStore(c.bucket);
 }
 

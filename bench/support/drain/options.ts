@@ -5,7 +5,7 @@
 import { benchArgs, numbers, quick, setPairs, words } from '../../lib.js';
 import { MODES, type Mode } from './scenario.js';
 
-export const USAGE = `usage: npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,latency,s3,sqlite]
+export const USAGE = `usage: npm run bench -- drain [--quick] [--k 1000,10000] [--m 1,2] [--store fs,latency,slowdown,s3,sqlite]
          [--latency-ms 20] [--mode adr,adaptive,tuned] [--threads 2] [--set name=value …] [--no-peer]
          [--out drain] [--append] [--reprice] [--help]
 
@@ -13,7 +13,9 @@ export const USAGE = `usage: npm run bench -- drain [--quick] [--k 1000,10000] [
   --store       fs: a folder bucket; latency: the folder bucket with every request delayed by
                 --latency-ms on the clock, no CPU while it waits (src/store/testing/latency.ts, an
                 S3-like round trip without S3's CPU); sqlite: the SQLite bucket
-                (src/store/sqlite/store.ts) in a folder under TMPDIR; s3: KEEPWORK_TEST_S3_URL
+                (src/store/sqlite/store.ts) in a folder under TMPDIR; s3: KEEPWORK_TEST_S3_URL;
+                slowdown: the folder bucket refusing 30 % of writes as S3's 503 SlowDown, the
+                whole run (src/store/testing/faults.ts; throttle answers per delivery printed)
   --mode        adr (the design's defaults), adaptive, tuned (bench/support/drain/scenario.ts)
   --threads     each node's workerThreads (2 unless given)
   --set         any other tunable, for every node
@@ -25,7 +27,7 @@ export const USAGE = `usage: npm run bench -- drain [--quick] [--k 1000,10000] [
   quick: K 1,000, M 2, fs, ADR defaults and tuned (~2 minutes). full: K 1k/10k/100k, M 1/2/3,
   fs (and s3 up to 10k), ADR defaults up to 10k (100k would take over an hour at 25/s).`;
 
-const STORE_KINDS = ['fs', 'latency', 's3', 'sqlite'];
+const STORE_KINDS = ['fs', 'latency', 'slowdown', 's3', 'sqlite'];
 
 export interface DrainOptions {
   ks: number[];

@@ -51,6 +51,7 @@ export function opRows(rows: DrainRow[]): Record<string, unknown>[] {
     'main thread per delivery': fmtOps(r.requestsPerDelivery.main),
     'workers per delivery': fmtOps(r.requestsPerDelivery.worker),
     total: r.requestsPerDelivery.total,
+    'throttled per delivery (given up)': `${r.throttledPerDelivery ?? '-'} (${r.throttleExhausted ?? '-'})`,
     'store ops/s (get put list delete)': `${r.storeRates.get} ${r.storeRates.put} ${r.storeRates.list} ${r.storeRates.delete}`,
     deliveries: fmtOps(r.deliveries),
   }));

@@ -23,6 +23,9 @@ export interface DrainRow {
   duplicates?: number;
   deliveries: Record<string, number>;
   requestsPerDelivery: { main: Record<string, number>; worker: Record<string, number>; total: number };
+  /** Throttle answers (503 SlowDown and the like) per delivery, sent again by the store; and requests given up still throttled. */
+  throttledPerDelivery?: number;
+  throttleExhausted?: number;
   /** Both threads' requests per delivered alarm by S3 request (src/bench/s3-prices.ts). */
   requestsByVerb?: Partial<Record<S3Verb, number>>;
   /** Those requests at S3 Standard list prices, per million delivered alarms. */

@@ -6,7 +6,7 @@
 import { percentile, round } from '../../lib.js';
 import { ceiling, type Rates } from '../ceiling.js';
 import { byVerb, dollarsPerMillion } from '../s3-prices.js';
-import { byLabel, diff, type Scrape } from '../prom.js';
+import { byLabel, diff, total, type Scrape } from '../prom.js';
 import type { DrainRow } from './rows.js';
 import { reached, secondHalfCpu, type Sample } from './sampling.js';
 import { MARGIN_MS, MODES, type Mode } from './scenario.js';
@@ -57,6 +57,7 @@ export function summarize(d: RunData): DrainRow {
       ),
     );
   };
+  const counted = (family: string) => d.after.reduce((n, s, i) => n + total(s, family) - total(d.before[i]!, family), 0);
   const main = perDelivery(ops('main'), k);
   const worker = perDelivery(ops('worker'), k);
   const all = sumOps([main, worker]);
@@ -90,6 +91,8 @@ export function summarize(d: RunData): DrainRow {
         2,
       ),
     },
+    throttledPerDelivery: round(counted('keepwork_store_throttled_total') / k, 3),
+    throttleExhausted: counted('keepwork_store_throttle_exhausted_total'),
     requestsByVerb: verbs,
     dollarsPerMillion: round(dollarsPerMillion(verbs), 2),
     storeRates: d.rates,
