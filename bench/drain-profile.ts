@@ -69,6 +69,9 @@ try {
   const { at } = await armAllBefore(names, 32, 3_000, (n, due) => a.actor(n).callDurable('arm', due));
   if (Date.now() > at - 500) throw new Error('arming took too long; the alarms came due on a');
   await a.stop();
+  // A stop that ended after the alarms came due may have run some on a: b would wait for them forever.
+  if (Date.now() >= at)
+    throw new Error(`a stopped ${Date.now() - at} ms after the alarms came due; it may have run some (a loaded machine: retry)`);
   console.log(`armed ${K} alarms on node a, a stopped; index holds ${await indexSize(store)}`);
   const b = (await startNode({ ...common, dataDir: join(root, 'b'), nodeId: 'b' })) as RoutingNode;
   const t0 = Date.now();
