@@ -18,7 +18,7 @@
  *   lateness     run time − scheduled time of every alarm run; those outside fault windows must be
  *                within lease + grace + a sweep + slack
  */
-import type { ActorView } from './bucket-view.js';
+import type { ActorView, LogRow } from './bucket-view.js';
 import type { FaultWindow } from './faults.js';
 import { actorName, MARGIN_MS, TIMINGS } from './plan.js';
 import type { Outcome, Violation } from './workload.js';
@@ -152,6 +152,26 @@ export function checkAlarms(view: ActorView, windows: readonly FaultWindow[], en
   }
   if (armed && armed.due < endAt - ALARM_BOUND_MS)
     v(`alarm ${armed.op} due ${rel(armed.due)} never ran (the cluster stopped at ${rel(endAt)})`);
+  return out;
+}
+
+/**
+ * A run more than skewBoundMs before its time by the machine's clock: the due time is the arming
+ * node's clock, within skewBoundMs / 2 of the machine's, and so is the clock of the node that ran it.
+ */
+function earlyByTheMachine(r: LogRow): string | undefined {
+  if (r.kind !== 'fire' || r.op === '' || r.wall >= r.due - TIMINGS.skewBoundMs) return undefined;
+  return `alarm ${r.op} ran ${r.due - r.wall} ms before its time by the machine's clock (at ${rel(r.wall)}, due ${rel(r.due)}): more than skewBoundMs`;
+}
+
+/** Online (the committed heads so far): alarm runs more than skewBoundMs early by the machine's clock. */
+export function checkEarlyRuns(views: ReadonlyMap<string, ActorView>, now: number): Violation[] {
+  const out: Violation[] = [];
+  for (const view of views.values())
+    for (const r of view.log) {
+      const early = earlyByTheMachine(r);
+      if (early) out.push({ check: 'alarms', message: early, at: now, actor: view.actor });
+    }
   return out;
 }
 

@@ -24,6 +24,7 @@ import {
   checkAlarms,
   checkDeleted,
   checkDurables,
+  checkEarlyRuns,
   checkOnce,
   QUIET_BOUND_MS,
   setRunStart,
@@ -150,7 +151,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 
 const secs = (from: number) => `${((Date.now() - from) / 1_000).toFixed(1)}s`;
 
-/** Every 5 s during the chaos phase: acknowledged durable ops in the committed heads, and the index invariant. */
+/**
+ * Every 5 s during the chaos phase: acknowledged durable ops in the committed heads, no op twice,
+ * no alarm run early past the skew bound, and the index invariant.
+ */
 async function onlineChecks(
   workload: Workload,
   store: ObjectStore,
@@ -164,7 +168,9 @@ async function onlineChecks(
     const readAt = Date.now();
     const views = await readViews(workload, store, workDir).catch(() => undefined);
     if (!views) continue;
-    for (const v of [...checkDurables(workload.outcomes, views, readAt, Date.now()), ...checkOnce(views, Date.now())]) found(v);
+    const now = Date.now();
+    for (const v of [...checkDurables(workload.outcomes, views, readAt, now), ...checkOnce(views, now), ...checkEarlyRuns(views, now)])
+      found(v);
     for (const v of await indexProblems(store, workDir)) found(v);
   }
 }
