@@ -71,10 +71,10 @@ export class FaultInjector {
       w.to = Date.now();
       return;
     }
-    if (fault.kind === 'bucketCut') {
-      this.nodes.cutBucket(n, true);
+    if (fault.kind === 'bucketCut' || fault.kind === 'writeCut') {
+      this.nodes.cutBucket(n, true, fault.kind === 'writeCut');
       await sleep(fault.forMs);
-      this.nodes.cutBucket(n, false);
+      this.nodes.cutBucket(n, false, fault.kind === 'writeCut');
       await this.restartIfGone(w);
       return;
     }

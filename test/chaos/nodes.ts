@@ -21,7 +21,7 @@ import type { ChildProcess } from 'node:child_process';
 import { ClusterNode } from '../../support/cluster/node.js';
 import { spawnLogged } from '../../support/cluster/processes.js';
 import { REPO } from '../../support/repo.js';
-import { bucketCutFile, peerCutFile } from './cuts.js';
+import { bucketCutFile, peerCutFile, writeCutFile } from './cuts.js';
 import type { SlotDisks } from './disks.js';
 import type { EntrySeams } from './node-entry.js';
 import { faultUrl, SKEW_BEYOND_MS, TIMINGS, type BucketProfile, type Unsafe } from './plan.js';
@@ -65,10 +65,11 @@ export class ChaosNodes {
     return join(this.root, 'cuts', `n${n}`);
   }
 
-  /** Cuts slot n off from the bucket (every request refused), or heals it. */
-  cutBucket(n: number, on: boolean): void {
-    if (on) writeFileSync(bucketCutFile(this.cutDir(n)), '');
-    else rmSync(bucketCutFile(this.cutDir(n)), { force: true });
+  /** Cuts slot n off from the bucket (every request refused; `writes`: every write), or heals it. */
+  cutBucket(n: number, on: boolean, writes = false): void {
+    const file = writes ? writeCutFile(this.cutDir(n)) : bucketCutFile(this.cutDir(n));
+    if (on) writeFileSync(file, '');
+    else rmSync(file, { force: true });
   }
 
   /**
@@ -161,7 +162,7 @@ export class ChaosNodes {
     const options = {
       ...TIMINGS,
       dataDir,
-      bucket: faultUrl(this.bucket, profile, bucketCutFile(this.cutDir(n))),
+      bucket: faultUrl(this.bucket, profile, { cutFile: bucketCutFile(this.cutDir(n)), cutWritesFile: writeCutFile(this.cutDir(n)) }),
       port: 0,
       nodeId,
       classes: { ChaosLedger: CLASS },

@@ -77,6 +77,8 @@ export type Fault =
   | { at: number; kind: 'pause'; node: number; pauseMs: number }
   /** Every bucket request of the node refused, reads and writes. */
   | { at: number; kind: 'bucketCut'; node: number; forMs: number }
+  /** Every bucket write of the node refused, reads served: it cannot renew, nor learn it was fenced. */
+  | { at: number; kind: 'writeCut'; node: number; forMs: number }
   /** Forwards between the node and its peer get no answer, both ways. */
   | { at: number; kind: 'peerCut'; node: number; peer: number; forMs: number }
   /** The node's data dir has no space left. */
@@ -169,7 +171,8 @@ function planFaults(shape: RunShape, r: SeededRandom): Fault[] {
     // after a cut from the bucket or a full disk (the node may have been fenced, or exited).
     if (p < 0.25) fault = { at, kind: 'kill', node, downMs: r.float() < 0.3 ? 0 : r.int(4_000), freshDir: r.float() < 0.2 };
     else if (p < 0.35) fault = { at, kind: 'stop', node, downMs: r.int(3_000) };
-    else if (p < 0.7) fault = { at, kind: 'pause', node, pauseMs: MARGIN_MS + 500 + r.int(3_500) };
+    else if (p < 0.63) fault = { at, kind: 'pause', node, pauseMs: MARGIN_MS + 500 + r.int(3_500) };
+    else if (p < 0.7) fault = { at, kind: 'writeCut', node, forMs: MARGIN_MS + 1_000 + r.int(5_000) };
     else if (p < 0.8) fault = { at, kind: 'bucketCut', node, forMs: 1_000 + r.int(5_000) };
     else if (p < 0.9) {
       const peer = (node + 1 + r.int(shape.nodes - 1)) % shape.nodes;
@@ -192,6 +195,7 @@ function busyMs(f: Fault): number {
     case 'peerCut':
       return f.forMs;
     case 'bucketCut':
+    case 'writeCut':
     case 'diskFull':
       return f.forMs + 6_000;
   }
@@ -218,11 +222,12 @@ function profileOf(r: SeededRandom): BucketProfile {
 }
 
 /**
- * The bucket URL a node run opens: `fault+<bucket>?<profile>&cutFile=…` (a calm profile: the cut
- * switch alone; no cut file: the bucket itself).
+ * The bucket URL a node run opens: `fault+<bucket>?<profile>&cutFile=…&cutWritesFile=…` (a calm
+ * profile: the cut switches alone; no switches: the bucket itself).
  */
-export function faultUrl(bucket: string, profile: BucketProfile, cutFile?: string): string {
-  const query = [profile.query, ...(cutFile ? [`cutFile=${encodeURIComponent(cutFile)}`] : [])].filter((q) => q !== '').join('&');
+export function faultUrl(bucket: string, profile: BucketProfile, cuts?: { cutFile: string; cutWritesFile: string }): string {
+  const switches = cuts ? [`cutFile=${encodeURIComponent(cuts.cutFile)}`, `cutWritesFile=${encodeURIComponent(cuts.cutWritesFile)}`] : [];
+  const query = [profile.query, ...switches].filter((q) => q !== '').join('&');
   if (query === '') return bucket;
   return `fault+${bucket}${bucket.includes('?') ? '&' : '?'}${query}`;
 }
@@ -241,6 +246,7 @@ export function describeFault(f: Fault): string {
   if (f.kind === 'stop') return `${when} SIGTERM, restart after ${f.downMs} ms`;
   if (f.kind === 'pause') return `${when} SIGSTOP for ${f.pauseMs} ms`;
   if (f.kind === 'bucketCut') return `${when} cut off from the bucket for ${f.forMs} ms`;
+  if (f.kind === 'writeCut') return `${when} bucket writes refused (reads served) for ${f.forMs} ms`;
   if (f.kind === 'peerCut') return `${when} cut off from n${f.peer} (forwards) for ${f.forMs} ms`;
   return `${when} data dir full for ${f.forMs} ms`;
 }

@@ -52,7 +52,7 @@ describe('fault store', () => {
     for (const read of [store.get('k'), store.head('k'), store.list()]) assert.equal(await codeOf(read), ErrorCode.StoreUnavailable);
   });
 
-  it('cutFile refuses every request, reads and writes, while the file exists', async () => {
+  it('cutFile refuses every request while the file exists; cutWritesFile every write', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kw-cut-'));
     try {
       const cutFile = join(dir, 'cut');
@@ -66,6 +66,12 @@ describe('fault store', () => {
       assert.deepEqual((await store.get('k'))?.body, text('v'));
       assert.equal(store.injected.cut, 5);
       assert.equal(parseFaultUrl(`fault+memory:?cutFile=${encodeURIComponent(cutFile)}`).plan.cutFile, cutFile);
+      // cutWritesFile: writes refused, reads served
+      const writes = faulty({ cutWritesFile: cutFile });
+      await writes.store.put('k', text('v'));
+      writeFileSync(cutFile, '');
+      assert.equal(await codeOf(writes.store.put('k', text('w'))), ErrorCode.StoreUnavailable);
+      assert.deepEqual((await writes.store.get('k'))?.body, text('v'));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

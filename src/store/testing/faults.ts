@@ -24,6 +24,8 @@
  *   cutFile      every request refused (StoreUnavailable) while this file exists, reads and writes:
  *                a partition between the node and the bucket that a test (the chaos run) switches
  *                on and off from outside the process, whatever the seed and the windows
+ *   cutWritesFile  every write refused while this file exists, reads served: the node reads the
+ *                bucket but cannot renew its lease (nor learn that another fenced it)
  *
  * Faults happen only inside windows: `burstMs` of every `burstEveryMs` (default: always), by the
  * injected clock, so under SimClock the schedule is virtual time. Each draw comes from the
@@ -68,6 +70,8 @@ export interface FaultPlan {
   retryAfterMs: number;
   /** While a file exists at this path, every request is refused ('': never). */
   cutFile: string;
+  /** While a file exists at this path, every write is refused ('': never). */
+  cutWritesFile: string;
 }
 
 export const NO_FAULTS: FaultPlan = {
@@ -84,6 +88,7 @@ export const NO_FAULTS: FaultPlan = {
   slowdownMs: 0,
   retryAfterMs: 0,
   cutFile: '',
+  cutWritesFile: '',
 };
 
 type Verb = 'get' | 'head' | 'list' | 'put' | 'delete' | 'deleteMany';
@@ -184,11 +189,15 @@ export class FaultStore implements ObjectStore {
 
   private refuse(verb: Verb): void {
     this.sent++;
+    const write = verb === 'put' || verb === 'delete' || verb === 'deleteMany';
     if (this.plan.cutFile !== '' && existsSync(this.plan.cutFile)) {
       this.injected.cut++;
       throw new StoreUnavailable(`${verb} refused: the bucket is cut off (fault+ cutFile)`);
     }
-    const write = verb === 'put' || verb === 'delete' || verb === 'deleteMany';
+    if (write && this.plan.cutWritesFile !== '' && existsSync(this.plan.cutWritesFile)) {
+      this.injected.cut++;
+      throw new StoreUnavailable(`${verb} refused: the bucket refuses this node's writes (fault+ cutWritesFile)`);
+    }
     if (this.plan.on === (write ? 'reads' : 'writes')) return;
     if (!this.draw(this.plan.unavailable)) return;
     this.injected.unavailable++;
@@ -207,7 +216,7 @@ export class FaultStore implements ObjectStore {
 /** Splits `fault+<inner>[?…]` into the inner URL, the plan and the seed (undefined: not seeded). */
 export function parseFaultUrl(url: string): { inner: string; plan: FaultPlan; seed: number | undefined } {
   const names = ['seed', 'unavailable', 'on', 'ambiguous', 'late', 'lateMs', 'stallWritesMs', 'burstEveryMs', 'burstMs'];
-  names.push('slowdown', 'slowdownInFlightMax', 'slowdownMs', 'retryAfterMs', 'cutFile');
+  names.push('slowdown', 'slowdownInFlightMax', 'slowdownMs', 'retryAfterMs', 'cutFile', 'cutWritesFile');
   const { inner, params } = splitWrapperUrl(url, FAULT_SCHEME, names);
   const p = (name: string, fallback: number, max: number) => numberParam(url, params, name, fallback, 0, max);
   const on = params.get('on') ?? 'all';
@@ -226,6 +235,7 @@ export function parseFaultUrl(url: string): { inner: string; plan: FaultPlan; se
     slowdownMs: p('slowdownMs', 0, 86_400_000),
     retryAfterMs: p('retryAfterMs', 0, 3_600_000),
     cutFile: params.get('cutFile') ?? '',
+    cutWritesFile: params.get('cutWritesFile') ?? '',
   };
   if (plan.burstEveryMs > 0 && (plan.burstMs <= 0 || plan.burstMs > plan.burstEveryMs))
     throw new BadConfig(`${JSON.stringify(url)}: with burstEveryMs, burstMs must be from 1 to burstEveryMs`);
