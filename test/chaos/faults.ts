@@ -64,17 +64,23 @@ export class FaultInjector {
     const w: FaultWindow = { fault, from: Date.now(), to: Infinity };
     this.windows.push(w);
     const n = fault.node;
-    if (fault.kind === 'pause') {
+    if (fault.kind === 'pause' || fault.kind === 'pauseCut') {
       this.nodes.pause(n);
+      if (fault.kind === 'pauseCut') this.nodes.cutBucket(n, true);
       await sleep(fault.pauseMs);
       this.nodes.resume(n);
+      if (fault.kind === 'pauseCut') {
+        await sleep(fault.cutMs);
+        this.nodes.cutBucket(n, false);
+      }
       w.to = Date.now();
       return;
     }
     if (fault.kind === 'bucketCut' || fault.kind === 'writeCut') {
-      this.nodes.cutBucket(n, true, fault.kind === 'writeCut');
+      const how = fault.kind === 'writeCut' ? 'writes' : 'all';
+      this.nodes.cutBucket(n, true, how);
       await sleep(fault.forMs);
-      this.nodes.cutBucket(n, false, fault.kind === 'writeCut');
+      this.nodes.cutBucket(n, false, how);
       await this.restartIfGone(w);
       return;
     }

@@ -66,8 +66,8 @@ export class ChaosNodes {
   }
 
   /** Cuts slot n off from the bucket (every request refused; `writes`: every write), or heals it. */
-  cutBucket(n: number, on: boolean, writes = false): void {
-    const file = writes ? writeCutFile(this.cutDir(n)) : bucketCutFile(this.cutDir(n));
+  cutBucket(n: number, on: boolean, how: 'all' | 'writes' = 'all'): void {
+    const file = (how === 'writes' ? writeCutFile : bucketCutFile)(this.cutDir(n));
     if (on) writeFileSync(file, '');
     else rmSync(file, { force: true });
   }
@@ -162,7 +162,10 @@ export class ChaosNodes {
     const options = {
       ...TIMINGS,
       dataDir,
-      bucket: faultUrl(this.bucket, profile, { cutFile: bucketCutFile(this.cutDir(n)), cutWritesFile: writeCutFile(this.cutDir(n)) }),
+      bucket: faultUrl(this.bucket, profile, {
+        cutFile: bucketCutFile(this.cutDir(n)),
+        cutWritesFile: writeCutFile(this.cutDir(n)),
+      }),
       port: 0,
       nodeId,
       classes: { ChaosLedger: CLASS },

@@ -75,6 +75,11 @@ export type Fault =
   | { at: number; kind: 'kill'; node: number; downMs: number; freshDir: boolean }
   | { at: number; kind: 'stop'; node: number; downMs: number }
   | { at: number; kind: 'pause'; node: number; pauseMs: number }
+  /**
+   * Paused past lease + grace and cut from the bucket from then until `cutMs` after it resumes:
+   * the resumed node cannot learn that it was fenced (no renewal's 412, no listing of nodes/).
+   */
+  | { at: number; kind: 'pauseCut'; node: number; pauseMs: number; cutMs: number }
   /** Every bucket request of the node refused, reads and writes. */
   | { at: number; kind: 'bucketCut'; node: number; forMs: number }
   /** Every bucket write of the node refused, reads served: it cannot renew, nor learn it was fenced. */
@@ -171,7 +176,8 @@ function planFaults(shape: RunShape, r: SeededRandom): Fault[] {
     // after a cut from the bucket or a full disk (the node may have been fenced, or exited).
     if (p < 0.25) fault = { at, kind: 'kill', node, downMs: r.float() < 0.3 ? 0 : r.int(4_000), freshDir: r.float() < 0.2 };
     else if (p < 0.35) fault = { at, kind: 'stop', node, downMs: r.int(3_000) };
-    else if (p < 0.63) fault = { at, kind: 'pause', node, pauseMs: MARGIN_MS + 500 + r.int(3_500) };
+    else if (p < 0.56) fault = { at, kind: 'pause', node, pauseMs: MARGIN_MS + 500 + r.int(3_500) };
+    else if (p < 0.63) fault = { at, kind: 'pauseCut', node, pauseMs: MARGIN_MS + 500 + r.int(3_500), cutMs: 1_000 + r.int(4_000) };
     else if (p < 0.7) fault = { at, kind: 'writeCut', node, forMs: MARGIN_MS + 1_000 + r.int(5_000) };
     else if (p < 0.8) fault = { at, kind: 'bucketCut', node, forMs: 1_000 + r.int(5_000) };
     else if (p < 0.9) {
@@ -189,6 +195,8 @@ function busyMs(f: Fault): number {
   switch (f.kind) {
     case 'pause':
       return f.pauseMs;
+    case 'pauseCut':
+      return f.pauseMs + f.cutMs;
     case 'kill':
     case 'stop':
       return f.downMs + 6_000;
@@ -226,7 +234,7 @@ function profileOf(r: SeededRandom): BucketProfile {
  * profile: the cut switches alone; no switches: the bucket itself).
  */
 export function faultUrl(bucket: string, profile: BucketProfile, cuts?: { cutFile: string; cutWritesFile: string }): string {
-  const switches = cuts ? [`cutFile=${encodeURIComponent(cuts.cutFile)}`, `cutWritesFile=${encodeURIComponent(cuts.cutWritesFile)}`] : [];
+  const switches = cuts ? Object.entries(cuts).map(([name, path]) => `${name}=${encodeURIComponent(path)}`) : [];
   const query = [profile.query, ...switches].filter((q) => q !== '').join('&');
   if (query === '') return bucket;
   return `fault+${bucket}${bucket.includes('?') ? '&' : '?'}${query}`;
@@ -245,6 +253,7 @@ export function describeFault(f: Fault): string {
   if (f.kind === 'kill') return `${when} kill -9, restart after ${f.downMs} ms${f.freshDir ? ' on a fresh data dir' : ''}`;
   if (f.kind === 'stop') return `${when} SIGTERM, restart after ${f.downMs} ms`;
   if (f.kind === 'pause') return `${when} SIGSTOP for ${f.pauseMs} ms`;
+  if (f.kind === 'pauseCut') return `${when} SIGSTOP for ${f.pauseMs} ms, cut from the bucket until ${f.cutMs} ms after`;
   if (f.kind === 'bucketCut') return `${when} cut off from the bucket for ${f.forMs} ms`;
   if (f.kind === 'writeCut') return `${when} bucket writes refused (reads served) for ${f.forMs} ms`;
   if (f.kind === 'peerCut') return `${when} cut off from n${f.peer} (forwards) for ${f.forMs} ms`;
