@@ -1,8 +1,9 @@
 /**
  * The chaos run's plan, a pure function of the seed and the run's shape: the operations of the
  * workload (each with its planned time, actor, node and arguments), the faults (kill -9 and
- * restart, clean stop and restart, SIGSTOP/SIGCONT past the lease, a partition from the bucket or
- * between two nodes, a full data dir), each node run's bucket profile (the `fault+` wrapper's
+ * restart, clean stop and restart, SIGSTOP/SIGCONT past the lease — alone or followed by a cut
+ * from the bucket —, a partition from the bucket (reads and writes, or writes only) or between two
+ * nodes, a full data dir), each node run's bucket profile (the `fault+` wrapper's
  * schedule) and each node run's clock offset (within skewBoundMs of every other node's). The same
  * seed gives the same plan on every machine; what real processes then make of it in time varies.
  *
