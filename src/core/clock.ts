@@ -4,6 +4,7 @@
  * the deterministic simulator.
  *
  *   SystemClock  Date.now + setTimeout            (production, tests of real processes)
+ *   OffsetClock  SystemClock's time moved by a fixed offset (TEST-ONLY: the chaos run's clock skew)
  *   SimClock     virtual ms, timers fire only when advance()/runUntil() moves time
  */
 
@@ -45,6 +46,19 @@ export class SystemClock implements Clock {
   setTimer(ms: number, fn: () => void): TimerHandle {
     const t = setTimeout(fn, Math.max(0, ms));
     return { cancel: () => clearTimeout(t) };
+  }
+}
+
+/**
+ * TEST-ONLY: the wall clock read `offsetMs` ahead (negative: behind), timers as SystemClock's. The
+ * chaos run (test/chaos, UnsafeTestSeams `clockOffsetMs`) starts nodes on it to skew their clocks.
+ */
+export class OffsetClock extends SystemClock {
+  constructor(readonly offsetMs: number) {
+    super();
+  }
+  override now(): number {
+    return Date.now() + this.offsetMs;
   }
 }
 

@@ -171,4 +171,11 @@ export interface UnsafeTestSeams {
   rules?: ProtocolRules;
   /** The node's lease believes itself valid this much longer than leasePeriodMs − skewBoundMs. */
   leaseOverstayMs?: number;
+  /**
+   * The node's clock (main thread and workers) reads this much ahead of the machine's (negative:
+   * behind). Within `skewBoundMs` of every other node's, the protocol stays safe.
+   */
+  clockOffsetMs?: number;
+  /** A forward to a URL this returns true for gets no answer: it fails after forwardTimeoutMs (a partition). */
+  forwardDropped?: (url: string) => boolean;
 }

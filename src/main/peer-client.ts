@@ -43,11 +43,15 @@ export class PeerClient {
   constructor(
     tls: ClientTls,
     private readonly replyMaxBytes: number,
+    /** TEST-ONLY (UnsafeTestSeams `forwardDropped`): requests to these URLs are never answered. */
+    private readonly dropped?: (url: string) => boolean,
   ) {
     this.https = new HttpsAgent({ keepAlive: true, timeout: IDLE_SOCKET_MS, ...tls });
   }
 
   request(url: string, r: PeerRequest): Promise<PeerReply> {
+    if (this.dropped?.(url))
+      return new Promise((_, fail) => setTimeout(() => fail(new Error(`no whole reply within ${r.timeoutMs} ms`)), r.timeoutMs));
     const secure = url.startsWith('https:');
     const send = secure ? httpsRequest : httpRequest;
     const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) };

@@ -7,7 +7,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { SystemClock, type Clock } from '../core/clock.js';
+import { OffsetClock, SystemClock, type Clock } from '../core/clock.js';
 import { validateTenant } from '../core/address.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
@@ -90,7 +90,7 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
     }
     const bucketUrl = bucket ?? defaultBucketUrl(dataDir);
     const addr = advertise ?? http?.url ?? '';
-    const peers = new PeerClient(tls.client, config.httpResultMaxBytes);
+    const peers = new PeerClient(tls.client, config.httpResultMaxBytes, unsafe.forwardDropped);
     const parts = { config, tunables, classUrls, methods, served, bucketUrl, nodeId, baseLog, http, clusterKey, addr, peersAllow, peers };
     return await startLocked(parts, dataDir, dirLock, unsafe);
   } catch (e) {
@@ -173,7 +173,8 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
   const rules = unsafe.rules ?? SAFE_RULES;
   // TEST-ONLY (UnsafeTestSeams): a negative skew bound stretches the lease's own validity.
   const leaseConfig = unsafe.leaseOverstayMs ? { ...config, skewBoundMs: config.skewBoundMs - unsafe.leaseOverstayMs } : config;
-  const clock: Clock = new SystemClock();
+  // TEST-ONLY (UnsafeTestSeams): a skewed clock, the workers' too.
+  const clock: Clock = unsafe.clockOffsetMs ? new OffsetClock(unsafe.clockOffsetMs) : new SystemClock();
   const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
   const metrics = new NodeMetrics();
   const store = countedStore(openStore(bucketUrl, { config, clock, throttle: metrics.mainThrottle.sink(0) }), metrics.mainRequests);
@@ -202,6 +203,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     requestCounts: metrics.workerRequests.buffer,
     throttleStats: metrics.workerThrottle.buffer,
     rules,
+    ...(unsafe.clockOffsetMs ? { clockOffsetMs: unsafe.clockOffsetMs } : {}),
   });
   const loaded = workers.loadClasses(Object.keys(classUrls));
   loaded.catch(() => undefined); // awaited below, once the lease is written

@@ -12,11 +12,12 @@
  */
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statfsSync, statSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { nameHex, type ActorAddress } from '../core/address.js';
 import { forMemory } from '../replication/memory-image.js';
 import { fsyncFd } from '../store/fs/io.js';
+import { diskFull, isDiskFull } from '../core/disk-full.js';
 import { filesExhausted, isOutOfFiles } from '../core/files-exhausted.js';
 import type { SpareActorFiles } from './spare-files.js';
 
@@ -86,9 +87,10 @@ export async function createActorDb(path: string, address: ActorAddress, image: 
 }
 
 /**
- * Opens the file; out of file descriptors, FILES_EXHAUSTED (core/files-exhausted.ts). SQLite
- * opens the WAL and its index at the first statement, and says only SQLITE_CANTOPEN (or an I/O
- * error) when it cannot: a failed open is told apart by trying to open the file here.
+ * Opens the file; out of file descriptors, FILES_EXHAUSTED (core/files-exhausted.ts); on a full
+ * disk, OVERLOADED resource disk (core/disk-full.ts). SQLite opens the WAL and its index at the
+ * first statement, and says only SQLITE_CANTOPEN (or an I/O error) when it cannot: a failed open
+ * is told apart by trying to open the file here, and by the free space of its folder.
  */
 function openFile(path: string, address: ActorAddress, created: boolean): Db {
   let db: Db | undefined;
@@ -97,8 +99,10 @@ function openFile(path: string, address: ActorAddress, created: boolean): Db {
     return setUp(db, path, address, created);
   } catch (e) {
     const outOfFiles = isOutOfFiles(e) || (isSqliteOpenFailure(e) && outOfFilesNow(path)); // before the close frees some
+    const full = !outOfFiles && (isDiskFull(e) || (isSqliteOpenFailure(e) && noSpaceLeft(dirname(path))));
     if (db?.open) db.close();
-    throw outOfFiles ? filesExhausted(`open actor database ${path}`, e) : e;
+    if (outOfFiles) throw filesExhausted(`open actor database ${path}`, e);
+    throw full ? diskFull(`open actor database ${path}`, e) : e;
   }
 }
 
@@ -114,6 +118,15 @@ function outOfFilesNow(path: string): boolean {
     return false;
   } catch (e) {
     return isOutOfFiles(e);
+  }
+}
+
+/** Whether the file system of `dir` has no block left for this process. */
+function noSpaceLeft(dir: string): boolean {
+  try {
+    return statfsSync(dir).bavail === 0;
+  } catch {
+    return false;
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { workerData } from 'node:worker_threads';
-import { SystemClock } from '../core/clock.js';
+import { OffsetClock, SystemClock } from '../core/clock.js';
 import { createLogger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../core/config.js';
@@ -51,11 +51,13 @@ export interface WorkerSetup {
   worker: number;
   /** SAFE_RULES, but for a node of the chaos run's unsafe variants (UnsafeTestSeams, TEST-ONLY). */
   rules: ProtocolRules;
+  /** TEST-ONLY (UnsafeTestSeams): the node's clock offset, the same as the main thread's. */
+  clockOffsetMs?: number;
 }
 
 const setup = workerData as WorkerSetup;
 const config = resolveOptions(setup.options);
-const clock = new SystemClock();
+const clock = setup.clockOffsetMs ? new OffsetClock(setup.clockOffsetMs) : new SystemClock();
 const random = new SystemRandom();
 const log = createLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } });
 const throttle = new ThrottleStats(setup.throttleStats).sink(setup.worker + 1);

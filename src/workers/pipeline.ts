@@ -21,7 +21,7 @@
  * event, and replies only once a link holding its commit is in the bucket (the output gate); the
  * commits made while one upload is in flight go up together in the next (replica.sync).
  */
-import { BadRequest, ErrorCode, HandlerTimeout, NotFound, Overloaded, isKeepworkError, reviveError } from '../core/errors.js';
+import { BadRequest, ErrorCode, HandlerTimeout, LeaseLost, NotFound, Overloaded, isKeepworkError, reviveError } from '../core/errors.js';
 import type { ActorAddress } from '../core/address.js';
 import { alarmOutcome, type AlarmState, type EventKind } from '../alarms/retry.js';
 import { readAlarm, readFailures, readMeta, writeAlarm, writeMeta, type Db } from './actor-db.js';
@@ -305,6 +305,13 @@ async function inEvent(
     }
   } catch (err) {
     run.end();
+    // Dropped while the event awaited (the lease was lost, ActorSlots.dropAll): the database
+    // closed under it, so nothing committed, and the error is the drop's, not the handler's.
+    if (!db.open)
+      return failure(
+        replica.givenUp ?? new LeaseLost(`${address.key} was stopped while its event ran (the lease was lost); nothing committed`),
+        null,
+      );
     if (db.inTransaction) db.exec('ROLLBACK');
     const failed = alarmOutcome(kind, before, run.alarm, true, deps.clock.now(), deps.config);
     if (kind === 'alarm' && !replica.givenUp) await recordAlarmFailure(deps, slot, address, before, failed, err);

@@ -23,6 +23,8 @@ export interface LogRow {
   fail: number;
   retries: number;
   scheduled: number;
+  /** The machine's clock when the row was written (`at` is the node's, maybe skewed). */
+  wall: number;
 }
 
 export interface ActorView {

@@ -14,7 +14,7 @@ const T = 1_000_000;
 
 let seq = 0;
 function row(kind: LogRow['kind'], op: string, at: number, more: Partial<LogRow> = {}): LogRow {
-  return { seq: ++seq, kind, op, durable: 1, at, due: 0, period: 0, fail: 0, retries: 0, scheduled: 0, ...more };
+  return { seq: ++seq, kind, op, durable: 1, at, due: 0, period: 0, fail: 0, retries: 0, scheduled: 0, wall: at, ...more };
 }
 
 const view = (log: LogRow[], state: ActorView['state'] = 'restored'): ActorView => ({ actor: ACTOR, state, log });
@@ -49,6 +49,9 @@ describe('chaos checks', () => {
     assert.equal(checkDeleted(destroy, views(view([row('apply', 'old', T)])), T).violations.length, 1);
     const later = checkDeleted(destroy, views(view([row('apply', 'late', T + 60)])), T);
     assert.deepEqual([later.violations.length, later.recreated], [0, 1]);
+    // A row's `at` is its node's clock, maybe behind; `wall` (the machine's) decides.
+    const behind = checkDeleted(destroy, views(view([row('apply', 'late', T, { wall: T + 60 })])), T);
+    assert.deepEqual([behind.violations.length, behind.recreated], [0, 1]);
     assert.equal(checkDeleted(destroy, views(view([], 'deleted')), T).violations.length, 0);
   });
 
@@ -69,6 +72,12 @@ describe('chaos checks', () => {
     const fire = row('fire', 'a', T + 150, { due: T + 100, scheduled: T + 100 });
     assert.match(alarms([arm, fire, { ...fire, seq: 99 }]).join(), /no alarm was armed/);
     assert.match(alarms([arm, row('fire', 'a', T + 50, { due: T + 100, scheduled: T + 50 })]).join(), /ran early/);
+    // By a clock skewed ahead: on time by the node's clock, early by the machine's past the bound.
+    assert.deepEqual(alarms([arm, row('fire', 'a', T + 100, { due: T + 100, scheduled: T + 100, wall: T - 99 })]), []);
+    assert.match(
+      alarms([arm, row('fire', 'a', T + 100, { due: T + 100, scheduled: T + 100, wall: T - 101 })]).join(),
+      /201 ms before its time/,
+    );
     assert.match(alarms([arm, row('clear', 'c', T + 10), fire]).join(), /no alarm was armed/);
     assert.match(alarms([arm], T + 100 + ALARM_BOUND_MS + 1).join(), /never ran/);
     assert.match(

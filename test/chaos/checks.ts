@@ -1,7 +1,9 @@
 /**
  * The chaos run's checks over the whole history: what the client saw (every attempt of every op,
  * workload.ts), what the bucket's committed heads hold (bucket-view.ts), and when faults were in
- * force (faults.ts). Pure functions: inputs in, violations out.
+ * force (faults.ts). Pure functions: inputs in, violations out. A log row's `at` is its node's
+ * clock, which the run skews within skewBoundMs; `wall` is the machine's, which the harness's
+ * times are compared with.
  *
  *   durable      every acknowledged durable op is in its actor's committed log exactly once
  *                (online: those acknowledged before the read began)
@@ -10,12 +12,13 @@
  *   deleted      an acknowledged destroy leaves the actor deleted (or re-created only by requests
  *                that landed after it)
  *   alarms       walking each log in commit order: a run is of the armed alarm (never of a cleared
- *                or replaced one), once per point, never before its time; an armed alarm is not left
- *                unfired past the bound (replaced, or at the end)
+ *                or replaced one), once per point, never before its time (by the clock of the node
+ *                that ran it; by the machine's, never more than skewBoundMs before it); an armed
+ *                alarm is not left unfired past the bound (replaced, or at the end)
  *   lateness     run time − scheduled time of every alarm run; those outside fault windows must be
  *                within lease + grace + a sweep + slack
  */
-import type { ActorView } from './bucket-view.js';
+import type { ActorView, LogRow } from './bucket-view.js';
 import type { FaultWindow } from './faults.js';
 import { actorName, MARGIN_MS, TIMINGS } from './plan.js';
 import type { Outcome, Violation } from './workload.js';
@@ -85,7 +88,7 @@ export function checkDeleted(outcomes: readonly Outcome[], views: ReadonlyMap<st
     const actor = actorName(o.op.slot, o.op.incarnation);
     const view = views.get(actor);
     if (!view || view.state !== 'restored') continue;
-    const early = view.log.filter((r) => r.kind !== 'fire' && r.at < o.sentAt!);
+    const early = view.log.filter((r) => r.kind !== 'fire' && r.wall < o.sentAt!);
     if (early.length > 0)
       out.push({
         check: 'deleted',
@@ -129,7 +132,7 @@ export function checkAlarms(view: ActorView, windows: readonly FaultWindow[], en
     if (r.period > 0) stats.recurringRuns++;
     const late = r.at - r.scheduled;
     stats.lateness.push(late);
-    if (quiet(windows, r.scheduled, r.at)) stats.quiet.push(late);
+    if (quiet(windows, r.scheduled, r.wall)) stats.quiet.push(late);
     if (!armed || r.op !== armed.op) {
       v(`a run of ${r.op || '(no armed alarm)'} at ${rel(r.at)}, while ${armed ? `${armed.op} was armed` : 'no alarm was armed'}`);
       continue;
@@ -138,12 +141,37 @@ export function checkAlarms(view: ActorView, windows: readonly FaultWindow[], en
     if (ran.has(point)) v(`alarm ${r.op} ran twice for its point ${rel(r.due)}`);
     ran.add(point);
     if (r.at < r.due || r.at < r.scheduled) v(`alarm ${r.op} ran early: at ${rel(r.at)}, due ${rel(r.due)}, scheduled ${rel(r.scheduled)}`);
+    // The due time is the arming node's clock, within skewBoundMs / 2 of the machine's.
+    else if (r.wall < r.due - TIMINGS.skewBoundMs)
+      v(
+        `alarm ${r.op} ran ${r.due - r.wall} ms before its time by the machine's clock (at ${rel(r.wall)}, due ${rel(r.due)}): more than skewBoundMs`,
+      );
     if (r.due < armed.due) v(`alarm ${r.op} ran for ${rel(r.due)}, a point before the armed ${rel(armed.due)}`);
     if (armed.period === 0) armed = undefined;
     else armed = { ...armed, due: r.due + (Math.floor((r.at - r.due) / armed.period) + 1) * armed.period };
   }
   if (armed && armed.due < endAt - ALARM_BOUND_MS)
     v(`alarm ${armed.op} due ${rel(armed.due)} never ran (the cluster stopped at ${rel(endAt)})`);
+  return out;
+}
+
+/**
+ * A run more than skewBoundMs before its time by the machine's clock: the due time is the arming
+ * node's clock, within skewBoundMs / 2 of the machine's, and so is the clock of the node that ran it.
+ */
+function earlyByTheMachine(r: LogRow): string | undefined {
+  if (r.kind !== 'fire' || r.op === '' || r.wall >= r.due - TIMINGS.skewBoundMs) return undefined;
+  return `alarm ${r.op} ran ${r.due - r.wall} ms before its time by the machine's clock (at ${rel(r.wall)}, due ${rel(r.due)}): more than skewBoundMs`;
+}
+
+/** Online (the committed heads so far): alarm runs more than skewBoundMs early by the machine's clock. */
+export function checkEarlyRuns(views: ReadonlyMap<string, ActorView>, now: number): Violation[] {
+  const out: Violation[] = [];
+  for (const view of views.values())
+    for (const r of view.log) {
+      const early = earlyByTheMachine(r);
+      if (early) out.push({ check: 'alarms', message: early, at: now, actor: view.actor });
+    }
   return out;
 }
 

@@ -4,18 +4,27 @@
  * ends, and each child kills itself once this process is gone).
  *
  *   start(n, profile)  a new run of slot n: its data dir (the same, or a fresh one with a new
- *                      node id), its bucket URL wrapped in fault+ by the profile; resolves serving
+ *                      node id; on the slot's small disk when there are disks), its bucket URL
+ *                      wrapped in fault+ by the profile and the slot's cut switch, its clock
+ *                      offset from the plan; resolves serving
  *   kill(n) · stop(n)  SIGKILL / SIGTERM, waited for (bounded)
  *   pause(n) · resume(n)  SIGSTOP / SIGCONT
+ *   cutBucket(n, on) · cutPeers(n, m, on)  the partition switches (cuts.ts)
  *   url(n)             the slot's URL while it is up (not paused), else undefined
  *   disposeAll()       SIGCONT + SIGKILL whatever still runs
+ *
+ * A node that exits on its own (a full disk may end it) turns its slot `down` and is counted.
  */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { ClusterNode } from '../../support/cluster/node.js';
 import { spawnLogged } from '../../support/cluster/processes.js';
 import { REPO } from '../../support/repo.js';
-import { faultUrl, TIMINGS, type BucketProfile, type Unsafe } from './plan.js';
+import { bucketCutFile, peerCutFile, writeCutFile } from './cuts.js';
+import type { SlotDisks } from './disks.js';
+import type { EntrySeams } from './node-entry.js';
+import { faultUrl, SKEW_BEYOND_MS, TIMINGS, type BucketProfile, type Unsafe } from './plan.js';
 
 const ENTRY = ['--import', 'tsx', '--import', join(REPO, 'support/die-with-parent.mjs'), join(REPO, 'test/chaos/node-entry.ts')];
 const CLASS = join(REPO, 'test/fixtures/classes/chaos-ledger.ts');
@@ -31,6 +40,7 @@ interface Slot {
   /** Fresh data dirs taken so far (each under a node id of its own). */
   fresh: number;
   profile?: BucketProfile;
+  clockOffsetMs: number;
 }
 
 export class ChaosNodes {
@@ -41,9 +51,53 @@ export class ChaosNodes {
     private readonly bucket: string,
     count: number,
     private readonly unsafe: Unsafe | undefined,
+    /** The planned clock offset of slot n's run-th start. */
+    private readonly clockOffset: (n: number, run: number) => number,
+    /** The slots' small disks (diskFull faults); undefined: data dirs in the run's folder. */
+    readonly disks: SlotDisks | undefined,
   ) {
-    this.slots = Array.from({ length: count }, () => ({ state: 'down' as SlotState, runs: 0, fresh: 0 }));
+    this.slots = Array.from({ length: count }, () => ({ state: 'down' as SlotState, runs: 0, fresh: 0, clockOffsetMs: 0 }));
+    for (let n = 0; n < count; n++) mkdirSync(this.cutDir(n), { recursive: true });
   }
+
+  /** Slot n's partition switches (cuts.ts); the same folder for every run of the slot. */
+  cutDir(n: number): string {
+    return join(this.root, 'cuts', `n${n}`);
+  }
+
+  /** Cuts slot n off from the bucket (every request refused; `writes`: every write), or heals it. */
+  cutBucket(n: number, on: boolean, how: 'all' | 'writes' = 'all'): void {
+    const file = (how === 'writes' ? writeCutFile : bucketCutFile)(this.cutDir(n));
+    if (on) writeFileSync(file, '');
+    else rmSync(file, { force: true });
+  }
+
+  /**
+   * Cuts the forwards between slots n and m both ways (by their URLs now: a node that restarts
+   * meanwhile listens on a new port, out of the cut), or heals them.
+   */
+  cutPeers(n: number, m: number, on: boolean, urls: { n: string; m: string }): void {
+    const files = [peerCutFile(this.cutDir(n), urls.m), peerCutFile(this.cutDir(m), urls.n)];
+    for (const f of files) {
+      if (on) writeFileSync(f, '');
+      else rmSync(f, { force: true });
+    }
+  }
+
+  /** The slot's node URL whatever its state (paused, or its process gone), if it ever served. */
+  lastUrl(n: number): string | undefined {
+    return this.slots[n]!.node?.url || undefined;
+  }
+
+  clockOffsetMs(n: number): number {
+    return this.slots[n]!.clockOffsetMs;
+  }
+
+  /** The clock offset of every node run started. */
+  readonly offsetsUsed: number[] = [];
+
+  /** Nodes that exited on their own (not killed or stopped by the harness). */
+  exitedOnTheirOwn = 0;
 
   get count(): number {
     return this.slots.length;
@@ -104,23 +158,39 @@ export class ChaosNodes {
   private async startOnce(n: number, profile: BucketProfile): Promise<void> {
     const s = this.slots[n]!;
     const nodeId = this.nodeId(n);
-    const dataDir = join(this.root, nodeId);
+    const dataDir = join(this.disks?.dir(n) ?? this.root, nodeId);
     const options = {
       ...TIMINGS,
       dataDir,
-      bucket: faultUrl(this.bucket, profile),
+      bucket: faultUrl(this.bucket, profile, {
+        cutFile: bucketCutFile(this.cutDir(n)),
+        cutWritesFile: writeCutFile(this.cutDir(n)),
+      }),
       port: 0,
       nodeId,
       classes: { ChaosLedger: CLASS },
     };
     const logPath = join(this.root, 'logs', `${nodeId}.log`);
+    const clockOffsetMs = this.unsafe === 'skewBeyondBound' && n === 0 ? SKEW_BEYOND_MS : this.clockOffset(n, s.runs);
+    const seams: EntrySeams = {
+      cutDir: this.cutDir(n),
+      ...(this.unsafe ? { unsafe: this.unsafe } : {}),
+      ...(clockOffsetMs ? { clockOffsetMs } : {}),
+    };
     s.state = 'starting';
     s.runs++;
     s.profile = profile;
-    const child = spawnLogged([...ENTRY, JSON.stringify(options), ...(this.unsafe ? [this.unsafe] : [])], logPath);
+    s.clockOffsetMs = clockOffsetMs;
+    this.offsetsUsed.push(clockOffsetMs);
+    const child = spawnLogged([...ENTRY, JSON.stringify(options), JSON.stringify(seams)], logPath);
     const node = new ClusterNode(nodeId, dataDir, logPath, child);
     s.node = node;
     this.all.push(node);
+    void node.exited.then(() => {
+      if (s.node !== node || (s.state !== 'up' && s.state !== 'paused')) return;
+      s.state = 'down';
+      this.exitedOnTheirOwn++;
+    });
     try {
       node.url = await servingUrl(child, node);
     } catch (e) {
@@ -153,15 +223,16 @@ export class ChaosNodes {
 
   pause(n: number): void {
     const s = this.slots[n]!;
-    s.node!.kill('SIGSTOP');
+    if (!s.node?.running) return;
+    s.node.kill('SIGSTOP');
     s.state = 'paused';
   }
 
   resume(n: number): void {
     const s = this.slots[n]!;
     if (s.state !== 'paused') return;
-    s.node!.kill('SIGCONT');
-    s.state = 'up';
+    if (s.node?.running) s.node.kill('SIGCONT');
+    s.state = s.node?.running ? 'up' : 'down';
   }
 
   /** Any node process still running, killed (SIGCONT first); how many there were. */

@@ -1,14 +1,18 @@
 /**
  * The chaos run's plan, a pure function of the seed and the run's shape: the operations of the
  * workload (each with its planned time, actor, node and arguments), the faults (kill -9 and
- * restart, clean stop and restart, SIGSTOP/SIGCONT past the lease) and each node run's bucket
- * profile (the `fault+` wrapper's schedule). The same seed gives the same plan on every machine;
- * what real processes then make of it in time varies.
+ * restart, clean stop and restart, SIGSTOP/SIGCONT past the lease — alone or followed by a cut
+ * from the bucket —, a partition from the bucket (reads and writes, or writes only) or between two
+ * nodes, a full data dir), each node run's bucket profile (the `fault+` wrapper's
+ * schedule) and each node run's clock offset (within skewBoundMs of every other node's). The same
+ * seed gives the same plan on every machine; what real processes then make of it in time varies.
  *
- *   planRun(shape) ─▶ { ops, faults, profiles(node, run) }       fingerprint(plan) ─▶ a short hash
+ *   planRun(shape) ─▶ { ops, faults, profile(node, run), clockOffset(node, run) }
+ *   fingerprint(plan) ─▶ a short hash
  *
  * Several faults overlap (a node killed while another is paused, each in its own bucket burst),
- * but at most `nodes − 1` nodes are down or paused at any planned moment.
+ * but at most `nodes − 1` nodes are down, paused, cut off from the bucket or out of disk at any
+ * planned moment.
  */
 import { createHash } from 'node:crypto';
 import { SeededRandom } from '../../src/core/random.js';
@@ -31,8 +35,14 @@ export const TIMINGS = Object.freeze({
 export const MARGIN_MS = TIMINGS.leasePeriodMs + TIMINGS.graceMs;
 
 /** The protocol breakages a run can plant (test-only; each node of the run gets it). */
-export const UNSAFE = ['earlyDurableReply', 'noFence', 'leaseOverstay'] as const;
+export const UNSAFE = ['earlyDurableReply', 'noFence', 'leaseOverstay', 'skewBeyondBound'] as const;
 export type Unsafe = (typeof UNSAFE)[number];
+
+/**
+ * `skewBeyondBound`: node 0's clock this far ahead of the machine's (the others' within the bound):
+ * past lease + grace, so it reads every other node's lease as expired more than grace ago at once.
+ */
+export const SKEW_BEYOND_MS = TIMINGS.leasePeriodMs + TIMINGS.graceMs + 500;
 
 export interface RunShape {
   seed: number;
@@ -65,7 +75,22 @@ export interface Op {
 export type Fault =
   | { at: number; kind: 'kill'; node: number; downMs: number; freshDir: boolean }
   | { at: number; kind: 'stop'; node: number; downMs: number }
-  | { at: number; kind: 'pause'; node: number; pauseMs: number };
+  | { at: number; kind: 'pause'; node: number; pauseMs: number }
+  /**
+   * Paused past lease + grace and cut from the bucket from then until `cutMs` after it resumes:
+   * the resumed node cannot learn that it was fenced (no renewal's 412, no listing of nodes/).
+   */
+  | { at: number; kind: 'pauseCut'; node: number; pauseMs: number; cutMs: number }
+  /** Every bucket request of the node refused, reads and writes. */
+  | { at: number; kind: 'bucketCut'; node: number; forMs: number }
+  /** Every bucket write of the node refused, reads served: it cannot renew, nor learn it was fenced. */
+  | { at: number; kind: 'writeCut'; node: number; forMs: number }
+  /** Forwards between the node and its peer get no answer, both ways. */
+  | { at: number; kind: 'peerCut'; node: number; peer: number; forMs: number }
+  /** The node's data dir has no space left. */
+  | { at: number; kind: 'diskFull'; node: number; forMs: number };
+
+export type FaultKind = Fault['kind'];
 
 /** A node run's bucket faults: the query of its `fault+` URL (empty: no wrapper). */
 export interface BucketProfile {
@@ -80,6 +105,8 @@ export interface Plan {
   faults: Fault[];
   /** The profile of a node's `run`-th start (0: the first), from the seed. */
   profile(node: number, run: number): BucketProfile;
+  /** The clock offset of a node's `run`-th start: within ±skewBoundMs/2, so any two differ by the bound at most. */
+  clockOffset(node: number, run: number): number;
 }
 
 export const actorName = (slot: number, incarnation: number) => `chaos/ChaosLedger/a${slot}i${incarnation}`;
@@ -93,7 +120,15 @@ export function planRun(shape: RunShape): Plan {
   const ops = planOps(shape, slots, r.fork());
   const faults = planFaults(shape, r.fork());
   const profileSeed = r.next32();
-  return { shape, slots, ops, faults, profile: (node, run) => profileOf(new SeededRandom(profileSeed + node * 1_000 + run)) };
+  const skewSeed = r.next32();
+  return {
+    shape,
+    slots,
+    ops,
+    faults,
+    profile: (node, run) => profileOf(new SeededRandom(profileSeed + node * 1_000 + run)),
+    clockOffset: (node, run) => new SeededRandom(skewSeed + node * 1_000 + run).int(TIMINGS.skewBoundMs + 1) - TIMINGS.skewBoundMs / 2,
+  };
 }
 
 function planOps(shape: RunShape, slots: number, r: SeededRandom): Op[] {
@@ -138,14 +173,41 @@ function planFaults(shape: RunShape, r: SeededRandom): Fault[] {
     const node = candidates[r.int(candidates.length)]!;
     const p = r.float();
     let fault: Fault;
-    // A restart itself takes seconds (tsx), counted in the node's busy time.
-    if (p < 0.35) fault = { at, kind: 'kill', node, downMs: r.float() < 0.3 ? 0 : r.int(4_000), freshDir: r.float() < 0.2 };
-    else if (p < 0.5) fault = { at, kind: 'stop', node, downMs: r.int(3_000) };
-    else fault = { at, kind: 'pause', node, pauseMs: MARGIN_MS + 500 + r.int(3_500) };
-    busyUntil[node] = at + (fault.kind === 'pause' ? fault.pauseMs : fault.downMs + 6_000);
+    // A restart itself takes seconds (tsx), counted in the node's busy time; so does a rejoin
+    // after a cut from the bucket or a full disk (the node may have been fenced, or exited).
+    if (p < 0.25) fault = { at, kind: 'kill', node, downMs: r.float() < 0.3 ? 0 : r.int(4_000), freshDir: r.float() < 0.2 };
+    else if (p < 0.35) fault = { at, kind: 'stop', node, downMs: r.int(3_000) };
+    else if (p < 0.56) fault = { at, kind: 'pause', node, pauseMs: MARGIN_MS + 500 + r.int(3_500) };
+    else if (p < 0.63) fault = { at, kind: 'pauseCut', node, pauseMs: MARGIN_MS + 500 + r.int(3_500), cutMs: 1_000 + r.int(4_000) };
+    else if (p < 0.7) fault = { at, kind: 'writeCut', node, forMs: MARGIN_MS + 1_000 + r.int(5_000) };
+    else if (p < 0.8) fault = { at, kind: 'bucketCut', node, forMs: 1_000 + r.int(5_000) };
+    else if (p < 0.9) {
+      const peer = (node + 1 + r.int(shape.nodes - 1)) % shape.nodes;
+      fault = { at, kind: 'peerCut', node, peer, forMs: 3_000 + r.int(7_000) };
+    } else fault = { at, kind: 'diskFull', node, forMs: 2_000 + r.int(6_000) };
+    busyUntil[node] = at + busyMs(fault);
     faults.push(fault);
   }
   return faults;
+}
+
+/** How long a fault keeps its node from serving, as planned (a restart takes seconds). */
+function busyMs(f: Fault): number {
+  switch (f.kind) {
+    case 'pause':
+      return f.pauseMs;
+    case 'pauseCut':
+      return f.pauseMs + f.cutMs;
+    case 'kill':
+    case 'stop':
+      return f.downMs + 6_000;
+    case 'peerCut':
+      return f.forMs;
+    case 'bucketCut':
+    case 'writeCut':
+    case 'diskFull':
+      return f.forMs + 6_000;
+  }
 }
 
 function profileOf(r: SeededRandom): BucketProfile {
@@ -168,16 +230,22 @@ function profileOf(r: SeededRandom): BucketProfile {
   return { name: 'mixed', query: `${seed}&unavailable=0.2&on=all&ambiguous=0.03&late=0.01&lateMs=1500&${bursts}` };
 }
 
-/** The bucket URL a node run opens: `fault+<bucket>?<profile>`, or the bucket itself when calm. */
-export function faultUrl(bucket: string, profile: BucketProfile): string {
-  if (profile.query === '') return bucket;
-  return `fault+${bucket}${bucket.includes('?') ? '&' : '?'}${profile.query}`;
+/**
+ * The bucket URL a node run opens: `fault+<bucket>?<profile>&cutFile=…&cutWritesFile=…` (a calm
+ * profile: the cut switches alone; no switches: the bucket itself).
+ */
+export function faultUrl(bucket: string, profile: BucketProfile, cuts?: { cutFile: string; cutWritesFile: string }): string {
+  const switches = cuts ? Object.entries(cuts).map(([name, path]) => `${name}=${encodeURIComponent(path)}`) : [];
+  const query = [profile.query, ...switches].filter((q) => q !== '').join('&');
+  if (query === '') return bucket;
+  return `fault+${bucket}${bucket.includes('?') ? '&' : '?'}${query}`;
 }
 
 /** A short hash of the ops, the faults and the first profiles: equal for equal plans. */
 export function fingerprint(plan: Plan): string {
   const profiles = Array.from({ length: plan.shape.nodes }, (_, n) => [0, 1, 2].map((k) => plan.profile(n, k).query));
-  const text = JSON.stringify({ slots: plan.slots, ops: plan.ops, faults: plan.faults, profiles });
+  const offsets = Array.from({ length: plan.shape.nodes }, (_, n) => [0, 1, 2].map((k) => plan.clockOffset(n, k)));
+  const text = JSON.stringify({ slots: plan.slots, ops: plan.ops, faults: plan.faults, profiles, offsets });
   return createHash('sha256').update(text).digest('hex').slice(0, 16);
 }
 
@@ -185,5 +253,10 @@ export function describeFault(f: Fault): string {
   const when = `+${(f.at / 1_000).toFixed(1)}s n${f.node}`;
   if (f.kind === 'kill') return `${when} kill -9, restart after ${f.downMs} ms${f.freshDir ? ' on a fresh data dir' : ''}`;
   if (f.kind === 'stop') return `${when} SIGTERM, restart after ${f.downMs} ms`;
-  return `${when} SIGSTOP for ${f.pauseMs} ms`;
+  if (f.kind === 'pause') return `${when} SIGSTOP for ${f.pauseMs} ms`;
+  if (f.kind === 'pauseCut') return `${when} SIGSTOP for ${f.pauseMs} ms, cut from the bucket until ${f.cutMs} ms after`;
+  if (f.kind === 'bucketCut') return `${when} cut off from the bucket for ${f.forMs} ms`;
+  if (f.kind === 'writeCut') return `${when} bucket writes refused (reads served) for ${f.forMs} ms`;
+  if (f.kind === 'peerCut') return `${when} cut off from n${f.peer} (forwards) for ${f.forMs} ms`;
+  return `${when} data dir full for ${f.forMs} ms`;
 }

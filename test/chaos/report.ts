@@ -7,7 +7,7 @@
 import type { AlarmStats } from './checks.js';
 import { percentile, QUIET_BOUND_MS, rel } from './checks.js';
 import type { FaultWindow } from './faults.js';
-import { actorName, describeFault, fingerprint, MARGIN_MS, type Plan, type Unsafe } from './plan.js';
+import { actorName, describeFault, fingerprint, MARGIN_MS, SKEW_BEYOND_MS, TIMINGS, type Plan, type Unsafe } from './plan.js';
 import type { Attempt, Outcome, Violation } from './workload.js';
 
 export interface FinalStats {
@@ -29,6 +29,8 @@ export interface ChaosReport {
   /** Undefined when the run stopped at its first violation. */
   final: FinalStats | undefined;
   faults: Record<string, number>;
+  /** The clock offset of every node run, ms. */
+  clockOffsets: number[];
   windows: FaultWindow[];
   leftovers: { processes: number; tempDir: boolean };
 }
@@ -39,7 +41,10 @@ export function printPlan(plan: Plan, o: { unsafe?: Unsafe; s3Url?: string; out:
     `SEED=${seed} nodes=${nodes} chaos=${chaosMs / 1_000}s bucket=${o.s3Url ? 's3' : 'folder'}${o.unsafe ? ` UNSAFE=${o.unsafe}` : ''} plan=${fingerprint(plan)}`,
   );
   o.out(`actors: ${plan.slots} slots; ops planned: ${plan.ops.length}; lease+grace ${MARGIN_MS} ms`);
-  for (let n = 0; n < nodes; n++) o.out(`n${n} first bucket profile: ${plan.profile(n, 0).name} ${plan.profile(n, 0).query}`);
+  for (let n = 0; n < nodes; n++)
+    o.out(
+      `n${n} first bucket profile: ${plan.profile(n, 0).name} ${plan.profile(n, 0).query}; clock ${o.unsafe === 'skewBeyondBound' && n === 0 ? `+${SKEW_BEYOND_MS} (beyond the bound)` : plan.clockOffset(n, 0)} ms`,
+    );
   o.out(`fault schedule (${plan.faults.length}):`);
   for (const f of plan.faults) o.out(`  ${describeFault(f)}`);
 }
@@ -56,6 +61,11 @@ export function printReport(r: ChaosReport, repro: string, out: (line: string) =
         .join(', ') || 'none'
     }`,
   );
+  const offsets = r.clockOffsets;
+  if (offsets.length > 0)
+    out(
+      `clock offsets of the ${offsets.length} node runs: ${Math.min(...offsets)} .. ${Math.max(...offsets)} ms (skewBoundMs ${TIMINGS.skewBoundMs})`,
+    );
   if (r.final) {
     const a = r.final.alarms;
     const late = [...a.lateness].sort((x, y) => x - y);

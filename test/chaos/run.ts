@@ -3,12 +3,12 @@
  * a node behind its own `fault+` schedule, the plan's workload and faults at once, online checks
  * while it runs, then heal, settle, stop, and check the whole history.
  *
- *   plan ─▶ start nodes ─▶ chaos phase (workload ∥ faults ∥ online checks every 5 s)
+ *   plan ─▶ small disks (root) ─▶ start nodes ─▶ chaos phase (workload ∥ faults ∥ online checks every 5 s)
  *        ─▶ heal (resume, restart the dead, restart every faulty bucket calm) ─▶ durable ops acknowledged
  *        ─▶ settle (alarms due have run) ─▶ clean stop ─▶ final checks + index check ─▶ report
  *
- * Everything it starts is killed and its temp folder removed however it ends (nodes.ts,
- * support/temp-dir.ts); on S3 its prefix is emptied.
+ * Everything it starts is killed, its disks unmounted and its temp folder removed however it ends
+ * (nodes.ts, disks.ts, support/temp-dir.ts); on S3 its prefix is emptied.
  */
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,11 +24,13 @@ import {
   checkAlarms,
   checkDeleted,
   checkDurables,
+  checkEarlyRuns,
   checkOnce,
   QUIET_BOUND_MS,
   setRunStart,
   type AlarmStats,
 } from './checks.js';
+import { SlotDisks } from './disks.js';
 import { FaultInjector } from './faults.js';
 import { ChaosNodes } from './nodes.js';
 import { actorName, fingerprint, planRun, TIMINGS, type Unsafe } from './plan.js';
@@ -61,7 +63,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   mkdirSync(join(root, 'work'));
   const bucket = o.s3Url ? uniqueBucket(o.s3Url, `chaos-${o.seed}`) : `file://${join(root, 'bucket')}`;
   const store = openStore(bucket);
-  const nodes = new ChaosNodes(root, bucket, o.nodes, o.unsafe);
+  const mounted = SlotDisks.mount(o.nodes, o.seed);
+  const disks = mounted instanceof SlotDisks ? mounted : undefined;
+  if (!disks) o.out(`!!! NO SMALL DISKS (${(mounted as { unavailable: string }).unavailable}): the diskFull faults are skipped !!!`);
+  const nodes = new ChaosNodes(root, bucket, o.nodes, o.unsafe, plan.clockOffset, disks);
   const violations: Violation[] = [];
   let stopped = false;
   const found = (v: Violation) => {
@@ -114,9 +119,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     if (o.s3Url) await emptyBucket(bucket).catch((e: unknown) => o.out(`emptying ${bucket} failed: ${String(e)}`));
     if (o.keepOnViolation && violations.length > 0) {
       const kept = `${root}-kept`;
+      disks?.copyInto(root);
       renameSync(root, kept); // out of the temp folders removed at exit
       o.out(`the run's folder (logs, data dirs, bucket) is kept for inspection: ${kept}`);
     } else removeTempDir(root);
+    disks?.dispose();
     leftovers = { processes: nodes.all.filter((n) => n.running).length, tempDir: existsSync(root) };
   }
   return {
@@ -129,7 +136,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     violations,
     caughtAfterMs,
     final,
-    faults: { ...injector.injected, skipped: injector.skipped.length, 'starts refused by the bucket': nodes.startsRefused },
+    faults: {
+      ...injector.injected,
+      skipped: injector.skipped.length,
+      ...(injector.noDisk > 0 ? { 'diskFull skipped (no disks)': injector.noDisk } : {}),
+      ...Object.fromEntries(Object.entries(injector.exitedInFault).map(([k, n]) => [`exits during ${k}`, n])),
+      'starts refused by the bucket': nodes.startsRefused,
+    },
+    clockOffsets: nodes.offsetsUsed,
     windows: injector.windows,
     leftovers,
   };
@@ -137,7 +151,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 
 const secs = (from: number) => `${((Date.now() - from) / 1_000).toFixed(1)}s`;
 
-/** Every 5 s during the chaos phase: acknowledged durable ops in the committed heads, and the index invariant. */
+/**
+ * Every 5 s during the chaos phase: acknowledged durable ops in the committed heads, no op twice,
+ * no alarm run early past the skew bound, and the index invariant.
+ */
 async function onlineChecks(
   workload: Workload,
   store: ObjectStore,
@@ -151,7 +168,9 @@ async function onlineChecks(
     const readAt = Date.now();
     const views = await readViews(workload, store, workDir).catch(() => undefined);
     if (!views) continue;
-    for (const v of [...checkDurables(workload.outcomes, views, readAt, Date.now()), ...checkOnce(views, Date.now())]) found(v);
+    const now = Date.now();
+    for (const v of [...checkDurables(workload.outcomes, views, readAt, now), ...checkOnce(views, now), ...checkEarlyRuns(views, now)])
+      found(v);
     for (const v of await indexProblems(store, workDir)) found(v);
   }
 }

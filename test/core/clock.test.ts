@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SimClock, SystemClock } from '../../src/core/clock.js';
+import { OffsetClock, SimClock, SystemClock } from '../../src/core/clock.js';
 
 describe('SimClock', () => {
   it('fires timers in time order, same-time timers in the order set, only when time moves', async () => {
@@ -58,5 +58,16 @@ describe('SystemClock', () => {
     assert.ok(Math.abs(t0 - Date.now()) < 1000);
     await clock.sleep(20);
     assert.ok(clock.now() - t0 >= 15);
+  });
+});
+
+describe('OffsetClock (TEST-ONLY: a skewed node)', () => {
+  it("reads the machine's clock moved by its offset, either way", () => {
+    for (const offsetMs of [3_000, -150]) {
+      const before = Date.now();
+      const read = new OffsetClock(offsetMs).now();
+      const after = Date.now();
+      assert.ok(read >= before + offsetMs && read <= after + offsetMs, `${read} within [${before}, ${after}] + ${offsetMs}`);
+    }
   });
 });

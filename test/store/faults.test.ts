@@ -3,6 +3,9 @@
  * the seeded schedule, the URL; and with no fault drawn it is the inner store (conformance).
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { SimClock, SystemClock } from '../../src/core/clock.js';
 import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
@@ -47,6 +50,31 @@ describe('fault store', () => {
     const { store } = faulty({ unavailable: 1, on: 'reads' });
     await store.put('k', text('v'));
     for (const read of [store.get('k'), store.head('k'), store.list()]) assert.equal(await codeOf(read), ErrorCode.StoreUnavailable);
+  });
+
+  it('cutFile refuses every request while the file exists; cutWritesFile every write', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-cut-'));
+    try {
+      const cutFile = join(dir, 'cut');
+      const { inner, store } = faulty({ cutFile });
+      await store.put('k', text('v'));
+      writeFileSync(cutFile, '');
+      for (const call of [store.get('k'), store.head('k'), store.list(), store.put('k', text('w')), store.delete('k')])
+        assert.equal(await codeOf(call), ErrorCode.StoreUnavailable);
+      assert.deepEqual((await inner.get('k'))?.body, text('v'), 'nothing written while cut');
+      rmSync(cutFile);
+      assert.deepEqual((await store.get('k'))?.body, text('v'));
+      assert.equal(store.injected.cut, 5);
+      assert.equal(parseFaultUrl(`fault+memory:?cutFile=${encodeURIComponent(cutFile)}`).plan.cutFile, cutFile);
+      // cutWritesFile: writes refused, reads served
+      const writes = faulty({ cutWritesFile: cutFile });
+      await writes.store.put('k', text('v'));
+      writeFileSync(cutFile, '');
+      assert.equal(await codeOf(writes.store.put('k', text('w'))), ErrorCode.StoreUnavailable);
+      assert.deepEqual((await writes.store.get('k'))?.body, text('v'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('an ambiguous write is applied, then answered AMBIGUOUS_WRITE', async () => {

@@ -21,6 +21,12 @@
  *                writes already in flight (a partition's capacity: sending faster only earns
  *                more refusals, which is what a retry storm meets)
  *
+ *   cutFile      every request refused (StoreUnavailable) while this file exists, reads and writes:
+ *                a partition between the node and the bucket that a test (the chaos run) switches
+ *                on and off from outside the process, whatever the seed and the windows
+ *   cutWritesFile  every write refused while this file exists, reads served: the node reads the
+ *                bucket but cannot renew its lease (nor learn that another fenced it)
+ *
  * Faults happen only inside windows: `burstMs` of every `burstEveryMs` (default: always), by the
  * injected clock, so under SimClock the schedule is virtual time. Each draw comes from the
  * injected Random (SeededRandom for a reproducible run). `injected` counts what was done, and
@@ -29,6 +35,7 @@
  * Opened by `openStore` from `fault+<inner url>?seed=…&unavailable=0.3&on=writes&…`, e.g.
  * `fault+file:///tmp/b?slowdown=0.3&slowdownMs=10000` (30 % of writes throttled for 10 s).
  */
+import { existsSync } from 'node:fs';
 import type { Clock } from '../../core/clock.js';
 import { AmbiguousWrite, BadConfig, StoreUnavailable } from '../../core/errors.js';
 import type { Random } from '../../core/random.js';
@@ -61,6 +68,10 @@ export interface FaultPlan {
   slowdownMs: number;
   /** The Retry-After the throttle answers carry (0: none). */
   retryAfterMs: number;
+  /** While a file exists at this path, every request is refused ('': never). */
+  cutFile: string;
+  /** While a file exists at this path, every write is refused ('': never). */
+  cutWritesFile: string;
 }
 
 export const NO_FAULTS: FaultPlan = {
@@ -76,13 +87,15 @@ export const NO_FAULTS: FaultPlan = {
   slowdownInFlightMax: 0,
   slowdownMs: 0,
   retryAfterMs: 0,
+  cutFile: '',
+  cutWritesFile: '',
 };
 
 type Verb = 'get' | 'head' | 'list' | 'put' | 'delete' | 'deleteMany';
 
 export class FaultStore implements ObjectStore {
   readonly description: string;
-  readonly injected = { unavailable: 0, ambiguous: 0, late: 0, stalled: 0, slowdown: 0 };
+  readonly injected = { unavailable: 0, ambiguous: 0, late: 0, stalled: 0, slowdown: 0, cut: 0 };
   /** Requests the wrapper was asked to send, refused ones included. */
   sent = 0;
   private writesInFlight = 0;
@@ -177,6 +190,14 @@ export class FaultStore implements ObjectStore {
   private refuse(verb: Verb): void {
     this.sent++;
     const write = verb === 'put' || verb === 'delete' || verb === 'deleteMany';
+    if (this.plan.cutFile !== '' && existsSync(this.plan.cutFile)) {
+      this.injected.cut++;
+      throw new StoreUnavailable(`${verb} refused: the bucket is cut off (fault+ cutFile)`);
+    }
+    if (write && this.plan.cutWritesFile !== '' && existsSync(this.plan.cutWritesFile)) {
+      this.injected.cut++;
+      throw new StoreUnavailable(`${verb} refused: the bucket refuses this node's writes (fault+ cutWritesFile)`);
+    }
     if (this.plan.on === (write ? 'reads' : 'writes')) return;
     if (!this.draw(this.plan.unavailable)) return;
     this.injected.unavailable++;
@@ -195,7 +216,7 @@ export class FaultStore implements ObjectStore {
 /** Splits `fault+<inner>[?…]` into the inner URL, the plan and the seed (undefined: not seeded). */
 export function parseFaultUrl(url: string): { inner: string; plan: FaultPlan; seed: number | undefined } {
   const names = ['seed', 'unavailable', 'on', 'ambiguous', 'late', 'lateMs', 'stallWritesMs', 'burstEveryMs', 'burstMs'];
-  names.push('slowdown', 'slowdownInFlightMax', 'slowdownMs', 'retryAfterMs');
+  names.push('slowdown', 'slowdownInFlightMax', 'slowdownMs', 'retryAfterMs', 'cutFile', 'cutWritesFile');
   const { inner, params } = splitWrapperUrl(url, FAULT_SCHEME, names);
   const p = (name: string, fallback: number, max: number) => numberParam(url, params, name, fallback, 0, max);
   const on = params.get('on') ?? 'all';
@@ -213,6 +234,8 @@ export function parseFaultUrl(url: string): { inner: string; plan: FaultPlan; se
     slowdownInFlightMax: p('slowdownInFlightMax', 0, 1_000_000),
     slowdownMs: p('slowdownMs', 0, 86_400_000),
     retryAfterMs: p('retryAfterMs', 0, 3_600_000),
+    cutFile: params.get('cutFile') ?? '',
+    cutWritesFile: params.get('cutWritesFile') ?? '',
   };
   if (plan.burstEveryMs > 0 && (plan.burstMs <= 0 || plan.burstMs > plan.burstEveryMs))
     throw new BadConfig(`${JSON.stringify(url)}: with burstEveryMs, burstMs must be from 1 to burstEveryMs`);

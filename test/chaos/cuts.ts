@@ -1,0 +1,15 @@
+/**
+ * The chaos run's partition switches: files in a node slot's cut folder, written and removed by the
+ * harness (faults.ts), read by the node on every request (the slot keeps its folder across runs).
+ *
+ *   <cutDir>/bucket       the node's `fault+` wrapper refuses every request while it exists (cutFile)
+ *   <cutDir>/bucket-writes  … every write, reads served (cutWritesFile)
+ *   <cutDir>/peer-<port>  the node's forwards to the node listening on <port> get no answer
+ */
+import { join } from 'node:path';
+
+export const bucketCutFile = (cutDir: string) => join(cutDir, 'bucket');
+
+export const writeCutFile = (cutDir: string) => join(cutDir, 'bucket-writes');
+
+export const peerCutFile = (cutDir: string, url: string) => join(cutDir, `peer-${new URL(url).port}`);

@@ -1,0 +1,48 @@
+/**
+ * An actor dropped while its event awaits the bucket (the lease was lost: a fenced node stops every
+ * actor at once, `ActorSlots.dropAll`): the event committed nothing, and its caller hears a
+ * retryable LEASE_LOST, not HANDLER_FAILED from a write to the closed database. The chaos run met
+ * it as `500 HANDLER_FAILED: The database connection is not open` (an arm whose index PUT was
+ * retried across the node's fence).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { SimClock } from '../../src/core/clock.js';
+import { MemoryStore } from '../../src/store/memory.js';
+import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
+import { inlineEnvs, okResult } from '../helpers/inline-actors.js';
+
+const Timer = defineActor({
+  init: (ctx: ActorContext) => ctx.sql.exec('CREATE TABLE t (n INTEGER NOT NULL); INSERT INTO t VALUES (0)'),
+  methods: {
+    arm: (ctx: ActorContext, inMs: number) => {
+      ctx.sql.exec('UPDATE t SET n = n + 1');
+      ctx.setAlarm(ctx.now() + inMs);
+      return (ctx.sql.prepare('SELECT n FROM t').get() as { n: number }).n;
+    },
+    count: (ctx: ActorContext) => (ctx.sql.prepare('SELECT n FROM t').get() as { n: number }).n,
+  },
+  alarm: () => undefined,
+});
+
+const env = inlineEnvs({ Timer }, { replicationDelayMs: 20 });
+const A = 't/Timer/a';
+
+describe('an actor dropped while its event awaits the bucket', () => {
+  it('the event answers LEASE_LOST and commits nothing', async () => {
+    const clock = new SimClock(1_800_000_000_000);
+    const store = new MemoryStore({ clock });
+    const e = env(store, 0, { clock });
+    assert.equal(okResult(await e.callDurable(A, 'count')), 0);
+    store.setFaults((r) => (r.op === 'put' && r.key.startsWith('alarms/') ? { delayMs: 1_000 } : undefined)); // the index PUT hangs
+    const arming = e.call(A, 'arm', 60_000);
+    await clock.advance(100);
+    e.deps.slots.dropAll(); // fenced: every actor stops at once
+    await clock.advance(2_000);
+    const r = await arming;
+    assert.equal(r.type, 'error');
+    assert.equal(r.type === 'error' && r.error.code, 'LEASE_LOST', r.type === 'error' ? r.error.message : '');
+    store.setFaults(undefined);
+    assert.equal(okResult(await e.call(A, 'count')), 0, 'nothing committed');
+  });
+});
