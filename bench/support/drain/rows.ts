@@ -23,6 +23,8 @@ export interface DrainRow {
   duplicates?: number;
   deliveries: Record<string, number>;
   requestsPerDelivery: { main: Record<string, number>; worker: Record<string, number>; total: number };
+  /** Per survivor, index entries its sweeps read per alarm it ran (absent from results written before it was measured). */
+  entriesReadPerDelivery?: number[];
   /** Both threads' requests per delivered alarm by S3 request (src/bench/s3-prices.ts). */
   requestsByVerb?: Partial<Record<S3Verb, number>>;
   /** Those requests at S3 Standard list prices, per million delivered alarms. */

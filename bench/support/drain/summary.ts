@@ -6,7 +6,7 @@
 import { percentile, round } from '../../lib.js';
 import { ceiling, type Rates } from '../ceiling.js';
 import { byVerb, dollarsPerMillion } from '../s3-prices.js';
-import { byLabel, diff, type Scrape } from '../prom.js';
+import { byLabel, diff, total, type Scrape } from '../prom.js';
 import type { DrainRow } from './rows.js';
 import { reached, secondHalfCpu, type Sample } from './sampling.js';
 import { MARGIN_MS, MODES, type Mode } from './scenario.js';
@@ -41,6 +41,19 @@ export function sumOps(list: Record<string, number>[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const r of list) for (const [k, v] of Object.entries(r)) out[k] = (out[k] ?? 0) + v;
   return out;
+}
+
+/**
+ * Per survivor, the index entries its sweeps read (keepwork_sweep_entries_read_total: every walk,
+ * own shards, the unsharded layout and other nodes' folders) per alarm it ran; 0 for a node that
+ * ran none.
+ */
+export function entriesReadPerDelivery(d: Pick<RunData, 'before' | 'after'>): number[] {
+  const delta = (i: number, family: string, labels = '') => total(d.after[i]!, family, labels) - total(d.before[i]!, family, labels);
+  return d.after.map((_, i) => {
+    const ran = delta(i, 'keepwork_alarm_deliveries_total', 'outcome="ran"');
+    return ran > 0 ? round(delta(i, 'keepwork_sweep_entries_read_total') / ran, 2) : 0;
+  });
 }
 
 export function summarize(d: RunData): DrainRow {
@@ -90,6 +103,7 @@ export function summarize(d: RunData): DrainRow {
         2,
       ),
     },
+    entriesReadPerDelivery: entriesReadPerDelivery(d),
     requestsByVerb: verbs,
     dollarsPerMillion: round(dollarsPerMillion(verbs), 2),
     storeRates: d.rates,
