@@ -326,7 +326,7 @@ export class FleetNode implements SweepHost {
     this.deletes = [];
     const f = this.f;
     const r = f.s3.request(
-      'DELETE',
+      'DeleteObjects',
       ids.map((id) => f.index.keyOf(id)),
       f.clock.now(),
     );
