@@ -25,6 +25,8 @@ export interface DrainRow {
   requestsPerDelivery: { main: Record<string, number>; worker: Record<string, number>; total: number };
   /** Per survivor, index entries its sweeps read per alarm it ran (absent from results written before it was measured). */
   entriesReadPerDelivery?: number[];
+  /** Per survivor, its sweeps during the drain and the entries each read and offered on average. */
+  sweepsPerNode?: { sweeps: number; readPerSweep: number; offeredPerSweep: number }[];
   /** Both threads' requests per delivered alarm by S3 request (src/bench/s3-prices.ts). */
   requestsByVerb?: Partial<Record<S3Verb, number>>;
   /** Those requests at S3 Standard list prices, per million delivered alarms. */
