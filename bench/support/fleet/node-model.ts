@@ -193,7 +193,7 @@ export class FleetNode implements SweepHost {
 
   async deliveryRoom(): Promise<void> {
     const t0 = this.f.clock.now();
-    await this.delivery.room();
+    await this.delivery.sweepRoom(); // as main/node.ts does
     this.stats.roomWaitMs += this.f.clock.now() - t0;
   }
 
