@@ -452,8 +452,8 @@ export class Sweeper {
    * The slow walk: the next non-empty shard folder after the one walked last (round robin over
    * whatever folders exist, whatever shard count wrote them; the LIST starts past the folders
    * this node owns next in line, so a walk every otherShardWalkMs is rarely spent on one of its
-   * own), one LIST, its entries overdue enough to be anyone's. It is how entries of a shard whose owner is dead, or whose owner this node
-   * disagrees about, are still delivered. A folder this node owns is left to its own walk, unless
+   * own), one LIST, its entries overdue enough to be anyone's. It is how entries of a shard whose
+   * owner is dead, or whose owner this node disagrees about, are still delivered. A folder this node owns is left to its own walk, unless
    * it is past this node's shard count (written under a larger one): its entries are then this
    * node's own. With one shard of its own, a node sorts these entries by their addresses, as
    * unsharded ones. Finding the area empty ends the tenant's sharded walks until a

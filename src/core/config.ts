@@ -34,7 +34,7 @@ export const DEFAULTS = Object.freeze({
   /** An entry overdue this many margins (lease + grace) is anyone's. */
   anyonesAfterMargins: 3,
   /** Least time between two walks of another node's shard folder (a sharded index's slow walk),
-   *  start to start: one folder per walk, so a node's round of F other folders takes F times this
+   *  start to start: one folder per walk, so a node's round of F other folders takes F + 1 times this
    *  (alarmSweepMs unless set). */
   otherShardWalkMs: 10_000,
   /** First retry delay of a failed alarm handler; doubles per failure. */
