@@ -27,6 +27,8 @@
  *     cpu, rss     each survivor's CPU seconds during the drain and peak RSS (VmHWM); CPU ms per
  *                  alarm of all threads, of the main threads alone, and over the drain's second
  *                  half (past K/2 delivered: without the first seconds' compiling, secondHalfCpu)
+ *     sweeps       per survivor: index entries its sweeps read per alarm it ran
+ *                  (keepwork_sweep_entries_read_total), its sweeps, entries read and offered per sweep
  *     BullMQ       K due delayed jobs, M worker processes, one SQLite write each (bench/peer-bullmq)
  *
  *   npm run bench -- drain --help     the options (bench/support/drain/options.ts)

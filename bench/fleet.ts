@@ -114,7 +114,7 @@ function drainRow(r: RunResult) {
     'keys listed per alarm per node': r.keysListedPerDelivery,
     'LISTs/node/s': r.listsPerNodePerS,
     'sweep CPU % of a core': r.sweepCpuPct,
-    'GET / PUT / LIST / DELETE': `${r.requests.GET} / ${r.requests.PUT} / ${r.requests.LIST} / ${r.requests.DELETE}`,
+    'GET / PUT / LIST / DeleteObjects': `${r.requests.GET} / ${r.requests.PUT} / ${r.requests.LIST} / ${r.requests.DeleteObjects}`,
     $: `${usd(r.dollars.total)} (${usd(r.dollars.PUT)} PUT, ${usd(r.dollars.LIST)} LIST, ${usd(r.dollars.GET)} GET)`,
     'peak index r/w per s': `${r.peak.index.reads} / ${r.peak.index.writes}`,
     'peak actors r/w per s': `${r.peak.actors.reads} / ${r.peak.actors.writes}`,

@@ -10,10 +10,10 @@
  *   ownerFence          an owner that uploaded nothing under its hold fences before removing stale entries
  *   entryBeforeUpload   R4: a local-only actor's entry is listed before its first snapshot goes up
  *   keepOnEmptyBucket   the empty-bucket rule: nothing is removed while the bucket has nothing for the actor
- *   walkOtherShards     a sharded sweep also walks other nodes' shards, one a sweep (anyone's
- *                       entries there): without it, an entry whose shard owner is dead, or that
- *                       nodes disagree about, or that a node not serving its class owns, waits
- *                       for ever (a liveness rule, not a safety one)
+ *   walkOtherShards     a sharded sweep also walks other nodes' shards, one folder every
+ *                       otherShardWalkMs (anyone's entries there): without it, an entry whose
+ *                       shard owner is dead, or that nodes disagree about, or that a node not
+ *                       serving its class owns, waits for ever (a liveness rule, not a safety one)
  *   durableReplyAfterUpload  not of the ADR, the output gate of durable calls (workers/pipeline.ts): a
  *                       durable call replies only once a link holding its commit is in the bucket
  */

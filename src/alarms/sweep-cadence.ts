@@ -12,6 +12,12 @@
  * the sweep's own LIST round trips to every cycle — on S3 (a LIST of 50–150 ms, one round of the
  * layout, own shards and the slow walk) a node delivering 256 every 400 ms, half what its cores
  * allow, its queue idle between sweeps.
+ *
+ * The slow walk of a sharded index (one other node's folder, sweep.ts) goes with a sweep that
+ * starts otherShardWalkMs or more after the last one that walked it, start to start, or right
+ * after a walk that found entries to deliver (more may follow them): a sweep of the node's own
+ * backlog (every sweepMinGapMs) leaves it out, an idle one (every alarmSweepMs, the default of
+ * otherShardWalkMs) takes it, as the fixed cadence does every time.
  */
 import type { Settings } from '../core/config.js';
 
@@ -40,6 +46,17 @@ export function nextSweepDelayMs(r: SweepOutcome, backlog: number, nowMs: number
   if (r.nextDueMs === undefined) return s.alarmSweepMs;
   const untilReady = r.nextDueMs + s.marginMs - nowMs;
   return Math.max(gap, Math.min(s.alarmSweepMs, untilReady));
+}
+
+/** The last walk of another node's shard folder: when its sweep started, and whether the plan took any of its entries. */
+export interface OtherShardWalk {
+  startedMs: number;
+  took: boolean;
+}
+
+/** Whether a sweep starting at `nowMs` walks another node's shard folder, after `last` (undefined: none yet). */
+export function walksOtherShard(last: OtherShardWalk | undefined, nowMs: number, s: Settings<'otherShardWalkMs'>): boolean {
+  return last === undefined || last.took || nowMs - last.startedMs >= s.otherShardWalkMs;
 }
 
 /** A full sweep (adaptive) with no room in the delivery queue: the next one waits for room. */

@@ -43,7 +43,7 @@ import {
 import { EntrySorter, planSorted, type Plan, type SortInput, type SweepNode } from './plan-sweep.js';
 import type { ProtocolRules } from './rules.js';
 import { OwnedShards, ownsShard, servesTenant } from './shard.js';
-import { minGapLeftMs, nextSweepDelayMs, waitsForRoom } from './sweep-cadence.js';
+import { minGapLeftMs, nextSweepDelayMs, waitsForRoom, walksOtherShard, type OtherShardWalk } from './sweep-cadence.js';
 
 export type SweepSettings = Settings<
   | 'alarmSweepMs'
@@ -52,6 +52,7 @@ export type SweepSettings = Settings<
   | 'deliveriesPerSweep'
   | 'indexShards'
   | 'marginMs'
+  | 'otherShardWalkMs'
   | 'sweepAdaptive'
   | 'sweepMinGapMs'
   | 'sweepPageEntries'
@@ -62,6 +63,13 @@ export const FIRST_LIST_KEYS = 128;
 
 /** LISTs of a sharded sweep's own shards in flight at once. */
 export const SHARD_LISTS_IN_FLIGHT = 32;
+
+/**
+ * A sharded sweep's own shards are asked for the delivery cap and 1/this more: room for entries
+ * already in hand (in flight, queued) without reading much past the cap, since what the cap leaves
+ * out is read again by the next sweep.
+ */
+export const OWN_SHARDS_SLACK = 16;
 
 /**
  * One walk of a sweep: the unsharded layout, one own shard, or another node's shard (the slow
@@ -142,8 +150,10 @@ export class Sweeper {
   private readonly shardedSeen = new Set<string>();
   /** Own shard folders whose last walk stopped with more to read (at most the shards of the tenants swept). */
   private readonly shardsBehind = new Set<string>();
-  /** Per tenant, where the slow walk of other nodes' shards resumes (after the folder it walked last). */
-  private readonly slowCursors = new Map<string, string>();
+  /** Per tenant, the folder the slow walk of other nodes' shards walked last (it resumes after it). */
+  private readonly slowCursors = new Map<string, number>();
+  /** Per tenant, the last walk of another node's folder: when its sweep started, whether it found work (walksOtherShard). */
+  private readonly slowWalks = new Map<string, OtherShardWalk>();
   private readonly running = new Map<string, Subscription>();
   private discovery: Subscription | undefined;
   /** The shards this node owns, per tenant, for the live set last seen (recomputed when it changes). */
@@ -227,9 +237,10 @@ export class Sweeper {
   /**
    * One sweep of one tenant. The unsharded layout is walked as the design says. A sharded index
    * (`indexShards` > 1, or sharded entries met in the tenant's index) adds one LIST per shard this
-   * node owns (SHARD_LISTS_IN_FLIGHT at a time, within what the page leaves) and one LIST of the
-   * next non-empty shard folder of any other node (the slow walk: anyone's only). All walks are
-   * planned together, in due order; each keeps its own cursor.
+   * node owns (SHARD_LISTS_IN_FLIGHT at a time, within what the page leaves) and, every
+   * otherShardWalkMs or after a walk that found work (walksOtherShard), one LIST of the next
+   * non-empty shard folder of any other node (the slow walk: anyone's only). All walks are planned
+   * together, in due order; each keeps its own cursor.
    */
   async sweepTenant(tenant: string): Promise<SweepResult> {
     const { config } = this.d;
@@ -256,6 +267,8 @@ export class Sweeper {
     const planSettings = { cap: config.deliveriesPerSweep, anyonesReserve: config.anyonesDeliveriesPerSweep, random: this.d.random };
     const plan = planSorted(walks.length === 1 ? sorter : merged(walks, sortInput), planSettings);
     for (const w of walks) this.moveCursor(tenant, w, plan);
+    const slow = shardWalks.find((w) => w.slow);
+    if (slow) this.slowWalks.get(tenant)!.took = foundWork(slow, plan);
     let offered = 0;
     let offeredAnyones = 0;
     for (const [i, e] of plan.deliveries.entries()) {
@@ -358,18 +371,19 @@ export class Sweeper {
   /**
    * The sharded walks: one LIST of each shard this node owns (rendezvous over the live nodes
    * serving the tenant), at most SHARD_LISTS_IN_FLIGHT at once, and the slow walk of one other
-   * shard folder alongside. Each own shard is asked for its share of a plan, the delivery cap and
-   * a quarter more: shared among the shards whose last walk stopped with more to read (a
-   * backlog), or among all of them when none did or for those that read through — every entry of
-   * an own shard is the node's, so more would only be read again by the next sweeps, and one
-   * backlogged shard among many (a dead node's, just taken over) still fills the plan. The asks
-   * together stay within `pageEntries`.
+   * shard folder alongside when it is due (slowWalkDue). Each own shard is asked for its share
+   * of a plan, the delivery cap and a sixteenth more (OWN_SHARDS_SLACK): shared among the shards
+   * whose last walk stopped with more to read (a backlog), or among all of them when none did or
+   * for those that read through — every entry of an own shard is the node's, so more would only
+   * be read again by the next sweeps (the cursor stops before the first one the cap left out),
+   * and one backlogged shard among many (a dead node's, just taken over) still fills the plan.
+   * The asks together stay within `pageEntries`.
    */
   private async readShards(tenant: string, dueBefore: number, live: readonly SweepNode[], self: SweepNode, pageEntries: number) {
     const { indexShards, deliveriesPerSweep } = this.d.config;
     const nodeIds = live.filter((n) => servesTenant(n, tenant)).map((n) => n.nodeId);
     const owned = indexShards > 1 ? this.owned.of(tenant, indexShards, nodeIds, self.nodeId) : [];
-    const plan = Math.ceil((deliveriesPerSweep * 5) / 4);
+    const plan = deliveriesPerSweep + Math.ceil(deliveriesPerSweep / OWN_SHARDS_SLACK);
     const behind = owned.filter((shard) => this.shardsBehind.has(shardPrefix(tenant, shard))).length;
     const wanted = owned.map((shard) => Math.ceil(plan / (this.shardsBehind.has(shardPrefix(tenant, shard)) ? behind : owned.length)));
     const fit = Math.min(
@@ -381,12 +395,20 @@ export class Sweeper {
         ),
     );
     const asks = new Map(owned.map((shard, i) => [shard, Math.max(1, Math.min(LIST_MAX_KEYS, Math.floor(wanted[i]! * fit)))]));
-    const slow =
-      this.d.rules?.walkOtherShards === false // TEST-ONLY: the unsafe variant noOtherShards
-        ? undefined
-        : this.readOtherShard(tenant, dueBefore, (shard) => ownsShard(tenant, shard, nodeIds, self.nodeId));
+    const slow = this.slowWalkDue(tenant)
+      ? this.readOtherShard(tenant, dueBefore, (shard) => ownsShard(tenant, shard, nodeIds, self.nodeId))
+      : undefined;
     const [walks, other] = await Promise.all([this.readOwnShards(tenant, owned, dueBefore, asks), slow]);
     return other ? [...walks, other] : walks;
+  }
+
+  /** Whether this sweep of `tenant` walks another node's folder (walksOtherShard); notes when it does. */
+  private slowWalkDue(tenant: string): boolean {
+    if (this.d.rules?.walkOtherShards === false) return false; // TEST-ONLY: the unsafe variant noOtherShards
+    const now = this.d.clock.now();
+    if (!walksOtherShard(this.slowWalks.get(tenant), now, this.d.config)) return false;
+    this.slowWalks.set(tenant, { startedMs: now, took: false });
+    return true;
   }
 
   /** The own shards' walks, SHARD_LISTS_IN_FLIGHT LISTs at a time; notes which stopped with more to read. */
@@ -428,9 +450,10 @@ export class Sweeper {
 
   /**
    * The slow walk: the next non-empty shard folder after the one walked last (round robin over
-   * whatever folders exist, whatever shard count wrote them), one LIST, its entries overdue enough
-   * to be anyone's. It is how entries of a shard whose owner is dead, or whose owner this node
-   * disagrees about, are still delivered. A folder this node owns is left to its own walk, unless
+   * whatever folders exist, whatever shard count wrote them; the LIST starts past the folders
+   * this node owns next in line, so a walk every otherShardWalkMs is rarely spent on one of its
+   * own), one LIST, its entries overdue enough to be anyone's. It is how entries of a shard whose
+   * owner is dead, or whose owner this node disagrees about, are still delivered. A folder this node owns is left to its own walk, unless
    * it is past this node's shard count (written under a larger one): its entries are then this
    * node's own. With one shard of its own, a node sorts these entries by their addresses, as
    * unsharded ones. Finding the area empty ends the tenant's sharded walks until a
@@ -438,7 +461,10 @@ export class Sweeper {
    */
   private async readOtherShard(tenant: string, dueBefore: number, owns: (shard: number) => boolean): Promise<Walk | undefined> {
     const { indexShards } = this.d.config;
-    const startAfter = this.slowCursors.get(tenant);
+    const last = this.slowCursors.get(tenant);
+    let next = last === undefined ? 0 : last + 1;
+    if (indexShards > 1) while (next < indexShards && owns(next)) next++; // the own walks list those
+    const startAfter = next === 0 ? undefined : afterShard(tenant, next - 1);
     const page = await this.d.store.list({ prefix: shardedAreaPrefix(tenant), startAfter, maxKeys: FIRST_LIST_KEYS });
     const first = page.keys[0];
     const shard = first === undefined ? undefined : shardOfKey(tenant, first);
@@ -447,7 +473,7 @@ export class Sweeper {
       if (startAfter === undefined && indexShards === 1) this.shardedSeen.delete(tenant);
       return undefined;
     }
-    this.slowCursors.set(tenant, afterShard(tenant, shard));
+    this.slowCursors.set(tenant, shard);
     const own = indexShards > 1 && owns(shard);
     if (own && shard < indexShards) return undefined;
     const w: Walk = {
@@ -469,6 +495,15 @@ export class Sweeper {
     }
     return w;
   }
+}
+
+/**
+ * Whether the slow walk found work to come back for at the next sweep: the plan took entries of
+ * its folder, and left none of the node's other own entries behind (a node busy with its own
+ * backlog helps at the slow cadence, with the anyone's reserve of each walk it makes).
+ */
+function foundWork(slow: Walk, plan: Plan): boolean {
+  return plan.deliveries.some((e) => slow.before.has(e)) && plan.ownLeftBehind.every((e) => slow.before.has(e));
 }
 
 /** The entries of several walks sorted together, in due order (a stable merge: each walk lists in due order). */

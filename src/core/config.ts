@@ -33,6 +33,10 @@ export const DEFAULTS = Object.freeze({
   anyonesDeliveriesPerSweep: 32,
   /** An entry overdue this many margins (lease + grace) is anyone's. */
   anyonesAfterMargins: 3,
+  /** Least time between two walks of another node's shard folder (a sharded index's slow walk),
+   *  start to start: one folder per walk, so a node's round of F other folders takes F + 1 times this
+   *  (alarmSweepMs unless set). */
+  otherShardWalkMs: 10_000,
   /** First retry delay of a failed alarm handler; doubles per failure. */
   retryBaseMs: 1_000,
   /** Longest retry delay. */
@@ -175,6 +179,7 @@ export const RULES: Readonly<Record<IntegerTunable, Rule>> = {
   deliveriesPerSweep: { min: 1, max: 100_000 },
   anyonesDeliveriesPerSweep: { min: 0 },
   anyonesAfterMargins: { min: 1 },
+  otherShardWalkMs: { min: 1 },
   retryBaseMs: { min: 1 },
   retryMaxMs: { min: 1 },
   idleTimeoutMs: { min: 1 },
@@ -239,6 +244,7 @@ export function resolveOptions(options: KeepworkOptions = {}): ResolvedConfig {
   if (options.anyonesDeliveriesPerSweep === undefined) {
     merged.anyonesDeliveriesPerSweep = Math.floor(merged.deliveriesPerSweep / 8);
   }
+  if (options.otherShardWalkMs === undefined) merged.otherShardWalkMs = merged.alarmSweepMs;
   if (merged.retryBaseMs > merged.retryMaxMs) {
     throw new BadConfig(`retryBaseMs (${merged.retryBaseMs}) must not exceed retryMaxMs (${merged.retryMaxMs})`);
   }

@@ -92,10 +92,23 @@ export class AlarmDelivery {
     return this.queue.size + this.queue.pending;
   }
 
-  /** Resolves once fewer than half a sweep's deliveries wait and the node may take on actors (the adaptive sweep's cue). */
+  /** Resolves once fewer than half a sweep's deliveries wait and the node may take on actors (the timer's cue to resume). */
   async room(): Promise<void> {
     await this.queue.onSizeLessThan(Math.max(1, Math.floor(this.deps.config.deliveriesPerSweep / 2)));
     await this.deps.actorRoom?.();
+  }
+
+  /**
+   * Resolves once another sweep's offers would go into the queue: room() — and the timer holds no
+   * due alarm back. A sweep that followed room() alone, while the timer still held the last
+   * sweep's offers, would pile offers there faster than the node delivers them (a sweep offers up
+   * to deliveriesPerSweep, the queue had taken half); its own walks, once read through, then
+   * list those entries again at every sweep until they are delivered.
+   */
+  async sweepRoom(): Promise<void> {
+    const half = Math.max(1, Math.floor(this.deps.config.deliveriesPerSweep / 2));
+    do await this.room();
+    while (!this.stopped && (this.timer.isHeld || this.queue.size >= half)); // both at once: a resume may have refilled the queue
   }
 
   /** The alarm of the actor with this key is in the timer, or its delivery is queued or running. */

@@ -212,7 +212,7 @@ export class Node implements RoutingNode, SweepHost {
   }
 
   deliveryRoom(): Promise<void> {
-    return this.delivery.room();
+    return this.delivery.sweepRoom();
   }
 
   async tenantsToSweep(): Promise<string[]> {

@@ -1,10 +1,11 @@
 /**
- * The sweep's next delay (alarms/sweep-cadence.ts), as pure functions: fixed (the design's cadence) or adaptive.
+ * The sweep's next delay (alarms/sweep-cadence.ts), as pure functions: fixed (the design's cadence) or adaptive;
+ * and when a sweep of a sharded index walks another node's folder (the slow walk).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { minGapLeftMs, nextSweepDelayMs, waitsForRoom } from '../../src/alarms/sweep-cadence.js';
+import { minGapLeftMs, nextSweepDelayMs, waitsForRoom, walksOtherShard } from '../../src/alarms/sweep-cadence.js';
 
 const NOW = 1_800_000_000_000;
 const adaptive = { alarmSweepMs: 10_000, sweepAdaptive: true, sweepMinGapMs: 100, marginMs: 15_000, deliveriesPerSweep: 256 };
@@ -47,6 +48,32 @@ describe('the sweep cadence', () => {
           assert.ok(ms >= adaptive.sweepMinGapMs && ms <= adaptive.alarmSweepMs);
         },
       ),
+    );
+  });
+});
+
+describe('the slow walk’s cadence', () => {
+  const every = { otherShardWalkMs: 10_000 };
+  it('walks at the first sweep, then once otherShardWalkMs has passed since the last walk started', () => {
+    assert.equal(walksOtherShard(undefined, NOW, every), true);
+    assert.equal(walksOtherShard({ startedMs: NOW - 9_999, took: false }, NOW, every), false);
+    assert.equal(walksOtherShard({ startedMs: NOW - 10_000, took: false }, NOW, every), true);
+  });
+  it('walks again at once after a walk whose entries the plan took (more may follow them)', () => {
+    assert.equal(walksOtherShard({ startedMs: NOW - 1, took: true }, NOW, every), true);
+  });
+  it('never leaves two walks more than otherShardWalkMs apart, whatever the sweeps between', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: 3_000 }), { minLength: 1, maxLength: 200 }), (gaps) => {
+        let now = NOW;
+        let last: { startedMs: number; took: boolean } | undefined;
+        for (const gap of gaps) {
+          now += gap;
+          if (walksOtherShard(last, now, every)) last = { startedMs: now, took: false };
+          // a sweep starts at most 3 s after the last: the walk is at most that late
+          assert.ok(now - last!.startedMs < every.otherShardWalkMs, `no walk for ${now - last!.startedMs} ms`);
+        }
+      }),
     );
   });
 });

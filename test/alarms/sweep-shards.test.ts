@@ -1,9 +1,9 @@
 /**
  * The sweep's walks of a sharded index (docs/alarm-index.md "A sharded index"): a node lists each
- * shard it owns and the unsharded layout once per sweep, walks one other shard folder per sweep
- * (round robin) and takes from it only what is anyone's (three margins overdue); a node with one
- * shard steps past sharded keys to the unsharded layout, then walks the sharded area too, until
- * it finds it empty.
+ * shard it owns and the unsharded layout once per sweep, walks one other shard folder every
+ * otherShardWalkMs, or at once again after a walk that found work (round robin), and takes from
+ * it only what is anyone's (three margins overdue); a node with one shard steps past sharded keys
+ * to the unsharded layout, then walks the sharded area too, until it finds it empty.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -57,7 +57,12 @@ function setup(indexShards: number, others: string[], options: KeepworkOptions =
     for (const n of names) await store.delete(keys.get(n)!);
   };
   const names = () => offered.splice(0).map((o) => o.address.name);
-  return { store, sweeper, add, deliver, names, listed, offered };
+  /** One sweep, `afterMs` after the last (the clock moved on). */
+  const sweepAfter = async (afterMs: number) => {
+    await clock.advance(afterMs);
+    return sweeper.sweepTenant('t');
+  };
+  return { store, sweeper, add, deliver, names, listed, offered, clock, config, sweepAfter };
 }
 
 /** The first actor name with prefix `p` whose shard under `count` is `shard`. */
@@ -87,8 +92,8 @@ describe('the sweep of a sharded index', () => {
     assert.ok(offered.includes('u'));
   });
 
-  it('walks one other folder a sweep, round robin, taking only entries three margins overdue from another node’s', async () => {
-    const s = setup(S, ['n2']);
+  it('walks one other folder every otherShardWalkMs, round robin, taking only entries three margins overdue from another node’s', async () => {
+    const s = setup(S, ['n2'], { otherShardWalkMs: 1 }); // a millisecond a walk: the entries' ages stay put
     for (const shard of theirs) {
       await s.add(nameIn(`old${shard}-`, shard, S), 3, shard); // anyone's
       await s.add(nameIn(`new${shard}-`, shard, S), 2, shard); // still n2's
@@ -96,13 +101,79 @@ describe('the sweep of a sharded index', () => {
     const seen = new Set<string>();
     for (let sweep = 0; sweep < theirs.length; sweep++) {
       s.listed.length = 0;
-      await s.sweeper.sweepTenant('t');
-      assert.equal(s.listed.filter((p) => p === shardedAreaPrefix('t')).length, 1, 'one LIST of another folder per sweep');
+      await s.sweepAfter(s.config.otherShardWalkMs);
+      assert.equal(s.listed.filter((p) => p === shardedAreaPrefix('t')).length, 1, 'one LIST of another folder per walk');
       const offered = s.offered.splice(0);
       assert.equal(new Set(offered.map((o) => o.shard)).size, offered.length > 0 ? 1 : 0, 'one folder per sweep');
       for (const o of offered) seen.add(o.address.name);
     }
     assert.deepEqual([...seen].sort(), theirs.map((shard) => nameIn(`old${shard}-`, shard, S)).sort());
+  });
+
+  it('walks another folder once every otherShardWalkMs, not every sweep, while sweeps come sweepMinGapMs apart', async () => {
+    const s = setup(S, ['n2']);
+    for (const shard of mine) for (let i = 0; i < 5; i++) await s.add(nameIn(`m${shard}-${i}-`, shard, S), 1, shard);
+    for (const shard of theirs) await s.add(nameIn(`t${shard}-`, shard, S), 2, shard); // n2's for a margin yet: nothing to take
+    const walkedAt: number[] = [];
+    for (let t = 0; t <= 2 * s.config.otherShardWalkMs; t += s.config.sweepMinGapMs) {
+      s.listed.length = 0;
+      await s.sweepAfter(t === 0 ? 0 : s.config.sweepMinGapMs);
+      if (s.listed.includes(shardedAreaPrefix('t'))) walkedAt.push(t);
+      assert.ok(!s.names().some((n) => n.startsWith('t')), 'nothing of theirs is anyone’s yet');
+    }
+    assert.deepEqual(walkedAt, [0, s.config.otherShardWalkMs, 2 * s.config.otherShardWalkMs]);
+  });
+
+  it('walks again at the next sweep after a walk whose entries were taken, and slowly once one finds none', async () => {
+    const s = setup(S, ['n2']);
+    for (const shard of theirs) await s.add(nameIn(`a${shard}-`, shard, S), 3, shard); // anyone's
+    const gap = s.config.sweepMinGapMs;
+    for (const shard of theirs) {
+      s.listed.length = 0;
+      await s.sweepAfter(gap);
+      assert.ok(s.listed.includes(shardedAreaPrefix('t')), `the walk of folder ${shard}`);
+      const taken = s.names();
+      assert.deepEqual(taken, [nameIn(`a${shard}-`, shard, S)]);
+      await s.deliver(taken);
+    }
+    await s.sweepAfter(gap); // round the folders again: none left to take
+    s.listed.length = 0;
+    await s.sweepAfter(gap);
+    assert.ok(!s.listed.includes(shardedAreaPrefix('t')), 'a walk that found nothing: the next waits otherShardWalkMs');
+  });
+
+  it('with a backlog of its own, helps at the slow cadence: a walk whose anyone’s entries it took is not repeated at once', async () => {
+    const s = setup(S, ['n2'], { deliveriesPerSweep: 4, anyonesDeliveriesPerSweep: 1 });
+    for (const shard of mine) for (let i = 0; i < 150; i++) await s.add(nameIn(`m${shard}-${i}-`, shard, S), 1, shard);
+    for (const shard of theirs) for (let i = 0; i < 3; i++) await s.add(nameIn(`a${shard}-${i}-`, shard, S), 3, shard); // anyone's
+    const walkedAt: number[] = [];
+    let helped = 0;
+    const gap = s.config.sweepMinGapMs;
+    for (let t = 0; t <= 3 * s.config.otherShardWalkMs; t += gap) {
+      s.listed.length = 0;
+      await s.sweepAfter(t === 0 ? 0 : gap);
+      if (s.listed.includes(shardedAreaPrefix('t'))) walkedAt.push(t);
+      const taken = s.names();
+      assert.ok(
+        taken.some((n) => n.startsWith('m')),
+        `own entries left at ${t}: the backlog lasts the test`,
+      );
+      helped += taken.filter((n) => n.startsWith('a')).length;
+      await s.deliver(taken);
+    }
+    assert.ok(helped > 0, 'it took anyone’s entries of the folders it walked');
+    assert.deepEqual(
+      walkedAt,
+      [0, 1, 2, 3].map((k) => k * s.config.otherShardWalkMs),
+    );
+  });
+
+  it('starts the walk of other folders past the folders it owns next in line: no walk is spent on one of its own', async () => {
+    assert.ok(mine.includes(0), 'the first folder is this node’s (the rendezvous of n1 and n2 over 8 shards)');
+    const s = setup(S, ['n2']);
+    for (let shard = 0; shard < S; shard++) await s.add(nameIn(`a${shard}-`, shard, S), 3, shard);
+    await s.sweeper.sweepTenant('t');
+    assert.ok(s.names().includes(nameIn(`a${theirs[0]}-`, theirs[0]!, S)), `the first walk lists folder ${theirs[0]}, not folder 0`);
   });
 
   it('a walk the plan left wholly behind (another walk filled the cap) stays where it is: no sweep ends with own entries due behind a cursor', async () => {
@@ -133,7 +204,7 @@ describe('the sweep of a sharded index', () => {
     for (const shard of owned8) await s.add(nameIn(`w${shard}-`, shard, S), 1, shard);
     const seen = new Set<string>();
     for (let sweep = 0; sweep < S; sweep++) {
-      await s.sweeper.sweepTenant('t');
+      await s.sweepAfter(s.config.otherShardWalkMs);
       for (const n of s.names()) seen.add(n);
     }
     assert.deepEqual([...seen].sort(), owned8.map((shard) => nameIn(`w${shard}-`, shard, S)).sort());
@@ -149,9 +220,9 @@ describe('the sweep of a sharded index', () => {
     await s.sweeper.sweepTenant('t'); // and now walks the sharded area: the only live node, so its own by address
     assert.ok(s.names().includes(sharded));
     for (const key of (await s.store.list({ prefix: shardedAreaPrefix('t') })).keys) await s.store.delete(key);
-    for (let sweep = 0; sweep < 2; sweep++) await s.sweeper.sweepTenant('t'); // the area found empty from its start
+    for (let sweep = 0; sweep < 2; sweep++) await s.sweepAfter(s.config.otherShardWalkMs); // the area found empty from its start
     s.listed.length = 0;
-    await s.sweeper.sweepTenant('t');
+    await s.sweepAfter(s.config.otherShardWalkMs);
     assert.deepEqual(s.listed, [tenantPrefix('t')], 'only the unsharded layout is listed again');
   });
 });

@@ -28,6 +28,7 @@ describe('config', () => {
     assert.equal(c.deliveriesPerSweep, 256);
     assert.equal(c.anyonesDeliveriesPerSweep, 32);
     assert.equal(c.anyonesAfterMargins, 3);
+    assert.equal(c.otherShardWalkMs, 10_000);
     assert.equal(c.retryBaseMs, 1_000);
     assert.equal(c.retryMaxMs, 300_000);
     assert.equal(c.idleTimeoutMs, 60_000);
@@ -42,6 +43,11 @@ describe('config', () => {
     assert.equal(c.marginMs, 2500);
     assert.equal(c.anyonesDeliveriesPerSweep, 8);
     assert.equal(resolveOptions({ deliveriesPerSweep: 64, anyonesDeliveriesPerSweep: 3 }).anyonesDeliveriesPerSweep, 3);
+  });
+
+  it('walks other nodes’ shard folders every alarmSweepMs unless otherShardWalkMs is set', () => {
+    assert.equal(resolveOptions({ alarmSweepMs: 2_000 }).otherShardWalkMs, 2_000);
+    assert.equal(resolveOptions({ alarmSweepMs: 2_000, otherShardWalkMs: 30_000 }).otherShardWalkMs, 30_000);
   });
 
   it('takes the on/off tunables as booleans from the library', () => {

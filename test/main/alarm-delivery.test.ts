@@ -37,7 +37,7 @@ describe('alarm delivery and room for another actor', () => {
       for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
     };
     let cue = false;
-    void d.room().then(() => (cue = true));
+    void d.sweepRoom().then(() => (cue = true));
     assert.equal(d.offer(parseAddress('t/C/a'), 999_000), true);
     await clock.advance(1);
     await settle();
@@ -55,6 +55,47 @@ describe('alarm delivery and room for another actor', () => {
     open();
     await settle();
     assert.deepEqual(delivered, ['a']);
+  });
+});
+
+describe('room for another sweep', () => {
+  it('sweepRoom waits until the timer holds none of the last offers back, not only for half the queue', async () => {
+    const clock = new SimClock(1_000_000);
+    const ends: (() => void)[] = [];
+    const config = resolveOptions({ deliveriesPerSweep: 4, deliveryConcurrency: 1, deliveryConcurrencyMax: 1 });
+    const d = new AlarmDelivery({
+      clock,
+      config,
+      log: silentLogger(),
+      metrics: new NodeMetrics(),
+      deliver: () => new Promise((resolve) => ends.push(() => resolve(undefined))),
+      giveBack: async () => undefined,
+    });
+    const settle = async () => {
+      for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    for (let i = 0; i < 10; i++) assert.equal(d.offer(parseAddress(`t/C/a${i}`), 999_000), true); // a sweep's offers
+    await clock.advance(1);
+    await settle();
+    assert.equal(d.backlog(), 5, 'one runs, four wait in the queue, five are held in the timer');
+    let room = false;
+    let sweepRoom = false;
+    void d.room().then(() => (room = true));
+    void d.sweepRoom().then(() => (sweepRoom = true));
+    const finish = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        ends.shift()?.();
+        await settle();
+      }
+    };
+    await finish(3);
+    assert.equal(room, true, 'half the queue has drained');
+    assert.equal(sweepRoom, false, 'the timer still holds offers back: another sweep would only pile more there');
+    await finish(4);
+    assert.equal(sweepRoom, false);
+    await finish(2);
+    assert.equal(sweepRoom, true, 'every offer is queued or done, and the queue is under half');
+    await finish(10);
   });
 });
 

@@ -10,8 +10,9 @@
  * Verdicts and exit codes: ok 0 · safety 1 (the invariant or an early delivery) · liveness 2 (a
  * committed alarm that did not fire within the bound after healing) · error 3 (the harness or
  * the code under test threw where it must not, or an `invariant` of src/core/invariant.ts failed:
- * the run ends at the next check, reporting the virtual time of the failure). Variants: the six
- * unsafe rule sets of unsafe-rules.ts (SAFE_RULES with one rule off, handed to every node), and two
+ * the run ends at the next check, reporting the virtual time of the failure). Variants: the seven
+ * unsafe rule sets of unsafe-rules.ts (SAFE_RULES with one rule off, handed to every node), its
+ * unsafe setting (slowOtherShards: one tunable past the range the liveness bound assumes), and two
  * canaries that prove the harness can fail: `canary` — the harness
  * deletes an entry a committed state names (a safety verdict) — and `livenessCanary` — at healing
  * every node crashes for good, so no alarm can fire (a liveness verdict).
@@ -35,9 +36,9 @@ import { IndexInvariant, keysUnder } from './invariant.js';
 import { Network } from './network.js';
 import { drawParams, withLiveness, type SimParams } from './params.js';
 import { gridTime, simActor } from './sim-actor.js';
-import { rulesFor, type UnsafeVariant } from './unsafe-rules.js';
+import { configFor, rulesFor, type UnsafeSetting, type UnsafeVariant } from './unsafe-rules.js';
 
-export type Variant = 'none' | UnsafeVariant | 'canary' | 'livenessCanary';
+export type Variant = 'none' | UnsafeVariant | UnsafeSetting | 'canary' | 'livenessCanary';
 export const VARIANTS: readonly Variant[] = [
   'untaggedKeys',
   'noGenerationCheck',
@@ -46,6 +47,7 @@ export const VARIANTS: readonly Variant[] = [
   'clearOnEmptyBucket',
   'earlyDurableReply',
   'noOtherShards',
+  'slowOtherShards',
   'canary',
   'livenessCanary',
 ];
@@ -240,7 +242,8 @@ class Run {
 
 export async function runSeed(seed: number, variant: Variant = 'none'): Promise<RunResult> {
   const wall0 = performance.now();
-  const p = withLiveness(drawParams(seed));
+  const drawn = withLiveness(drawParams(seed));
+  const p = { ...drawn, config: configFor(variant, drawn) };
   const root = scratchRoot();
   const run = new Run(p, variant, root);
   actorDbHooks.onOpen = (db) => run.cluster.handles.push(db);

@@ -11,11 +11,20 @@
  *   earlyDurableReply   the output gate off: a durable call replies once committed, before its link lands
  *   noOtherShards       the slow walk off: a sharded sweep lists only its own shards (caught by the
  *                       liveness check, on a seed whose index is sharded)
+ *
+ * And one unsafe setting, SAFE_RULES with a tunable out of the range the liveness bound assumes:
+ *
+ *   slowOtherShards     the slow walk at a cadence too slow for the bound: otherShardWalkMs is the
+ *                       liveness bound itself (not alarmSweepMs), so a node's round of the other
+ *                       folders takes several bounds (caught by the liveness check)
  */
 import { SAFE_RULES, type ProtocolRules } from '../../src/alarms/rules.js';
+import type { KeepworkOptions } from '../../src/core/config.js';
+import type { SimParams } from './params.js';
 
 export type UnsafeVariant =
   'untaggedKeys' | 'noGenerationCheck' | 'noFence' | 'uploadBeforeEntry' | 'clearOnEmptyBucket' | 'earlyDurableReply' | 'noOtherShards';
+export type UnsafeSetting = 'slowOtherShards';
 
 const off = (rule: keyof ProtocolRules): ProtocolRules => Object.freeze({ ...SAFE_RULES, [rule]: false });
 
@@ -32,4 +41,10 @@ export const UNSAFE_RULES: Readonly<Record<UnsafeVariant, ProtocolRules>> = Obje
 /** The rules a run of `variant` gives its nodes: SAFE_RULES unless it is an unsafe variant. */
 export function rulesFor(variant: string): ProtocolRules {
   return Object.hasOwn(UNSAFE_RULES, variant) ? UNSAFE_RULES[variant as UnsafeVariant] : SAFE_RULES;
+}
+
+/** The options a run of `variant` gives its nodes: the seed's, but for an unsafe setting's tunable. */
+export function configFor(variant: string, p: SimParams): KeepworkOptions {
+  if (variant === 'slowOtherShards') return { ...p.config, otherShardWalkMs: p.livenessBoundMs };
+  return p.config;
 }

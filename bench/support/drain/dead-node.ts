@@ -3,8 +3,14 @@
  * -9, and the template's chain, hold and index entry are copied under K−1 more names
  * (bench/support/backlog.ts), so the bucket holds K pending alarms of actors last owned by a dead
  * node. T is chosen from a calibrated copy rate so that the copy ends before T.
+ *
+ * With a sharded index (`--set indexShards=S`) a copy keeps its template's entry folder, and the
+ * state it copies names that folder: so A arms one template per shard (the first actor of each),
+ * and each actor is copied from its own shard's template, spreading the backlog over the S
+ * folders as A's own writes would have.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { shardOf } from '../../../src/alarms/keys.js';
 import { parseAddress, type ActorAddress } from '../../../src/core/address.js';
 import type { ObjectStore } from '../../../src/store/types.js';
 import { mustCall } from '../../../support/cluster/calls.js';
@@ -42,8 +48,18 @@ async function copyRate(store: ObjectStore, a: ClusterNode): Promise<number> {
   return rate;
 }
 
-/** Node A arms the template, is killed, and the template is copied under K−1 more names. */
-export async function makeBacklog(c: Cluster, a: ClusterNode, actors: ActorAddress[]): Promise<Armed> {
+/** The actors grouped by their shard under `shards` (one group when unsharded); each group's first is its template. */
+function byShard(actors: readonly ActorAddress[], shards: number): ActorAddress[][] {
+  const groups = new Map<number | undefined, ActorAddress[]>();
+  for (const x of actors) {
+    const s = shardOf(x, shards);
+    groups.set(s, [...(groups.get(s) ?? []), x]);
+  }
+  return [...groups.values()];
+}
+
+/** Node A arms the templates (one per shard), is killed, and each template is copied under its group's other names. */
+export async function makeBacklog(c: Cluster, a: ClusterNode, actors: ActorAddress[], shards: number): Promise<Armed> {
   const store = copyStore(c);
   try {
     const rate = await copyRate(store, a);
@@ -51,12 +67,18 @@ export async function makeBacklog(c: Cluster, a: ClusterNode, actors: ActorAddre
     // read the entries: that is the slack.
     const copyMs = Math.ceil((actors.length / rate) * 1000 * 1.2);
     const at = Date.now() + copyMs + 3_000;
-    await mustCall(a.url, `${TENANT}/${CLASS}/${actors[0]!.name}`, 'arm', [at], { durable: true, timeoutMs: 60_000 });
+    const groups = byShard(actors, shards);
+    for (const g of groups) await mustCall(a.url, `${TENANT}/${CLASS}/${g[0]!.name}`, 'arm', [at], { durable: true, timeoutMs: 60_000 });
     a.child.kill('SIGKILL');
     await a.exited;
-    const template = await readTemplate(store, actors[0]!);
     const bar = progressBar(`backlog K=${actors.length}`, actors.length);
-    await cloneBacklog(store, template, actors.slice(1), COPY_IN_FLIGHT, (n) => bar.update(n + 1));
+    let copied = groups.length;
+    for (const g of groups) {
+      const template = await readTemplate(store, g[0]!);
+      const base = copied;
+      await cloneBacklog(store, template, g.slice(1), COPY_IN_FLIGHT, (n) => bar.update(base + n));
+      copied += g.length - 1;
+    }
     bar.done(`copied (${Math.round(rate)} actors/s calibrated; T in ${Math.round((at - Date.now()) / 1000)} s)`);
     const copyEnd = Date.now();
     if (copyEnd > at + MARGIN_MS - 1_000)

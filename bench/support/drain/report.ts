@@ -21,6 +21,9 @@ export function mainRows(rows: DrainRow[]): Record<string, unknown>[] {
     '/s/node burst': r.perNodePerSecBurst,
     '/s/node since readable': r.perNodePerSecSinceReadable,
     'req/delivery': r.requestsPerDelivery.total,
+    'entries read/alarm/node': r.entriesReadPerDelivery?.join(' ') ?? '',
+    'sweeps: n, read, offered per node':
+      r.sweepsPerNode?.map((x) => `${x.sweeps}: ${x.readPerSweep}, ${x.offeredPerSweep}`).join('; ') ?? '',
     'in flight': r.inFlight ?? '',
     'ceiling /s': r.ceilingPerSec,
     'rate/ceiling': r.ratioToCeiling,

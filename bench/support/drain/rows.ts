@@ -26,6 +26,10 @@ export interface DrainRow {
   /** Throttle answers (503 SlowDown and the like) per delivery, sent again by the store; and requests given up still throttled. */
   throttledPerDelivery?: number;
   throttleExhausted?: number;
+  /** Per survivor, index entries its sweeps read per alarm it ran (absent from results written before it was measured). */
+  entriesReadPerDelivery?: number[];
+  /** Per survivor, its sweeps during the drain and the entries each read and offered on average. */
+  sweepsPerNode?: { sweeps: number; readPerSweep: number; offeredPerSweep: number }[];
   /** Both threads' requests per delivered alarm by S3 request (src/bench/s3-prices.ts). */
   requestsByVerb?: Partial<Record<S3Verb, number>>;
   /** Those requests at S3 Standard list prices, per million delivered alarms. */

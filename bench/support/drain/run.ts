@@ -65,7 +65,7 @@ export async function runDrain(o: DrainOptions, storeKind: string, mode: Mode, k
   try {
     const set = { ...MODES[mode].set, ...o.nodeSet };
     const [a, ...survivors] = await c.startAll(['a', ...Array.from({ length: m }, (_, i) => `s${i + 1}`)], { set });
-    const { at, copyEnd } = await makeBacklog(c, a!, actors);
+    const { at, copyEnd } = await makeBacklog(c, a!, actors, (set as { indexShards?: number }).indexShards ?? 1);
     const before = await Promise.all(survivors.map((s) => scrape(s)));
     const cpu0 = survivors.map((s) => cpuMs(s.pid));
     const mainCpu0 = survivors.map((s) => cpuMs(s.pid, s.pid));

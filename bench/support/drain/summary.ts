@@ -43,6 +43,32 @@ export function sumOps(list: Record<string, number>[]): Record<string, number> {
   return out;
 }
 
+/**
+ * Per survivor, the index entries its sweeps read (keepwork_sweep_entries_read_total: every walk,
+ * own shards, the unsharded layout and other nodes' folders) per alarm it ran; 0 for a node that
+ * ran none.
+ */
+export function entriesReadPerDelivery(d: Pick<RunData, 'before' | 'after'>): number[] {
+  return d.after.map((_, i) => {
+    const ran = delta(d, i, 'keepwork_alarm_deliveries_total', 'outcome="ran"');
+    return ran > 0 ? round(delta(d, i, 'keepwork_sweep_entries_read_total') / ran, 2) : 0;
+  });
+}
+
+/** Per survivor, its sweeps of the drain's tenant, and the entries each read and offered on average. */
+export function sweepsPerNode(d: Pick<RunData, 'before' | 'after'>): { sweeps: number; readPerSweep: number; offeredPerSweep: number }[] {
+  return d.after.map((_, i) => {
+    const sweeps = delta(d, i, 'keepwork_sweep_duration_seconds_count');
+    const per = (family: string) => (sweeps > 0 ? round(delta(d, i, family) / sweeps, 1) : 0);
+    return { sweeps, readPerSweep: per('keepwork_sweep_entries_read_total'), offeredPerSweep: per('keepwork_sweep_entries_offered_total') };
+  });
+}
+
+/** A counter's growth on survivor `i` over the drain (every series of `family` whose labels contain `labels`). */
+function delta(d: Pick<RunData, 'before' | 'after'>, i: number, family: string, labels = ''): number {
+  return total(d.after[i]!, family, labels) - total(d.before[i]!, family, labels);
+}
+
 export function summarize(d: RunData): DrainRow {
   const { k, m, at } = d;
   const fired = d.exact?.firedAt;
@@ -93,6 +119,8 @@ export function summarize(d: RunData): DrainRow {
     },
     throttledPerDelivery: round(counted('keepwork_store_throttled_total') / k, 3),
     throttleExhausted: counted('keepwork_store_throttle_exhausted_total'),
+    entriesReadPerDelivery: entriesReadPerDelivery(d),
+    sweepsPerNode: sweepsPerNode(d),
     requestsByVerb: verbs,
     dollarsPerMillion: round(dollarsPerMillion(verbs), 2),
     storeRates: d.rates,

@@ -193,7 +193,7 @@ export class FleetNode implements SweepHost {
 
   async deliveryRoom(): Promise<void> {
     const t0 = this.f.clock.now();
-    await this.delivery.room();
+    await this.delivery.sweepRoom(); // as main/node.ts does
     this.stats.roomWaitMs += this.f.clock.now() - t0;
   }
 
@@ -326,7 +326,7 @@ export class FleetNode implements SweepHost {
     this.deletes = [];
     const f = this.f;
     const r = f.s3.request(
-      'DELETE',
+      'DeleteObjects',
       ids.map((id) => f.index.keyOf(id)),
       f.clock.now(),
     );

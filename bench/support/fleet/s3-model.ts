@@ -9,21 +9,23 @@
  * latency draw, or reordered otherwise.
  *
  *   latency   per verb, lognormal through the given p50 and p99 (or one fixed value)
- *   limits    per partition, per virtual second: `writesPerSecond` PUT/DELETE (each key of a
+ *   limits    per partition, per virtual second: `writesPerSecond` PUT/DeleteObjects (each key of a
  *             DeleteObjects counts, in its own partition), `readsPerSecond` GET/LIST (AWS: 3,500 and 5,500 per
  *             partitioned prefix); a request past either is refused (503) but counts as demand
  *   partitions  key ranges [bound_i, bound_i+1); the run starts with the bounds it is given
  *             (the bucket's prefixes as its steady traffic left them). A partition whose demand
  *             was over a limit in each of `splitAfterS` seconds in a row splits at the median of
  *             the keys it was asked for in its last second; each half has the full limits
- *   prices    per 1,000 requests by verb; refused requests are not billed
+ *   prices    per 1,000 requests by verb, the verbs of the one S3 price table (src/bench/s3-prices.ts:
+ *             a DeleteObjects is a POST, not a free DELETE); refused requests are not billed
  */
 import type { Random } from '../../../src/core/random.js';
-import { S3_STANDARD_DOLLARS_PER_1000 } from '../s3-prices.js';
+import { S3_STANDARD_DOLLARS_PER_1000, type S3Verb } from '../s3-prices.js';
 
-export type Verb = 'GET' | 'PUT' | 'LIST' | 'DELETE';
-export const VERBS: readonly Verb[] = ['GET', 'PUT', 'LIST', 'DELETE'];
-const WRITES = new Set<Verb>(['PUT', 'DELETE']);
+/** The requests the model sends, named as the price table names them (its deletes are batched: DeleteObjects). */
+export type Verb = Extract<S3Verb, 'GET' | 'PUT' | 'LIST' | 'DeleteObjects'>;
+export const VERBS: readonly Verb[] = ['GET', 'PUT', 'LIST', 'DeleteObjects'];
+const WRITES = new Set<Verb>(['PUT', 'DeleteObjects']);
 
 export interface LatencyQuantiles {
   p50Ms: number;
@@ -44,12 +46,12 @@ export interface S3Inputs {
   retryBaseMs: number;
 }
 
-/** The model's four verbs at S3 Standard list prices (src/bench/s3-prices.ts); its DeleteObjects are counted as DELETE (free). */
+/** The model's four verbs at S3 Standard list prices, each looked up by its own name in the one table (src/bench/s3-prices.ts). */
 export const S3_STANDARD_PRICES: Record<Verb, number> = {
   PUT: S3_STANDARD_DOLLARS_PER_1000.PUT,
   LIST: S3_STANDARD_DOLLARS_PER_1000.LIST,
   GET: S3_STANDARD_DOLLARS_PER_1000.GET,
-  DELETE: S3_STANDARD_DOLLARS_PER_1000.DELETE,
+  DeleteObjects: S3_STANDARD_DOLLARS_PER_1000.DeleteObjects,
 };
 
 /**
@@ -60,7 +62,7 @@ export const AWS_LATENCY: Record<Verb, LatencyQuantiles> = {
   GET: { p50Ms: 25, p99Ms: 90 },
   PUT: { p50Ms: 35, p99Ms: 120 },
   LIST: { p50Ms: 50, p99Ms: 150 },
-  DELETE: { p50Ms: 30, p99Ms: 100 },
+  DeleteObjects: { p50Ms: 30, p99Ms: 100 },
 };
 
 /** Which part of the bucket a key is in, for the per-area peaks. */
@@ -103,8 +105,8 @@ export class SlowDown extends Error {
 export class S3Model {
   private readonly parts: Partition[];
   readonly counts: S3Counts = {
-    requests: { GET: 0, PUT: 0, LIST: 0, DELETE: 0 },
-    refused: { GET: 0, PUT: 0, LIST: 0, DELETE: 0 },
+    requests: { GET: 0, PUT: 0, LIST: 0, DeleteObjects: 0 },
+    refused: { GET: 0, PUT: 0, LIST: 0, DeleteObjects: 0 },
     batchedKeys: 0,
     failed: 0,
     peak: { index: { reads: 0, writes: 0 }, actors: { reads: 0, writes: 0 }, nodes: { reads: 0, writes: 0 } },
@@ -215,7 +217,7 @@ export class S3Model {
 
   /** Dollars by verb for the billed requests. */
   dollars(): Record<Verb, number> {
-    const out = { GET: 0, PUT: 0, LIST: 0, DELETE: 0 };
+    const out = { GET: 0, PUT: 0, LIST: 0, DeleteObjects: 0 };
     for (const v of VERBS) out[v] = (this.counts.requests[v] / 1000) * this.inputs.pricePer1000[v];
     return out;
   }
