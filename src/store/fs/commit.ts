@@ -120,7 +120,12 @@ export class PutCommits {
       }
     } catch (e) {
       // Not expected (each step settles per put): answer whoever is still waiting rather than hang.
-      for (const w of batch) if (!answered.has(w)) fail(w, e);
+      // Their temp names are their own: removing one a link or rename has used does no harm.
+      for (const w of batch) {
+        if (answered.has(w)) continue;
+        unlinkQuiet(w.put.temp);
+        fail(w, e);
+      }
     }
   }
 
