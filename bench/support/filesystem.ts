@@ -12,6 +12,8 @@ export interface Filesystem {
   summary: string;
   type: string;
   journal: boolean | null;
+  /** ext4's journal statistics (`/proc/fs/jbd2/<device>-8/info`: its first number counts commits), when it keeps one. */
+  journalInfo?: string;
 }
 
 export function filesystemOf(path: string): Filesystem {
@@ -33,8 +35,9 @@ export function filesystemOf(path: string): Filesystem {
   const inside = (m: { mountPoint: string }) => real === m.mountPoint || real.startsWith(m.mountPoint === '/' ? '/' : `${m.mountPoint}/`);
   const m = mounts.filter(inside).sort((a, b) => b.mountPoint.length - a.mountPoint.length)[0];
   if (!m) return { summary: 'unknown', type: 'unknown', journal: null };
-  const journal = m.type === 'ext4' ? existsSync(`/proc/fs/jbd2/${basename(m.source)}-8`) : null;
+  const journalInfo = `/proc/fs/jbd2/${basename(m.source)}-8/info`;
+  const journal = m.type === 'ext4' ? existsSync(journalInfo) : null;
   const kind = journal === null ? m.type : `${m.type} (${journal ? 'journaled' : 'no journal'})`;
   const on = m.source.startsWith('/dev/') ? ` on ${m.source}` : '';
-  return { summary: `${kind}${on} at ${m.mountPoint}`, type: m.type, journal };
+  return { summary: `${kind}${on} at ${m.mountPoint}`, type: m.type, journal, ...(journal ? { journalInfo } : {}) };
 }

@@ -47,6 +47,10 @@ describe('fs store: options, URLs, lifecycle', () => {
       code: ErrorCode.BadConfig,
       message: /lockWaitMs must be a positive integer/,
     });
+    assert.throws(() => new FsStore(never, { putBatchObjectsMax: 0 }), {
+      code: ErrorCode.BadConfig,
+      message: /putBatchObjectsMax must be a positive integer/,
+    });
     assert.throws(() => new FsStore(never, { fsync: 'yes' as unknown as boolean }), { code: ErrorCode.BadConfig });
     assert.throws(() => new FsStore(never, { lockWaitMS: 5 } as never), { code: ErrorCode.BadConfig, message: /unknown FsStore option/ });
     assert.ok(!existsSync(never));

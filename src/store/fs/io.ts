@@ -74,6 +74,17 @@ export async function fsyncPath(file: string): Promise<void> {
 }
 
 /**
+ * The two waits for the disk a put makes: fsync(2) of its temp file and of a folder. A test seam
+ * (records their order against the link or rename between them); fs/commit.ts says when each runs.
+ */
+export interface FsDurability {
+  fsyncFile(fd: number): Promise<void>;
+  fsyncFolder(dir: string): Promise<void>;
+}
+
+export const DISK_DURABILITY: FsDurability = Object.freeze({ fsyncFile: fsyncFd, fsyncFolder: fsyncPath });
+
+/**
  * Writes `body` into the new, empty file open on `fd` (named `file`), fsyncs it if asked, and closes
  * it; on a failure the file is closed and removed. Synchronous but for the fsync.
  */

@@ -32,6 +32,10 @@ export interface FsStoreOptions {
   readOnly?: boolean;
   /** Files a put, a folder sync or a listing keeps open at once, at most (fs/file-gate.ts); more wait. */
   openFilesMax?: number;
+  /** Puts made durable together by one group commit, at most (fs/commit.ts). */
+  putBatchObjectsMax?: number;
+  /** Bytes of bodies in one group commit, at most; a larger body is committed on its own. */
+  putBatchBytesMax?: number;
 }
 
 /** The default of openFilesMax: plenty for libuv's four pool threads to fsync with. */
@@ -46,6 +50,8 @@ export const FS_STORE_DEFAULTS = Object.freeze({
   deleteBatchKeys: 256,
   largeFolderBytes: LARGE_FOLDER_BYTES,
   openFilesMax: FS_OPEN_FILES_MAX,
+  putBatchObjectsMax: FS_OPEN_FILES_MAX,
+  putBatchBytesMax: 16 * 1024 * 1024,
   readOnly: false,
 });
 

@@ -9,6 +9,7 @@
  *   fs/format.ts    the `~format` stamp; a folder of an older format is refused (fs/migrate.ts converts it)
  *   fs/lock.ts      the host lock (SQLite's write lock on <root>/~lock.db)
  *   fs/write.ts     temp file → object: create by link, replace under the lock; the concurrency argument
+ *   fs/commit.ts    group commit: the puts waiting together fsynced, installed and answered together
  *   fs/list.ts      the byte-order listing walk
  *   fs/io.ts        small file-system helpers
  *
@@ -37,14 +38,15 @@ import { BadConfig, BadRequest, KeepworkError, StoreUnavailable } from '../../co
 import { retry } from '../../core/retry.js';
 import { etagOf } from '../etag.js';
 import { checkFormat, checkFormatReadOnly } from './format.js';
-import { asBytes, codeOf, fsyncDoesNothing, isMissing, TRANSIENT, unlinkIfPresent, unlinkQuiet } from './io.js';
+import { asBytes, codeOf, DISK_DURABILITY, fsyncDoesNothing, isMissing, TRANSIENT, unlinkIfPresent, type FsDurability } from './io.js';
 import { ListWalk } from './list.js';
 import { HostLock } from './lock.js';
 import { resolveFsOptions, type FsConfig, type FsStoreOptions } from './options.js';
 import { folderNames, insideRoot, LOCK_FILE_NAME, objectNames, TEMP_DIR_NAME, type Target } from './paths.js';
 import { FolderSyncs } from './sync.js';
 import { modeOf } from '../conditions.js';
-import { install, syncAfterWrite, writeTemp } from './write.js';
+import { installAll, writeTemp } from './write.js';
+import { PutCommits } from './commit.js';
 import { FileGate } from './file-gate.js';
 import { filesExhausted, isOutOfFiles } from '../../core/files-exhausted.js';
 import { pageOf, resolveList, validateKey } from '../keys.js';
@@ -80,14 +82,22 @@ export class FsStore implements ObjectStore {
   /** None when opened read-only: creating it would write `~lock.db`. */
   readonly #lock: HostLock | undefined;
   readonly #clock: Clock;
-  readonly #syncs = new FolderSyncs();
+  readonly #durability: FsDurability;
+  readonly #syncs: FolderSyncs;
+  /** Made on the first put (never on a store opened read-only). */
+  #commits: PutCommits | undefined;
   /** `fsync` asked for, on a file system where it does something (fs/io.ts `fsyncDoesNothing`). */
   readonly #fsync: boolean;
   #closed = false;
 
-  /** `clock`: what retries and the host lock's polls sleep on (the wall clock by default). */
-  constructor(root: string, options?: FsStoreOptions, clock: Clock = new SystemClock()) {
+  /**
+   * `clock`: what retries and the host lock's polls sleep on (the wall clock by default);
+   * `durability`: the fsyncs of temp files and folders (a test seam; fsync(2) by default).
+   */
+  constructor(root: string, options?: FsStoreOptions, clock: Clock = new SystemClock(), durability: FsDurability = DISK_DURABILITY) {
     this.#config = resolveFsOptions(options);
+    this.#durability = durability;
+    this.#syncs = new FolderSyncs(durability.fsyncFolder);
     this.#files = new FileGate(this.#config.openFilesMax);
     this.#clock = clock;
     this.root = parseFsUrl(root);
@@ -130,18 +140,26 @@ export class FsStore implements ObjectStore {
     const mode = modeOf(condition);
     if (!(body instanceof Uint8Array)) throw new BadRequest(`put ${key}: body must be a Uint8Array`);
     const lock = this.#writable('put', key);
-    return this.#files.run(async () => {
-      const temp = await this.#guard('put', key, () => writeTemp(this.#tempDir, body, this.#fsync));
-      let renamed = false;
-      try {
-        const made = await this.#guard('put', key, () => install(temp, target, mode, key, lock, this.#config));
-        renamed = made.renamed;
-        if (this.#fsync) await syncAfterWrite(this.#syncs, this.root, target, made.createdFrom, key);
-      } finally {
-        // A replace renamed the temp file into place: an unlink would only fail (a thrown ENOENT per hold PUT).
-        if (!renamed) unlinkQuiet(temp);
-      }
-      return { etag: etagOf(body) };
+    const commits = (this.#commits ??= this.#putCommits(lock));
+    // A retry (a transient error) starts over with a new temp file: a put that failed left nothing behind.
+    return this.#files.run(() =>
+      this.#guard('put', key, async () => {
+        await commits.commit(writeTemp(this.#tempDir, body), { target, mode, key }, body.byteLength);
+        return { etag: etagOf(body) };
+      }),
+    );
+  }
+
+  #putCommits(lock: HostLock): PutCommits {
+    const { putBatchObjectsMax, putBatchBytesMax } = this.#config;
+    return new PutCommits({
+      root: this.root,
+      fsync: this.#fsync,
+      putBatchObjectsMax,
+      putBatchBytesMax,
+      durability: this.#durability,
+      syncs: this.#syncs,
+      install: (installs) => installAll(installs, lock, this.#config),
     });
   }
 

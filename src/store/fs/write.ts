@@ -1,13 +1,15 @@
 /**
  * FsStore's write path: how a put's body becomes the object, its condition checked atomically.
  *
- * Writes (body first written to a temp file and fsynced, outside any lock; every step a
- * synchronous system call but the fsyncs, fs/io.ts says why):
+ * Writes (body first written to a temp file and fsynced, outside any lock, the fsyncs shared by a
+ * batch of puts, fs/commit.ts; every step a synchronous system call but the fsyncs, fs/io.ts says why):
  *   create (ifNoneMatch '*')   link(temp, target): atomic exclusive create; EEXIST → PreconditionFailed
  *   unconditional              link(temp, target) as a create; EEXIST → as a replace without etag
  *   replace (ifMatch)          BEGIN IMMEDIATE on ~lock.db { check etag; rename(temp, target) } ROLLBACK
  *   delete                     BEGIN IMMEDIATE { unlink(target) } ROLLBACK   (in fs/store.ts)
- * then fsync the folder (shared with other writes to it, fs/sync.ts). Readers see whole objects
+ * then fsync the folder (once per batch, and shared with other writes to it, fs/sync.ts). The
+ * replaces of one batch share one acquisition of the lock, each checked and renamed in turn as it
+ * would be alone: to any other writer the section is one atomic step. Readers see whole objects
  * only: an object name only ever appears by an atomic link or rename of a complete, fsynced
  * file, and no object file is written in place.
  *
@@ -26,7 +28,7 @@
  * between an ifMatch writer's check and its own rename.
  *
  * The expensive work (writing and fsyncing the temp file, reading the version an ifMatch expects)
- * is done before the lock; the section itself is a few synchronous syscalls. A write that meets
+ * is done before the lock; the section itself is a few synchronous syscalls per replace. A write that meets
  * ENOENT because a delete's folder pruning raced with it re-creates the folder and retries, at
  * most `folderRacesMax` times.
  *
@@ -38,10 +40,9 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { AmbiguousWrite, StoreUnavailable } from '../../core/errors.js';
 import { etagOf } from '../etag.js';
-import { codeOf, fillNewFile, isMissing } from './io.js';
+import { codeOf, isMissing, unlinkQuiet } from './io.js';
 import type { HostLock } from './lock.js';
 import type { FsConfig } from './options.js';
-import type { FolderSyncs } from './sync.js';
 import type { Target } from './paths.js';
 import { createFailed, mismatch, type Mode } from '../conditions.js';
 
@@ -60,11 +61,17 @@ interface Held {
 const TEMP_PREFIX = `${process.pid}-${randomBytes(6).toString('hex')}-`;
 let tempSeq = 0;
 
+/** A put's body in a new temp file, written but not fsynced: `fd` stays open for the fsync. */
+export interface TempFile {
+  file: string;
+  fd: number;
+}
+
 /**
- * Writes `body` to a new file in `tempDir` (fsynced if asked); returns its path. Synchronous but
- * for the fsync (fs/io.ts says why).
+ * Writes `body` to a new file in `tempDir` and leaves it open (fs/commit.ts fsyncs and closes it).
+ * Synchronous (fs/io.ts says why); on a failure the file is closed and removed.
  */
-export async function writeTemp(tempDir: string, body: Uint8Array, fsync: boolean): Promise<string> {
+export function writeTemp(tempDir: string, body: Uint8Array): TempFile {
   const file = path.join(tempDir, `${TEMP_PREFIX}${(tempSeq++).toString(36)}`);
   let fd: number;
   try {
@@ -74,38 +81,92 @@ export async function writeTemp(tempDir: string, body: Uint8Array, fsync: boolea
     fs.mkdirSync(tempDir, { recursive: true }); // someone removed ~tmp
     fd = fs.openSync(file, 'wx', 0o644);
   }
-  await fillNewFile(fd, file, body, fsync);
-  return file;
+  try {
+    for (let at = 0; at < body.byteLength;) at += fs.writeSync(fd, body, at, body.byteLength - at);
+  } catch (e) {
+    fs.closeSync(fd);
+    unlinkQuiet(file);
+    throw e;
+  }
+  return { file, fd };
+}
+
+/** One put to install: its durable temp file, where it goes and its condition. */
+export interface Install {
+  temp: string;
+  target: Target;
+  mode: Mode;
+  key: string;
 }
 
 /**
- * Makes the temp file the object. `createdFrom`: the first folder it had to create, if any;
- * `renamed`: the temp file became the object (a replace), so there is none left to remove (a
- * create links it, and the caller removes it).
+ * `createdFrom`: the first folder the install had to create, if any; `renamed`: the temp file
+ * became the object (a replace), so there is none left to remove (a create links it, and the
+ * caller removes it).
  */
-export async function install(
-  temp: string,
-  target: Target,
-  mode: Mode,
-  key: string,
-  lock: HostLock,
-  config: FsConfig,
-): Promise<{ createdFrom?: string; renamed: boolean }> {
-  let createdFrom: string | undefined;
-  if (mode.kind !== 'match') {
-    const linked = linkNew(temp, target, key, config.folderRacesMax);
-    if (!linked.exists) return { createdFrom: linked.createdFrom, renamed: false };
-    if (mode.kind === 'create') throw createFailed(key);
-    createdFrom = linked.createdFrom;
-  }
-  const held = mode.kind === 'match' ? readCurrent(target, mode.etag, key) : undefined;
+export interface Installed {
+  createdFrom?: string;
+  renamed: boolean;
+}
+
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** A put that needs the host lock: an ifMatch, or an unconditional write that found the key. */
+interface Replace {
+  at: number;
+  expected?: string;
+  held?: Held;
+  createdFrom?: string;
+}
+
+/**
+ * Makes each temp file its object, in order; one outcome per install, a failure (a condition,
+ * an I/O error) its own only. Creates link without the lock; every replace of the batch then runs
+ * in one acquisition of the host lock, each checked and renamed as it would be alone.
+ */
+export async function installAll(installs: readonly Install[], lock: HostLock, config: FsConfig): Promise<Outcome<Installed>[]> {
+  const outcomes: Outcome<Installed>[] = new Array(installs.length);
+  const replaces: Replace[] = [];
+  installs.forEach((put, at) => {
+    try {
+      const step = linkOrPrepare(put, at, config.folderRacesMax);
+      if ('at' in step) replaces.push(step);
+      else outcomes[at] = { ok: true, value: step };
+    } catch (error) {
+      outcomes[at] = { ok: false, error };
+    }
+  });
+  if (replaces.length === 0) return outcomes;
   try {
-    const expected = mode.kind === 'match' ? mode.etag : undefined;
-    const made = await lock.run(() => replaceLocked(temp, target, expected, held, key, config.folderRacesMax), config.lockWaitMs);
-    return { createdFrom: made ?? createdFrom, renamed: true };
+    await lock.run(() => {
+      for (const r of replaces) {
+        const put = installs[r.at]!;
+        try {
+          const made = replaceLocked(put.temp, put.target, r.expected, r.held, put.key, config.folderRacesMax);
+          outcomes[r.at] = { ok: true, value: { createdFrom: made ?? r.createdFrom, renamed: true } };
+        } catch (error) {
+          outcomes[r.at] = { ok: false, error };
+        }
+      }
+    }, config.lockWaitMs);
+  } catch (error) {
+    for (const r of replaces) outcomes[r.at] ??= { ok: false, error };
   } finally {
-    if (held) fs.closeSync(held.fd);
+    for (const r of replaces) if (r.held) fs.closeSync(r.held.fd);
   }
+  return outcomes;
+}
+
+/**
+ * Before the lock: a create or unconditional write links (done, unless the key exists); an
+ * ifMatch reads the version it expects, failing early when that is not current.
+ */
+function linkOrPrepare(put: Install, at: number, folderRacesMax: number): Installed | Replace {
+  if (put.mode.kind === 'match') return { at, expected: put.mode.etag, held: readCurrent(put.target, put.mode.etag, put.key) };
+  const linked = linkNew(put.temp, put.target, put.key, folderRacesMax);
+  if (!linked.exists) return { renamed: false, createdFrom: linked.createdFrom };
+  if (put.mode.kind === 'create') throw createFailed(put.key);
+  return { at, createdFrom: linked.createdFrom };
 }
 
 /** link(temp, target): the object appears whole if the key was absent; `exists` if it was not. */
@@ -175,26 +236,21 @@ function replaceLocked(
 }
 
 /**
- * fsyncs the object's folder and the parents (below `root`) of any folder the write created, each
- * shared with the other writes waiting for that folder (fs/sync.ts).
+ * The folders to fsync once an object is in place: its own, and the parents (below `root`) of any
+ * folder the write created.
  */
-export async function syncAfterWrite(
-  syncs: FolderSyncs,
-  root: string,
-  target: Target,
-  createdFrom: string | undefined,
-  key: string,
-): Promise<void> {
+export function foldersToSync(root: string, target: Target, createdFrom: string | undefined): string[] {
   const dirs = [target.dir];
   if (createdFrom !== undefined) {
     for (let d = target.dir; d !== path.dirname(createdFrom) && d.length > root.length;) dirs.push((d = path.dirname(d)));
   }
-  try {
-    await Promise.all(dirs.map((d) => syncs.sync(d)));
-  } catch (e) {
-    throw new AmbiguousWrite(`put ${key}: the object is in place but its folder could not be fsynced (${codeOf(e)})`, {
-      cause: e,
-      details: { key },
-    });
-  }
+  return dirs;
+}
+
+/** The object is in place (others may read it) but a power loss could still undo it. */
+export function folderSyncFailed(key: string, e: unknown): InstanceType<typeof AmbiguousWrite> {
+  return new AmbiguousWrite(`put ${key}: the object is in place but its folder could not be fsynced (${codeOf(e)})`, {
+    cause: e,
+    details: { key },
+  });
 }
