@@ -220,7 +220,8 @@ function perNodeSpread(nodes: readonly FleetNode[], f: Fleet, readableMs: number
   return {
     delivered: spread((n) => n.stats.delivered),
     ownedShards: spread(owned),
-    'last ran s': spread((n) => (n.stats.lastRanMs - readableMs) / 1000),
+    // A node that ran nothing (it owned no shard, and others' entries never became anyone's) has no last run.
+    'last ran s': spread((n) => (n.stats.delivered > 0 ? (n.stats.lastRanMs - readableMs) / 1000 : 0)),
     'alarms/s': spread((n) => n.stats.delivered / activeS(n)),
     'in flight': spread((n) => n.stats.deliveringMs / (activeS(n) * 1000)),
     'limit max': spread((n) => n.stats.limitMax),
