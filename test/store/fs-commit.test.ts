@@ -15,6 +15,7 @@ import { FsStore, type FsStoreOptions } from '../../src/store/fs/store.js';
 import { objectNames } from '../../src/store/fs/paths.js';
 import { etagOf } from '../../src/store/etag.js';
 import { str, text } from '../helpers/bytes.js';
+import { settledYet, turn } from '../helpers/settled.js';
 import { tempRoot } from './fs-fixture.js';
 
 interface Fsync {
@@ -46,9 +47,6 @@ function heldStore(t: TestContext, keys: string[], options: FsStoreOptions = {})
   return { root, store, calls };
 }
 
-/** Lets every queued promise callback and pool callback run. */
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 /** Turns the event loop until `cond` holds; fails after `ms` (a bound against hanging, not a wait). */
 async function until(cond: () => boolean, what: string, ms = 30_000): Promise<void> {
   const deadline = performance.now() + ms;
@@ -70,17 +68,6 @@ async function finishAll(calls: Fsync[], done: Promise<unknown>, fail?: (c: Fsyn
     for (; next < calls.length; next++) calls[next]!.finish(fail?.(calls[next]!));
     return settled;
   }, 'every put is answered');
-}
-
-/** Whether `p` has settled after a turn of the event loop. */
-async function settledYet(p: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  p.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  await turn();
-  return done;
 }
 
 function skipWithoutFsync(t: TestContext, store: FsStore): boolean {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FolderSyncs } from '../../src/store/fs/sync.js';
+import { settledYet, turn } from '../helpers/settled.js';
 
 /** An fsync seam that records each call and finishes only when the test says so. */
 function controlled() {
@@ -8,20 +9,6 @@ function controlled() {
   const fsyncDir = (dir: string) =>
     new Promise<void>((resolve, reject) => calls.push({ dir, finish: (err) => (err ? reject(err) : resolve()) }));
   return { calls, syncs: new FolderSyncs(fsyncDir) };
-}
-
-/** Lets every queued promise callback run (the seam's fsyncs start from promise callbacks). */
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** Whether `p` has settled by now. */
-async function settledYet(p: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  p.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  await turn();
-  return done;
 }
 
 describe('FolderSyncs', () => {
