@@ -1,8 +1,8 @@
 /**
  * bench/s3-overhead: what a request costs the client's CPU through keepwork's S3 store with each
  * client — the lean one (s3/lean-client.ts) and the AWS SDK's (`s3SdkClient`) — side by side in
- * one run, against the same GET and PUT signed by hand and sent with node:http (the floor of a
- * signed request). Requests: PUT, conditional PUT (If-None-Match: * on a new key, If-Match on its
+ * one run, against the same GET and PUT signed by hand and sent with undici's pool (the lean
+ * client's transport: the floor of a signed request) and with node:http. Requests: PUT, conditional PUT (If-None-Match: * on a new key, If-Match on its
  * etag), GET at 32 in flight, 1,500-byte objects; LIST of 1,000 keys at 4 in flight. Alternating
  * rounds. Then the memory a thread's first S3 requests cost with each client
  * (bench/support/s3-memory.ts, a fresh process each).
@@ -14,6 +14,7 @@
  */
 import { createHash, createHmac } from 'node:crypto';
 import { Agent, request } from 'node:http';
+import { Pool } from 'undici';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,6 +41,7 @@ const LISTS = quick ? 10 : 40;
 const ROUNDS = 3;
 const body = Buffer.alloc(1_500, 7);
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+const pool = new Pool(endpoint.origin, { connections: 64 });
 
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 const signingKeys = new Map<string, Buffer>();
@@ -68,16 +70,31 @@ function signed(method: string, path: string, payloadHash: string): Record<strin
   };
 }
 
-function send(method: 'GET' | 'PUT', key: string, payload?: Buffer): Promise<Buffer> {
+type Transport = 'undici' | 'node:http';
+
+function send(transport: Transport, method: 'GET' | 'PUT', key: string, payload?: Buffer): Promise<Buffer> {
   const path = `/${bucket}/${prefix}${key}`;
   const headers = signed(method, path, sha256(payload ?? ''));
   return new Promise((resolve, reject) => {
-    const req = request({ agent, host: endpoint.hostname, port: endpoint.port, method, path, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () =>
-        res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${method} ${path}: ${res.statusCode}`)),
+    const chunks: Buffer[] = [];
+    const end = (status: number) => (status === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${method} ${path}: ${status}`)));
+    if (transport === 'undici') {
+      let status = 0;
+      pool.dispatch(
+        { method, path, headers, body: payload },
+        {
+          onRequestStart: () => {}, // marks the handler as undici 7's (it asks older ones for onConnect)
+          onResponseStart: (_c, code) => void (status = code),
+          onResponseData: (_c, c) => void chunks.push(c),
+          onResponseEnd: () => end(status),
+          onResponseError: (_c, e) => reject(e),
+        },
       );
+      return;
+    }
+    const req = request({ agent, host: endpoint.hostname, port: endpoint.port, method, path, headers }, (res) => {
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => end(res.statusCode ?? 0));
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -95,7 +112,8 @@ const rows = [];
 try {
   await measure(1_000, 32, (i) => stores.lean!.put(`${listed}${String(i).padStart(4, '0')}`, body));
   for (const store of Object.values(stores)) await store.get(`${listed}0000`); // makes the client (loads the SDK) outside the measurements
-  await send('GET', `${listed}0000`);
+  await send('undici', 'GET', `${listed}0000`);
+  await send('node:http', 'GET', `${listed}0000`);
   for (let round = 1; round <= ROUNDS; round++) {
     for (const [client, store] of Object.entries(stores)) {
       const etags: string[] = [];
@@ -112,12 +130,15 @@ try {
         rows.push({ round, client, request, 'req/s': m.opsPerSec, 'p50 ms': m.p50Ms, 'CPU ms per request': m.cpuMsPerOp });
       }
     }
-    for (const [request, run] of Object.entries({
-      put: () => measure(N, 32, (i) => send('PUT', `hand/${round}/${i}`, body)),
-      get: () => measure(N, 32, (i) => send('GET', `hand/${round}/${i}`)),
-    })) {
-      const m = await run();
-      rows.push({ round, client: 'by hand', request, 'req/s': m.opsPerSec, 'p50 ms': m.p50Ms, 'CPU ms per request': m.cpuMsPerOp });
+    for (const transport of ['undici', 'node:http'] as const) {
+      for (const [request, run] of Object.entries({
+        put: () => measure(N, 32, (i) => send(transport, 'PUT', `hand/${transport.replace(':', '')}/${round}/${i}`, body)),
+        get: () => measure(N, 32, (i) => send(transport, 'GET', `hand/${transport.replace(':', '')}/${round}/${i}`)),
+      })) {
+        const m = await run();
+        const client = `by hand, ${transport}`;
+        rows.push({ round, client, request, 'req/s': m.opsPerSec, 'p50 ms': m.p50Ms, 'CPU ms per request': m.cpuMsPerOp });
+      }
     }
   }
 } finally {
@@ -131,6 +152,7 @@ try {
   for (let i = 0; i < keys.length; i += 1000) await store.deleteMany(keys.slice(i, i + 1000));
   for (const s of Object.values(stores)) await s.close();
   agent.destroy();
+  await pool.close();
 }
 
 /**

@@ -1,10 +1,11 @@
 /**
  * keepwork's own S3 client for the store's six requests: Signature V4 with node:crypto
- * (s3/sigv4.ts), one keep-alive node:http(s) Agent, the XML read by s3/xml.ts. It costs a fraction
- * of the SDK's CPU per request (docs/benchmarks.md, "s3-overhead") and loads no SDK module
- * unless the credentials need the SDK's chain (s3/credentials.ts).
+ * (s3/sigv4.ts), one keep-alive undici Pool for the bucket's origin, the XML read by s3/xml.ts. It
+ * costs a fraction of the SDK's CPU per request, and undici's pool less than a node:http Agent
+ * (docs/benchmarks.md, "s3-overhead"); it loads no SDK module unless the credentials need the
+ * SDK's chain (s3/credentials.ts).
  *
- *   request ─ sign (credentials cached; clock + skew offset) ─ http(s).request ─┬─ 2xx → result
+ *   request ─ sign (credentials cached; clock + skew offset) ─ pool.request ────┬─ 2xx → result
  *                                                                              ├─ 403 RequestTimeTooSkewed (first time)
  *                                                                              │    → offset from the Date header, sign again, once
  *                                                                              └─ else → S3ServiceError(code, status)
@@ -12,12 +13,14 @@
  * What it does as the SDK client does (s3/sdk-client.ts): path-style addressing with an endpoint
  * (virtual-hosted otherwise, except for bucket names with dots), `If-Match` sent unquoted, bodies
  * sent whole with a Content-Length, Content-MD5 on DeleteObjects, no retries of its own (s3/store.ts
- * retries), at most `socketsMax` sockets, and `requestTimeoutMs` bounding each request from
- * connecting to the body's last byte.
+ * retries), no redirects followed, at most `socketsMax` sockets, and `requestTimeoutMs` bounding
+ * each request from its start to the body's last byte. A request that fails without an answer
+ * (reset, refused, timed out) rejects with undici's error, which has no HTTP status: the store
+ * takes it as a request that may have been applied.
  */
 import { createHash } from 'node:crypto';
-import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Pool, type Dispatcher } from 'undici';
 import type { Clock } from '../../core/clock.js';
 import { CachedCredentials, defaultCredentialSource, type CredentialSource } from './credentials.js';
 import { S3ServiceError, codeOfStatus } from './errors.js';
@@ -61,6 +64,8 @@ interface Answer {
   size: number;
 }
 
+type Headers = Record<string, string>;
+
 interface Outgoing {
   method: 'GET' | 'HEAD' | 'PUT' | 'DELETE' | 'POST';
   path: string;
@@ -74,7 +79,7 @@ interface Outgoing {
 
 export class LeanS3Client implements S3Requests {
   private readonly at: Addressing;
-  private readonly agent: HttpAgent;
+  private readonly pool: Pool;
   private readonly credentials: CachedCredentials;
   private readonly keys = new SigningKeys();
   private readonly clock: Clock;
@@ -86,8 +91,8 @@ export class LeanS3Client implements S3Requests {
     deps: LeanClientDeps,
   ) {
     this.at = addressing(options);
-    const agentOptions = { keepAlive: true, maxSockets: options.socketsMax };
-    this.agent = this.at.protocol === 'http:' ? new HttpAgent(agentOptions) : new HttpsAgent(agentOptions);
+    const origin = `${this.at.protocol}//${this.at.hostname}:${this.at.port}`;
+    this.pool = new Pool(origin, { connections: options.socketsMax, connectTimeout: options.requestTimeoutMs });
     this.clock = deps.clock;
     this.credentials = new CachedCredentials(deps.credentials ?? defaultCredentialSource(), deps.clock);
   }
@@ -135,7 +140,7 @@ export class LeanS3Client implements S3Requests {
   }
 
   destroy(): void {
-    this.agent.destroy();
+    void this.pool.destroy().catch(() => {});
   }
 
   // -- internals -------------------------------------------------------------------------------
@@ -171,42 +176,61 @@ export class LeanS3Client implements S3Requests {
     if (credentials.sessionToken) signed['x-amz-security-token'] = credentials.sessionToken;
     const request = { method: out.method, path: out.path, query: out.query, headers: signed, payloadHash };
     const scope = { region: this.options.region, service: 's3', amzDate: date };
-    const headers: OutgoingHttpHeaders = {
+    const headers: Headers = {
       ...out.headers,
       ...signed,
       authorization: authorization(request, scope, credentials, this.keys),
     };
-    if (out.body) headers['content-length'] = out.body.byteLength;
+    if (out.body) headers['content-length'] = String(out.body.byteLength);
     const query = canonicalQuery(out.query);
     return this.http(out.method, query ? `${out.path}?${query}` : out.path, headers, out.body);
   }
 
-  /** One HTTP exchange, bounded by requestTimeoutMs from the start to the body's last byte. */
-  private http(method: string, path: string, headers: OutgoingHttpHeaders, body: Buffer | undefined): Promise<Answer> {
-    const { hostname, port, protocol } = this.at;
-    const send = protocol === 'http:' ? httpRequest : httpsRequest;
+  /**
+   * One HTTP exchange on the pool's lowest level (a dispatch handler: no stream per answer),
+   * bounded by requestTimeoutMs from the start to the body's last byte. A request that times out
+   * while it waits for a socket is answered at once and aborted when its turn comes.
+   */
+  private http(method: Outgoing['method'], path: string, headers: Headers, body: Buffer | undefined): Promise<Answer> {
     const timeoutMs = this.options.requestTimeoutMs;
     return new Promise((resolve, reject) => {
-      const req = send({ agent: this.agent, hostname, port, method, path, headers }, (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (c: Buffer) => {
-          chunks.push(c);
-          size += c.length;
-        });
-        res.on('end', () => {
-          clearTimeout(timer);
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, chunks, size });
-        });
-        res.on('error', fail);
-      });
-      const timer = setTimeout(() => req.destroy(timeoutError(method, path, timeoutMs)), timeoutMs);
-      function fail(e: Error) {
+      let controller: Dispatcher.DispatchController | undefined;
+      let status = 0;
+      let answerHeaders: IncomingHttpHeaders = {};
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let done = false;
+      const finish = (e: Error | null) => {
+        if (done) return;
+        done = true;
         clearTimeout(timer);
-        reject(e);
-      }
-      req.on('error', fail);
-      req.end(body);
+        if (e) reject(e);
+        else resolve({ status, headers: answerHeaders, chunks, size });
+      };
+      const timer = setTimeout(() => {
+        const e = timeoutError(method, path, timeoutMs);
+        controller?.abort(e);
+        finish(e);
+      }, timeoutMs);
+      this.pool.dispatch(
+        { method, path, headers, body },
+        {
+          onRequestStart(c) {
+            controller = c;
+            if (done) c.abort(timeoutError(method, path, timeoutMs));
+          },
+          onResponseStart(_c, statusCode, h) {
+            status = statusCode;
+            answerHeaders = h;
+          },
+          onResponseData(_c, chunk) {
+            chunks.push(chunk);
+            size += chunk.length;
+          },
+          onResponseEnd: () => finish(null),
+          onResponseError: (_c, e) => finish(e),
+        },
+      );
     });
   }
 }

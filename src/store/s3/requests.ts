@@ -1,7 +1,7 @@
 /**
  * The six requests `S3Store` sends to its bucket, as one interface with two implementations:
  *
- *   lean-client.ts  Signature V4 by node:crypto, node:http(s) keep-alive sockets, a minimal XML
+ *   lean-client.ts  Signature V4 by node:crypto, undici keep-alive pool, a minimal XML
  *                   reader (the default: a fraction of the SDK's CPU per request)
  *   sdk-client.ts   the AWS SDK's S3Client (`s3SdkClient: true`), loaded on demand
  *
