@@ -7,7 +7,7 @@
  *   Prints: deliveries/s, bucket requests per delivery by operation (main thread and workers,
  *   counted by wrapping the store), and the time from b's start to the last alarm fired.
  *
- *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K] [tunable=value ...] [--bucket fs|memory|s3|sqlite]
+ *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/drain-profile.ts [K] [tunable=value ...] [--bucket fs|memory|s3|sqlite|latency]
  *   (a CPU profile per thread lands in /tmp/prof; summarise with bench/profile-summary.ts, whose
  *   --window takes the second half of the drain as printed: a warm node, past its JIT warm-up)
  *
@@ -15,6 +15,8 @@
  * (`memory:<name>`, src/store/testing/shared-memory.ts), so what is left is the runtime's own cost (and
  * the messages between threads that stand in for a bucket's network client).
  * --bucket sqlite: the SQLite bucket (`sqlite:`, src/store/sqlite/store.ts) in the temp folder.
+ * --bucket latency: the folder bucket behind `latency+file://…?ms=30` (S3-like round trips, no
+ * server CPU), so the node's cost of a deep pipeline of slow requests shows.
  * --bucket s3: KEEPWORK_TEST_S3_URL (scripts/s3-test-server.sh) under a fresh prefix, so the
  * node's own cost of S3 requests (the AWS SDK's) shows in its threads' profiles.
  */
@@ -26,6 +28,7 @@ import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
 import { FsStore } from '../src/store/fs/store.js';
 import { openStore } from '../src/store/open.js';
+import { LATENCY_SCHEME } from '../src/store/testing/latency.js';
 import type { ObjectStore } from '../src/store/types.js';
 import { listAll } from '../src/store/keys.js';
 import { REPO } from '../support/repo.js';
@@ -35,7 +38,8 @@ import { cpuSince, threadCpu } from './support/proc-stats.js';
 const { positionals, values } = benchCommand({ bucket: { type: 'string', default: 'fs' } });
 const MEMORY = values.bucket === 'memory';
 const S3_URL = process.env.KEEPWORK_TEST_S3_URL;
-if (!['fs', 'memory', 's3', 'sqlite'].includes(values.bucket!)) throw new Error(`--bucket ${values.bucket}: fs, memory, s3 or sqlite`);
+if (!['fs', 'memory', 's3', 'sqlite', 'latency'].includes(values.bucket!))
+  throw new Error(`--bucket ${values.bucket}: fs, memory, s3, sqlite or latency`);
 if (values.bucket === 's3' && !S3_URL)
   throw new Error('--bucket s3 needs KEEPWORK_TEST_S3_URL (eval "$(bash scripts/s3-test-server.sh env)")');
 const K = Number(positionals[0] ?? 500);
@@ -58,7 +62,9 @@ const bucket =
       ? 'memory:drain-profile'
       : values.bucket === 'sqlite'
         ? `sqlite:${join(root, 'bucket.db')}`
-        : join(root, 'bucket');
+        : values.bucket === 'latency'
+          ? `${LATENCY_SCHEME}file://${join(root, 'bucket')}?ms=30`
+          : join(root, 'bucket');
 const store = values.bucket === 'fs' ? new FsStore(bucket) : openStore(bucket); // in memory: the host, opened before the nodes
 try {
   const logger = process.env.KW_LOG ? createLogger({ level: process.env.KW_LOG }) : silentLogger();
@@ -66,7 +72,9 @@ try {
   const a = await startNode({ ...common, dataDir: join(root, 'a'), nodeId: 'a' });
   const names = Array.from({ length: K }, (_, i) => `t/Alarmed/x${i}`);
   // Due once every actor is armed and a has stopped.
-  const { at } = await armAllBefore(names, 32, 3_000, (n, due) => a.actor(n).callDurable('arm', due));
+  const { at } = await armAllBefore(names, 32, values.bucket === 'latency' ? 15_000 : 3_000, (n, due) =>
+    a.actor(n).callDurable('arm', due),
+  );
   if (Date.now() > at - 500) throw new Error('arming took too long; the alarms came due on a');
   await a.stop();
   // A stop that ended after the alarms came due may have run some on a: b would wait for them forever.
