@@ -6,7 +6,7 @@
  *
  *   the bucket      index LISTs answered by index-store.ts after an S3 round trip (s3-model.ts);
  *                   every other request only costs its round trip and is counted
- *   a delivery      constant CPU on the node's cores, then the requests of one (hold PUT, the
+ *   a delivery      constant CPU on its machine's cores, then the requests of one (hold PUT, the
  *                   chain's LIST, the snapshot's GET, the link's PUT) one after another; then the
  *                   index entry joins the node's delete batch (≤ 1,000 keys, ≤ 50 ms: one
  *                   DeleteObjects) and the hold is released (one PUT)
@@ -15,6 +15,8 @@
  *                   PUT; an actor another node is delivering now: hold PUT and GET, then dropped
  *   the sweep's CPU per LIST and per key read, and per (unsharded key × live node) hashed by the
  *                   planner's rendezvous, on the same cores
+ *   a machine       `cores` shared by `nodesPerMachine` nodes (one node a machine by default): a
+ *                   job waits for the core free soonest, whichever of its machine's nodes gave it
  *   membership      the live set is fixed; liveNodes is one LIST of nodes/ per maxAge, and each
  *                   node renews its lease (one PUT) every leasePeriodMs / 3
  */
@@ -37,8 +39,10 @@ import type { S3Model, Verb } from './s3-model.js';
 
 /** What a node's work costs in CPU (ms), beyond the bucket's round trips. */
 export interface CpuInputs {
-  /** Cores per node (a fraction: nodes sharing a machine's cores). */
+  /** Cores of one machine. */
   cores: number;
+  /** Nodes that share one machine's cores (nodes 0 … P − 1 the first machine, and so on). */
+  nodesPerMachine: number;
   deliveryMinMs: number;
   deliveryMaxMs: number;
   /** A duplicate or dropped delivery, ms. */
@@ -62,6 +66,8 @@ export interface Fleet {
   index: IndexStore;
   config: ResolvedConfig;
   cpu: CpuInputs;
+  /** One per machine, each shared by its nodes. */
+  machines: Cores[];
   live: SweepNode[];
   metrics: NodeMetrics;
   /** Per alarm: PENDING, IN_FLIGHT, DELIVERED; who has it; when it ran; how many times it ran. */
@@ -72,10 +78,10 @@ export interface Fleet {
   tally: { delivered: number; duplicates: number; dropped: number; failures: number; lastRanMs: number };
 }
 
-/** A node's cores: each job runs on the core free soonest, in the order jobs are given. */
-class Cores {
+/** A machine's cores: each job runs on the core free soonest, in the order jobs are given. */
+export class Cores {
   private readonly freeAt: number[];
-  /** A fraction of a core (nodes sharing a machine) runs each job that much longer. */
+  /** A fraction of a core runs each job that much longer. */
   private readonly slowdown: number;
   busyMs = 0;
 
@@ -133,7 +139,7 @@ export class FleetNode implements SweepHost {
     private readonly random: SeededRandom,
   ) {
     this.self = f.live[idx]!;
-    this.cores = new Cores(f.cpu.cores);
+    this.cores = f.machines[Math.floor(idx / Math.max(1, f.cpu.nodesPerMachine))]!;
     const { clock, config } = f;
     const store = this.storeView();
     const scheduler = new ClockScheduler(clock);

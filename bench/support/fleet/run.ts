@@ -18,7 +18,7 @@ import { percentile, round } from '../../lib.js';
 import { FleetClock } from './clock.js';
 import { shardPrefix, tenantPrefix } from '../../../src/alarms/keys.js';
 import { FLEET_TENANT, IndexStore, actorKey, shardOfId } from './index-store.js';
-import { FleetNode, type CpuInputs, type Fleet } from './node-model.js';
+import { Cores, FleetNode, type CpuInputs, type Fleet } from './node-model.js';
 import { S3Model, VERBS, type S3Inputs, type Verb } from './s3-model.js';
 
 export const T0_MS = 1_800_000_000_000;
@@ -121,6 +121,7 @@ export async function runFleet(r: RunInputs, onProgress?: (line: string) => void
     index,
     config,
     cpu: r.cpu,
+    machines: Array.from({ length: Math.ceil(r.nodes / Math.max(1, r.cpu.nodesPerMachine)) }, () => new Cores(r.cpu.cores)),
     live,
     metrics: new NodeMetrics(),
     state: new Uint8Array(r.alarms),
