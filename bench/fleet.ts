@@ -11,7 +11,7 @@
  *   npm run bench -- fleet [--quick] [--n 10,100,1000] [--k 1000000] [--pending-k 10000000]
  *                          [--shards-per-node 2] [--budget-s 240] [--calibrate] [--seed 1]
  *                          [--skip pending,arming] [--machine-cores 2] [--nodes-per-machine 1]
- *                          [--cpu-per-alarm-ms 1.3-2.0] [--out fleet]
+ *                          [--cpu-per-alarm-ms 1.3-2.0] [--latency-ms per-verb] [--out fleet] [--relisted]
  *
  * Writes bench/results/<out>.json and <out>.svg (drain time against N, both layouts); out is
  * fleet (fleet-quick with --quick) unless given.
@@ -53,6 +53,8 @@ const args = benchArgs({
   'nodes-per-machine': { type: 'string', default: '1' },
   'cpu-per-alarm-ms': { type: 'string' },
   out: { type: 'string' },
+  relisted: { type: 'boolean' },
+  'latency-ms': { type: 'string' },
 });
 /** Parts of the run to leave out: pending, arming (a drain alone, to look at one row). */
 const skip = new Set(args.skip?.split(',') ?? []);
@@ -87,7 +89,7 @@ const CPU: CpuInputs = {
 
 function s3For(alarms: number, shards: number): S3Inputs {
   return {
-    latency: AWS_LATENCY,
+    latency: args['latency-ms'] === undefined ? AWS_LATENCY : { fixedMs: Number(args['latency-ms']) },
     writesPerSecond: 3500,
     readsPerSecond: 5500,
     splitAfterS: 60,
@@ -111,6 +113,7 @@ function inputs(nodes: number, shards: number, alarms: number, extra: Partial<Ru
     s3: s3For(alarms, shards),
     cpu: CPU,
     set: {},
+    relisted: args.relisted ?? false,
     ...extra,
   };
 }
@@ -225,6 +228,11 @@ async function main() {
     }
   console.log('\nDrain of K overdue alarms left by dead nodes\n' + table(drains.map(drainRow)));
   console.log('\nPer node (min / median / max over the nodes), drain start → its last delivery\n' + table(drains.map(perNodeRow)));
+  for (const r of drains.filter((d) => d.relisted))
+    console.log(
+      `\nKeys listed per alarm run, N=${r.N} S=${r.S} (--relisted)\n` +
+        table(Object.entries(r.relisted!).map(([what, n]) => ({ what, n }))),
+    );
 
   const pending: RunResult[] = [];
   for (const n of skip.has('pending') ? [] : ns)
