@@ -8,8 +8,8 @@
  * named entry itself) on the first seed it can. Seeds run from 1 upwards until the first catch;
  * prints how many seeds each took. Exit 0 when every variant was caught in budget, 1 otherwise.
  * A catch must be a safety verdict: a liveness failure or a harness error does not count —
- * except for noOtherShards (a liveness rule) and slowOtherShards (the slow walk at a cadence too
- * slow for the bound), which must be caught by a liveness verdict.
+ * except for noOtherShards and noStartOver (liveness rules) and slowOtherShards (the slow walk at
+ * a cadence too slow for the bound), which must be caught by a liveness verdict.
  */
 import { runSeed, type RunResult, type Variant } from './run-seed.js';
 import { reproCommand } from './report.js';
@@ -25,7 +25,7 @@ export const FAST_VARIANTS: readonly Variant[] = ['untaggedKeys', 'noGenerationC
 export const FAST_BUDGET = 80;
 export const SLOW_VARIANTS: readonly Variant[] = ['uploadBeforeEntry', 'clearOnEmptyBucket'];
 /** Variants that break a liveness rule or bound: caught by the liveness check, within the fast budget. */
-export const LIVENESS_VARIANTS: readonly Variant[] = ['noOtherShards', 'slowOtherShards'];
+export const LIVENESS_VARIANTS: readonly Variant[] = ['noOtherShards', 'noStartOver', 'slowOtherShards'];
 
 export interface Catch {
   variant: Variant;
