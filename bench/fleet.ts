@@ -10,16 +10,20 @@
  *
  *   npm run bench -- fleet [--quick] [--n 10,100,1000] [--k 1000000] [--pending-k 10000000]
  *                          [--shards-per-node 2] [--budget-s 240] [--calibrate] [--seed 1]
- *                          [--skip pending,arming]
+ *                          [--skip pending,arming] [--machine-cores 2] [--nodes-per-machine 1]
+ *                          [--cpu-per-alarm-ms 1.3-2.0] [--latency-ms per-verb] [--out fleet] [--relisted]
  *
- * Writes bench/results/fleet.json and fleet.svg (drain time against N, both layouts).
+ * Writes bench/results/<out>.json and <out>.svg (drain time against N, both layouts); out is
+ * fleet (fleet-quick with --quick) unless given.
  */
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { benchArgs, numbers, quick, round, table, writeResult } from './lib.js';
 import { lineChart } from './support/svg-chart.js';
 import { ARMING_DELAYS, runArming, type ArmingResult } from './support/fleet/arming.js';
+import { REAL_RUNS, realInputs } from './support/fleet/calibration.js';
 import type { CpuInputs } from './support/fleet/node-model.js';
 import { runFleet, steadyPartitions, type RunInputs, type RunResult } from './support/fleet/run.js';
 import { AWS_LATENCY, S3_STANDARD_PRICES, type S3Inputs } from './support/fleet/s3-model.js';
@@ -45,6 +49,12 @@ const args = benchArgs({
   calibrate: { type: 'boolean' },
   seed: { type: 'string', default: '1' },
   skip: { type: 'string' },
+  'machine-cores': { type: 'string', default: '2' },
+  'nodes-per-machine': { type: 'string', default: '1' },
+  'cpu-per-alarm-ms': { type: 'string' },
+  out: { type: 'string' },
+  relisted: { type: 'boolean' },
+  'latency-ms': { type: 'string' },
 });
 /** Parts of the run to leave out: pending, arming (a drain alone, to look at one row). */
 const skip = new Set(args.skip?.split(',') ?? []);
@@ -62,10 +72,15 @@ const shardsFor = (n: number) => Math.min(4096, 2 ** Math.ceil(Math.log2(Math.ma
 /** Actors' holds and state are spread over this many partitions each (the steady bucket). */
 const ACTOR_PARTITIONS = 256;
 
+/** A delivery's CPU, ms: a range (`min-max`, each delivery a uniform draw) or one figure. */
+const [deliveryMinMs, deliveryMaxMs] = (args['cpu-per-alarm-ms'] ?? '1.3-2.0').split('-').map(Number) as [number, number?];
+
+/** A node's CPU: by default a machine of 2 cores of its own. */
 const CPU: CpuInputs = {
-  cores: 2,
-  deliveryMinMs: 1.3,
-  deliveryMaxMs: 2.0,
+  cores: Number(args['machine-cores']),
+  nodesPerMachine: Number(args['nodes-per-machine']),
+  deliveryMinMs,
+  deliveryMaxMs: deliveryMaxMs ?? deliveryMinMs,
   duplicateMs: 0.5,
   listMs: 0.6,
   keyUs: 5,
@@ -74,7 +89,7 @@ const CPU: CpuInputs = {
 
 function s3For(alarms: number, shards: number): S3Inputs {
   return {
-    latency: AWS_LATENCY,
+    latency: args['latency-ms'] === undefined ? AWS_LATENCY : { fixedMs: Number(args['latency-ms']) },
     writesPerSecond: 3500,
     readsPerSecond: 5500,
     splitAfterS: 60,
@@ -98,6 +113,7 @@ function inputs(nodes: number, shards: number, alarms: number, extra: Partial<Ru
     s3: s3For(alarms, shards),
     cpu: CPU,
     set: {},
+    relisted: args.relisted ?? false,
     ...extra,
   };
 }
@@ -141,6 +157,48 @@ function pendingRow(r: RunResult) {
   };
 }
 
+/**
+ * The model against each real run of bench/drain it can read (support/fleet/calibration.ts): the
+ * same nodes on one machine of this machine's cores, the run's CPU per alarm, its fixed latency,
+ * no request limits.
+ */
+async function calibrate(progress: (line: string) => void) {
+  const cores = availableParallelism();
+  const rows = [];
+  for (const run of REAL_RUNS) {
+    const real = realInputs(run);
+    if (!real) {
+      console.log(`\ncalibration: bench/results/${run.out}.json (with a CPU curve) is missing; run ${run.command}`);
+      continue;
+    }
+    const s3 = { ...s3For(real.alarms, 1), latency: { fixedMs: run.latencyMs }, writesPerSecond: Infinity, readsPerSecond: Infinity };
+    const cpu = { ...CPU, cores, nodesPerMachine: real.nodes, deliveryMinMs: real.cpuPerAlarmMs, deliveryMaxMs: real.cpuPerAlarmMs };
+    const model = await runFleet({ ...inputs(real.nodes, 1, real.alarms), s3, cpu }, progress);
+    rows.push({
+      real,
+      model,
+      inputs: { machineCores: cores, nodesPerMachine: real.nodes, cpuPerAlarmMs: real.cpuPerAlarmMs, latencyMs: run.latencyMs },
+    });
+  }
+  console.log(
+    `\nCalibration: the model given each real run's nodes (on one machine of ${cores} cores), CPU per alarm and latency; S = 1, no request limits\n` +
+      table(
+        rows.map(({ real, model }) => ({
+          'real run': `${real.run.out}.json (${real.at.slice(0, 10)})`,
+          N: real.nodes,
+          K: real.alarms.toLocaleString('en'),
+          'latency ms': real.run.latencyMs,
+          'CPU ms per alarm (real, all threads)': real.cpuPerAlarmMs,
+          'real drain s': real.drainS,
+          'model drain s': model.drainS,
+          'model / real': round(model.drainS / real.drainS, 2),
+          'model late p50/p99 s': `${model.latenessS.p50} / ${model.latenessS.p99}`,
+        })),
+      ),
+  );
+  return rows;
+}
+
 async function main() {
   const progress = (line: string) => console.error(line);
   const modelInputs = {
@@ -152,9 +210,10 @@ async function main() {
     latencySource:
       'AWS S3 performance guidelines (first-byte latency of small objects: tens of ms; 3,500 PUT/COPY/POST/DELETE and 5,500 GET/HEAD per second per partitioned prefix, 503 SlowDown while scaling); RGW on this machine (docs/benchmarks.md store, s3-overhead) answers in 2–12 ms on loopback, so the model uses AWS-like figures',
     cpuSource:
-      'docs/benchmarks.md "drain": 1.2–2 ms of CPU per delivered alarm; s3-overhead: ~0.5 ms per SDK request (a LIST: listMs); keyUs, weightNs: parseEntryKey and a rendezvous weight on this machine',
+      'docs/benchmarks.md "drain": 1.2–2 ms of CPU per delivered alarm on one node of a 2-core machine; s3-overhead: ~0.5 ms per SDK request (a LIST: listMs); keyUs, weightNs: parseEntryKey and a rendezvous weight on this machine',
     requestsPerDelivery: 'hold PUT, chain LIST, snapshot GET, link PUT; then the entry in a DeleteObjects batch and a release PUT',
     scenario: 'every alarm due at T (one millisecond); nodes start at T; drain = T + margin (15 s) → the last alarm ran',
+    machines: `${CPU.nodesPerMachine} node(s) per machine of ${CPU.cores} cores, sharing them`,
     shardsPerN: `S = the power of two ≥ ${shardsPerNode}·N`,
     budgetS: budgetMs / 1000,
     seed,
@@ -169,6 +228,11 @@ async function main() {
     }
   console.log('\nDrain of K overdue alarms left by dead nodes\n' + table(drains.map(drainRow)));
   console.log('\nPer node (min / median / max over the nodes), drain start → its last delivery\n' + table(drains.map(perNodeRow)));
+  for (const r of drains.filter((d) => d.relisted))
+    console.log(
+      `\nKeys listed per alarm run, N=${r.N} S=${r.S} (--relisted)\n` +
+        table(Object.entries(r.relisted!).map(([what, n]) => ({ what, n }))),
+    );
 
   const pending: RunResult[] = [];
   for (const n of skip.has('pending') ? [] : ns)
@@ -192,21 +256,7 @@ async function main() {
       ),
   );
 
-  const calibration: RunResult[] = [];
-  if (args.calibrate) {
-    // Against bench/drain on this machine: --m 1 --store latency --latency-ms 20 (docs/benchmarks.md), and --m 3 --latency-ms 30.
-    for (const [n, ms] of [
-      [1, 20],
-      [3, 30],
-    ] as const) {
-      const s3 = { ...s3For(10_000, 1), latency: { fixedMs: ms }, writesPerSecond: Infinity, readsPerSecond: Infinity };
-      calibration.push(await runFleet({ ...inputs(n, 1, 10_000), s3, cpu: { ...CPU, cores: 2 / n } }, progress));
-    }
-    console.log(
-      '\nCalibration: N nodes sharing 2 cores, 10,000 alarms, every request 20 ms (N = 1) or 30 ms (N = 3)\n' +
-        table(calibration.map(drainRow)),
-    );
-  }
+  const calibration = args.calibrate ? await calibrate(progress) : [];
 
   const svg = lineChart({
     title: `Fleet model: draining ${k.toLocaleString('en')} overdue alarms`,
@@ -220,9 +270,10 @@ async function main() {
       { label: `S ≥ ${shardsPerNode}·N`, points: drains.filter((r) => r.S > 1).map((r) => [round(Math.log10(r.N), 3), r.drainS] as const) },
     ],
   });
-  const chart = fileURLToPath(new URL(`./results/fleet${quick ? '-quick' : ''}.svg`, import.meta.url));
+  const out = args.out ?? (quick ? 'fleet-quick' : 'fleet');
+  const chart = fileURLToPath(new URL(`./results/${out}.svg`, import.meta.url));
   writeFileSync(chart, svg);
-  const path = writeResult(quick ? 'fleet-quick' : 'fleet', {
+  const path = writeResult(out, {
     inputs: modelInputs,
     drains,
     pending,

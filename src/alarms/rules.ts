@@ -14,6 +14,10 @@
  *                       otherShardWalkMs (anyone's entries there): without it, an entry whose
  *                       shard owner is dead, or that nodes disagree about, or that a node not
  *                       serving its class owns, waits for ever (a liveness rule, not a safety one)
+ *   startOverOwnShards  a sharded sweep's walk of an own shard that read through starts over from
+ *                       the folder's beginning within alarmSweepMs: without it, an entry left
+ *                       behind its cursor (an offer the full timer refused, an entry listed late
+ *                       at an earlier due time) waits for ever (a liveness rule)
  *   durableReplyAfterUpload  not of the ADR, the output gate of durable calls (workers/pipeline.ts): a
  *                       durable call replies only once a link holding its commit is in the bucket
  */
@@ -25,6 +29,7 @@ export interface ProtocolRules {
   readonly keepOnEmptyBucket: boolean;
   readonly durableReplyAfterUpload: boolean;
   readonly walkOtherShards: boolean;
+  readonly startOverOwnShards: boolean;
 }
 
 export const SAFE_RULES: ProtocolRules = Object.freeze({
@@ -35,4 +40,5 @@ export const SAFE_RULES: ProtocolRules = Object.freeze({
   keepOnEmptyBucket: true,
   durableReplyAfterUpload: true,
   walkOtherShards: true,
+  startOverOwnShards: true,
 });

@@ -65,13 +65,6 @@ export const FIRST_LIST_KEYS = 128;
 export const SHARD_LISTS_IN_FLIGHT = 32;
 
 /**
- * A sharded sweep's own shards are asked for the delivery cap and 1/this more: room for entries
- * already in hand (in flight, queued) without reading much past the cap, since what the cap leaves
- * out is read again by the next sweep.
- */
-export const OWN_SHARDS_SLACK = 16;
-
-/**
  * One walk of a sweep: the unsharded layout, one own shard, or another node's shard (the slow
  * walk). `id` keys its cursor; `ownShard` is how its entries are sorted (EntrySorter.add).
  */
@@ -150,6 +143,10 @@ export class Sweeper {
   private readonly shardedSeen = new Set<string>();
   /** Own shard folders whose last walk stopped with more to read (at most the shards of the tenants swept). */
   private readonly shardsBehind = new Set<string>();
+  /** Own shard folders whose last walk stopped at an entry not yet overdue: that entry's due time. */
+  private readonly shardNextDue = new Map<string, number>();
+  /** Own shard folders whose walk read through and stays at its end: since when (startsOver). */
+  private readonly atEndSince = new Map<string, number>();
   /** Per tenant, the folder the slow walk of other nodes' shards walked last (it resumes after it). */
   private readonly slowCursors = new Map<string, number>();
   /** Per tenant, the last walk of another node's folder: when its sweep started, whether it found work (walksOtherShard). */
@@ -261,12 +258,12 @@ export class Sweeper {
     const unshardedPage = config.indexShards > 1 ? Math.ceil(config.sweepPageEntries / 2) : config.sweepPageEntries;
     const [unsharded, shardWalks] = await Promise.all([
       this.read(tenant, dueBound(tenant, dueBefore), sorter, live.length, unshardedPage, sharded),
-      sharded ? this.readShards(tenant, dueBefore, live, self, config.sweepPageEntries - unshardedPage) : [],
+      sharded ? this.readShards(tenant, now, live, self, config.sweepPageEntries - unshardedPage) : [],
     ]);
     const walks: Walk[] = [unsharded, ...shardWalks];
     const planSettings = { cap: config.deliveriesPerSweep, anyonesReserve: config.anyonesDeliveriesPerSweep, random: this.d.random };
     const plan = planSorted(walks.length === 1 ? sorter : merged(walks, sortInput), planSettings);
-    for (const w of walks) this.moveCursor(tenant, w, plan);
+    for (const w of walks) this.moveCursor(tenant, w, plan, now);
     const slow = shardWalks.find((w) => w.slow);
     if (slow) this.slowWalks.get(tenant)!.took = foundWork(slow, plan);
     let offered = 0;
@@ -293,20 +290,44 @@ export class Sweeper {
    * stopped early; from its start once it read through. A walk moved past own entries other walks
    * outran would leave them behind its cursor until it read through and started again: a sharded
    * sweep would then find its walks at their ends with those entries due, and wait alarmSweepMs.
+   * An own shard's walk that read through stays at its end for alarmSweepMs before it starts
+   * over (startsOver).
    */
-  private moveCursor(tenant: string, w: Walk, plan: Plan): void {
+  private moveCursor(tenant: string, w: Walk, plan: Plan, now: number): void {
     if (w.slow) return;
     const startCursor = this.cursors.get(w.id) ?? w.start;
     const firstLeft = plan.ownLeftBehind.find((e) => w.before.has(e));
     const resumeAfter = firstLeft === undefined ? undefined : w.before.get(firstLeft);
     const resumesAtLeft = firstLeft !== undefined && (resumeAfter !== startCursor || plan.own > 0);
-    const cursor = resumesAtLeft ? resumeAfter : w.reachedEnd ? undefined : (w.lastKey ?? startCursor);
+    const atEnd = w.lastKey ?? startCursor;
+    const cursor = resumesAtLeft ? resumeAfter : w.reachedEnd && this.startsOver(w, now) ? undefined : atEnd;
     invariant(
       firstLeft === undefined || resumeAfter === startCursor || cursor === undefined || compareKeys(cursor, entryKey(firstLeft)) < 0,
       () => `the sweep of tenant ${tenant} would move its cursor to ${cursor}, past ${entryKey(firstLeft!)}, an own entry it did not offer`,
     );
     if (cursor === undefined) this.cursors.delete(w.id);
     else this.cursors.set(w.id, cursor);
+  }
+
+  /**
+   * Whether a walk that read through starts over from its folder's beginning at the next sweep.
+   * The unsharded layout's walk always does (the decision record's sweep). An own shard's walk
+   * stays at its end for alarmSweepMs first, where entries listed later (due later) are still
+   * read at once, then starts over. What starting over finds is what sits behind the cursor:
+   * entries the node has in hand (offered, queued, running, or run with their delete not landed
+   * yet), which it skips, and the rare entry still to deliver — an offer the full timer refused,
+   * an entry listed late at an earlier due time. Starting over at once re-read the first kind at
+   * every sweep of a drain once a folder's backlog was all in hand; waiting costs the second kind
+   * at most alarmSweepMs, the fixed cadence's own pace.
+   */
+  private startsOver(w: Walk, now: number): boolean {
+    if (w.ownShard !== true) return true;
+    if (this.d.rules?.startOverOwnShards === false) return false; // TEST-ONLY: the unsafe variant noStartOver
+    const since = this.atEndSince.get(w.id);
+    if (since === undefined) this.atEndSince.set(w.id, now);
+    if (since === undefined || now - since < this.d.config.alarmSweepMs) return false;
+    this.atEndSince.delete(w.id);
+    return true;
   }
 
   /**
@@ -372,20 +393,26 @@ export class Sweeper {
    * The sharded walks: one LIST of each shard this node owns (rendezvous over the live nodes
    * serving the tenant), at most SHARD_LISTS_IN_FLIGHT at once, and the slow walk of one other
    * shard folder alongside when it is due (slowWalkDue). Each own shard is asked for its share
-   * of a plan, the delivery cap and a sixteenth more (OWN_SHARDS_SLACK): shared among the shards
-   * whose last walk stopped with more to read (a backlog), or among all of them when none did or
-   * for those that read through — every entry of an own shard is the node's, so more would only
-   * be read again by the next sweeps (the cursor stops before the first one the cap left out),
-   * and one backlogged shard among many (a dead node's, just taken over) still fills the plan.
-   * The asks together stay within `pageEntries`.
+   * of a plan, the delivery cap: shared among the shards whose last walk stopped with more to
+   * read (a backlog), or among all of them when none did or for those that read through — every
+   * entry of an own shard is the node's, so more would only be read again by the next sweeps
+   * (the cursor stops before the first one the cap left out), and one backlogged shard among
+   * many (a dead node's, just taken over) still fills the plan. The asks together stay within
+   * `pageEntries`. A shard whose last walk stopped at an entry not yet overdue, and still not,
+   * is asked for one key: whether anything listed since is due (most sweeps of a large index of
+   * pending alarms), not a page of entries past the due bound.
    */
-  private async readShards(tenant: string, dueBefore: number, live: readonly SweepNode[], self: SweepNode, pageEntries: number) {
-    const { indexShards, deliveriesPerSweep } = this.d.config;
+  private async readShards(tenant: string, now: number, live: readonly SweepNode[], self: SweepNode, pageEntries: number) {
+    const { indexShards, deliveriesPerSweep, marginMs } = this.d.config;
+    const dueBefore = now - marginMs;
     const nodeIds = live.filter((n) => servesTenant(n, tenant)).map((n) => n.nodeId);
     const owned = indexShards > 1 ? this.owned.of(tenant, indexShards, nodeIds, self.nodeId) : [];
-    const plan = deliveriesPerSweep + Math.ceil(deliveriesPerSweep / OWN_SHARDS_SLACK);
-    const behind = owned.filter((shard) => this.shardsBehind.has(shardPrefix(tenant, shard))).length;
-    const wanted = owned.map((shard) => Math.ceil(plan / (this.shardsBehind.has(shardPrefix(tenant, shard)) ? behind : owned.length)));
+    const isBehind = (shard: number) => this.shardsBehind.has(shardPrefix(tenant, shard));
+    const behind = owned.filter(isBehind).length;
+    let behindBefore = 0;
+    const wanted = owned.map((shard, i) =>
+      isBehind(shard) ? part(deliveriesPerSweep, behind, behindBefore++) : part(deliveriesPerSweep, owned.length, i),
+    );
     const fit = Math.min(
       1,
       Math.max(0, pageEntries) /
@@ -394,9 +421,13 @@ export class Sweeper {
           wanted.reduce((a, b) => a + b, 0),
         ),
     );
-    const asks = new Map(owned.map((shard, i) => [shard, Math.max(1, Math.min(LIST_MAX_KEYS, Math.floor(wanted[i]! * fit)))]));
+    const ask = (shard: number, i: number) =>
+      (this.shardNextDue.get(shardPrefix(tenant, shard)) ?? -Infinity) > dueBefore
+        ? 1
+        : Math.min(LIST_MAX_KEYS, Math.floor(wanted[i]! * fit));
+    const asks = new Map(owned.map((shard, i) => [shard, Math.max(1, ask(shard, i))]));
     const slow = this.slowWalkDue(tenant)
-      ? this.readOtherShard(tenant, dueBefore, (shard) => ownsShard(tenant, shard, nodeIds, self.nodeId))
+      ? this.readOtherShard(tenant, now, (shard) => ownsShard(tenant, shard, nodeIds, self.nodeId))
       : undefined;
     const [walks, other] = await Promise.all([this.readOwnShards(tenant, owned, dueBefore, asks), slow]);
     return other ? [...walks, other] : walks;
@@ -421,6 +452,8 @@ export class Sweeper {
     for (const w of walks) {
       if (w.reachedEnd) this.shardsBehind.delete(w.id);
       else this.shardsBehind.add(w.id);
+      if (w.nextDueMs === undefined) this.shardNextDue.delete(w.id);
+      else this.shardNextDue.set(w.id, w.nextDueMs);
     }
     return walks;
   }
@@ -452,21 +485,26 @@ export class Sweeper {
    * The slow walk: the next non-empty shard folder after the one walked last (round robin over
    * whatever folders exist, whatever shard count wrote them; the LIST starts past the folders
    * this node owns next in line, so a walk every otherShardWalkMs is rarely spent on one of its
-   * own), one LIST, its entries overdue enough to be anyone's. It is how entries of a shard whose
-   * owner is dead, or whose owner this node disagrees about, are still delivered. A folder this node owns is left to its own walk, unless
-   * it is past this node's shard count (written under a larger one): its entries are then this
-   * node's own. With one shard of its own, a node sorts these entries by their addresses, as
-   * unsharded ones. Finding the area empty ends the tenant's sharded walks until a
-   * sharded key is met again.
+   * own), its entries overdue enough to be anyone's. It is how entries of a shard whose owner is
+   * dead, or whose owner this node disagrees about, are still delivered. A folder this node owns
+   * is left to its own walk, unless it is past this node's shard count (written under a larger
+   * one): its entries are then this node's own, one margin overdue. With one shard of its own, a
+   * node sorts these entries by their addresses, as unsharded ones, and lists a page of the area
+   * (FIRST_LIST_KEYS). With more, it first lists one key, the folder's earliest entry: only when
+   * that one is ready (anyone's, or one margin overdue in a folder of its own) does a page of the
+   * folder follow, read up to that same bound — entries not yet anyone's would only be skipped,
+   * and a node draining its own backlog walks a folder every otherShardWalkMs. Finding the area
+   * empty ends the tenant's sharded walks until a sharded key is met again.
    */
-  private async readOtherShard(tenant: string, dueBefore: number, owns: (shard: number) => boolean): Promise<Walk | undefined> {
-    const { indexShards } = this.d.config;
+  private async readOtherShard(tenant: string, now: number, owns: (shard: number) => boolean): Promise<Walk | undefined> {
+    const { indexShards, marginMs, anyonesAfterMargins } = this.d.config;
     const last = this.slowCursors.get(tenant);
     let next = last === undefined ? 0 : last + 1;
     if (indexShards > 1) while (next < indexShards && owns(next)) next++; // the own walks list those
     const startAfter = next === 0 ? undefined : afterShard(tenant, next - 1);
-    const page = await this.d.store.list({ prefix: shardedAreaPrefix(tenant), startAfter, maxKeys: FIRST_LIST_KEYS });
-    const first = page.keys[0];
+    const maxKeys = indexShards > 1 ? 1 : FIRST_LIST_KEYS;
+    const probe = await this.d.store.list({ prefix: shardedAreaPrefix(tenant), startAfter, maxKeys });
+    const first = probe.keys[0];
     const shard = first === undefined ? undefined : shardOfKey(tenant, first);
     if (shard === undefined) {
       this.slowCursors.delete(tenant);
@@ -487,14 +525,25 @@ export class Sweeper {
     };
     w.slow = true;
     if (indexShards > 1) w.ownShard = own;
-    const bound = dueBound(tenant, dueBefore, shard);
-    for (const key of page.keys) {
+    const readyBefore = indexShards > 1 && !own ? now - anyonesAfterMargins * marginMs : now - marginMs;
+    const bound = dueBound(tenant, readyBefore, shard);
+    let keys = probe.keys;
+    if (indexShards > 1) {
+      if (compareKeys(first!, bound) >= 0) return w; // its earliest entry is not ready: none is
+      keys = (await this.d.store.list({ prefix: shardPrefix(tenant, shard), maxKeys: FIRST_LIST_KEYS })).keys;
+    }
+    for (const key of keys) {
       if (shardOfKey(tenant, key) !== shard || compareKeys(key, bound) >= 0) break;
       const e = parseEntryKey(key);
       if (e) (w.entries.push(e), w.before.set(e, undefined));
     }
     return w;
   }
+}
+
+/** Part `i` of `total` split into `n` as evenly as whole keys go (the n parts add up to `total`). */
+function part(total: number, n: number, i: number): number {
+  return Math.floor(total / n) + (i < total % n ? 1 : 0);
 }
 
 /**

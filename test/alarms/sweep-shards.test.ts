@@ -15,19 +15,24 @@ import { SeededRandom } from '../../src/core/random.js';
 import { ClockScheduler } from '../../src/core/clock-scheduler.js';
 import { entryKey, shardOf, shardPrefix, shardedAreaPrefix, tenantPrefix } from '../../src/alarms/keys.js';
 import { ownedShards } from '../../src/alarms/shard.js';
-import { Sweeper, type SweepHost } from '../../src/alarms/sweep.js';
+import { SAFE_RULES, type ProtocolRules } from '../../src/alarms/rules.js';
+import { FIRST_LIST_KEYS, Sweeper, type SweepHost } from '../../src/alarms/sweep.js';
 import { MemoryStore } from '../../src/store/memory.js';
 
 const NOW = 1_900_000_000_000;
 
 /** A sweeper of tenant `t` on n1 with `indexShards` S and `others` live; records what it offers and the prefixes it lists. */
-function setup(indexShards: number, others: string[], options: KeepworkOptions = {}) {
+function setup(indexShards: number, others: string[], options: KeepworkOptions = {}, rules: ProtocolRules = SAFE_RULES) {
   const clock = new SimClock(NOW);
   const store = new MemoryStore({ clock });
   const config = resolveOptions({ indexShards, deliveriesPerSweep: 1_000, anyonesDeliveriesPerSweep: 1_000, ...options });
   const offered: { address: ActorAddress; shard?: number }[] = [];
   const listed: string[] = [];
   store.setFaults((r) => (r.op === 'list' && listed.push(r.key), undefined));
+  /** Every LIST's prefix and the keys it asked for. */
+  const asks: { prefix: string; maxKeys: number | undefined }[] = [];
+  const list = store.list.bind(store);
+  store.list = (o) => (asks.push({ prefix: o?.prefix ?? '', maxKeys: o?.maxKeys }), list(o));
   const self = { nodeId: 'n1', tenants: null, classes: ['C'] };
   const host: SweepHost = {
     sweepNode: () => self,
@@ -37,7 +42,7 @@ function setup(indexShards: number, others: string[], options: KeepworkOptions =
     deliveryBacklog: () => 0,
     tenantsToSweep: async () => ['t'],
   };
-  const seams = { store, clock, random: new SeededRandom(1), config, log: silentLogger(), scheduler: new ClockScheduler(clock) };
+  const seams = { store, clock, random: new SeededRandom(1), config, log: silentLogger(), scheduler: new ClockScheduler(clock), rules };
   const sweeper = new Sweeper(seams, host);
   const margin = config.marginMs;
   /** An entry of actor t/C/<name>, `margins` margins (plus a second) overdue, in shard folder `shard` (undefined: unsharded). */
@@ -62,7 +67,7 @@ function setup(indexShards: number, others: string[], options: KeepworkOptions =
     await clock.advance(afterMs);
     return sweeper.sweepTenant('t');
   };
-  return { store, sweeper, add, deliver, names, listed, offered, clock, config, sweepAfter };
+  return { store, sweeper, add, deliver, names, listed, asks, offered, clock, config, sweepAfter };
 }
 
 /** The first actor name with prefix `p` whose shard under `count` is `shard`. */
@@ -195,6 +200,100 @@ describe('the sweep of a sharded index', () => {
       );
     }
     assert.equal(left.size, 0);
+  });
+
+  it('drains its own shards reading each entry once: each sweep reads the delivery cap, no more', async () => {
+    const cap = 10;
+    const s = setup(S, ['n2'], { deliveriesPerSweep: cap, anyonesDeliveriesPerSweep: 2 });
+    const names: string[] = [];
+    for (const shard of mine)
+      for (let i = 0; i < 3 * cap; i++) {
+        names.push(nameIn(`m${shard}-${i}-`, shard, S));
+        await s.add(names.at(-1)!, 1, shard);
+      }
+    let read = 0;
+    const left = new Set(names);
+    for (let sweep = 0; sweep < 100 && left.size > 0; sweep++) {
+      const r = await s.sweepAfter(s.config.sweepMinGapMs);
+      assert.ok(r.read <= cap, `sweep ${sweep} read ${r.read}`);
+      read += r.read;
+      const offered = s.names();
+      for (const n of offered) left.delete(n);
+      await s.deliver(offered);
+    }
+    assert.equal(left.size, 0, 'drained');
+    assert.equal(read, names.length, 'each entry read once');
+  });
+
+  it('an own shard’s walk that read through stays at its end for alarmSweepMs, then starts over and finds an entry listed behind it', async () => {
+    for (const rules of [SAFE_RULES, { ...SAFE_RULES, startOverOwnShards: false }]) {
+      const s = setup(S, ['n2'], {}, rules);
+      const shard = mine[0]!;
+      const inHand = [0, 1].map((i) => nameIn(`h${i}-`, shard, S));
+      for (const n of inHand) await s.add(n, 1, shard);
+      await s.sweepAfter(0);
+      assert.deepEqual(s.names().sort(), [...inHand].sort());
+      // Offered and not delivered yet (still in the index); then an entry due earlier than both is listed.
+      const late = nameIn('late-', shard, S);
+      await s.add(late, 2, shard);
+      const gap = s.config.sweepMinGapMs;
+      let foundAt: number | undefined;
+      for (let t = gap; t <= 3 * s.config.alarmSweepMs && foundAt === undefined; t += gap) {
+        await s.sweepAfter(gap);
+        const offered = s.names();
+        if (offered.includes(late)) foundAt = t;
+        else assert.deepEqual(offered, [], `at ${t} ms: the entries in hand are not read again`);
+      }
+      if (rules === SAFE_RULES) {
+        assert.ok(foundAt !== undefined, 'found once the walk started over');
+        assert.ok(foundAt >= s.config.alarmSweepMs && foundAt <= s.config.alarmSweepMs + 2 * gap, `found at ${foundAt} ms`);
+      } else assert.equal(foundAt, undefined, 'the unsafe variant noStartOver never finds it');
+    }
+  });
+
+  it('asks a shard whose next entry is not overdue yet for one key, and for its share again once it is', async () => {
+    const s = setup(S, ['n2']);
+    const shard = mine[0]!;
+    const ahead = nameIn('ahead-', shard, S);
+    await s.add(ahead, -1, shard); // due a margin and a second from now: overdue two margins from now
+    const askOf = () => s.asks.find((a) => a.prefix === shardPrefix('t', shard))?.maxKeys;
+    await s.sweepAfter(0);
+    assert.ok(askOf()! > 1, 'the first walk: its share');
+    for (let sweep = 0; sweep < 3; sweep++) {
+      s.asks.length = 0;
+      await s.sweepAfter(s.config.sweepMinGapMs);
+      assert.equal(askOf(), 1, 'the entry it stopped at is not overdue yet');
+    }
+    s.asks.length = 0;
+    await s.sweepAfter(2 * s.config.marginMs);
+    assert.ok(askOf()! > 1, 'now overdue: its share');
+    assert.deepEqual(s.names(), [ahead]);
+  });
+
+  it('the walk of another folder lists one key while that folder’s earliest entry is not anyone’s, then a page of it', async () => {
+    const s = setup(S, ['n2'], { otherShardWalkMs: 1 });
+    const shard = theirs[0]!;
+    const name = nameIn(`t${shard}-`, shard, S);
+    await s.add(name, 2, shard); // n2's for a margin more
+    const r = await s.sweepAfter(0);
+    assert.deepEqual(
+      s.asks.filter((a) => a.prefix === shardedAreaPrefix('t') || a.prefix === shardPrefix('t', shard)),
+      [{ prefix: shardedAreaPrefix('t'), maxKeys: 1 }],
+      'one key of the area, no page of the folder',
+    );
+    assert.equal(r.read, 0, 'nothing read past the anyone’s bound');
+    await s.sweepAfter(s.config.marginMs); // the walk finds the end of the area; the next starts over
+    s.asks.length = 0;
+    await s.sweepAfter(1);
+    assert.deepEqual(
+      s.asks.filter((a) => a.prefix === shardedAreaPrefix('t') || a.prefix === shardPrefix('t', shard)),
+      [
+        { prefix: shardedAreaPrefix('t'), maxKeys: 1 },
+        { prefix: shardPrefix('t', shard), maxKeys: FIRST_LIST_KEYS },
+      ],
+      'anyone’s now: one key of the area, then a page of the folder',
+    );
+    assert.deepEqual(s.names(), [name]);
   });
 
   it('a folder past its own shard count that it owns is its own: taken one margin overdue', async () => {

@@ -9,6 +9,7 @@ import { entryKey, parseEntryKey } from '../../src/alarms/keys.js';
 import { parseAddress } from '../../src/core/address.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { FLEET_CLASS, FLEET_TENANT, IndexStore, actorName, shardOfId } from '../../bench/support/fleet/index-store.js';
+import { cpuAt } from '../../bench/support/fleet/calibration.js';
 import { runFleet, steadyPartitions, T0_MS, type RunInputs } from '../../bench/support/fleet/run.js';
 import { S3Model, S3_STANDARD_PRICES, type S3Inputs } from '../../bench/support/fleet/s3-model.js';
 
@@ -33,7 +34,7 @@ const run = (nodes: number, shards: number, alarms: number): RunInputs => ({
   budgetMs: 120_000,
   seed: 7,
   s3: s3(alarms, shards),
-  cpu: { cores: 2, deliveryMinMs: 1.3, deliveryMaxMs: 2, duplicateMs: 0.5, listMs: 0.6, keyUs: 5, weightNs: 100 },
+  cpu: { cores: 2, nodesPerMachine: 1, deliveryMinMs: 1.3, deliveryMaxMs: 2, duplicateMs: 0.5, listMs: 0.6, keyUs: 5, weightNs: 100 },
   set: {},
 });
 
@@ -55,6 +56,37 @@ describe('bench/fleet model', () => {
       assert.equal(r.dollars.DeleteObjects, (r.requests.DeleteObjects / 1000) * 0.005, 'a DeleteObjects is a POST, priced as one');
       assert.ok(r.latenessS.p50 >= 15, 'nothing runs before it is a margin overdue');
     });
+
+  it('runs the nodes of one machine on its cores, shared', async () => {
+    // CPU-bound: 600 alarms of 5 ms each, every request 1 ms. Three nodes of 2 cores each have 6
+    // cores; three nodes sharing one machine of 2 have 2, so the drain takes at least 1.5 s.
+    const cpuBound = (nodesPerMachine: number): RunInputs => {
+      const r = run(3, 1, 600);
+      return {
+        ...r,
+        dueSpreadMs: 0,
+        s3: { ...r.s3, latency: { fixedMs: 1 } },
+        cpu: { ...r.cpu, nodesPerMachine, deliveryMinMs: 5, deliveryMaxMs: 5 },
+      };
+    };
+    const own = await runFleet(cpuBound(1));
+    const shared = await runFleet(cpuBound(3));
+    assert.equal(shared.delivered, 600);
+    assert.ok(shared.drainS >= (600 * 5) / 2 / 1000, `shared: ${shared.drainS} s`);
+    assert.ok(own.drainS < shared.drainS / 2, `own machines: ${own.drainS} s, shared: ${shared.drainS} s`);
+  });
+
+  it('reads a real run’s CPU off its curve, linear between samples', () => {
+    const curve: [number, number][] = [
+      [10, 1],
+      [20, 3],
+      [30, 8],
+    ];
+    assert.equal(cpuAt(curve, 15), 2);
+    assert.equal(cpuAt(curve, 30), 8);
+    assert.equal(cpuAt(curve, 5), 1, 'before the first sample: the first');
+    assert.equal(cpuAt(curve, 40), 8, 'after the last: the last');
+  });
 
   it('lists the keys keys.ts writes, in order, skipping deleted ones, a page at a time', () => {
     const k = 2_500;

@@ -10,7 +10,7 @@
  * Verdicts and exit codes: ok 0 · safety 1 (the invariant or an early delivery) · liveness 2 (a
  * committed alarm that did not fire within the bound after healing) · error 3 (the harness or
  * the code under test threw where it must not, or an `invariant` of src/core/invariant.ts failed:
- * the run ends at the next check, reporting the virtual time of the failure). Variants: the seven
+ * the run ends at the next check, reporting the virtual time of the failure). Variants: the eight
  * unsafe rule sets of unsafe-rules.ts (SAFE_RULES with one rule off, handed to every node), its
  * unsafe setting (slowOtherShards: one tunable past the range the liveness bound assumes), and two
  * canaries that prove the harness can fail: `canary` — the harness
@@ -47,6 +47,7 @@ export const VARIANTS: readonly Variant[] = [
   'clearOnEmptyBucket',
   'earlyDurableReply',
   'noOtherShards',
+  'noStartOver',
   'slowOtherShards',
   'canary',
   'livenessCanary',

@@ -11,6 +11,9 @@
  *   earlyDurableReply   the output gate off: a durable call replies once committed, before its link lands
  *   noOtherShards       the slow walk off: a sharded sweep lists only its own shards (caught by the
  *                       liveness check, on a seed whose index is sharded)
+ *   noStartOver         a sharded sweep's walk of an own shard that read through stays at its end
+ *                       for ever: entries left behind its cursor are never read again (caught by
+ *                       the liveness check, on a seed whose index is sharded)
  *
  * And one unsafe setting, SAFE_RULES with a tunable out of the range the liveness bound assumes:
  *
@@ -23,7 +26,14 @@ import type { KeepworkOptions } from '../../src/core/config.js';
 import type { SimParams } from './params.js';
 
 export type UnsafeVariant =
-  'untaggedKeys' | 'noGenerationCheck' | 'noFence' | 'uploadBeforeEntry' | 'clearOnEmptyBucket' | 'earlyDurableReply' | 'noOtherShards';
+  | 'untaggedKeys'
+  | 'noGenerationCheck'
+  | 'noFence'
+  | 'uploadBeforeEntry'
+  | 'clearOnEmptyBucket'
+  | 'earlyDurableReply'
+  | 'noOtherShards'
+  | 'noStartOver';
 export type UnsafeSetting = 'slowOtherShards';
 
 const off = (rule: keyof ProtocolRules): ProtocolRules => Object.freeze({ ...SAFE_RULES, [rule]: false });
@@ -36,6 +46,7 @@ export const UNSAFE_RULES: Readonly<Record<UnsafeVariant, ProtocolRules>> = Obje
   clearOnEmptyBucket: off('keepOnEmptyBucket'),
   earlyDurableReply: off('durableReplyAfterUpload'),
   noOtherShards: off('walkOtherShards'),
+  noStartOver: off('startOverOwnShards'),
 });
 
 /** The rules a run of `variant` gives its nodes: SAFE_RULES unless it is an unsafe variant. */

@@ -6,7 +6,7 @@
  *
  *   the bucket      index LISTs answered by index-store.ts after an S3 round trip (s3-model.ts);
  *                   every other request only costs its round trip and is counted
- *   a delivery      constant CPU on the node's cores, then the requests of one (hold PUT, the
+ *   a delivery      constant CPU on its machine's cores, then the requests of one (hold PUT, the
  *                   chain's LIST, the snapshot's GET, the link's PUT) one after another; then the
  *                   index entry joins the node's delete batch (≤ 1,000 keys, ≤ 50 ms: one
  *                   DeleteObjects) and the hold is released (one PUT)
@@ -15,6 +15,8 @@
  *                   PUT; an actor another node is delivering now: hold PUT and GET, then dropped
  *   the sweep's CPU per LIST and per key read, and per (unsharded key × live node) hashed by the
  *                   planner's rendezvous, on the same cores
+ *   a machine       `cores` shared by `nodesPerMachine` nodes (one node a machine by default): a
+ *                   job waits for the core free soonest, whichever of its machine's nodes gave it
  *   membership      the live set is fixed; liveNodes is one LIST of nodes/ per maxAge, and each
  *                   node renews its lease (one PUT) every leasePeriodMs / 3
  */
@@ -24,7 +26,7 @@ import type { ResolvedConfig } from '../../../src/core/config.js';
 import { StoreUnavailable } from '../../../src/core/errors.js';
 import { silentLogger } from '../../../src/core/logger.js';
 import type { SeededRandom } from '../../../src/core/random.js';
-import { actorEntriesPrefix, shardOfKey } from '../../../src/alarms/keys.js';
+import { actorEntriesPrefix, parseEntryKey, shardOfKey, tenantPrefix } from '../../../src/alarms/keys.js';
 import type { SweepNode } from '../../../src/alarms/plan-sweep.js';
 import { Sweeper, type SweepHost, type SweepResult } from '../../../src/alarms/sweep.js';
 import { AlarmDelivery } from '../../../src/main/alarm-delivery.js';
@@ -32,13 +34,15 @@ import type { NodeMetrics } from '../../../src/main/metrics.js';
 import type { ListOptions, ListPage, ObjectStore } from '../../../src/store/types.js';
 import type { EventResult } from '../../../src/workers/messages.js';
 import type { FleetClock } from './clock.js';
-import { FLEET_TENANT, idOfKey, type IndexStore } from './index-store.js';
+import { FLEET_TENANT, actorKey, idOfKey, type IndexStore } from './index-store.js';
 import type { S3Model, Verb } from './s3-model.js';
 
 /** What a node's work costs in CPU (ms), beyond the bucket's round trips. */
 export interface CpuInputs {
-  /** Cores per node (a fraction: nodes sharing a machine's cores). */
+  /** Cores of one machine. */
   cores: number;
+  /** Nodes that share one machine's cores (nodes 0 … P − 1 the first machine, and so on). */
+  nodesPerMachine: number;
   deliveryMinMs: number;
   deliveryMaxMs: number;
   /** A duplicate or dropped delivery, ms. */
@@ -62,6 +66,8 @@ export interface Fleet {
   index: IndexStore;
   config: ResolvedConfig;
   cpu: CpuInputs;
+  /** One per machine, each shared by its nodes. */
+  machines: Cores[];
   live: SweepNode[];
   metrics: NodeMetrics;
   /** Per alarm: PENDING, IN_FLIGHT, DELIVERED; who has it; when it ran; how many times it ran. */
@@ -70,12 +76,27 @@ export interface Fleet {
   ranAtMs: Float64Array;
   runs: Uint8Array;
   tally: { delivered: number; duplicates: number; dropped: number; failures: number; lastRanMs: number };
+  /** Count keys each node lists again, and what their alarm was doing then (`--relisted`, a debug count). */
+  relisted?: true;
 }
 
-/** A node's cores: each job runs on the core free soonest, in the order jobs are given. */
-class Cores {
+/**
+ * What a node's listings were, for `--relisted`: by walk (its own shards', another node's folder,
+ * the unsharded layout), each key listed the first time by this node or again, and for keys listed
+ * again what their alarm was doing: still pending here (not offered), offered and not yet run here
+ * (timer, queue or running), in flight on another node, or run (its entry not deleted yet).
+ */
+export type Relisting = Record<string, number>;
+
+function walkOf(prefix: string | undefined): string {
+  if (prefix === undefined || shardOfKey(FLEET_TENANT, prefix) !== undefined) return 'own shard';
+  return prefix === tenantPrefix(FLEET_TENANT) ? 'unsharded' : 'other folder';
+}
+
+/** A machine's cores: each job runs on the core free soonest, in the order jobs are given. */
+export class Cores {
   private readonly freeAt: number[];
-  /** A fraction of a core (nodes sharing a machine) runs each job that much longer. */
+  /** A fraction of a core runs each job that much longer. */
   private readonly slowdown: number;
   busyMs = 0;
 
@@ -123,6 +144,11 @@ export class FleetNode implements SweepHost {
     limitMax: 0,
     lastRanMs: 0,
   };
+  /** `--relisted`: how many times this node listed each entry, and the tally by kind. */
+  private readonly listedTimes: Uint8Array | undefined;
+  readonly relisting: Relisting = {};
+  /** `--relisted`: per entry, 0 never offered, 1 offered and taken, 2 offered and refused. */
+  private readonly offers: Uint8Array | undefined;
   private liveAtMs = -Infinity;
   private deletes: number[] = [];
   private renewal: { cancel(): void } | undefined;
@@ -133,7 +159,9 @@ export class FleetNode implements SweepHost {
     private readonly random: SeededRandom,
   ) {
     this.self = f.live[idx]!;
-    this.cores = new Cores(f.cpu.cores);
+    this.listedTimes = f.relisted ? new Uint8Array(f.state.length) : undefined;
+    this.offers = f.relisted ? new Uint8Array(f.state.length) : undefined;
+    this.cores = f.machines[Math.floor(idx / Math.max(1, f.cpu.nodesPerMachine))]!;
     const { clock, config } = f;
     const store = this.storeView();
     const scheduler = new ClockScheduler(clock);
@@ -184,7 +212,9 @@ export class FleetNode implements SweepHost {
   }
 
   offerEntry(address: ActorAddress, dueMs: number): boolean {
-    return this.delivery.offer(address, dueMs);
+    const taken = this.delivery.offer(address, dueMs);
+    if (this.offers) this.offers[idOfKey(address.key)] = taken ? 1 : 2;
+    return taken;
   }
 
   deliveryBacklog(): number {
@@ -236,6 +266,7 @@ export class FleetNode implements SweepHost {
           cpu.listMs + (page.keys.length * cpu.keyUs) / 1000 + (unsharded ? (page.keys.length * f.live.length * cpu.weightNs) / 1e6 : 0);
         this.stats.lists++;
         this.stats.keysListed += page.keys.length;
+        if (this.listedTimes) this.tallyRelisted(o.prefix, page.keys);
         if (o.startAfter === undefined && o.prefix !== undefined && shardOfKey(FLEET_TENANT, o.prefix) !== undefined)
           this.stats.walkStarts++;
         this.stats.sweepCpuMs += ms;
@@ -244,6 +275,29 @@ export class FleetNode implements SweepHost {
         return page;
       },
     };
+  }
+
+  private tallyRelisted(prefix: string | undefined, keys: readonly string[]): void {
+    const f = this.f;
+    const walk = walkOf(prefix);
+    for (const key of keys) {
+      const id = idOfKey(parseEntryKey(key)!.address.key);
+      const times = this.listedTimes![id]!;
+      this.listedTimes![id] = Math.min(255, times + 1);
+      const state = f.state[id]!;
+      const what =
+        times === 0
+          ? 'first'
+          : state === DELIVERED
+            ? 'again: run, entry not deleted yet'
+            : this.delivery.has(actorKey(id))
+              ? 'again: offered, not run yet'
+              : state === IN_FLIGHT
+                ? 'again: in flight elsewhere'
+                : ['again: pending, never offered', 'again: pending, offered before', 'again: pending, offer refused'][this.offers![id]!]!;
+      const k = `${walk}, ${what}`;
+      this.relisting[k] = (this.relisting[k] ?? 0) + 1;
+    }
   }
 
   /** One request after another from `atMs`; when the last is answered, and whether all were. */

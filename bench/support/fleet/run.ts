@@ -18,7 +18,7 @@ import { percentile, round } from '../../lib.js';
 import { FleetClock } from './clock.js';
 import { shardPrefix, tenantPrefix } from '../../../src/alarms/keys.js';
 import { FLEET_TENANT, IndexStore, actorKey, shardOfId } from './index-store.js';
-import { FleetNode, type CpuInputs, type Fleet } from './node-model.js';
+import { Cores, FleetNode, type CpuInputs, type Fleet, type Relisting } from './node-model.js';
 import { S3Model, VERBS, type S3Inputs, type Verb } from './s3-model.js';
 
 export const T0_MS = 1_800_000_000_000;
@@ -39,6 +39,8 @@ export interface RunInputs {
   cpu: CpuInputs;
   /** Node tunables (docs/tuning.md), beyond indexShards. */
   set: KeepworkOptions;
+  /** Count what each node lists again (a debug count: RunResult.relisted). */
+  relisted?: boolean;
 }
 
 export interface RunResult {
@@ -71,6 +73,8 @@ export interface RunResult {
   /** Alarms that ran more than once (the accounting check: 0). */
   ranTwice: number;
   heapMb: number;
+  /** With `relisted`: keys listed per alarm run, by walk and what their alarm was doing (summed over the nodes). */
+  relisted?: Relisting;
   /** What limits a node's rate: each figure's min / median / max over the nodes. */
   perNode: Record<string, [number, number, number]>;
 }
@@ -121,6 +125,7 @@ export async function runFleet(r: RunInputs, onProgress?: (line: string) => void
     index,
     config,
     cpu: r.cpu,
+    machines: Array.from({ length: Math.ceil(r.nodes / Math.max(1, r.cpu.nodesPerMachine)) }, () => new Cores(r.cpu.cores)),
     live,
     metrics: new NodeMetrics(),
     state: new Uint8Array(r.alarms),
@@ -128,6 +133,7 @@ export async function runFleet(r: RunInputs, onProgress?: (line: string) => void
     ranAtMs: new Float64Array(r.alarms),
     runs: new Uint8Array(r.alarms),
     tally: { delivered: 0, duplicates: 0, dropped: 0, failures: 0, lastRanMs: 0 },
+    ...(r.relisted ? { relisted: true as const } : {}),
   };
   const nodes = live.map((_, i) => new FleetNode(i, f, random.fork()));
   for (const n of nodes) n.start();
@@ -191,6 +197,7 @@ export async function runFleet(r: RunInputs, onProgress?: (line: string) => void
     splits: f.s3.counts.splits,
     ranTwice,
     perNode: perNodeSpread(nodes, f, readableMs),
+    ...(r.relisted ? { relisted: relistedPerAlarm(nodes, f.tally.delivered) } : {}),
     heapMb: Math.round(process.memoryUsage().heapUsed / 1e6 + process.memoryUsage().arrayBuffers / 1e6),
   };
 }
@@ -232,6 +239,16 @@ function perNodeSpread(nodes: readonly FleetNode[], f: Fleet, readableMs: number
     'room wait %': spread((n) => (100 * n.stats.roomWaitMs) / (activeS(n) * 1000)),
     'walk starts': spread((n) => n.stats.walkStarts),
   };
+}
+
+function relistedPerAlarm(nodes: readonly FleetNode[], delivered: number): Relisting {
+  const sum: Relisting = {};
+  for (const n of nodes) for (const [k, v] of Object.entries(n.relisting)) sum[k] = (sum[k] ?? 0) + v;
+  return Object.fromEntries(
+    Object.entries(sum)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, v]) => [k, round(v / Math.max(1, delivered), 4)]),
+  );
 }
 
 /** A drain cut short: the time to run the rest at the mean rate since the entries were readable. */
