@@ -3,7 +3,7 @@
  *
  * One chaos run (run.ts, docs/testing.md): exit 0 with no violation, 1 with one (its seed, plan,
  * first violation, the requests around it and a replay command printed), 3 when the harness
- * failed. `--unsafe` plants a breakage (earlyDurableReply, noFence, leaseOverstay) and, unless
+ * failed. `--unsafe` plants a breakage (plan.ts UNSAFE) and, unless
  * `--keep-going`, stops at the first violation to report how long catching it took.
  * S3: `bash scripts/s3-test-server.sh up; eval "$(bash scripts/s3-test-server.sh env)"` first.
  */

@@ -35,7 +35,16 @@ export const TIMINGS = Object.freeze({
 export const MARGIN_MS = TIMINGS.leasePeriodMs + TIMINGS.graceMs;
 
 /** The protocol breakages a run can plant (test-only; each node of the run gets it). */
-export const UNSAFE = ['earlyDurableReply', 'noFence', 'leaseOverstay', 'skewBeyondBound'] as const;
+export const UNSAFE = [
+  'earlyDurableReply',
+  'noFence',
+  'leaseOverstay',
+  'skewBeyondBound',
+  'noGenerationCheck',
+  'uploadBeforeEntry',
+  'deleteBeforeUpload',
+  'skipIdempotencyRecord',
+] as const;
 export type Unsafe = (typeof UNSAFE)[number];
 
 /**
