@@ -47,6 +47,11 @@ export class FaultInjector {
         this.log(`skipped (no disks: not root): ${describeFault(fault)}`);
         continue;
       }
+      if (fault.kind === 'fsyncFail' && !this.nodes.folderBucket) {
+        this.skipped.push(fault);
+        this.log(`skipped (not a folder bucket): ${describeFault(fault)}`);
+        continue;
+      }
       this.injected[fault.kind] = (this.injected[fault.kind] ?? 0) + 1;
       this.log(describeFault(fault));
       const p = this.apply(fault).finally(() => this.running.delete(p));
@@ -96,6 +101,14 @@ export class FaultInjector {
       await sleep(fault.forMs);
       this.nodes.cutPeers(n, fault.peer, false, cut);
       w.to = Date.now();
+      return;
+    }
+    if (fault.kind === 'holdWrites' || fault.kind === 'fsyncFail') {
+      const set = (on: boolean) => (fault.kind === 'holdWrites' ? this.nodes.holdWrites(n, on) : this.nodes.failFsync(n, on));
+      set(true);
+      await sleep(fault.forMs);
+      set(false);
+      await this.restartIfGone(w);
       return;
     }
     if (fault.kind === 'diskFull') {
