@@ -30,6 +30,8 @@ export class FaultInjector {
     private readonly plan: Plan,
     private readonly nodes: ChaosNodes,
     private readonly log: (line: string) => void,
+    /** Told when a holdWrites fault lets its writes go (the run checks the bucket soon after). */
+    private readonly onRelease: (fault: Fault) => void = () => undefined,
   ) {}
 
   async run(startedAt: number, stopped: () => boolean): Promise<void> {
@@ -108,6 +110,7 @@ export class FaultInjector {
       set(true);
       await sleep(fault.forMs);
       set(false);
+      if (fault.kind === 'holdWrites') this.onRelease(fault);
       await this.restartIfGone(w);
       return;
     }
