@@ -10,6 +10,9 @@ import type { ChaosNodes } from './nodes.js';
 import { describeFault, type Fault, type Plan } from './plan.js';
 import { sleep } from './workload.js';
 
+/** A pauseCut cuts its node from the bucket this long before the SIGSTOP. */
+export const CUT_BEFORE_PAUSE_MS = 800;
+
 export interface FaultWindow {
   fault: Fault;
   from: number;
@@ -72,8 +75,12 @@ export class FaultInjector {
     this.windows.push(w);
     const n = fault.node;
     if (fault.kind === 'pause' || fault.kind === 'pauseCut') {
+      if (fault.kind === 'pauseCut') {
+        // Cut first: no lease renewal is in flight at the SIGSTOP, to come back with a 412 at SIGCONT.
+        this.nodes.cutBucket(n, true);
+        await sleep(CUT_BEFORE_PAUSE_MS);
+      }
       this.nodes.pause(n);
-      if (fault.kind === 'pauseCut') this.nodes.cutBucket(n, true);
       await sleep(fault.pauseMs);
       this.nodes.resume(n);
       if (fault.kind === 'pauseCut') {

@@ -88,8 +88,9 @@ export type Fault =
   | { at: number; kind: 'stop'; node: number; downMs: number }
   | { at: number; kind: 'pause'; node: number; pauseMs: number }
   /**
-   * Paused past lease + grace and cut from the bucket from then until `cutMs` after it resumes:
-   * the resumed node cannot learn that it was fenced (no renewal's 412, no listing of nodes/).
+   * Cut from the bucket, 0.8 s later paused past lease + grace, and still cut until `cutMs` after
+   * it resumes: the resumed node cannot learn that it was fenced (no renewal in flight at the pause
+   * to come back with a 412, no listing of nodes/).
    */
   | { at: number; kind: 'pauseCut'; node: number; pauseMs: number; cutMs: number }
   /** Every bucket request of the node refused, reads and writes. */
