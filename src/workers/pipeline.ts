@@ -134,11 +134,12 @@ async function repeatOf(
   e: Extract<ActorEvent, { type: 'request' }>,
   key: string,
 ): Promise<{ done: EventResult } | { call: IdemCall }> {
+  // Given up, the local copy may hold a record the bucket never got, and the give-up may have
+  // closed it (an event of the actor ending meanwhile drops its slot): no answer from it.
+  if (slot.replica.givenUp) return { done: failure(slot.replica.givenUp, null) };
   const alarmAt = readAlarm(slot.db);
   try {
     if (!e.durable) throw new BadRequest('an idempotency key needs a durable call (callDurable, or ?durable=1)');
-    // Given up, the local copy may hold a record the bucket never got: no answer from it.
-    if (slot.replica.givenUp) throw slot.replica.givenUp;
     const call = idemCall(checkIdempotencyKey(key), e.method, e.args);
     const seen = lookupCall(slot.db, call, deps.clock.now(), deps.config);
     if (!seen) return { call };
