@@ -28,9 +28,9 @@
  *                bucket but cannot renew its lease (nor learn that another fenced it)
  *   holdWritesFile  while this file exists, every write of a key outside the alarm index
  *                (`alarms/`) waits, and is sent once the file is gone: requests delayed and
- *                delivered late, their callers waiting all along (a slow partition of the bucket
- *                behind the state, lease and hold keys while the index's answers). Conditions are
- *                checked when a write lands
+ *                delivered late, their callers waiting all along (as if the bucket's servers of
+ *                the state, lease and hold keys stalled while those of the index answered).
+ *                Conditions are checked when a write lands
  *   fsyncFailFile  while this file exists, a folder bucket's fsyncs fail with EIO (the kernel's
  *                answer after a lost write-back): the wrapped FsStore's `durability` seam
  *                (`failingFsync`; openStore builds it)
