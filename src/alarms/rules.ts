@@ -1,8 +1,9 @@
 /**
  * The rules of the alarm index (docs/alarm-index.md) that the protocol code obeys, as one frozen value passed in (the pipeline's
  * deps, and an argument to each pure decision that reads one) instead of a module-level switch.
- * Production builds SAFE_RULES, every rule on; only the deterministic simulator (test/sim) builds
- * values with one rule off, to show that its invariant catches the breakage.
+ * Production builds SAFE_RULES, every rule on; only the deterministic simulator (test/sim) and the
+ * chaos run (test/chaos, through the TEST-ONLY `UnsafeTestSeams`) build values with one rule off,
+ * to show that their checks catch the breakage.
  *
  *   taggedKeys          R1: entries are written under a fresh key (generation + nonce); off, under
  *                       the legacy key, so a later PUT can reuse a key an earlier DELETE still targets
@@ -18,8 +19,13 @@
  *                       the folder's beginning within alarmSweepMs: without it, an entry left
  *                       behind its cursor (an offer the full timer refused, an entry listed late
  *                       at an earlier due time) waits for ever (a liveness rule)
+ *   deleteAfterUpload   R2's order: the entry an event replaced is deleted only once a link holding
+ *                       that event is in the bucket; off, at once after the commit (workers/pipeline.ts)
  *   durableReplyAfterUpload  not of the ADR, the output gate of durable calls (workers/pipeline.ts): a
  *                       durable call replies only once a link holding its commit is in the bucket
+ *   idempotencyRecord   not of the ADR: a call with an idempotency key records its outcome in its
+ *                       own transaction (workers/idempotency.ts); off, nothing is recorded and a
+ *                       repeat of the key runs the handler again
  */
 export interface ProtocolRules {
   readonly taggedKeys: boolean;
@@ -27,7 +33,9 @@ export interface ProtocolRules {
   readonly ownerFence: boolean;
   readonly entryBeforeUpload: boolean;
   readonly keepOnEmptyBucket: boolean;
+  readonly deleteAfterUpload: boolean;
   readonly durableReplyAfterUpload: boolean;
+  readonly idempotencyRecord: boolean;
   readonly walkOtherShards: boolean;
   readonly startOverOwnShards: boolean;
 }
@@ -38,7 +46,9 @@ export const SAFE_RULES: ProtocolRules = Object.freeze({
   ownerFence: true,
   entryBeforeUpload: true,
   keepOnEmptyBucket: true,
+  deleteAfterUpload: true,
   durableReplyAfterUpload: true,
+  idempotencyRecord: true,
   walkOtherShards: true,
   startOverOwnShards: true,
 });

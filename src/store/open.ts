@@ -7,7 +7,8 @@
  *   memory:                                               → MemoryStore (tests; one per call)
  *   memory:<name>                                         → one MemoryStore for every thread of the process (testing/shared-memory.ts)
  *   latency+<any of these>[?ms=20]                        → LatencyStore around it (benchmarks)
- *   fault+<any of these>[?seed=…&unavailable=…&…]         → FaultStore around it (tests, benchmarks, chaos)
+ *   fault+<any of these>[?seed=…&unavailable=…&…]         → FaultStore around it (tests, benchmarks, chaos); its
+ *                                                           fsyncFailFile reaches a folder bucket's fsyncs
  *
  * Whatever the URL, the store returned is a GovernedStore around it (throttle/governed-store.ts):
  * each request class's window, and a throttle answer from any layer below taken as a signal.
@@ -20,7 +21,8 @@ import { SeededRandom, SystemRandom, type Random } from '../core/random.js';
 import { resolveOptions } from '../core/config.js';
 import { FsStore, parseFsUrl } from './fs/store.js';
 import { SQLITE_SCHEME, SqliteStore, parseSqliteUrl } from './sqlite/store.js';
-import { FAULT_SCHEME, FaultStore, parseFaultUrl } from './testing/faults.js';
+import { FAULT_SCHEME, FaultStore, failingFsync, parseFaultUrl } from './testing/faults.js';
+import type { FsDurability } from './fs/io.js';
 import { LATENCY_SCHEME, LatencyStore, parseLatencyUrl } from './testing/latency.js';
 import { MemoryStore } from './memory.js';
 import { openSharedMemory, sharedMemoryName } from './testing/shared-memory.js';
@@ -73,7 +75,10 @@ export function openStore(url: string, deps: OpenStoreDeps = {}): GovernedStore 
 }
 
 /** The store a URL names, without the governor (the wrappers' inner stores). */
-function openBare(url: string, deps: OpenStoreDeps & { clock: Clock; random: Random; config: StoreSettings }): ObjectStore {
+function openBare(
+  url: string,
+  deps: OpenStoreDeps & { clock: Clock; random: Random; config: StoreSettings; durability?: FsDurability },
+): ObjectStore {
   const { clock, config } = deps;
   if (url.startsWith(LATENCY_SCHEME)) {
     const { inner, ms } = parseLatencyUrl(url);
@@ -82,7 +87,8 @@ function openBare(url: string, deps: OpenStoreDeps & { clock: Clock; random: Ran
   if (url.startsWith(FAULT_SCHEME)) {
     const { inner, plan, seed } = parseFaultUrl(url);
     const random = seed === undefined ? deps.random : new SeededRandom(seed);
-    return new FaultStore(openBare(inner, deps), clock, random, plan);
+    const innerDeps = plan.fsyncFailFile === '' ? deps : { ...deps, durability: failingFsync(plan.fsyncFailFile) };
+    return new FaultStore(openBare(inner, innerDeps), clock, random, plan);
   }
   if (url === 'memory:') return new MemoryStore({ clock });
   const shared = sharedMemoryName(url);
@@ -104,5 +110,6 @@ function openBare(url: string, deps: OpenStoreDeps & { clock: Clock; random: Ran
       readOnly: deps.readOnly === true,
     },
     clock,
+    deps.durability,
   );
 }

@@ -32,6 +32,7 @@ import type { ActorEvent, EventResult } from './messages.js';
 import { errorData, failure, ok } from './results.js';
 import { entryEndedByTombstone, indexBeforeCommit, indexOnTake } from './index-owner.js';
 import type { PipelineDeps } from './deps.js';
+import type { ReplacedEntry } from '../replication/index-upload.js';
 import { deliverTo, deliverWithoutState, type EntryPlace } from './deliver.js';
 import { checkIdempotencyKey } from '../core/idempotency-key.js';
 import { idemCall, lookupCall, recordable, recordError, recordResult, type IdemCall } from './idempotency.js';
@@ -120,7 +121,8 @@ async function runOnce(
         throw err;
       }
     },
-    (result) => recordResult(slot.db, once.call, result, deps.clock.now(), deps.config),
+    // TEST-ONLY (rules.idempotencyRecord off): nothing recorded, a repeat runs again.
+    (result) => (deps.rules.idempotencyRecord ? recordResult(slot.db, once.call, result, deps.clock.now(), deps.config) : undefined),
   );
   return r.type === 'error' && raised !== undefined ? recordCallError(deps, slot, e.address, once.call, r, raised) : r;
 }
@@ -132,11 +134,12 @@ async function repeatOf(
   e: Extract<ActorEvent, { type: 'request' }>,
   key: string,
 ): Promise<{ done: EventResult } | { call: IdemCall }> {
+  // Given up, the local copy may hold a record the bucket never got, and the give-up may have
+  // closed it (an event of the actor ending meanwhile drops its slot): no answer from it.
+  if (slot.replica.givenUp) return { done: failure(slot.replica.givenUp, null) };
   const alarmAt = readAlarm(slot.db);
   try {
     if (!e.durable) throw new BadRequest('an idempotency key needs a durable call (callDurable, or ?durable=1)');
-    // Given up, the local copy may hold a record the bucket never got: no answer from it.
-    if (slot.replica.givenUp) throw slot.replica.givenUp;
     const call = idemCall(checkIdempotencyKey(key), e.method, e.args);
     const seen = lookupCall(slot.db, call, deps.clock.now(), deps.config);
     if (!seen) return { call };
@@ -161,7 +164,8 @@ async function recordCallError(
   raised: unknown,
 ): Promise<EventResult> {
   const own = errorData(raised);
-  if (!recordable(r.error) || own.code !== r.error.code || own.message !== r.error.message || slot.replica.givenUp) return r;
+  const record = deps.rules.idempotencyRecord && recordable(r.error); // TEST-ONLY: the rule off records nothing
+  if (!record || own.code !== r.error.code || own.message !== r.error.message || slot.replica.givenUp) return r;
   const { db } = slot;
   db.exec('BEGIN IMMEDIATE');
   try {
@@ -326,7 +330,14 @@ async function commitWithAlarm(deps: PipelineDeps, slot: Slot, address: ActorAdd
   commitAlarm(slot.db, state);
   const replaced = await indexBeforeCommit(deps, slot, address, state.at);
   slot.db.exec('COMMIT');
-  if (replaced) slot.replica.index.deleteAfterUpload(replaced);
+  if (!replaced) return;
+  if (deps.rules.deleteAfterUpload) slot.replica.index.deleteAfterUpload(replaced);
+  else await deleteBeforeUpload(deps, replaced);
+}
+
+/** TEST-ONLY (rules.deleteAfterUpload off, the order R2 forbids): the replaced entry goes before the upload. */
+async function deleteBeforeUpload(deps: PipelineDeps, replaced: ReplacedEntry): Promise<void> {
+  await deps.store.deleteMany([replaced.key]).catch(() => undefined);
 }
 
 /**

@@ -94,4 +94,29 @@ describe('chaos checks', () => {
     assert.equal(fingerprint(planRun(shape)), fingerprint(planRun(shape)));
     assert.notEqual(fingerprint(planRun(shape)), fingerprint(planRun({ ...shape, seed: 43 })));
   });
+
+  it('aimed ops sit in time order among the planned ones, numbered, each on its slot incarnation at its time', () => {
+    const plan = planRun({ seed: 7, chaosMs: 120_000, nodes: 3 });
+    const aimed = plan.ops.filter((o) => o.aim !== undefined);
+    assert.ok(
+      aimed.some((o) => o.aim === 'pauseCut' && o.kind === 'read'),
+      'reads through a node resumed but cut',
+    );
+    assert.ok(
+      aimed.some((o) => o.aim === 'holdWrites' && o.kind === 'arm'),
+      'arms through a node whose writes are held',
+    );
+    plan.ops.forEach((o, i) => {
+      assert.equal(o.i, i);
+      assert.equal(o.id, `c7-${i}`);
+      if (i > 0) assert.ok(plan.ops[i - 1]!.at <= o.at);
+    });
+    const incarnation = new Map<number, number>();
+    for (const o of plan.ops) {
+      assert.equal(o.incarnation, incarnation.get(o.slot) ?? 0, `op ${o.i}`);
+      if (o.kind === 'destroy') incarnation.set(o.slot, o.incarnation + 1);
+    }
+    for (const f of plan.faults.filter((f) => f.kind === 'holdWrites'))
+      assert.ok(aimed.some((o) => o.via === f.node && o.at > f.at && o.at < f.at + 1_000));
+  });
 });

@@ -1,10 +1,11 @@
 /**
- * `npm run chaos -- [--minutes M] [--seed S] [--nodes 3..5] [--bucket folder|s3] [--unsafe RULE] [--keep-going]`
+ * `npm run chaos -- [--minutes M] [--seed S] [--nodes 3..5] [--bucket folder|s3] [--unsafe RULE] [--keep-going] [--keep]`
  *
  * One chaos run (run.ts, docs/testing.md): exit 0 with no violation, 1 with one (its seed, plan,
  * first violation, the requests around it and a replay command printed), 3 when the harness
- * failed. `--unsafe` plants a breakage (earlyDurableReply, noFence, leaseOverstay) and, unless
- * `--keep-going`, stops at the first violation to report how long catching it took.
+ * failed. `--unsafe` plants a breakage (plan.ts UNSAFE) and, unless
+ * `--keep-going`, stops at the first violation to report how long catching it took. `--keep`
+ * keeps the run's folder (logs, data dirs, bucket) even when no check failed.
  * S3: `bash scripts/s3-test-server.sh up; eval "$(bash scripts/s3-test-server.sh env)"` first.
  */
 import { parseArgs } from 'node:util';
@@ -20,6 +21,7 @@ const { values } = parseArgs({
     bucket: { type: 'string', default: 'folder' },
     unsafe: { type: 'string' },
     'keep-going': { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
   },
 });
 
@@ -56,6 +58,7 @@ try {
     ...(unsafe ? { unsafe } : {}),
     stopOnViolation: unsafe !== undefined && !values['keep-going'],
     keepOnViolation: true,
+    keep: values.keep,
     out,
   });
   printReport(report, repro, out);

@@ -4,6 +4,8 @@
  *
  *   <cutDir>/bucket       the node's `fault+` wrapper refuses every request while it exists (cutFile)
  *   <cutDir>/bucket-writes  … every write, reads served (cutWritesFile)
+ *   <cutDir>/bucket-hold  … holds every write outside the alarm index until it is gone (holdWritesFile)
+ *   <cutDir>/fsync-fail   the folder bucket's fsyncs fail with EIO (fsyncFailFile)
  *   <cutDir>/peer-<port>  the node's forwards to the node listening on <port> get no answer
  */
 import { join } from 'node:path';
@@ -11,5 +13,9 @@ import { join } from 'node:path';
 export const bucketCutFile = (cutDir: string) => join(cutDir, 'bucket');
 
 export const writeCutFile = (cutDir: string) => join(cutDir, 'bucket-writes');
+
+export const holdWritesFile = (cutDir: string) => join(cutDir, 'bucket-hold');
+
+export const fsyncFailFile = (cutDir: string) => join(cutDir, 'fsync-fail');
 
 export const peerCutFile = (cutDir: string, url: string) => join(cutDir, `peer-${new URL(url).port}`);

@@ -10,6 +10,9 @@ import type { ChaosNodes } from './nodes.js';
 import { describeFault, type Fault, type Plan } from './plan.js';
 import { sleep } from './workload.js';
 
+/** A pauseCut cuts its node from the bucket this long before the SIGSTOP. */
+export const CUT_BEFORE_PAUSE_MS = 800;
+
 export interface FaultWindow {
   fault: Fault;
   from: number;
@@ -30,6 +33,8 @@ export class FaultInjector {
     private readonly plan: Plan,
     private readonly nodes: ChaosNodes,
     private readonly log: (line: string) => void,
+    /** Told when a holdWrites fault lets its writes go (the run checks the bucket soon after). */
+    private readonly onRelease: (fault: Fault) => void = () => undefined,
   ) {}
 
   async run(startedAt: number, stopped: () => boolean): Promise<void> {
@@ -45,6 +50,11 @@ export class FaultInjector {
       if (fault.kind === 'diskFull' && !this.nodes.disks) {
         this.noDisk++;
         this.log(`skipped (no disks: not root): ${describeFault(fault)}`);
+        continue;
+      }
+      if (fault.kind === 'fsyncFail' && !this.nodes.folderBucket) {
+        this.skipped.push(fault);
+        this.log(`skipped (not a folder bucket): ${describeFault(fault)}`);
         continue;
       }
       this.injected[fault.kind] = (this.injected[fault.kind] ?? 0) + 1;
@@ -65,8 +75,12 @@ export class FaultInjector {
     this.windows.push(w);
     const n = fault.node;
     if (fault.kind === 'pause' || fault.kind === 'pauseCut') {
+      if (fault.kind === 'pauseCut') {
+        // Cut first: no lease renewal is in flight at the SIGSTOP, to come back with a 412 at SIGCONT.
+        this.nodes.cutBucket(n, true);
+        await sleep(CUT_BEFORE_PAUSE_MS);
+      }
       this.nodes.pause(n);
-      if (fault.kind === 'pauseCut') this.nodes.cutBucket(n, true);
       await sleep(fault.pauseMs);
       this.nodes.resume(n);
       if (fault.kind === 'pauseCut') {
@@ -96,6 +110,15 @@ export class FaultInjector {
       await sleep(fault.forMs);
       this.nodes.cutPeers(n, fault.peer, false, cut);
       w.to = Date.now();
+      return;
+    }
+    if (fault.kind === 'holdWrites' || fault.kind === 'fsyncFail') {
+      const set = (on: boolean) => (fault.kind === 'holdWrites' ? this.nodes.holdWrites(n, on) : this.nodes.failFsync(n, on));
+      set(true);
+      await sleep(fault.forMs);
+      set(false);
+      if (fault.kind === 'holdWrites') this.onRelease(fault);
+      await this.restartIfGone(w);
       return;
     }
     if (fault.kind === 'diskFull') {

@@ -5,8 +5,9 @@
  *
  *   tsx test/chaos/node-entry.ts '<json: StartNodeOptions without logger>' '<json: EntrySeams>'
  *
- *   unsafe         one protocol breakage (earlyDurableReply | noFence | leaseOverstay); the
- *                  run's skewBeyondBound needs no seam of its own (a clock offset past the bound)
+ *   unsafe         one protocol breakage (plan.ts UNSAFE: a rule of ProtocolRules off, or a lease
+ *                  overstay); the run's skewBeyondBound needs no seam of its own (a clock offset
+ *                  past the bound)
  *   clockOffsetMs  the node's clock reads this much ahead of the machine's (negative: behind)
  *   cutDir         a forward to a node whose port has a file `peer-<port>` here gets no answer
  *                  (a partition between the two nodes, switched by the harness)
@@ -36,6 +37,10 @@ export const SEAMS: Readonly<Record<Unsafe, UnsafeTestSeams>> = {
   leaseOverstay: { leaseOverstayMs: 10_000 },
   // The offset itself (nodes.ts): one node's clock far ahead of the others'.
   skewBeyondBound: {},
+  noGenerationCheck: { rules: off('generationCheck') },
+  uploadBeforeEntry: { rules: off('entryBeforeUpload') },
+  deleteBeforeUpload: { rules: off('deleteAfterUpload') },
+  skipIdempotencyRecord: { rules: off('idempotencyRecord') },
 };
 
 const [json, seamsJson] = process.argv.slice(2);

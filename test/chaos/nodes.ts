@@ -10,6 +10,7 @@
  *   kill(n) · stop(n)  SIGKILL / SIGTERM, waited for (bounded)
  *   pause(n) · resume(n)  SIGSTOP / SIGCONT
  *   cutBucket(n, on) · cutPeers(n, m, on)  the partition switches (cuts.ts)
+ *   holdWrites(n, on) · failFsync(n, on)   the held writes and the failing fsyncs (cuts.ts)
  *   url(n)             the slot's URL while it is up (not paused), else undefined
  *   disposeAll()       SIGCONT + SIGKILL whatever still runs
  *
@@ -21,7 +22,7 @@ import type { ChildProcess } from 'node:child_process';
 import { ClusterNode } from '../../support/cluster/node.js';
 import { spawnLogged } from '../../support/cluster/processes.js';
 import { REPO } from '../../support/repo.js';
-import { bucketCutFile, peerCutFile, writeCutFile } from './cuts.js';
+import { bucketCutFile, fsyncFailFile, holdWritesFile, peerCutFile, writeCutFile } from './cuts.js';
 import type { SlotDisks } from './disks.js';
 import type { EntrySeams } from './node-entry.js';
 import { faultUrl, SKEW_BEYOND_MS, TIMINGS, type BucketProfile, type Unsafe } from './plan.js';
@@ -67,7 +68,25 @@ export class ChaosNodes {
 
   /** Cuts slot n off from the bucket (every request refused; `writes`: every write), or heals it. */
   cutBucket(n: number, on: boolean, how: 'all' | 'writes' = 'all'): void {
-    const file = (how === 'writes' ? writeCutFile : bucketCutFile)(this.cutDir(n));
+    this.switchFile((how === 'writes' ? writeCutFile : bucketCutFile)(this.cutDir(n)), on);
+  }
+
+  /** Holds slot n's bucket writes outside the index (they land when it is switched off), or lets them go. */
+  holdWrites(n: number, on: boolean): void {
+    this.switchFile(holdWritesFile(this.cutDir(n)), on);
+  }
+
+  /** Slot n's fsyncs of the folder bucket fail with EIO, or no longer do. */
+  failFsync(n: number, on: boolean): void {
+    this.switchFile(fsyncFailFile(this.cutDir(n)), on);
+  }
+
+  /** Whether the bucket is a folder (the fsyncFail fault's reach). */
+  get folderBucket(): boolean {
+    return this.bucket.startsWith('file://');
+  }
+
+  private switchFile(file: string, on: boolean): void {
     if (on) writeFileSync(file, '');
     else rmSync(file, { force: true });
   }
@@ -165,6 +184,8 @@ export class ChaosNodes {
       bucket: faultUrl(this.bucket, profile, {
         cutFile: bucketCutFile(this.cutDir(n)),
         cutWritesFile: writeCutFile(this.cutDir(n)),
+        holdWritesFile: holdWritesFile(this.cutDir(n)),
+        ...(this.folderBucket ? { fsyncFailFile: fsyncFailFile(this.cutDir(n)) } : {}),
       }),
       port: 0,
       nodeId,

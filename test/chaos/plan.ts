@@ -35,7 +35,16 @@ export const TIMINGS = Object.freeze({
 export const MARGIN_MS = TIMINGS.leasePeriodMs + TIMINGS.graceMs;
 
 /** The protocol breakages a run can plant (test-only; each node of the run gets it). */
-export const UNSAFE = ['earlyDurableReply', 'noFence', 'leaseOverstay', 'skewBeyondBound'] as const;
+export const UNSAFE = [
+  'earlyDurableReply',
+  'noFence',
+  'leaseOverstay',
+  'skewBeyondBound',
+  'noGenerationCheck',
+  'uploadBeforeEntry',
+  'deleteBeforeUpload',
+  'skipIdempotencyRecord',
+] as const;
 export type Unsafe = (typeof UNSAFE)[number];
 
 /**
@@ -70,6 +79,8 @@ export interface Op {
   inMs?: number;
   periodMs?: number;
   failTimes?: number;
+  /** An op aimed at a fault's window (`aimedOps`): the fault's kind. */
+  aim?: FaultKind;
 }
 
 export type Fault =
@@ -77,8 +88,9 @@ export type Fault =
   | { at: number; kind: 'stop'; node: number; downMs: number }
   | { at: number; kind: 'pause'; node: number; pauseMs: number }
   /**
-   * Paused past lease + grace and cut from the bucket from then until `cutMs` after it resumes:
-   * the resumed node cannot learn that it was fenced (no renewal's 412, no listing of nodes/).
+   * Cut from the bucket, 0.8 s later paused past lease + grace, and still cut until `cutMs` after
+   * it resumes: the resumed node cannot learn that it was fenced (no renewal in flight at the pause
+   * to come back with a 412, no listing of nodes/).
    */
   | { at: number; kind: 'pauseCut'; node: number; pauseMs: number; cutMs: number }
   /** Every bucket request of the node refused, reads and writes. */
@@ -88,7 +100,15 @@ export type Fault =
   /** Forwards between the node and its peer get no answer, both ways. */
   | { at: number; kind: 'peerCut'; node: number; peer: number; forMs: number }
   /** The node's data dir has no space left. */
-  | { at: number; kind: 'diskFull'; node: number; forMs: number };
+  | { at: number; kind: 'diskFull'; node: number; forMs: number }
+  /**
+   * Every bucket write of the node outside the alarm index waits (its caller too) and lands when
+   * the fault ends: its lease renewals, holds and link uploads. Its lease runs out, the others
+   * take its actors over, and then its held uploads land.
+   */
+  | { at: number; kind: 'holdWrites'; node: number; forMs: number }
+  /** The node's fsyncs of the folder bucket fail with EIO. */
+  | { at: number; kind: 'fsyncFail'; node: number; forMs: number };
 
 export type FaultKind = Fault['kind'];
 
@@ -117,8 +137,9 @@ const FAULT_GAP_MS = { min: 3_000, max: 9_000 };
 export function planRun(shape: RunShape): Plan {
   const r = new SeededRandom(shape.seed);
   const slots = 6 + r.int(7);
-  const ops = planOps(shape, slots, r.fork());
+  const base = planOps(shape, slots, r.fork());
   const faults = planFaults(shape, r.fork());
+  const ops = withAimedOps(shape, base, aimedOps(shape, slots, faults));
   const profileSeed = r.next32();
   const skewSeed = r.next32();
   return {
@@ -175,16 +196,18 @@ function planFaults(shape: RunShape, r: SeededRandom): Fault[] {
     let fault: Fault;
     // A restart itself takes seconds (tsx), counted in the node's busy time; so does a rejoin
     // after a cut from the bucket or a full disk (the node may have been fenced, or exited).
-    if (p < 0.25) fault = { at, kind: 'kill', node, downMs: r.float() < 0.3 ? 0 : r.int(4_000), freshDir: r.float() < 0.2 };
-    else if (p < 0.35) fault = { at, kind: 'stop', node, downMs: r.int(3_000) };
-    else if (p < 0.56) fault = { at, kind: 'pause', node, pauseMs: MARGIN_MS + 500 + r.int(3_500) };
-    else if (p < 0.63) fault = { at, kind: 'pauseCut', node, pauseMs: MARGIN_MS + 500 + r.int(3_500), cutMs: 1_000 + r.int(4_000) };
-    else if (p < 0.7) fault = { at, kind: 'writeCut', node, forMs: MARGIN_MS + 1_000 + r.int(5_000) };
-    else if (p < 0.8) fault = { at, kind: 'bucketCut', node, forMs: 1_000 + r.int(5_000) };
-    else if (p < 0.9) {
+    if (p < 0.2) fault = { at, kind: 'kill', node, downMs: r.float() < 0.3 ? 0 : r.int(4_000), freshDir: r.float() < 0.2 };
+    else if (p < 0.28) fault = { at, kind: 'stop', node, downMs: r.int(3_000) };
+    else if (p < 0.45) fault = { at, kind: 'pause', node, pauseMs: MARGIN_MS + 500 + r.int(3_500) };
+    else if (p < 0.53) fault = { at, kind: 'pauseCut', node, pauseMs: MARGIN_MS + 500 + r.int(3_500), cutMs: 1_000 + r.int(4_000) };
+    else if (p < 0.59) fault = { at, kind: 'writeCut', node, forMs: MARGIN_MS + 1_000 + r.int(5_000) };
+    else if (p < 0.69) fault = { at, kind: 'bucketCut', node, forMs: 1_000 + r.int(5_000) };
+    else if (p < 0.77) {
       const peer = (node + 1 + r.int(shape.nodes - 1)) % shape.nodes;
       fault = { at, kind: 'peerCut', node, peer, forMs: 3_000 + r.int(7_000) };
-    } else fault = { at, kind: 'diskFull', node, forMs: 2_000 + r.int(6_000) };
+    } else if (p < 0.85) fault = { at, kind: 'diskFull', node, forMs: 2_000 + r.int(6_000) };
+    else if (p < 0.94) fault = { at, kind: 'holdWrites', node, forMs: MARGIN_MS + 1_500 + r.int(4_000) };
+    else fault = { at, kind: 'fsyncFail', node, forMs: 2_000 + r.int(4_000) };
     busyUntil[node] = at + busyMs(fault);
     faults.push(fault);
   }
@@ -206,8 +229,82 @@ function busyMs(f: Fault): number {
     case 'bucketCut':
     case 'writeCut':
     case 'diskFull':
+    case 'holdWrites':
+    case 'fsyncFail':
       return f.forMs + 6_000;
   }
+}
+
+/** A partial op the plan aims at a fault: its index, id and incarnation come when it is merged. */
+type Aimed = Omit<Op, 'i' | 'id' | 'incarnation'>;
+
+/** Spacing of the reads aimed at a cut node, and how many each actor gets. */
+const AIMED_READ_GAP_MS = 600;
+const AIMED_READS = 3;
+
+/**
+ * Ops aimed at the windows the random workload seldom meets (docs/testing.md "Aimed ops"):
+ *
+ *   pauseCut, bucketCut (long enough for a takeover)  a durable apply to every actor through
+ *       another node soon after the fault begins — acknowledged once another node took the actor
+ *       over —, then reads of every actor through the faulted node while it serves and cannot
+ *       yet learn it was fenced: a node that believes its lease longer than it is answers from
+ *       its stale copy (the stale-read check)
+ *   holdWrites   an alarm due within a second armed on every actor through the held node just
+ *       after its writes are held: where it holds the actor, the entry is listed (the index is not
+ *       held) and the link naming it waits, to land after the others took the actor over and a
+ *       delivery of that entry met the state before it
+ */
+function aimedOps(shape: RunShape, slots: number, faults: readonly Fault[]): Aimed[] {
+  const out: Aimed[] = [];
+  const other = (n: number) => (n + 1) % shape.nodes;
+  const readsFrom = (f: Fault, from: number, until: number) => {
+    for (let k = 0; k < AIMED_READS && from + k * AIMED_READ_GAP_MS < until; k++)
+      for (let slot = 0; slot < slots; slot++)
+        out.push({ at: f.at + from + k * AIMED_READ_GAP_MS + slot * 20, slot, kind: 'read', durable: false, via: f.node, aim: f.kind });
+  };
+  const applies = (f: Fault, from: number) => {
+    for (let slot = 0; slot < slots; slot++)
+      out.push({ at: f.at + from + slot * 20, slot, kind: 'apply', durable: true, via: other(f.node), aim: f.kind });
+  };
+  for (const f of faults) {
+    if (f.kind === 'pauseCut') {
+      applies(f, 500);
+      readsFrom(f, f.pauseMs + 200, f.pauseMs + f.cutMs);
+    } else if (f.kind === 'bucketCut' && f.forMs > MARGIN_MS + 1_000) {
+      applies(f, 500);
+      readsFrom(f, MARGIN_MS + 800, f.forMs);
+    } else if (f.kind === 'holdWrites')
+      for (let slot = 0; slot < slots; slot++)
+        out.push({
+          at: f.at + 150 + slot * 20,
+          slot,
+          kind: 'arm',
+          durable: false,
+          via: f.node,
+          inMs: 300 + slot * 50,
+          periodMs: 0,
+          failTimes: 0,
+          aim: f.kind,
+        });
+  }
+  return out.filter((o) => o.at < shape.chaosMs);
+}
+
+/**
+ * The planned ops and the aimed ones in time order, numbered again; an aimed op goes to its
+ * slot's incarnation at its time (after every destroy planned before it).
+ */
+function withAimedOps(shape: RunShape, base: readonly Op[], aimed: readonly Aimed[]): Op[] {
+  if (aimed.length === 0) return [...base];
+  const all: Aimed[] = [...base.map(({ i: _i, id: _id, incarnation: _inc, ...rest }) => rest), ...aimed];
+  all.sort((a, b) => a.at - b.at); // stable: a planned op before an aimed one at the same ms
+  const incarnation = new Map<number, number>();
+  return all.map((o, i) => {
+    const inc = incarnation.get(o.slot) ?? 0;
+    if (o.kind === 'destroy') incarnation.set(o.slot, inc + 1);
+    return { ...o, i, id: `c${shape.seed}-${i}`, incarnation: inc };
+  });
 }
 
 function profileOf(r: SeededRandom): BucketProfile {
@@ -234,7 +331,11 @@ function profileOf(r: SeededRandom): BucketProfile {
  * The bucket URL a node run opens: `fault+<bucket>?<profile>&cutFile=…&cutWritesFile=…` (a calm
  * profile: the cut switches alone; no switches: the bucket itself).
  */
-export function faultUrl(bucket: string, profile: BucketProfile, cuts?: { cutFile: string; cutWritesFile: string }): string {
+export function faultUrl(
+  bucket: string,
+  profile: BucketProfile,
+  cuts?: { cutFile: string; cutWritesFile: string; holdWritesFile: string; fsyncFailFile?: string },
+): string {
   const switches = cuts ? Object.entries(cuts).map(([name, path]) => `${name}=${encodeURIComponent(path)}`) : [];
   const query = [profile.query, ...switches].filter((q) => q !== '').join('&');
   if (query === '') return bucket;
@@ -258,5 +359,7 @@ export function describeFault(f: Fault): string {
   if (f.kind === 'bucketCut') return `${when} cut off from the bucket for ${f.forMs} ms`;
   if (f.kind === 'writeCut') return `${when} bucket writes refused (reads served) for ${f.forMs} ms`;
   if (f.kind === 'peerCut') return `${when} cut off from n${f.peer} (forwards) for ${f.forMs} ms`;
+  if (f.kind === 'holdWrites') return `${when} bucket writes outside the index held for ${f.forMs} ms, then landed`;
+  if (f.kind === 'fsyncFail') return `${when} fsyncs of the folder bucket fail (EIO) for ${f.forMs} ms`;
   return `${when} data dir full for ${f.forMs} ms`;
 }

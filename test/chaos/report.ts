@@ -53,6 +53,10 @@ export function printReport(r: ChaosReport, repro: string, out: (line: string) =
   out('');
   out(`=== chaos run SEED=${r.seed} plan=${r.fingerprint}: ${(r.durationMs / 1_000).toFixed(0)} s ===`);
   out(`operations by kind (planned / sent / acknowledged): ${opsTable(r.outcomes)}`);
+  const aimed = r.outcomes.filter((o) => o.op.aim !== undefined);
+  out(
+    `of them aimed at fault windows: ${aimed.length} (${aimed.filter((o) => o.attempts.some((a) => a.status === 200)).length} answered 200)`,
+  );
   out(`attempts by answer: ${answers(r.outcomes)}`);
   out(
     `faults injected: ${

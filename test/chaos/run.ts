@@ -48,10 +48,49 @@ export interface ChaosOptions {
   stopOnViolation: boolean;
   /** Keep the run's folder (the nodes' logs and data dirs, a folder bucket) when a check fails. */
   keepOnViolation?: boolean;
+  /** Keep the run's folder whatever the outcome. */
+  keep?: boolean;
   out: (line: string) => void;
 }
 
 const ONLINE_EVERY_MS = 5_000;
+/** After a holdWrites fault lets its writes go, the online checks run at these delays. */
+const AFTER_RELEASE_MS = [300, 1_500];
+
+/** When the online checks run next: every ONLINE_EVERY_MS, and sooner when asked. */
+class OnlineCadence {
+  private wake: (() => void) | undefined;
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  /** The online checks run at each of these delays from now (or as soon as a running one ends). */
+  soon(delaysMs: readonly number[]): void {
+    for (const ms of delaysMs) {
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        this.wake?.();
+      }, ms);
+      this.timers.add(t);
+    }
+  }
+
+  /** Resolves after ONLINE_EVERY_MS, or sooner when `soon` asked. */
+  next(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ONLINE_EVERY_MS);
+      this.wake = done;
+    });
+  }
+
+  dispose(): void {
+    for (const t of this.timers) clearTimeout(t);
+    this.wake?.();
+  }
+}
 const ACK_BOUND_MS = 90_000;
 const CALM = { name: 'calm', query: '' } as const;
 
@@ -75,7 +114,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     if (o.stopOnViolation) stopped = true;
   };
   const workload = new Workload(plan, nodes, found);
-  const injector = new FaultInjector(plan, nodes, (line) => o.out(`fault ${line}`));
+  const cadence = new OnlineCadence();
+  // Held writes land at once: the bucket is read again soon after, while a late link may still be the head.
+  const injector = new FaultInjector(plan, nodes, (line) => o.out(`fault ${line}`), () => cadence.soon(AFTER_RELEASE_MS));
   let startedAt = Date.now();
   let final: FinalStats | undefined;
   let leftovers = { processes: 0, tempDir: false };
@@ -85,13 +126,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     startedAt = Date.now();
     setRunStart(startedAt);
     o.out(`${o.nodes} nodes serving; chaos phase of ${o.chaosMs / 1_000} s`);
-    const online = onlineChecks(workload, store, join(root, 'work'), found, () => stopped);
+    const online = onlineChecks(workload, store, join(root, 'work'), found, () => stopped, cadence);
     const chaosEnd = setTimeout(() => (stopped = true), o.chaosMs);
     const work = workload.run(startedAt, () => stopped);
     const faults = injector.run(startedAt, () => stopped);
     await waitUntil(() => stopped);
     clearTimeout(chaosEnd);
-    await Promise.all([online, faults]);
+    await faults;
+    cadence.dispose();
+    await online;
     caughtAfterMs = violations.length > 0 ? violations[0]!.at - startedAt : undefined;
     o.out(`chaos phase over at ${secs(startedAt)}`);
     if (violations.length > 0 && o.stopOnViolation) {
@@ -117,7 +160,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     if (killed > 0) o.out(`${killed} node processes killed at the end`);
     await store.close();
     if (o.s3Url) await emptyBucket(bucket).catch((e: unknown) => o.out(`emptying ${bucket} failed: ${String(e)}`));
-    if (o.keepOnViolation && violations.length > 0) {
+    if (o.keep || (o.keepOnViolation && violations.length > 0)) {
       const kept = `${root}-kept`;
       disks?.copyInto(root);
       renameSync(root, kept); // out of the temp folders removed at exit
@@ -152,7 +195,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 const secs = (from: number) => `${((Date.now() - from) / 1_000).toFixed(1)}s`;
 
 /**
- * Every 5 s during the chaos phase: acknowledged durable ops in the committed heads, no op twice,
+ * Every 5 s during the chaos phase, and soon after held writes landed: acknowledged durable ops in the committed heads, no op twice,
  * no alarm run early past the skew bound, and the index invariant.
  */
 async function onlineChecks(
@@ -161,9 +204,10 @@ async function onlineChecks(
   workDir: string,
   found: (v: Violation) => void,
   stopped: () => boolean,
+  cadence: OnlineCadence,
 ): Promise<void> {
   while (!stopped()) {
-    await sleep(ONLINE_EVERY_MS);
+    await cadence.next();
     if (stopped()) return;
     const readAt = Date.now();
     const views = await readViews(workload, store, workDir).catch(() => undefined);

@@ -6,8 +6,9 @@
  *
  * Also: the same seed plans the same operations and faults (the plan's fingerprint).
  *
- * The seed's plan holds every fault kind, clock offsets within the bound among them; its diskFull
- * faults need root (a tmpfs per node): without it they are skipped, said loudly, and the rest runs.
+ * The seed's plan holds pauses, peer cuts, full disks, kill -9, a bucket cut and held writes,
+ * clock offsets within the bound among them; its diskFull faults need root (a tmpfs per node):
+ * without it they are skipped, said loudly, and the rest runs.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

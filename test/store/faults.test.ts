@@ -12,7 +12,8 @@ import { ErrorCode, isKeepworkError } from '../../src/core/errors.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { openStore } from '../../src/store/open.js';
-import { FaultStore, NO_FAULTS, parseFaultUrl, type FaultPlan } from '../../src/store/testing/faults.js';
+import { FaultStore, NO_FAULTS, failingFsync, parseFaultUrl, type FaultPlan } from '../../src/store/testing/faults.js';
+import { fsyncDoesNothing } from '../../src/store/fs/io.js';
 import { LatencyStore } from '../../src/store/testing/latency.js';
 import { throttleOf } from '../../src/store/throttle/signal.js';
 import { text } from '../helpers/bytes.js';
@@ -160,6 +161,78 @@ describe('fault store', () => {
     const later = codeOf(store.put('d', text('d')));
     await clock.advance(30);
     assert.equal(await later, 'ok', 'once the first two landed');
+  });
+
+  it('holdWritesFile holds every write outside the index until the file is gone; conditions are checked when it lands', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-hold-'));
+    try {
+      const holdWritesFile = join(dir, 'hold');
+      const { clock, inner, store } = faulty({ holdWritesFile });
+      await store.put('state/k', text('v'));
+      writeFileSync(holdWritesFile, '');
+      const landed: string[] = [];
+      const put = store.put('state/k', text('w')).then(() => landed.push('put'));
+      const create = codeOf(store.put('holds/h', text('mine'), { ifNoneMatch: '*' })).then((c) => (landed.push('create'), c));
+      await store.put('alarms/t/1', new Uint8Array(0)); // the index goes through
+      await store.deleteMany(['alarms/t/1']);
+      assert.deepEqual((await store.get('state/k'))?.body, text('v'), 'reads are served');
+      await inner.put('holds/h', text('theirs'));
+      await clock.advance(10_000);
+      assert.deepEqual(landed, [], 'held while the file exists');
+      assert.deepEqual((await inner.get('state/k'))?.body, text('v'));
+      rmSync(holdWritesFile);
+      await clock.advance(50);
+      await put;
+      assert.equal(await create, ErrorCode.PreconditionFailed, 'the held create found the key taken when it landed');
+      assert.deepEqual((await inner.get('state/k'))?.body, text('w'));
+      assert.equal(store.injected.held, 2);
+      assert.equal(parseFaultUrl(`fault+memory:?holdWritesFile=${encodeURIComponent(holdWritesFile)}`).plan.holdWritesFile, holdWritesFile);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('failingFsync fails fsyncs with EIO while its file exists, and makes them otherwise', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-fsync-'));
+    try {
+      const file = join(dir, 'fail');
+      const made: string[] = [];
+      const disk = { fsyncFile: async () => void made.push('file'), fsyncFolder: async (d: string) => void made.push(d) };
+      const d = failingFsync(file, disk);
+      await d.fsyncFile(3);
+      await d.fsyncFolder('/x');
+      writeFileSync(file, '');
+      await assert.rejects(d.fsyncFile(3), (e: NodeJS.ErrnoException) => e.code === 'EIO');
+      await assert.rejects(d.fsyncFolder('/x'), (e: NodeJS.ErrnoException) => e.code === 'EIO');
+      assert.deepEqual(made, ['file', '/x']);
+      assert.equal(d.failed, 2);
+      assert.equal(parseFaultUrl(`fault+file:///tmp/b?fsyncFailFile=${encodeURIComponent(file)}`).plan.fsyncFailFile, file);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a folder bucket behind fault+ with fsyncFailFile refuses puts while the file exists; nothing is acknowledged', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-fsync-'));
+    try {
+      const file = join(dir, 'fail');
+      if (fsyncDoesNothing(dir)) return t.skip('tmpdir is in memory: the folder bucket makes no fsync there');
+      const store = openStore(`fault+file://${join(dir, 'bucket')}?fsyncFailFile=${encodeURIComponent(file)}`);
+      try {
+        await store.put('state/a', text('v'));
+        writeFileSync(file, '');
+        const code = await codeOf(store.put('state/b', text('w')));
+        assert.ok(code === ErrorCode.StoreUnavailable || code === ErrorCode.AmbiguousWrite, code);
+        assert.equal(await store.get('state/b'), null, 'a put whose file fsync failed is not there');
+        rmSync(file);
+        await store.put('state/b', text('w'));
+        assert.deepEqual((await store.get('state/b'))?.body, text('w'));
+      } finally {
+        await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('is opened from a fault+ URL; the inner URL keeps its own query; bad values are BAD_CONFIG', async () => {

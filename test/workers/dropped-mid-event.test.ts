@@ -45,4 +45,29 @@ describe('an actor dropped while its event awaits the bucket', () => {
     store.setFaults(undefined);
     assert.equal(okResult(await e.call(A, 'count')), 0, 'nothing committed');
   });
+
+  it('a call with an idempotency key on an actor given up and dropped after it was acquired answers the give-up', async () => {
+    // The chaos run (seed 5) met `500 HANDLER_FAILED: The database connection is not open`: a
+    // link that landed after the lease ran out gave the actor up, and the event that ended then
+    // dropped its slot while a durable call with a key had just acquired it.
+    const clock = new SimClock(1_800_000_000_000);
+    const store = new MemoryStore({ clock });
+    const e = env(store, 0, { clock });
+    assert.equal(okResult(await e.callDurable(A, 'count')), 0);
+    const slots = e.deps.slots;
+    const acquire = slots.acquire.bind(slots);
+    slots.acquire = async (...args: Parameters<typeof slots.acquire>) => {
+      const slot = await acquire(...args);
+      if (slot) {
+        slot.replica.giveUpNow(new Error('link 5 landed after the lease ran out'));
+        slots.drop(slot.replica.address);
+      }
+      return slot;
+    };
+    const r = await e.callOnce('k1', A, 'arm', 60_000);
+    slots.acquire = acquire;
+    assert.equal(r.type, 'error');
+    assert.notEqual(r.type === 'error' && r.error.code, 'HANDLER_FAILED', r.type === 'error' ? r.error.message : '');
+    assert.equal(okResult(await e.callOnce('k1', A, 'arm', 60_000)), 1, 'the retry runs it, once');
+  });
 });

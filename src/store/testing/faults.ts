@@ -26,6 +26,14 @@
  *                on and off from outside the process, whatever the seed and the windows
  *   cutWritesFile  every write refused while this file exists, reads served: the node reads the
  *                bucket but cannot renew its lease (nor learn that another fenced it)
+ *   holdWritesFile  while this file exists, every write of a key outside the alarm index
+ *                (`alarms/`) waits, and is sent once the file is gone: requests delayed and
+ *                delivered late, their callers waiting all along (as if the bucket's servers of
+ *                the state, lease and hold keys stalled while those of the index answered).
+ *                Conditions are checked when a write lands
+ *   fsyncFailFile  while this file exists, a folder bucket's fsyncs fail with EIO (the kernel's
+ *                answer after a lost write-back): the wrapped FsStore's `durability` seam
+ *                (`failingFsync`; openStore builds it)
  *
  * Faults happen only inside windows: `burstMs` of every `burstEveryMs` (default: always), by the
  * injected clock, so under SimClock the schedule is virtual time. Each draw comes from the
@@ -42,6 +50,7 @@ import type { Random } from '../../core/random.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from '../types.js';
 import { throttledError } from '../throttle/signal.js';
 import { numberParam, splitWrapperUrl } from './wrapper-url.js';
+import { DISK_DURABILITY, type FsDurability } from '../fs/io.js';
 
 export const FAULT_SCHEME = 'fault+';
 
@@ -72,6 +81,10 @@ export interface FaultPlan {
   cutFile: string;
   /** While a file exists at this path, every write is refused ('': never). */
   cutWritesFile: string;
+  /** While a file exists at this path, every write of a key outside `alarms/` waits ('': never). */
+  holdWritesFile: string;
+  /** While a file exists at this path, the wrapped folder bucket's fsyncs fail with EIO ('': never). */
+  fsyncFailFile: string;
 }
 
 export const NO_FAULTS: FaultPlan = {
@@ -89,13 +102,21 @@ export const NO_FAULTS: FaultPlan = {
   retryAfterMs: 0,
   cutFile: '',
   cutWritesFile: '',
+  holdWritesFile: '',
+  fsyncFailFile: '',
 };
+
+/** How often a held write looks whether its hold is over. */
+const HOLD_POLL_MS = 50;
+
+/** The keys of the alarm index, which `holdWritesFile` lets through. */
+const INDEX_KEYS = 'alarms/';
 
 type Verb = 'get' | 'head' | 'list' | 'put' | 'delete' | 'deleteMany';
 
 export class FaultStore implements ObjectStore {
   readonly description: string;
-  readonly injected = { unavailable: 0, ambiguous: 0, late: 0, stalled: 0, slowdown: 0, cut: 0 };
+  readonly injected = { unavailable: 0, ambiguous: 0, late: 0, stalled: 0, slowdown: 0, cut: 0, held: 0 };
   /** Requests the wrapper was asked to send, refused ones included. */
   sent = 0;
   private writesInFlight = 0;
@@ -129,15 +150,15 @@ export class FaultStore implements ObjectStore {
   }
 
   put(key: string, body: Uint8Array, condition?: PutCondition): Promise<{ etag: string }> {
-    return this.write('put', () => this.inner.put(key, body, condition));
+    return this.write('put', [key], () => this.inner.put(key, body, condition));
   }
 
   delete(key: string): Promise<void> {
-    return this.write('delete', () => this.inner.delete(key));
+    return this.write('delete', [key], () => this.inner.delete(key));
   }
 
   deleteMany(keys: readonly string[]): Promise<void> {
-    return this.write('deleteMany', () => this.inner.deleteMany(keys));
+    return this.write('deleteMany', keys, () => this.inner.deleteMany(keys));
   }
 
   async close(): Promise<void> {
@@ -145,7 +166,8 @@ export class FaultStore implements ObjectStore {
     return this.inner.close();
   }
 
-  private async write<T>(verb: Verb, send: () => Promise<T>): Promise<T> {
+  private async write<T>(verb: Verb, keys: readonly string[], send: () => Promise<T>): Promise<T> {
+    await this.hold(keys);
     if (this.plan.stallWritesMs > 0) {
       this.injected.stalled++;
       await this.clock.sleep(this.plan.stallWritesMs);
@@ -174,6 +196,14 @@ export class FaultStore implements ObjectStore {
       throw new AmbiguousWrite(`${verb} applied; its answer was lost (fault+)`);
     }
     return result;
+  }
+
+  /** While the hold switch is on, a write of a key outside the index waits for it to go off. */
+  private async hold(keys: readonly string[]): Promise<void> {
+    const file = this.plan.holdWritesFile;
+    if (file === '' || !existsSync(file) || keys.every((k) => k.startsWith(INDEX_KEYS))) return;
+    this.injected.held++;
+    while (existsSync(file)) await this.clock.sleep(HOLD_POLL_MS);
   }
 
   /** A throttle answer to a write, within the slowdown window (see the header). */
@@ -216,7 +246,16 @@ export class FaultStore implements ObjectStore {
 /** Splits `fault+<inner>[?…]` into the inner URL, the plan and the seed (undefined: not seeded). */
 export function parseFaultUrl(url: string): { inner: string; plan: FaultPlan; seed: number | undefined } {
   const names = ['seed', 'unavailable', 'on', 'ambiguous', 'late', 'lateMs', 'stallWritesMs', 'burstEveryMs', 'burstMs'];
-  names.push('slowdown', 'slowdownInFlightMax', 'slowdownMs', 'retryAfterMs', 'cutFile', 'cutWritesFile');
+  names.push(
+    'slowdown',
+    'slowdownInFlightMax',
+    'slowdownMs',
+    'retryAfterMs',
+    'cutFile',
+    'cutWritesFile',
+    'holdWritesFile',
+    'fsyncFailFile',
+  );
   const { inner, params } = splitWrapperUrl(url, FAULT_SCHEME, names);
   const p = (name: string, fallback: number, max: number) => numberParam(url, params, name, fallback, 0, max);
   const on = params.get('on') ?? 'all';
@@ -236,9 +275,34 @@ export function parseFaultUrl(url: string): { inner: string; plan: FaultPlan; se
     retryAfterMs: p('retryAfterMs', 0, 3_600_000),
     cutFile: params.get('cutFile') ?? '',
     cutWritesFile: params.get('cutWritesFile') ?? '',
+    holdWritesFile: params.get('holdWritesFile') ?? '',
+    fsyncFailFile: params.get('fsyncFailFile') ?? '',
   };
   if (plan.burstEveryMs > 0 && (plan.burstMs <= 0 || plan.burstMs > plan.burstEveryMs))
     throw new BadConfig(`${JSON.stringify(url)}: with burstEveryMs, burstMs must be from 1 to burstEveryMs`);
   const seed = params.has('seed') ? p('seed', 0, 2 ** 31 - 1) : undefined;
   return { inner, plan, seed };
+}
+
+/**
+ * A folder bucket's fsyncs (fs/io.ts `FsDurability`) that fail with EIO while `switchFile` exists,
+ * and are made as usual otherwise: `fault+`'s `fsyncFailFile`. `failed` counts the failures.
+ */
+export function failingFsync(switchFile: string, disk: FsDurability = DISK_DURABILITY): FsDurability & { failed: number } {
+  const eio = (what: string) =>
+    Object.assign(new Error(`EIO: i/o error, fsync ${what} (fault+ fsyncFailFile)`), { code: 'EIO', errno: -5, syscall: 'fsync' });
+  const d = {
+    failed: 0,
+    fsyncFile(fd: number): Promise<void> {
+      if (!existsSync(switchFile)) return disk.fsyncFile(fd);
+      d.failed++;
+      return Promise.reject(eio('of a file'));
+    },
+    fsyncFolder(dir: string): Promise<void> {
+      if (!existsSync(switchFile)) return disk.fsyncFolder(dir);
+      d.failed++;
+      return Promise.reject(eio(dir));
+    },
+  };
+  return d;
 }
