@@ -17,7 +17,7 @@ import { pathToFileURL } from 'node:url';
 import { SystemClock, type Clock } from '../core/clock.js';
 import { BadConfig } from '../core/errors.js';
 import { SeededRandom, SystemRandom, type Random } from '../core/random.js';
-import { resolveOptions } from '../core/config.js';
+import { resolveOptions, type Settings } from '../core/config.js';
 import { FsStore, parseFsUrl } from './fs/store.js';
 import { SQLITE_SCHEME, SqliteStore, parseSqliteUrl } from './sqlite/store.js';
 import { FAULT_SCHEME, FaultStore, parseFaultUrl } from './testing/faults.js';
@@ -39,8 +39,11 @@ export function defaultBucketUrl(dataDir: string): string {
   return pathToFileURL(resolve(dataDir, 'bucket')).href;
 }
 
-/** What every store needs: the S3 client's settings (the folder store uses the timeout as its lock wait). */
-export type StoreSettings = S3Settings & GovernorSettings;
+/**
+ * What every store needs: the S3 client's settings (the folder store uses the timeout as its lock
+ * wait, the attempts and first retry delay as its own) and the folder store's group-commit bounds.
+ */
+export type StoreSettings = S3Settings & GovernorSettings & Settings<'storePutBatchObjectsMax' | 'storePutBatchBytesMax'>;
 
 export interface OpenStoreDeps {
   config?: StoreSettings;
@@ -50,6 +53,11 @@ export interface OpenStoreDeps {
   readOnly?: boolean;
   /** Where the governor records throttle answers and window sizes (a node's metrics). */
   throttle?: ThrottleSink;
+  /**
+   * A folder bucket fsyncs on the calling thread, never on libuv's pool (FsStore's `fsyncInline`):
+   * for the node's lease, whose renewals must not wait behind other file work. Other buckets ignore it.
+   */
+  fsyncInline?: boolean;
 }
 
 /**
@@ -101,7 +109,10 @@ function openBare(url: string, deps: OpenStoreDeps & { clock: Clock; random: Ran
       lockWaitMs: config.storeRequestTimeoutMs,
       attemptsMax: config.storeAttemptsMax,
       retryBaseMs: config.storeRetryBaseMs,
+      putBatchObjectsMax: config.storePutBatchObjectsMax,
+      putBatchBytesMax: config.storePutBatchBytesMax,
       readOnly: deps.readOnly === true,
+      fsyncInline: deps.fsyncInline === true,
     },
     clock,
   );

@@ -38,7 +38,17 @@ import { BadConfig, BadRequest, KeepworkError, StoreUnavailable } from '../../co
 import { retry } from '../../core/retry.js';
 import { etagOf } from '../etag.js';
 import { checkFormat, checkFormatReadOnly } from './format.js';
-import { asBytes, codeOf, DISK_DURABILITY, fsyncDoesNothing, isMissing, TRANSIENT, unlinkIfPresent, type FsDurability } from './io.js';
+import {
+  asBytes,
+  codeOf,
+  DISK_DURABILITY,
+  fsyncDoesNothing,
+  INLINE_DURABILITY,
+  isMissing,
+  TRANSIENT,
+  unlinkIfPresent,
+  type FsDurability,
+} from './io.js';
 import { ListWalk } from './list.js';
 import { HostLock } from './lock.js';
 import { resolveFsOptions, type FsConfig, type FsStoreOptions } from './options.js';
@@ -92,10 +102,12 @@ export class FsStore implements ObjectStore {
 
   /**
    * `clock`: what retries and the host lock's polls sleep on (the wall clock by default);
-   * `durability`: the fsyncs of temp files and folders (a test seam; fsync(2) by default).
+   * `durability`: the fsyncs of temp files and folders (a test seam; fsync(2) by default, on
+   * libuv's pool or, with `fsyncInline`, on this thread).
    */
-  constructor(root: string, options?: FsStoreOptions, clock: Clock = new SystemClock(), durability: FsDurability = DISK_DURABILITY) {
+  constructor(root: string, options?: FsStoreOptions, clock: Clock = new SystemClock(), durability?: FsDurability) {
     this.#config = resolveFsOptions(options);
+    durability ??= this.#config.fsyncInline ? INLINE_DURABILITY : DISK_DURABILITY;
     this.#durability = durability;
     this.#syncs = new FolderSyncs(durability.fsyncFolder);
     this.#files = new FileGate(this.#config.openFilesMax);
