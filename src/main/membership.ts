@@ -6,9 +6,9 @@
  *   interval(lease/3) ─▶ renew ─▶ validUntil ─▶ shared memory ─▶ workers' replicas
  *                              └─ 412: fenced ─▶ onFenced (every actor stops at once)
  *
- * The lease may be written through a store of its own (`leaseStore`): on a folder bucket one that
- * fsyncs on this thread, so that a renewal never waits behind libuv's pool, which the workers'
- * fsyncs and the app's own file work share (start-node.ts).
+ * The lease may be written through a store of its own (`leaseStore`): on a folder bucket one whose
+ * fsyncs run on a thread of their own, so that a renewal never waits behind libuv's pool, which
+ * the workers' fsyncs and the app's own file work share (start-node.ts).
  */
 import { interval, type SchedulerLike, type Subscription } from '../core/rx.js';
 import type { Clock } from '../core/clock.js';

@@ -54,10 +54,10 @@ export interface OpenStoreDeps {
   /** Where the governor records throttle answers and window sizes (a node's metrics). */
   throttle?: ThrottleSink;
   /**
-   * A folder bucket fsyncs on the calling thread, never on libuv's pool (FsStore's `fsyncInline`):
+   * A folder bucket fsyncs on a thread of its own, never on libuv's pool (FsStore's `fsyncThread`):
    * for the node's lease, whose renewals must not wait behind other file work. Other buckets ignore it.
    */
-  fsyncInline?: boolean;
+  fsyncThread?: boolean;
 }
 
 /**
@@ -112,7 +112,7 @@ function openBare(url: string, deps: OpenStoreDeps & { clock: Clock; random: Ran
       putBatchObjectsMax: config.storePutBatchObjectsMax,
       putBatchBytesMax: config.storePutBatchBytesMax,
       readOnly: deps.readOnly === true,
-      fsyncInline: deps.fsyncInline === true,
+      fsyncThread: deps.fsyncThread === true,
     },
     clock,
   );

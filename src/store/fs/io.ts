@@ -8,8 +8,8 @@
  * unlink of a small file takes microseconds, and each one sent to libuv's thread pool cost more
  * than itself in thread handoffs and promise callbacks (docs/benchmarks.md, "The folder bucket's system calls").
  * An fsync waits for the disk, so it stays on the pool and the event loop goes on meanwhile; the
- * writes that must never wait behind the pool (the node's lease) fsync inline instead
- * (`INLINE_DURABILITY`).
+ * writes that must never wait behind the pool (the node's lease) fsync on a thread of their
+ * store's own (fs/fsync-thread.ts).
  */
 import { closeSync, fsync, fsyncSync, openSync, statfsSync, unlinkSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
@@ -88,9 +88,7 @@ export const DISK_DURABILITY: FsDurability = Object.freeze({ fsyncFile: fsyncFd,
 
 /**
  * The same two fsyncs as synchronous system calls on the calling thread: they never enter libuv's
- * pool, so no file work of the process (the workers' fsyncs, an app's own) can hold them up, at
- * the price of the thread waiting for the disk meanwhile. For the few writes that must never wait
- * behind the pool: the node's lease (FsStore's `fsyncInline`).
+ * pool, and the thread waits for the disk meanwhile (fs/fsync-thread.ts, until its thread runs).
  */
 export const INLINE_DURABILITY: FsDurability = Object.freeze({
   fsyncFile: async (fd: number) => fsyncSync(fd),

@@ -37,12 +37,11 @@ export interface FsStoreOptions {
   /** Bytes of bodies in one group commit, at most; a larger body is committed on its own. */
   putBatchBytesMax?: number;
   /**
-   * fsync on the calling thread (synchronous system calls) rather than on libuv's thread pool: the
-   * store's writes then never wait behind other file work of the process, and the thread waits for
-   * the disk instead (fs/io.ts `INLINE_DURABILITY`). For a store of a few small writes that must
-   * not be held up: the node's lease.
+   * fsync on a thread of the store's own (fs/fsync-thread.ts) rather than on libuv's thread pool:
+   * the store's writes then never wait behind other file work of the process. For a store of a
+   * few small writes that must not be held up: the node's lease.
    */
-  fsyncInline?: boolean;
+  fsyncThread?: boolean;
 }
 
 /** The default of openFilesMax: plenty for libuv's four pool threads to fsync with. */
@@ -60,10 +59,10 @@ export const FS_STORE_DEFAULTS = Object.freeze({
   putBatchObjectsMax: FS_OPEN_FILES_MAX,
   putBatchBytesMax: 16 * 1024 * 1024,
   readOnly: false,
-  fsyncInline: false,
+  fsyncThread: false,
 });
 
-const SWITCHES = new Set(['fsync', 'readOnly', 'fsyncInline']);
+const SWITCHES = new Set(['fsync', 'readOnly', 'fsyncThread']);
 /** Options that may be 0. */
 const ZERO_ALLOWED = new Set(['retryBaseMs', 'largeFolderBytes']);
 

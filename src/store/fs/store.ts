@@ -10,6 +10,7 @@
  *   fs/lock.ts      the host lock (SQLite's write lock on <root>/~lock.db)
  *   fs/write.ts     temp file → object: create by link, replace under the lock; the concurrency argument
  *   fs/commit.ts    group commit: the puts waiting together fsynced, installed and answered together
+ *   fs/fsync-thread.ts  with `fsyncThread`: the store's fsyncs on a thread of its own, off libuv's pool
  *   fs/list.ts      the byte-order listing walk
  *   fs/io.ts        small file-system helpers
  *
@@ -38,17 +39,7 @@ import { BadConfig, BadRequest, KeepworkError, StoreUnavailable } from '../../co
 import { retry } from '../../core/retry.js';
 import { etagOf } from '../etag.js';
 import { checkFormat, checkFormatReadOnly } from './format.js';
-import {
-  asBytes,
-  codeOf,
-  DISK_DURABILITY,
-  fsyncDoesNothing,
-  INLINE_DURABILITY,
-  isMissing,
-  TRANSIENT,
-  unlinkIfPresent,
-  type FsDurability,
-} from './io.js';
+import { asBytes, codeOf, DISK_DURABILITY, fsyncDoesNothing, isMissing, TRANSIENT, unlinkIfPresent, type FsDurability } from './io.js';
 import { ListWalk } from './list.js';
 import { HostLock } from './lock.js';
 import { resolveFsOptions, type FsConfig, type FsStoreOptions } from './options.js';
@@ -57,6 +48,7 @@ import { FolderSyncs } from './sync.js';
 import { modeOf } from '../conditions.js';
 import { installAll, writeTemp } from './write.js';
 import { PutCommits } from './commit.js';
+import { FsyncThread } from './fsync-thread.js';
 import { FileGate } from './file-gate.js';
 import { filesExhausted, isOutOfFiles } from '../../core/files-exhausted.js';
 import { pageOf, resolveList, validateKey } from '../keys.js';
@@ -94,6 +86,8 @@ export class FsStore implements ObjectStore {
   readonly #clock: Clock;
   readonly #durability: FsDurability;
   readonly #syncs: FolderSyncs;
+  /** With `fsyncThread`: the thread its fsyncs are made on. */
+  readonly #thread: FsyncThread | undefined;
   /** Made on the first put (never on a store opened read-only). */
   #commits: PutCommits | undefined;
   /** `fsync` asked for, on a file system where it does something (fs/io.ts `fsyncDoesNothing`). */
@@ -103,11 +97,12 @@ export class FsStore implements ObjectStore {
   /**
    * `clock`: what retries and the host lock's polls sleep on (the wall clock by default);
    * `durability`: the fsyncs of temp files and folders (a test seam; fsync(2) by default, on
-   * libuv's pool or, with `fsyncInline`, on this thread).
+   * libuv's pool or, with `fsyncThread`, on a thread of the store's own).
    */
   constructor(root: string, options?: FsStoreOptions, clock: Clock = new SystemClock(), durability?: FsDurability) {
     this.#config = resolveFsOptions(options);
-    durability ??= this.#config.fsyncInline ? INLINE_DURABILITY : DISK_DURABILITY;
+    if (durability === undefined && this.#config.fsyncThread && !this.#config.readOnly) durability = this.#thread = new FsyncThread();
+    durability ??= DISK_DURABILITY;
     this.#durability = durability;
     this.#syncs = new FolderSyncs(durability.fsyncFolder);
     this.#files = new FileGate(this.#config.openFilesMax);
@@ -218,6 +213,7 @@ export class FsStore implements ObjectStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#lock?.close();
+    await this.#thread?.close();
   }
 
   // --- helpers -------------------------------------------------------------------------------
