@@ -51,6 +51,11 @@ export const DEFAULTS = Object.freeze({
   storeRetryBaseMs: 50,
   /** Time limit of one store request. */
   storeRequestTimeoutMs: 10_000,
+  /** Puts a folder bucket makes durable together (one group commit: their fsyncs at once, then
+   *  one fsync per folder), at most. */
+  storePutBatchObjectsMax: 32,
+  /** Bytes of bodies in one group commit of a folder bucket, at most (a larger body commits alone). */
+  storePutBatchBytesMax: 16_777_216,
   /** Keep-alive sockets of the S3 client (sized for the sweep's concurrency). */
   storeSocketsMax: 64,
   /** Requests of one class (index writes, chain uploads, reads, lists, …) in flight at once, at
@@ -187,6 +192,8 @@ export const RULES: Readonly<Record<IntegerTunable, Rule>> = {
   storeAttemptsMax: { min: 1, max: 100 },
   storeRetryBaseMs: { min: 0 },
   storeRequestTimeoutMs: { min: 1 },
+  storePutBatchObjectsMax: { min: 1, max: 10_000 },
+  storePutBatchBytesMax: { min: 1, max: 1_073_741_824 },
   storeSocketsMax: { min: 1, max: 10_000 },
   storeWindowMax: { min: 1, max: 10_000 },
   storeWaitingMax: { min: 1, max: 1_000_000 },

@@ -5,6 +5,10 @@
  *
  *   interval(lease/3) ─▶ renew ─▶ validUntil ─▶ shared memory ─▶ workers' replicas
  *                              └─ 412: fenced ─▶ onFenced (every actor stops at once)
+ *
+ * The lease may be written through a store of its own (`leaseStore`): on a folder bucket one whose
+ * fsyncs run on a thread of their own, so that a renewal never waits behind libuv's pool, which
+ * the workers' fsyncs and the app's own file work share (start-node.ts).
  */
 import { interval, type SchedulerLike, type Subscription } from '../core/rx.js';
 import type { Clock } from '../core/clock.js';
@@ -32,15 +36,20 @@ export class Membership {
   private renewing: Promise<void> | undefined;
 
   constructor(
-    store: ObjectStore,
+    private readonly store: ObjectStore,
     private readonly clock: Clock,
     private readonly config: MembershipSettings,
     private readonly log: Logger,
     self: NodeSelf,
     /** The renewal schedule's RxJS scheduler (test seam: the simulator's virtual clock). */
     private readonly scheduler?: SchedulerLike,
+    /**
+     * What the lease is written through (`store` unless given): a store of its own whose writes
+     * never wait behind the other file work of the process (start-node.ts). Closed by stop().
+     */
+    private readonly leaseStore: ObjectStore = store,
   ) {
-    this.lease = new NodeLease(store, clock, config, self, log);
+    this.lease = new NodeLease(leaseStore, clock, config, self, log);
     this.nodes = new NodeDirectory(store, clock, config, log);
     this.holds = new HoldTable(store, clock, config, this.lease, this.nodes, { nodeId: self.nodeId }, log);
   }
@@ -118,6 +127,7 @@ export class Membership {
     await this.renewing;
     await this.lease.release().catch((e: unknown) => this.log.warn({ err: e }, 'releasing the node lease failed'));
     this.publish();
+    if (this.leaseStore !== this.store) await this.leaseStore.close();
   }
 
   private publish(): void {

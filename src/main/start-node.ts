@@ -11,7 +11,8 @@ import { OffsetClock, SystemClock, type Clock } from '../core/clock.js';
 import { validateTenant } from '../core/address.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
-import { openStore, defaultBucketUrl } from '../store/open.js';
+import { openStore, defaultBucketUrl, localBucket } from '../store/open.js';
+import type { ObjectStore } from '../store/types.js';
 import { countedStore } from '../store/request-counts.js';
 import { resolveClasses } from './classes.js';
 import { resolveOptions, type KeepworkOptions, type ResolvedConfig, type Tunable } from '../core/config.js';
@@ -178,13 +179,21 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
   const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
   const metrics = new NodeMetrics();
   const store = countedStore(openStore(bucketUrl, { config, clock, throttle: metrics.mainThrottle.sink(0) }), metrics.mainRequests);
-  const membership = new Membership(store, clock, leaseConfig, baseLog.child({ nodeId: identity.nodeId }), {
-    nodeId: identity.nodeId,
-    addr: parts.addr,
-    tenants: served ?? null,
-    classes: Object.keys(classUrls),
-    dataDirId: identity.dataDirId, // we hold the data dir's lock
-  });
+  const membership = new Membership(
+    store,
+    clock,
+    leaseConfig,
+    baseLog.child({ nodeId: identity.nodeId }),
+    {
+      nodeId: identity.nodeId,
+      addr: parts.addr,
+      tenants: served ?? null,
+      classes: Object.keys(classUrls),
+      dataDirId: identity.dataDirId, // we hold the data dir's lock
+    },
+    undefined,
+    leaseStoreOf(bucketUrl, store, config, clock, metrics),
+  );
   // The workers start, and load the classes, while the lease is written: they post nothing to the
   // bucket before the main thread sends them an event, which it does once the lease is live.
   const workers = new WorkerGroup(config, {
@@ -245,4 +254,17 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
   }
   log.info({ dataDir, bucket: store.description, classes: Object.keys(classUrls), workers: workers.size, url: node.url }, 'node started');
   return node;
+}
+
+/**
+ * What the lease is written through. On a folder bucket, a store of its own whose fsyncs run on a
+ * thread of its own (FsStore `fsyncThread`): a renewal's two fsyncs (its record and its folder,
+ * every leasePeriodMs / 3) then never queue in libuv's thread pool behind the workers' fsyncs or
+ * the app's own file work, which on a busy disk held renewals past the lease, and never share a
+ * group commit with the node's other writes. Any other bucket: the node's store (its requests do
+ * not wait in the pool).
+ */
+function leaseStoreOf(bucketUrl: string, store: ObjectStore, config: ResolvedConfig, clock: Clock, metrics: NodeMetrics): ObjectStore {
+  if (bucketUrl.startsWith('memory:') || localBucket(bucketUrl)?.kind !== 'folder') return store;
+  return countedStore(openStore(bucketUrl, { config, clock, fsyncThread: true }), metrics.mainRequests);
 }

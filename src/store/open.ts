@@ -18,7 +18,7 @@ import { pathToFileURL } from 'node:url';
 import { SystemClock, type Clock } from '../core/clock.js';
 import { BadConfig } from '../core/errors.js';
 import { SeededRandom, SystemRandom, type Random } from '../core/random.js';
-import { resolveOptions } from '../core/config.js';
+import { resolveOptions, type Settings } from '../core/config.js';
 import { FsStore, parseFsUrl } from './fs/store.js';
 import { SQLITE_SCHEME, SqliteStore, parseSqliteUrl } from './sqlite/store.js';
 import { FAULT_SCHEME, FaultStore, failingFsync, parseFaultUrl } from './testing/faults.js';
@@ -41,8 +41,11 @@ export function defaultBucketUrl(dataDir: string): string {
   return pathToFileURL(resolve(dataDir, 'bucket')).href;
 }
 
-/** What every store needs: the S3 client's settings (the folder store uses the timeout as its lock wait). */
-export type StoreSettings = S3Settings & GovernorSettings;
+/**
+ * What every store needs: the S3 client's settings (the folder store uses the timeout as its lock
+ * wait, the attempts and first retry delay as its own) and the folder store's group-commit bounds.
+ */
+export type StoreSettings = S3Settings & GovernorSettings & Settings<'storePutBatchObjectsMax' | 'storePutBatchBytesMax'>;
 
 export interface OpenStoreDeps {
   config?: StoreSettings;
@@ -52,6 +55,11 @@ export interface OpenStoreDeps {
   readOnly?: boolean;
   /** Where the governor records throttle answers and window sizes (a node's metrics). */
   throttle?: ThrottleSink;
+  /**
+   * A folder bucket fsyncs on a thread of its own, never on libuv's pool (FsStore's `fsyncThread`):
+   * for the node's lease, whose renewals must not wait behind other file work. Other buckets ignore it.
+   */
+  fsyncThread?: boolean;
 }
 
 /**
@@ -107,7 +115,10 @@ function openBare(
       lockWaitMs: config.storeRequestTimeoutMs,
       attemptsMax: config.storeAttemptsMax,
       retryBaseMs: config.storeRetryBaseMs,
+      putBatchObjectsMax: config.storePutBatchObjectsMax,
+      putBatchBytesMax: config.storePutBatchBytesMax,
       readOnly: deps.readOnly === true,
+      fsyncThread: deps.fsyncThread === true,
     },
     clock,
     deps.durability,

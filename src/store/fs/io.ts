@@ -7,7 +7,9 @@
  * and reading a folder of thousands of names, fs/list.ts): an open, write, link, rename or
  * unlink of a small file takes microseconds, and each one sent to libuv's thread pool cost more
  * than itself in thread handoffs and promise callbacks (docs/benchmarks.md, "The folder bucket's system calls").
- * An fsync waits for the disk, so it stays on the pool and the event loop goes on meanwhile.
+ * An fsync waits for the disk, so it stays on the pool and the event loop goes on meanwhile; the
+ * writes that must never wait behind the pool (the node's lease) fsync on a thread of their
+ * store's own (fs/fsync-thread.ts).
  */
 import { closeSync, fsync, fsyncSync, openSync, statfsSync, unlinkSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
@@ -83,6 +85,15 @@ export interface FsDurability {
 }
 
 export const DISK_DURABILITY: FsDurability = Object.freeze({ fsyncFile: fsyncFd, fsyncFolder: fsyncPath });
+
+/**
+ * The same two fsyncs as synchronous system calls on the calling thread: they never enter libuv's
+ * pool, and the thread waits for the disk meanwhile (fs/fsync-thread.ts, until its thread runs).
+ */
+export const INLINE_DURABILITY: FsDurability = Object.freeze({
+  fsyncFile: async (fd: number) => fsyncSync(fd),
+  fsyncFolder: async (dir: string) => fsyncPathSync(dir),
+});
 
 /**
  * Writes `body` into the new, empty file open on `fd` (named `file`), fsyncs it if asked, and closes

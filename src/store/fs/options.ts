@@ -36,6 +36,12 @@ export interface FsStoreOptions {
   putBatchObjectsMax?: number;
   /** Bytes of bodies in one group commit, at most; a larger body is committed on its own. */
   putBatchBytesMax?: number;
+  /**
+   * fsync on a thread of the store's own (fs/fsync-thread.ts) rather than on libuv's thread pool:
+   * the store's writes then never wait behind other file work of the process. For a store of a
+   * few small writes that must not be held up: the node's lease.
+   */
+  fsyncThread?: boolean;
 }
 
 /** The default of openFilesMax: plenty for libuv's four pool threads to fsync with. */
@@ -53,8 +59,10 @@ export const FS_STORE_DEFAULTS = Object.freeze({
   putBatchObjectsMax: FS_OPEN_FILES_MAX,
   putBatchBytesMax: 16 * 1024 * 1024,
   readOnly: false,
+  fsyncThread: false,
 });
 
+const SWITCHES = new Set(['fsync', 'readOnly', 'fsyncThread']);
 /** Options that may be 0. */
 const ZERO_ALLOWED = new Set(['retryBaseMs', 'largeFolderBytes']);
 
@@ -68,7 +76,7 @@ export function resolveFsOptions(options: FsStoreOptions = {}): FsConfig {
     if (!(name in FS_STORE_DEFAULTS))
       throw new BadConfig(`unknown FsStore option ${name}; known: ${Object.keys(FS_STORE_DEFAULTS).join(', ')}`);
     if (value === undefined) continue;
-    if (name === 'fsync' || name === 'readOnly') {
+    if (SWITCHES.has(name)) {
       if (typeof value !== 'boolean') throw new BadConfig(`${name} must be a boolean, got ${JSON.stringify(value)}`);
     } else if (!Number.isSafeInteger(value) || (value as number) < (ZERO_ALLOWED.has(name) ? 0 : 1)) {
       throw new BadConfig(

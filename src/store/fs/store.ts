@@ -10,6 +10,7 @@
  *   fs/lock.ts      the host lock (SQLite's write lock on <root>/~lock.db)
  *   fs/write.ts     temp file → object: create by link, replace under the lock; the concurrency argument
  *   fs/commit.ts    group commit: the puts waiting together fsynced, installed and answered together
+ *   fs/fsync-thread.ts  with `fsyncThread`: the store's fsyncs on a thread of its own, off libuv's pool
  *   fs/list.ts      the byte-order listing walk
  *   fs/io.ts        small file-system helpers
  *
@@ -47,6 +48,7 @@ import { FolderSyncs } from './sync.js';
 import { modeOf } from '../conditions.js';
 import { installAll, writeTemp } from './write.js';
 import { PutCommits } from './commit.js';
+import { FsyncThread } from './fsync-thread.js';
 import { FileGate } from './file-gate.js';
 import { filesExhausted, isOutOfFiles } from '../../core/files-exhausted.js';
 import { pageOf, resolveList, validateKey } from '../keys.js';
@@ -84,6 +86,8 @@ export class FsStore implements ObjectStore {
   readonly #clock: Clock;
   readonly #durability: FsDurability;
   readonly #syncs: FolderSyncs;
+  /** With `fsyncThread`: the thread its fsyncs are made on. */
+  readonly #thread: FsyncThread | undefined;
   /** Made on the first put (never on a store opened read-only). */
   #commits: PutCommits | undefined;
   /** `fsync` asked for, on a file system where it does something (fs/io.ts `fsyncDoesNothing`). */
@@ -92,10 +96,13 @@ export class FsStore implements ObjectStore {
 
   /**
    * `clock`: what retries and the host lock's polls sleep on (the wall clock by default);
-   * `durability`: the fsyncs of temp files and folders (a test seam; fsync(2) by default).
+   * `durability`: the fsyncs of temp files and folders (a test seam; fsync(2) by default, on
+   * libuv's pool or, with `fsyncThread`, on a thread of the store's own).
    */
-  constructor(root: string, options?: FsStoreOptions, clock: Clock = new SystemClock(), durability: FsDurability = DISK_DURABILITY) {
+  constructor(root: string, options?: FsStoreOptions, clock: Clock = new SystemClock(), durability?: FsDurability) {
     this.#config = resolveFsOptions(options);
+    if (durability === undefined && this.#config.fsyncThread && !this.#config.readOnly) durability = this.#thread = new FsyncThread();
+    durability ??= DISK_DURABILITY;
     this.#durability = durability;
     this.#syncs = new FolderSyncs(durability.fsyncFolder);
     this.#files = new FileGate(this.#config.openFilesMax);
@@ -206,6 +213,7 @@ export class FsStore implements ObjectStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#lock?.close();
+    await this.#thread?.close();
   }
 
   // --- helpers -------------------------------------------------------------------------------

@@ -1,0 +1,88 @@
+/**
+ * A node embedded without UV_THREADPOOL_SIZE (libuv's pool at Node's default of 4 threads) keeps
+ * its lease while every thread of that pool is held by slow file work of the app or its actors:
+ * the lease's renewals do their file I/O where the pool cannot hold them up (store/fs/io.ts).
+ *
+ * The fixture (test/fixtures/starved-pool-node.ts) holds the pool with opens of a FIFO that no
+ * one writes to, which return only when the test releases them: the node's renewals must go on
+ * meanwhile, more than a whole lease period of them.
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { decodeNode, nodeKey } from '../../src/leases/records.js';
+import { FsStore } from '../../src/store/fs/store.js';
+import { tempDirs } from '../helpers/temp.js';
+import { waitFor } from '../helpers/wait.js';
+
+const FIXTURE = new URL('../fixtures/starved-pool-node.ts', import.meta.url).pathname;
+const LEASE = { leasePeriodMs: 2_000, graceMs: 500, skewBoundMs: 200 };
+const children = new Set<ChildProcessWithoutNullStreams>();
+// Before the temp dirs go (hooks run in order): every child still running is killed and waited for.
+after(() => Promise.all([...children].map((c) => (c.kill('SIGKILL'), once(c, 'close')))));
+const tempDir = tempDirs('kw-starved-pool-');
+const linux = process.platform === 'linux' && spawnSync('mkfifo', ['--version']).status === 0;
+
+/** The fixture node, started as an app would be: no UV_THREADPOOL_SIZE in its environment. */
+async function spawnNode(bucket: string, data: string, fifo: string) {
+  const env = { ...process.env };
+  delete env.UV_THREADPOOL_SIZE;
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, bucket, data, fifo, JSON.stringify(LEASE)], { env });
+  children.add(child);
+  let out = '';
+  let err = '';
+  const waiters: (() => void)[] = [];
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    waiters.splice(0).forEach((w) => w());
+  });
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = once(child, 'exit');
+  async function line(prefix: string): Promise<string> {
+    for (;;) {
+      const found = out.split('\n').find((l) => l.startsWith(prefix + ' ') || l === prefix);
+      if (found !== undefined) {
+        out = out.slice(out.indexOf(found) + found.length + 1);
+        return found;
+      }
+      const more = new Promise<void>((r) => waiters.push(r));
+      const ended = await Promise.race([more.then(() => false), exited.then(() => true)]);
+      if (ended && !out.includes(prefix)) throw new Error(`the node exited before "${prefix}": ${err}`);
+    }
+  }
+  const command = (text: string, answer: string) => {
+    child.stdin.write(text + '\n');
+    return line(answer);
+  };
+  await line('serving');
+  return { command };
+}
+
+describe('a node whose libuv pool is held by slow file work', { skip: !linux && 'needs Linux and mkfifo', timeout: 120_000 }, () => {
+  it('renews its lease for more than a lease period while every pool thread waits', async () => {
+    const dir = tempDir();
+    const bucket = join(dir, 'bucket');
+    const fifo = join(dir, 'fifo');
+    assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+    const node = await spawnNode(bucket, join(dir, 'data'), fifo);
+    const records = new FsStore(bucket, { readOnly: true });
+    const record = async () => decodeNode((await records.get(nodeKey('p1')))!.body);
+
+    await node.command('block', 'blocked');
+    const before = await record();
+    // Renewals sent a whole lease period after the pool was taken: none of them waited for it.
+    const renewed = await waitFor('renewals past a lease period with the pool held', 60_000, async () => {
+      const now = await record();
+      return now.expiresAtMs > before.expiresAtMs + LEASE.leasePeriodMs && now;
+    });
+    assert.equal(renewed.state, 'live');
+    assert.equal(renewed.epoch, before.epoch);
+    assert.equal(await node.command('pending', 'pending'), 'pending 64', 'the pool was held all along');
+
+    await node.command('release', 'released');
+    await node.command('stop', 'done');
+    await records.close();
+  });
+});
