@@ -2,8 +2,8 @@
  * `startNode`: the composition root of one keepwork node — options resolved, identity and epoch,
  * class modules checked, the data dir locked, the HTTP port bound, the bucket (requests counted),
  * the worker group started (its threads load the classes while the lease is written), membership
- * (lease, holds), the Node itself, then the timer refilled from the data dir, HTTP served, and the
- * sweep.
+ * (lease, holds), the Node itself, then HTTP served, the timer refilled from the data dir while it
+ * serves, and the sweep.
  */
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -236,8 +236,8 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
   });
   try {
     await loaded;
-    node.refillTimer(dataDir);
     if (http) node.serveHttp(http);
+    void node.refill(dataDir); // serving meanwhile: a call's actor is opened whether or not its file was scanned yet
     node.startSweeping();
   } catch (e) {
     await node.stop();
