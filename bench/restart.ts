@@ -138,7 +138,7 @@ class NodeProcess {
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as { pid: number; mark: string; at: number });
-    const pid = lines.find((l) => l.mark === 'listen')?.pid; // the node's process (not tsx's launcher)
+    const pid = lines.find((l) => l.mark === 'worker')?.pid; // the node's process (tsx's launcher listens too, but starts no thread)
     const mine = lines.filter((l) => l.pid === pid);
     const at = (m: string) => mine.find((l) => l.mark === m)?.at;
     const online = mine.filter((l) => l.mark.startsWith('online')).map((l) => l.at);
