@@ -20,7 +20,7 @@
  * loading, class checks, the data dir's lock) → workers online → first call served (the lease, the
  * actor's hold, the durable write).
  *
- *   npm run bench -- restart [--quick] [--rounds N] [--actors N] [--variants node-tsx,dist,…]
+ *   npm run bench -- restart [--quick] [--rounds N] [--actors N] [--variants node-tsx,dist,…] [--set name=value …]
  *
  * A variant may name another checkout (e.g. an unpacked older commit with node_modules and its
  * dist built), to compare builds in one run: `--variants dist,dist@/tmp/before` runs both.
@@ -32,7 +32,7 @@ import { request } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { benchArgs, percentile, quick, round, table, words, writeResult } from './lib.js';
+import { benchArgs, percentile, quick, round, setPairs, table, words, writeResult } from './lib.js';
 import { freePort, sleep } from './support/peers/systems.js';
 import { filesystemOf } from './support/filesystem.js';
 import ts from 'typescript';
@@ -50,7 +50,10 @@ const args = benchArgs({
   rounds: { type: 'string' },
   actors: { type: 'string', default: '1000' },
   variants: { type: 'string', default: 'node-tsx,dist' },
+  set: { type: 'string', multiple: true },
 });
+/** `--set name=value` (repeatable): a tunable for every node (docs/tuning.md), as `keepwork start --set`. */
+const SET = Object.entries(setPairs(args.set)).flatMap(([name, value]) => ['--set', `${name}=${value}`]);
 const ROUNDS = Number(args.rounds ?? (quick ? 3 : 10));
 const ACTORS = Number(args.actors);
 
@@ -108,7 +111,7 @@ class NodeProcess {
     const [cmd, ...first] = COMMANDS[this.v.kind](this.v.root) as [string, ...string[]];
     const [counter, reminder] = this.classes;
     const argv = [...first, 'start', '--data', join(this.dir, 'data'), '--port', String(port)];
-    argv.push('--class', `Counter=${counter}`, '--class', `Reminder=${reminder}`);
+    argv.push('--class', `Counter=${counter}`, '--class', `Reminder=${reminder}`, ...SET);
     const at = performance.timeOrigin + performance.now();
     this.child = spawn(cmd, argv, {
       cwd: this.v.root,
@@ -246,7 +249,7 @@ async function main(): Promise<void> {
   const variants = (words(args.variants) ?? []).map(variantOf);
   const base = mkdtempSync(join(tmpdir(), 'kw-bench-restart-'));
   console.log(
-    `bench/restart: ${ACTORS} actors, ${ROUNDS} rounds of kill -9 and start per variant (${variants.map((v) => v.label).join(', ')}), ` +
+    `bench/restart: ${ACTORS} actors${SET.length ? `, ${SET.join(' ')}` : ''}, ${ROUNDS} rounds of kill -9 and start per variant (${variants.map((v) => v.label).join(', ')}), ` +
       `under ${filesystemOf(base).summary}; load average ${loadavg()
         .map((l) => l.toFixed(2))
         .join(' ')} on ${cpus().length} cores`,
