@@ -37,6 +37,8 @@ import type { BoundHttp, HttpServer, NodeSeams, RoutingNode } from './node-api.j
 import type { WorkerGroup } from './worker-group.js';
 
 const HOLD_ATTEMPTS_MAX = 3;
+/** Actor files the start-up scan reads between two turns of the event loop (calls wait at most that long). */
+const SCAN_FILES_PER_TURN = 8;
 
 /** What a Node is built from (start-node.ts builds them; the simulator builds its own). */
 export interface NodeParts {
@@ -159,17 +161,37 @@ export class Node implements RoutingNode, SweepHost {
     return this.delivery.backlog();
   }
 
-  refillTimer(dataDir: string): void {
+  /**
+   * Refills the timer from the data dir's actor databases (workers/scan.ts). With `filesPerTurn`
+   * the scan gives the event loop a turn after that many files, so the node serves while it scans
+   * a large data dir; each file's alarm is read and set in one turn, so a call that changes an
+   * alarm meanwhile (its reply sets the timer after its commit) is never undone by an older read.
+   * Unbounded (the default), the whole scan runs before this returns its promise.
+   */
+  async refillTimer(dataDir: string, filesPerTurn = Infinity): Promise<void> {
     this.dataDir = dataDir;
+    const delivery = this.delivery;
     let n = 0;
-    for (const { address, at } of scanAlarms(dataDir, (path, e) =>
-      this.log.error({ path, err: e }, 'cannot read actor database at start'),
-    )) {
-      if (!serves(this.served, address)) continue;
-      this.delivery.set(address, at);
-      n++;
+    let files = 0;
+    for (const found of scanAlarms(dataDir, (path, e) => this.log.error({ path, err: e }, 'cannot read actor database at start'))) {
+      if (this.stopping || delivery !== this.delivery) return; // stopped, or fenced and rejoined: that run scans again
+      if (found && serves(this.served, found.address)) {
+        delivery.set(found.address, found.at);
+        n++;
+      }
+      if (++files % filesPerTurn === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    this.log.info({ alarms: n }, 'timer refilled from the data dir');
+    this.log.info({ alarms: n, files }, 'timer refilled from the data dir');
+  }
+
+  /**
+   * The timer refilled while the node serves (a node's start, a rejoin): SCAN_FILES_PER_TURN
+   * files a turn. A scan that fails is logged; the sweep still finds every indexed alarm.
+   */
+  refill(dataDir: string): Promise<void> {
+    return this.refillTimer(dataDir, SCAN_FILES_PER_TURN).catch((e: unknown) =>
+      this.log.error({ err: e, dataDir }, 'refilling the timer from the data dir failed'),
+    );
   }
 
   startSweeping(): void {
@@ -385,7 +407,7 @@ export class Node implements RoutingNode, SweepHost {
     this.epoch = epoch;
     if (this.stopping) return;
     this.delivery = this.newDelivery();
-    if (this.dataDir !== undefined) this.refillTimer(this.dataDir);
+    if (this.dataDir !== undefined) void this.refill(this.dataDir);
     this.isFenced = false;
     this.metrics.fenced.set(0);
     this.metrics.rejoins.inc();

@@ -2,8 +2,8 @@
  * `startNode`: the composition root of one keepwork node — options resolved, identity and epoch,
  * class modules checked, the data dir locked, the HTTP port bound, the bucket (requests counted),
  * the worker group started (its threads load the classes while the lease is written), membership
- * (lease, holds), the Node itself, then the timer refilled from the data dir, HTTP served, and the
- * sweep.
+ * (lease, holds), the Node itself, then HTTP served (calls queue for the workers still starting),
+ * the timer refilled from the data dir while it serves, and the sweep.
  */
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -194,8 +194,9 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     undefined,
     leaseStoreOf(bucketUrl, store, config, clock, metrics),
   );
-  // The workers start, and load the classes, while the lease is written: they post nothing to the
-  // bucket before the main thread sends them an event, which it does once the lease is live.
+  // The workers start, and load the classes, while the lease is written and the node begins to
+  // serve: they post nothing to the bucket before the main thread sends them an event, which it
+  // does once the lease is live.
   const workers = new WorkerGroup(config, {
     dataDir,
     bucket: bucketUrl,
@@ -215,7 +216,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     ...(unsafe.clockOffsetMs ? { clockOffsetMs: unsafe.clockOffsetMs } : {}),
   });
   const loaded = workers.loadClasses(Object.keys(classUrls));
-  loaded.catch(() => undefined); // awaited below, once the lease is written
+  loaded.catch(() => undefined); // awaited below, once the node serves
   let node: Node | undefined;
   let epoch: number;
   try {
@@ -244,10 +245,12 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     peers: parts.peers,
   });
   try {
-    await loaded;
-    node.refillTimer(dataDir);
+    // Served while the workers still start: a call waits in its worker's queue, not at the door.
+    // The main thread checked every class above; a worker that cannot load one fails the start.
     if (http) node.serveHttp(http);
+    void node.refill(dataDir); // serving meanwhile: a call's actor is opened whether or not its file was scanned yet
     node.startSweeping();
+    await loaded;
   } catch (e) {
     await node.stop();
     throw e;

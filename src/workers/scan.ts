@@ -14,21 +14,23 @@ export interface ScannedAlarm {
   at: number;
 }
 
-export function* scanAlarms(dataDir: string, onError: (path: string, e: unknown) => void): Generator<ScannedAlarm> {
+export function* scanAlarms(dataDir: string, onError: (path: string, e: unknown) => void): Generator<ScannedAlarm | null> {
   for (const path of actorFiles(join(dataDir, 'actors'))) {
     let db: Database.Database | undefined;
+    let found: ScannedAlarm | null = null;
     try {
       // Read-only: a read-write handle would fold the WAL into the file when it closes, and
       // commits the bucket never got would then look like part of the state it has.
       db = new Database(path, { fileMustExist: true, readonly: true });
       const at = readAlarm(db);
       const address = readMeta(db, 'address');
-      if (at !== null && address !== null) yield { address: parseAddress(address), at };
+      if (at !== null && address !== null) found = { address: parseAddress(address), at };
     } catch (e) {
       onError(path, e);
     } finally {
       db?.close();
     }
+    yield found;
   }
 }
 

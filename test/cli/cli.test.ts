@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
@@ -69,7 +69,7 @@ describe('keepwork CLI', () => {
   it('start under node with a V8 flag (node --max-old-space-size=512 … start) starts its workers and serves', () =>
     serveOneCallAndStop(['--max-old-space-size=512']));
 
-  it('SIGTERM to `npm run keepwork -- start` reaches the node: every process of it exits', async () => {
+  it('`npm run keepwork -- start` runs the node as npm’s own child; SIGTERM stops every process of it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kw-cli-npm-'));
     const args = ['run', 'keepwork', '--', 'start', '--data', dir, '--port', '0', '--class', 'Counter=examples/counter.ts'];
     // Its own process group: the test can tell when every process npm started is gone, and kill them all if not.
@@ -92,6 +92,11 @@ describe('keepwork CLI', () => {
         });
         npm.once('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
       });
+      // The node is the process npm started (sh exec'd into it), not a grandchild behind a launcher:
+      // a supervisor's kill -9 of that process stops the node, which then starts again at once.
+      const nodePid = (JSON.parse(readFileSync(join(dir, 'node.lock.owner'), 'utf8')) as { pid: number }).pid;
+      const parentPid = Number(readFileSync(`/proc/${nodePid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+      assert.equal(parentPid, npm.pid, 'the node is npm’s own child');
       const exited = new Promise<number | null>((resolve) => npm.once('exit', resolve));
       process.kill(npm.pid!, 'SIGTERM');
       assert.equal(await exited, 0);

@@ -83,8 +83,9 @@ describe('node (real Piscina workers)', () => {
     try {
       assert.equal(second.nodeId, first.nodeId);
       assert.equal(second.epoch, first.epoch + 1);
-      assert.equal(second.pendingAlarms(), 1);
       const fired = async () => ((await second.actor('t/Probe/sleeper').call('fired')) as unknown[]).length === 1;
+      // The node serves (and its timer runs) while its workers start: on a slow start the alarm may be due already.
+      assert.ok(second.pendingAlarms() === 1 || (await fired()), 'the timer is refilled from the data dir');
       await waitFor('the alarm after restart', 10_000, fired);
     } finally {
       await second.stop();

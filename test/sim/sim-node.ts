@@ -131,7 +131,7 @@ export class SimNode {
       metrics: sharedMetrics,
       seams,
     });
-    this.node.refillTimer(dataDir);
+    void this.node.refillTimer(dataDir); // unbounded: done when it returns
     this.node.startSweeping();
   }
 
