@@ -116,7 +116,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const workload = new Workload(plan, nodes, found);
   const cadence = new OnlineCadence();
   // Held writes land at once: the bucket is read again soon after, while a late link may still be the head.
-  const injector = new FaultInjector(plan, nodes, (line) => o.out(`fault ${line}`), () => cadence.soon(AFTER_RELEASE_MS));
+  const injector = new FaultInjector(
+    plan,
+    nodes,
+    (line) => o.out(`fault ${line}`),
+    () => cadence.soon(AFTER_RELEASE_MS),
+  );
   let startedAt = Date.now();
   let final: FinalStats | undefined;
   let leftovers = { processes: 0, tempDir: false };
