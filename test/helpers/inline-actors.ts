@@ -40,6 +40,20 @@ export const Counter = defineActor({
   },
 });
 
+/** An actor whose `arm(inMs)` counts its arms and sets its alarm; `count` reads the count. */
+export const Timer = defineActor({
+  init: (ctx: ActorContext) => ctx.sql.exec('CREATE TABLE t (n INTEGER NOT NULL); INSERT INTO t VALUES (0)'),
+  methods: {
+    arm: (ctx: ActorContext, inMs: number) => {
+      ctx.sql.exec('UPDATE t SET n = n + 1');
+      ctx.setAlarm(ctx.now() + inMs);
+      return (ctx.sql.prepare('SELECT n FROM t').get() as { n: number }).n;
+    },
+    count: (ctx: ActorContext) => (ctx.sql.prepare('SELECT n FROM t').get() as { n: number }).n,
+  },
+  alarm: () => undefined,
+});
+
 export class InlineActors {
   deps: PipelineDeps;
   epoch = 1;

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { createLogger } from '../../src/core/logger.js';
 import { startNode } from '../../src/index.js';
+import { childLines } from '../helpers/child-lines.js';
 import { tempDirs } from '../helpers/temp.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -42,34 +43,14 @@ async function spawnNode(limit: number | undefined, tunables: Record<string, num
   const child =
     limit === undefined ? spawn(process.execPath, args) : spawn('prlimit', [`--nofile=${limit}:${limit}`, process.execPath, ...args]);
   children.add(child);
-  let out = '';
-  let err = '';
-  const waiters: (() => void)[] = [];
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-    waiters.splice(0).forEach((w) => w());
-  });
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = once(child, 'exit');
-  async function line(prefix: string): Promise<string> {
-    for (;;) {
-      const found = out.split('\n').find((l) => l.startsWith(prefix + ' ') || l === prefix);
-      if (found !== undefined) {
-        out = out.slice(out.indexOf(found) + found.length + 1);
-        return found;
-      }
-      const more = new Promise<void>((r) => waiters.push(r));
-      const ended = await Promise.race([more.then(() => false), exited.then(() => true)]);
-      if (ended && !out.includes(prefix)) throw new Error(`the node exited before "${prefix}": ${err}`);
-    }
-  }
+  const { line, stderr } = childLines(child);
   const [, url, dbCacheMax, workerConcurrency, httpConnectionsMax] = (await line('serving')).split(' ');
   const sizes = {
     dbCacheMax: Number(dbCacheMax),
     workerConcurrency: Number(workerConcurrency),
     httpConnectionsMax: Number(httpConnectionsMax),
   };
-  return { child, url: url!, sizes, line, stderr: () => err };
+  return { child, url: url!, sizes, line, stderr };
 }
 
 /** Calls `bump` on `actor` through a pooled client: its status, error code and Retry-After. */

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { decodeNode, nodeKey } from '../../src/leases/records.js';
 import { FsStore } from '../../src/store/fs/store.js';
+import { childLines } from '../helpers/child-lines.js';
 import { tempDirs } from '../helpers/temp.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -31,27 +32,7 @@ async function spawnNode(bucket: string, data: string, fifo: string) {
   delete env.UV_THREADPOOL_SIZE;
   const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, bucket, data, fifo, JSON.stringify(LEASE)], { env });
   children.add(child);
-  let out = '';
-  let err = '';
-  const waiters: (() => void)[] = [];
-  child.stdout.on('data', (d: Buffer) => {
-    out += d.toString();
-    waiters.splice(0).forEach((w) => w());
-  });
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = once(child, 'exit');
-  async function line(prefix: string): Promise<string> {
-    for (;;) {
-      const found = out.split('\n').find((l) => l.startsWith(prefix + ' ') || l === prefix);
-      if (found !== undefined) {
-        out = out.slice(out.indexOf(found) + found.length + 1);
-        return found;
-      }
-      const more = new Promise<void>((r) => waiters.push(r));
-      const ended = await Promise.race([more.then(() => false), exited.then(() => true)]);
-      if (ended && !out.includes(prefix)) throw new Error(`the node exited before "${prefix}": ${err}`);
-    }
-  }
+  const { line } = childLines(child);
   const command = (text: string, answer: string) => {
     child.stdin.write(text + '\n');
     return line(answer);

@@ -9,21 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SimClock } from '../../src/core/clock.js';
 import { MemoryStore } from '../../src/store/memory.js';
-import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
-import { inlineEnvs, okResult } from '../helpers/inline-actors.js';
-
-const Timer = defineActor({
-  init: (ctx: ActorContext) => ctx.sql.exec('CREATE TABLE t (n INTEGER NOT NULL); INSERT INTO t VALUES (0)'),
-  methods: {
-    arm: (ctx: ActorContext, inMs: number) => {
-      ctx.sql.exec('UPDATE t SET n = n + 1');
-      ctx.setAlarm(ctx.now() + inMs);
-      return (ctx.sql.prepare('SELECT n FROM t').get() as { n: number }).n;
-    },
-    count: (ctx: ActorContext) => (ctx.sql.prepare('SELECT n FROM t').get() as { n: number }).n,
-  },
-  alarm: () => undefined,
-});
+import { inlineEnvs, okResult, Timer } from '../helpers/inline-actors.js';
 
 const env = inlineEnvs({ Timer }, { replicationDelayMs: 20 });
 const A = 't/Timer/a';
