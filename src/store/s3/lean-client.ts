@@ -64,7 +64,8 @@ interface Answer {
   size: number;
 }
 
-type Headers = Record<string, string>;
+/** Request headers by lower-case name (not the fetch API's global `Headers`). */
+type HeaderFields = Record<string, string>;
 
 interface Outgoing {
   method: 'GET' | 'HEAD' | 'PUT' | 'DELETE' | 'POST';
@@ -176,7 +177,7 @@ export class LeanS3Client implements S3Requests {
     if (credentials.sessionToken) signed['x-amz-security-token'] = credentials.sessionToken;
     const request = { method: out.method, path: out.path, query: out.query, headers: signed, payloadHash };
     const scope = { region: this.options.region, service: 's3', amzDate: date };
-    const headers: Headers = {
+    const headers: HeaderFields = {
       ...out.headers,
       ...signed,
       authorization: authorization(request, scope, credentials, this.keys),
@@ -191,7 +192,7 @@ export class LeanS3Client implements S3Requests {
    * bounded by requestTimeoutMs from the start to the body's last byte. A request that times out
    * while it waits for a socket is answered at once and aborted when its turn comes.
    */
-  private http(method: Outgoing['method'], path: string, headers: Headers, body: Buffer | undefined): Promise<Answer> {
+  private http(method: Outgoing['method'], path: string, headers: HeaderFields, body: Buffer | undefined): Promise<Answer> {
     const timeoutMs = this.options.requestTimeoutMs;
     return new Promise((resolve, reject) => {
       let controller: Dispatcher.DispatchController | undefined;
