@@ -16,10 +16,13 @@ import { createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Where the command and the bench's class are: `.ts` next to this file when it runs from source. */
+/**
+ * Where the command and the bench's class are: `.ts` when this runs from source. Each path goes up
+ * a folder first, so it holds from dist/chunks/ too (scripts/build.mjs).
+ */
 const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 const CLI_PATH = fileURLToPath(new URL('../cli/cli' + EXT, import.meta.url));
-export const BENCH_CLASS_MODULE = fileURLToPath(new URL('./bench-actor' + EXT, import.meta.url));
+export const BENCH_CLASS_MODULE = fileURLToPath(new URL('../bench/bench-actor' + EXT, import.meta.url));
 export const BENCH_CLASS = 'BenchAlarmed';
 
 const DIE_WITH_PARENT =

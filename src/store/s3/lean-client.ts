@@ -20,7 +20,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { Pool, type Dispatcher } from 'undici';
+import { createRequire } from 'node:module';
+import type { Dispatcher, Pool } from 'undici';
 import type { Clock } from '../../core/clock.js';
 import { CachedCredentials, defaultCredentialSource, type CredentialSource } from './credentials.js';
 import { S3ServiceError, codeOfStatus } from './errors.js';
@@ -28,6 +29,12 @@ import type { ListRequest, PutConditions, S3ClientOptions, S3Requests } from './
 import { EMPTY_SHA256, SigningKeys, amzDate, authorization, canonicalQuery, encodePath, sha256Hex } from './sigv4.js';
 import { deleteErrors, deleteRequest, errorCode, listPage, unescapeXml } from './xml.js';
 import { unquoteEtag } from '../etag.js';
+
+/**
+ * undici (about 110 modules) loads with the first client, not with this module: every thread of a
+ * node imports the store kinds, and one on a folder bucket never makes an S3 request.
+ */
+const requireCjs = createRequire(import.meta.url);
 
 export interface LeanClientDeps {
   clock: Clock;
@@ -93,7 +100,8 @@ export class LeanS3Client implements S3Requests {
   ) {
     this.at = addressing(options);
     const origin = `${this.at.protocol}//${this.at.hostname}:${this.at.port}`;
-    this.pool = new Pool(origin, { connections: options.socketsMax, connectTimeout: options.requestTimeoutMs });
+    const { Pool: UndiciPool } = requireCjs('undici') as typeof import('undici');
+    this.pool = new UndiciPool(origin, { connections: options.socketsMax, connectTimeout: options.requestTimeoutMs });
     this.clock = deps.clock;
     this.credentials = new CachedCredentials(deps.credentials ?? defaultCredentialSource(), deps.clock);
   }

@@ -1,0 +1,103 @@
+/**
+ * Builds the JavaScript of dist/ with esbuild: one file per entry point (the package's exports,
+ * the `keepwork` command, the worker thread's module, the bench's class module), the code they
+ * share in `dist/chunks/`, every package left to Node (`packages: 'external'`). A node's start
+ * then loads a handful of files instead of ~180, which Node's ESM loader compiles and links one by
+ * one. The example classes go to `examples/dist/*.js`, each still importing `keepwork/actor`
+ * (the package's own dist/actor.js, the module the worker loads too).
+ *
+ *   node scripts/build.mjs              bundle (`npm run build` runs tsc first, for the .d.ts files)
+ *   node scripts/build.mjs --if-stale   only when a source is newer than the last bundle (`prestart`)
+ *
+ * A module that finds files relative to its `import.meta.url` must land at its own depth below dist/ (a
+ * chunk sits one folder down, as src/main/worker-group.ts does): the build fails otherwise.
+ * Plain JavaScript, so that `npm start` checks for staleness without loading tsx.
+ */
+import { build } from 'esbuild';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const DIST = join(ROOT, 'dist');
+const STAMP = join(DIST, '.bundled');
+const ENTRIES = ['index', 'actor', 'client/index', 'cli/cli', 'workers/event-worker', 'bench/bench-actor'];
+const EXAMPLES = ['counter', 'reminder'];
+const INPUTS = ['src', 'examples', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs'];
+
+function newestMtimeMs(path) {
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.mtimeMs;
+  let newest = st.mtimeMs;
+  for (const name of readdirSync(path)) if (name !== 'dist') newest = Math.max(newest, newestMtimeMs(join(path, name)));
+  return newest;
+}
+
+function stale() {
+  if (!existsSync(STAMP)) return true;
+  const built = statSync(STAMP).mtimeMs;
+  return INPUTS.some((p) => newestMtimeMs(join(ROOT, p)) > built);
+}
+
+/** Every .js file under dir (the previous build's, or tsc's from before the bundle). */
+function removeJs(dir) {
+  if (!existsSync(dir)) return;
+  for (const d of readdirSync(dir, { recursive: true, withFileTypes: true }))
+    if (d.isFile() && d.name.endsWith('.js')) rmSync(join(d.parentPath, d.name));
+  rmSync(join(dir, 'chunks'), { recursive: true, force: true });
+}
+
+/** `new URL('../workers/event-worker' + …, import.meta.url)`: a path relative to the module's own file. */
+const RELATIVE_URL = /new URL\(\s*['"]\.{1,2}\//;
+const depth = (path) => path.split(/[\\/]/).length - 1;
+
+/** The modules finding files relative to `import.meta.url` that landed at another depth below dist/ than theirs below src/. */
+function misplaced(metafile) {
+  const wrong = [];
+  for (const [out, { inputs }] of Object.entries(metafile.outputs)) {
+    for (const input of Object.keys(inputs)) {
+      if (!input.startsWith('src/') || !RELATIVE_URL.test(readFileSync(join(ROOT, input), 'utf8'))) continue;
+      if (depth(relative('dist', out)) !== depth(relative('src', input))) wrong.push(`${input} → ${out}`);
+    }
+  }
+  return wrong;
+}
+
+async function bundle() {
+  removeJs(DIST);
+  const { metafile } = await build({
+    absWorkingDir: ROOT,
+    entryPoints: Object.fromEntries(ENTRIES.map((e) => [e, `src/${e}.ts`])),
+    outdir: 'dist',
+    chunkNames: 'chunks/[name]-[hash]',
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    packages: 'external',
+    tsconfig: 'tsconfig.build.json',
+    metafile: true,
+    logLevel: 'warning',
+  });
+  const wrong = misplaced(metafile);
+  if (wrong.length) throw new Error(`modules that find files relative to import.meta.url moved to another depth:\n  ${wrong.join('\n  ')}`);
+  rmSync(join(ROOT, 'examples/dist'), { recursive: true, force: true });
+  await build({
+    absWorkingDir: ROOT,
+    entryPoints: EXAMPLES.map((e) => `examples/${e}.ts`),
+    outdir: 'examples/dist',
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'warning',
+  });
+  writeFileSync(STAMP, '');
+}
+
+if (!process.argv.includes('--if-stale') || stale()) {
+  const started = performance.now();
+  await bundle();
+  const files = readdirSync(DIST, { recursive: true }).filter((f) => String(f).endsWith('.js')).length;
+  console.error(`dist: ${files} .js files bundled in ${Math.round(performance.now() - started)} ms (${relative(ROOT, DIST) + sep})`);
+}
