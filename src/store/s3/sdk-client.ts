@@ -18,17 +18,24 @@
  * - Sockets are kept alive, at most `storeSocketsMax` of them; the request timeout bounds both
  *   connecting and waiting for an answer.
  */
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { unquoteEtag } from '../etag.js';
 import type { ListRequest, PutConditions, S3ClientOptions, S3Requests } from './requests.js';
 
 type Sdk = typeof import('@aws-sdk/client-s3');
 
-/** Loads the SDK and makes the client (once per store: `S3Store` keeps the promise). */
+/**
+ * Loads the SDK and makes the client (once per store: `S3Store` keeps the promise). node:https
+ * loads here too, not with the module: every worker imports the store kinds, and its TLS and
+ * X.509 modules cost a worker's start tens of ms.
+ */
 export async function connectSdk(options: S3ClientOptions): Promise<S3Requests> {
-  const [sdk, { NodeHttpHandler }] = await Promise.all([import('@aws-sdk/client-s3'), import('@smithy/node-http-handler')]);
+  const [sdk, { NodeHttpHandler }, { Agent: HttpAgent }, { Agent: HttpsAgent }] = await Promise.all([
+    import('@aws-sdk/client-s3'),
+    import('@smithy/node-http-handler'),
+    import('node:http'),
+    import('node:https'),
+  ]);
   const agent = { keepAlive: true, maxSockets: options.socketsMax };
   const client = new sdk.S3Client({
     region: options.region,
