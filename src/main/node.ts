@@ -38,7 +38,7 @@ import type { WorkerGroup } from './worker-group.js';
 
 const HOLD_ATTEMPTS_MAX = 3;
 /** Actor files the start-up scan reads between two turns of the event loop (calls wait at most that long). */
-const SCAN_FILES_PER_TURN = 8;
+const SCAN_FILES_PER_TURN = 1;
 
 /** What a Node is built from (start-node.ts builds them; the simulator builds its own). */
 export interface NodeParts {

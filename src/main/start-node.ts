@@ -3,7 +3,7 @@
  * class modules checked, the data dir locked, the HTTP port bound, the bucket (requests counted),
  * the worker group started (its threads load the classes while the lease is written), membership
  * (lease, holds), the Node itself, then HTTP served (calls queue for the workers still starting),
- * the timer refilled from the data dir while it serves, and the sweep.
+ * the sweep, and once the workers are up the timer refilled from the data dir while it serves.
  */
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -248,9 +248,12 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     // Served while the workers still start: a call waits in its worker's queue, not at the door.
     // The main thread checked every class above; a worker that cannot load one fails the start.
     if (http) node.serveHttp(http);
-    void node.refill(dataDir); // serving meanwhile: a call's actor is opened whether or not its file was scanned yet
     node.startSweeping();
     await loaded;
+    // The data dir's scan once the workers are up: begun earlier, it took the CPU and the main
+    // thread the first calls wait for (a thousand actor files: most of a restart under load). A
+    // call's actor is opened whether or not its file was scanned yet.
+    void node.refill(dataDir);
   } catch (e) {
     await node.stop();
     throw e;
