@@ -1,20 +1,20 @@
 /**
  * The systems bench/peers compares, each as processes it starts, kills -9 and starts again on the
- * same data: keepwork (a node through the public API, folder bucket; plain or durable calls),
+ * same data: keepwork (`keepwork start` from dist/, folder bucket; plain or durable calls),
  * Restate (the native server binary and an SDK endpoint) and workerd (Durable Objects on SQLite).
  * Each turns a call (class, key, method, args) into an HTTP request and its answer into a value.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync, writeSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { keepworkStartArgs } from './keepwork-command.js';
 
 export const PEERS_DIR = fileURLToPath(new URL('../../peers/', import.meta.url));
 const RESTATE_BIN = join(PEERS_DIR, 'node_modules/@restatedev/restate-server-linux-x64/bin/restate-server');
 const WORKERD_BIN = join(PEERS_DIR, 'node_modules/@cloudflare/workerd-linux-64/bin/workerd');
 export const PEER_BINARIES = [RESTATE_BIN, WORKERD_BIN];
-const KEEPWORK_NODE = fileURLToPath(new URL('./keepwork-node.ts', import.meta.url));
 
 export type ClassName = 'Counter' | 'Reminder';
 
@@ -83,7 +83,7 @@ async function stopChild(child: ChildProcess | undefined): Promise<void> {
   clearTimeout(t);
 }
 
-/** keepwork: one node process (bench/support/peers/keepwork-node.ts), folder bucket in the temp dir. */
+/** keepwork: one node process (`keepwork start`: keepwork-command.ts), folder bucket in the temp dir. */
 export class KeepworkSystem implements System {
   readonly label: string;
   readonly about: string;
@@ -94,7 +94,7 @@ export class KeepworkSystem implements System {
   /** Starts refused after a kill -9 (the node's own lease was still live). */
   refusedStarts = 0;
 
-  /** `tunables`: name=value settings for the node (keepwork-node.ts), e.g. newActorsInMemory=true. */
+  /** `tunables`: name=value settings for the node (keepwork-command.ts), e.g. newActorsInMemory=true. */
   constructor(
     private readonly durable: boolean,
     private readonly tunables: string[] = [],
@@ -116,15 +116,19 @@ export class KeepworkSystem implements System {
 
   private spawn(wait: boolean): Promise<void> {
     const log = logTo(this.dir, 'keepwork');
-    const child = fork(KEEPWORK_NODE, [this.dir, String(this.port), ...this.tunables], {
-      execArgv: ['--import', 'tsx'],
-      stdio: ['ignore', log, log, 'ipc'],
+    const child = spawn(process.execPath, keepworkStartArgs(this.dir, this.port, this.tunables), {
+      stdio: ['ignore', log, 'pipe'],
       env: { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' }, // as `npm start` and the cluster harness
     });
     this.child = child;
     let served = false;
+    let stderr = '';
     const ready = new Promise<void>((resolve, reject) => {
-      child.once('message', () => {
+      child.stderr!.on('data', (chunk: Buffer) => {
+        writeSync(log, chunk);
+        if (served) return;
+        stderr = (stderr + chunk.toString()).slice(-4096);
+        if (!/ serving http/.test(stderr)) return;
         served = true;
         resolve();
       });
