@@ -1,9 +1,13 @@
 /**
  * Builds the JavaScript of dist/ with esbuild: one file per entry point (the package's exports,
  * the `keepwork` command, the worker thread's module, the bench's class module), the code they
- * share in `dist/chunks/`, every package left to Node (`packages: 'external'`). A node's start
- * then loads a handful of files instead of ~180, which Node's ESM loader compiles and links one by
- * one. The example classes go to `examples/dist/*.js`, each still importing `keepwork/actor`
+ * share in `dist/chunks/`. A node's start then loads a handful of files instead of ~180, which
+ * Node's ESM loader resolves, reads, compiles and links one by one. The pure-JavaScript packages
+ * only the main thread loads at start (INLINE: RxJS, prom-client and its deps, commander, p-queue:
+ * ~150 files) are bundled in too; the others are left to Node: better-sqlite3 (native), piscina
+ * (it starts its own worker file), pino (its transports find files of theirs), the AWS SDK and
+ * undici (loaded only for an S3 bucket). A bundled CommonJS package's `require` of a Node built-in
+ * goes through the `require` each output file makes for itself (BANNER). The example classes go to `examples/dist/*.js`, each still importing `keepwork/actor`
  * (the package's own dist/actor.js, the module the worker loads too).
  *
  *   node scripts/build.mjs              bundle (`npm run build` runs tsc first, for the .d.ts files)
@@ -13,16 +17,16 @@
  * chunk sits one folder down, as src/main/worker-group.ts does): the build fails otherwise.
  * Plain JavaScript, so that `npm start` checks for staleness without loading tsx.
  */
-import { build } from 'esbuild';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
-const STAMP = join(DIST, '.bundled');
 const ENTRIES = ['index', 'actor', 'client/index', 'cli/cli', 'workers/event-worker', 'bench/bench-actor'];
 const EXAMPLES = ['counter', 'reminder'];
+const INLINE = /^(rxjs|prom-client|@opentelemetry\/api|bintrees|tdigest|commander|p-queue|eventemitter3)(\/|$)/;
+const BANNER = "import { createRequire as __keepworkRequire } from 'node:module';\nconst require = __keepworkRequire(import.meta.url);";
 const INPUTS = ['src', 'examples', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs'];
 
 function newestMtimeMs(path) {
@@ -33,9 +37,13 @@ function newestMtimeMs(path) {
   return newest;
 }
 
+/** What `npm start` runs: a source newer than the oldest of them (or one missing) means bundle again. */
+const OUTPUTS = ['dist/cli/cli.js', 'dist/workers/event-worker.js', ...EXAMPLES.map((e) => `examples/dist/${e}.js`)];
+
 function stale() {
-  if (!existsSync(STAMP)) return true;
-  const built = statSync(STAMP).mtimeMs;
+  const outputs = OUTPUTS.map((p) => join(ROOT, p));
+  if (!outputs.every(existsSync)) return true;
+  const built = Math.min(...outputs.map((p) => statSync(p).mtimeMs));
   return INPUTS.some((p) => newestMtimeMs(join(ROOT, p)) > built);
 }
 
@@ -63,7 +71,13 @@ function misplaced(metafile) {
   return wrong;
 }
 
+/** A package left to Node unless INLINE names it (Node's built-ins are external anyway). */
+function externalUnlessInlined({ path }) {
+  return INLINE.test(path) ? undefined : { path, external: true };
+}
+
 async function bundle() {
+  const { build } = await import('esbuild');
   removeJs(DIST);
   const { metafile } = await build({
     absWorkingDir: ROOT,
@@ -75,7 +89,8 @@ async function bundle() {
     format: 'esm',
     platform: 'node',
     target: 'node20',
-    packages: 'external',
+    plugins: [{ name: 'packages', setup: (b) => b.onResolve({ filter: /^[^./]/ }, externalUnlessInlined) }],
+    banner: { js: BANNER },
     tsconfig: 'tsconfig.build.json',
     metafile: true,
     logLevel: 'warning',
@@ -92,7 +107,8 @@ async function bundle() {
     target: 'node20',
     logLevel: 'warning',
   });
-  writeFileSync(STAMP, '');
+  const now = new Date(); // esbuild leaves an unchanged output's file (and its mtime) alone
+  for (const p of OUTPUTS) utimesSync(join(ROOT, p), now, now);
 }
 
 if (!process.argv.includes('--if-stale') || stale()) {

@@ -230,6 +230,11 @@ describe('the packed package installed into an app', () => {
       .filter((f) => withoutComments(readFileSync(f, 'utf8')) !== 'export {};') // types only: their .d.ts is what is used
       .map((f) => relative(installed, f));
     assert.deepEqual(dead, [], 'every shipped module is reachable from index.js, actor.js, client/index.js or the keepwork command');
+    // The build bundles some packages into dist/ (scripts/build.mjs): none may come in through keepwork/client.
+    const bundledIntoClient = [...reachable(installed, ['dist/client/index.js'])]
+      .filter((f) => /^\/\/ node_modules\//m.test(readFileSync(f, 'utf8')))
+      .map((f) => relative(installed, f));
+    assert.deepEqual(bundledIntoClient, [], 'keepwork/client bundles no package in');
     assert.equal(manifest.peerDependenciesMeta?.tsx?.optional, true, 'tsx is an optional peer dependency');
 
     for (const f of ['app.js', 'reminder.js']) copyFileSync(join(FIXTURE, f), join(app, f));
