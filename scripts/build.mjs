@@ -2,12 +2,13 @@
  * Builds the JavaScript of dist/ with esbuild: one file per entry point (the package's exports,
  * the `keepwork` command, the worker thread's module, the bench's class module), the code they
  * share in `dist/chunks/`. A node's start then loads a handful of files instead of ~180, which
- * Node's ESM loader resolves, reads, compiles and links one by one. The pure-JavaScript packages
- * only the main thread loads at start (INLINE: RxJS, prom-client and its deps, commander, p-queue:
- * ~150 files) are bundled in too; the others are left to Node: better-sqlite3 (native), piscina
- * (it starts its own worker file), pino (its transports find files of theirs), the AWS SDK and
- * undici (loaded only for an S3 bucket). A bundled CommonJS package's `require` of a Node built-in
- * goes through the `require` each output file makes for itself (BANNER). The example classes go to `examples/dist/*.js`, each still importing `keepwork/actor`
+ * Node's ESM loader resolves, reads, compiles and links one by one. The pure-JavaScript packages a
+ * start loads are bundled in too (RxJS, prom-client and its deps, commander, p-queue, pino and its
+ * deps: ~190 files in the main thread, ~30 in each worker); EXTERNAL ones are left to Node:
+ * better-sqlite3 (native), piscina (it starts its own worker file), the AWS SDK and undici (loaded
+ * only for an S3 bucket), tsx (an optional peer, for .ts classes). A bundled CommonJS package's
+ * `require` of a Node built-in goes through the `require` each output file makes for itself
+ * (BANNER). pino's transports, which find worker files beside pino's own, are never used. The example classes go to `examples/dist/*.js`, each still importing `keepwork/actor`
  * (the package's own dist/actor.js, the module the worker loads too).
  *
  *   node scripts/build.mjs              bundle (`npm run build` runs tsc first, for the .d.ts files)
@@ -25,7 +26,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
 const ENTRIES = ['index', 'actor', 'client/index', 'cli/cli', 'workers/event-worker', 'bench/bench-actor'];
 const EXAMPLES = ['counter', 'reminder'];
-const INLINE = /^(rxjs|prom-client|@opentelemetry\/api|bintrees|tdigest|commander|p-queue|eventemitter3)(\/|$)/;
+const EXTERNAL = /^(better-sqlite3|piscina|undici|@aws-sdk\/|@smithy\/|tsx)(\/|$)/;
 const BANNER = "import { createRequire as __keepworkRequire } from 'node:module';\nconst require = __keepworkRequire(import.meta.url);";
 const INPUTS = ['src', 'examples', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs'];
 
@@ -71,9 +72,9 @@ function misplaced(metafile) {
   return wrong;
 }
 
-/** A package left to Node unless INLINE names it (Node's built-ins are external anyway). */
-function externalUnlessInlined({ path }) {
-  return INLINE.test(path) ? undefined : { path, external: true };
+/** The packages EXTERNAL names are left to Node (and its built-ins: esbuild's `platform: 'node'`). */
+function externalPackages({ path }) {
+  return EXTERNAL.test(path) ? { path, external: true } : undefined;
 }
 
 async function bundle() {
@@ -89,7 +90,7 @@ async function bundle() {
     format: 'esm',
     platform: 'node',
     target: 'node20',
-    plugins: [{ name: 'packages', setup: (b) => b.onResolve({ filter: /^[^./]/ }, externalUnlessInlined) }],
+    plugins: [{ name: 'packages', setup: (b) => b.onResolve({ filter: /^[^./]/ }, externalPackages) }],
     banner: { js: BANNER },
     tsconfig: 'tsconfig.build.json',
     metafile: true,
