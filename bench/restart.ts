@@ -3,11 +3,13 @@
  * the first durable call it answers, on the same data dir and folder bucket, started the way an
  * operator starts it (the `keepwork start` command):
  *
- *   node-tsx  node --import tsx src/cli/cli.ts start … (what `npm start` runs), TypeScript classes
+ *   dist      node dist/cli/cli.js start … (what `npm start` runs; `npm run build` first), the
+ *             example classes compiled to .js
+ *   dist-ts   node dist/cli/cli.js start … with the TypeScript classes (loaded through tsx)
+ *   node-tsx  node --import tsx src/cli/cli.ts start … (the sources, as `npm run keepwork` runs
+ *             them), TypeScript classes
  *   tsx       node_modules/.bin/tsx src/cli/cli.ts start … (tsx's launcher, which runs the node as
  *             its child process), TypeScript classes
- *   dist      node dist/cli/cli.js start … (`npm run build` first), the same classes compiled to .js
- *   dist-ts   node dist/cli/cli.js start … with the TypeScript classes (loaded through tsx)
  *
  * First ACTORS actors (--actors, 1,000) get a file each, so the restart finds a data dir to scan.
  * Each round: 8 lanes of durable add(1) on 8 keys for 300 ms, kill -9 of the node's process group,
@@ -20,7 +22,7 @@
  * loading, class checks, the data dir's lock) → workers online → first call served (the lease, the
  * actor's hold, the durable write).
  *
- *   npm run bench -- restart [--quick] [--rounds N] [--actors N] [--variants node-tsx,dist,…] [--set name=value …]
+ *   npm run bench -- restart [--quick] [--rounds N] [--actors N] [--variants dist,dist-ts,…] [--set name=value …]
  *
  * A variant may name another checkout (e.g. an unpacked older commit with node_modules and its
  * dist built), to compare builds in one run: `--variants dist,dist@/tmp/before` runs both.
@@ -49,7 +51,7 @@ const SERVE_TIMEOUT_MS = 120_000;
 const args = benchArgs({
   rounds: { type: 'string' },
   actors: { type: 'string', default: '1000' },
-  variants: { type: 'string', default: 'node-tsx,dist' },
+  variants: { type: 'string', default: 'dist,dist-ts' },
   set: { type: 'string', multiple: true },
 });
 /** `--set name=value` (repeatable): a tunable for every node (docs/tuning.md), as `keepwork start --set`. */
