@@ -119,7 +119,6 @@ export class KeepworkSystem implements System {
     const child = fork(KEEPWORK_NODE, [this.dir, String(this.port), ...this.tunables], {
       execArgv: ['--import', 'tsx'],
       stdio: ['ignore', log, log, 'ipc'],
-      env: { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' }, // as `npm start` and the cluster harness
     });
     this.child = child;
     let served = false;
