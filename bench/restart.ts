@@ -121,7 +121,6 @@ class NodeProcess {
       stdio: ['ignore', 'ignore', 'inherit'],
       env: {
         ...process.env,
-        UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16',
         NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${pathToFileURL(MARKS).href}`,
         KW_RESTART_MARKS: this.marks,
       },

@@ -19,7 +19,5 @@ if (!name || !existsSync(`${dir}/${name}.ts`)) {
 }
 // Benchmarks make their data dirs and buckets under TMPDIR (scripts/bench-disk.sh makes a journaled disk for it).
 console.error(`bench ${name}: data under ${tmpdir()}, ${filesystemOf(tmpdir()).summary}`);
-// libuv's threadpool as `npm start` sizes it (docs/tuning.md, `UV_THREADPOOL_SIZE`): it must be set before the process starts.
-const env = { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' };
-const r = spawnSync(process.execPath, ['--import', 'tsx', `${dir}/${name}.ts`, ...rest], { stdio: 'inherit', env });
+const r = spawnSync(process.execPath, ['--import', 'tsx', `${dir}/${name}.ts`, ...rest], { stdio: 'inherit' });
 process.exit(r.status ?? 1);

@@ -178,7 +178,11 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
   const clock: Clock = unsafe.clockOffsetMs ? new OffsetClock(unsafe.clockOffsetMs) : new SystemClock();
   const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
   const metrics = new NodeMetrics();
-  const store = countedStore(openStore(bucketUrl, { config, clock, throttle: metrics.mainThrottle.sink(0) }), metrics.mainRequests);
+  // Its fsyncs on a thread of its own (a folder bucket), never waiting in libuv's pool (docs/tuning.md).
+  const store = countedStore(
+    openStore(bucketUrl, { config, clock, throttle: metrics.mainThrottle.sink(0), fsyncThread: true }),
+    metrics.mainRequests,
+  );
   const membership = new Membership(
     store,
     clock,
@@ -265,9 +269,9 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
 /**
  * What the lease is written through. On a folder bucket, a store of its own whose fsyncs run on a
  * thread of its own (FsStore `fsyncThread`): a renewal's two fsyncs (its record and its folder,
- * every leasePeriodMs / 3) then never queue in libuv's thread pool behind the workers' fsyncs or
- * the app's own file work, which on a busy disk held renewals past the lease, and never share a
- * group commit with the node's other writes. Any other bucket: the node's store (its requests do
+ * every leasePeriodMs / 3) then never queue behind the node's other fsyncs or the app's own file
+ * work, which on a busy disk held renewals past the lease, and never share a group commit with the
+ * node's other writes. Any other bucket: the node's store (its requests do
  * not wait in the pool).
  */
 function leaseStoreOf(bucketUrl: string, store: ObjectStore, config: ResolvedConfig, clock: Clock, metrics: NodeMetrics): ObjectStore {

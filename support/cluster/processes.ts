@@ -40,7 +40,7 @@ export function spawnLogged(
   const [file, ...pre] = [...launcher, process.execPath];
   const child = spawn(file!, [...pre, ...args], {
     cwd: REPO,
-    env: { ...process.env, KEEPWORK_LOG_LEVEL: 'info', UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16', ...env },
+    env: { ...process.env, KEEPWORK_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);

@@ -118,7 +118,6 @@ export class KeepworkSystem implements System {
     const log = logTo(this.dir, 'keepwork');
     const child = spawn(process.execPath, keepworkStartArgs(this.dir, this.port, this.tunables), {
       stdio: ['ignore', log, 'pipe'],
-      env: { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' }, // as `npm start` and the cluster harness
     });
     this.child = child;
     let served = false;
