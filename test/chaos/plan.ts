@@ -241,6 +241,11 @@ type Aimed = Omit<Op, 'i' | 'id' | 'incarnation'>;
 /** Spacing of the reads aimed at a cut node, and how many each actor gets. */
 const AIMED_READ_GAP_MS = 600;
 const AIMED_READS = 3;
+/**
+ * Into a holdWrites fault, when the reads aimed at the held node begin: after the durable applies
+ * through another node (lease + grace + 0.5 s and + 1 s) have had time to take its actors over.
+ */
+const HELD_READS_FROM_MS = MARGIN_MS + 1_600;
 
 /**
  * Ops aimed at the windows the random workload seldom meets (docs/testing.md "Aimed ops"):
@@ -250,10 +255,15 @@ const AIMED_READS = 3;
  *       over —, then reads of every actor through the faulted node while it serves and cannot
  *       yet learn it was fenced: a node that believes its lease longer than it is answers from
  *       its stale copy (the stale-read check)
- *   holdWrites   an alarm due within a second armed on every actor through the held node just
- *       after its writes are held: where it holds the actor, the entry is listed (the index is not
- *       held) and the link naming it waits, to land after the others took the actor over and a
- *       delivery of that entry met the state before it
+ *   holdWrites (long enough for a takeover)   durable applies to every actor through another
+ *       node once the held node's lease has run out (they take its actors over), then reads of
+ *       every actor through the held node: its writes wait rather than fail, so it neither learns
+ *       that it was fenced nor gives its actors up, and answers from its open copies for as long
+ *       as it believes its lease valid (the stale-read check)
+ *   holdWrites   besides, an alarm due within a second armed on every actor through the held
+ *       node just after its writes are held: where it holds the actor, the entry is listed (the
+ *       index is not held) and the link naming it waits, to land after the others took the actor
+ *       over and a delivery of that entry met the state before it
  */
 function aimedOps(shape: RunShape, slots: number, faults: readonly Fault[]): Aimed[] {
   const out: Aimed[] = [];
@@ -274,7 +284,12 @@ function aimedOps(shape: RunShape, slots: number, faults: readonly Fault[]): Aim
     } else if (f.kind === 'bucketCut' && f.forMs > MARGIN_MS + 1_000) {
       applies(f, 500);
       readsFrom(f, MARGIN_MS + 800, f.forMs);
-    } else if (f.kind === 'holdWrites')
+    } else if (f.kind === 'holdWrites') {
+      if (f.forMs >= HELD_READS_FROM_MS + AIMED_READ_GAP_MS) {
+        applies(f, MARGIN_MS + 500);
+        applies(f, MARGIN_MS + 1_000);
+        readsFrom(f, HELD_READS_FROM_MS, f.forMs - 100);
+      }
       for (let slot = 0; slot < slots; slot++)
         out.push({
           at: f.at + 150 + slot * 20,
@@ -287,6 +302,7 @@ function aimedOps(shape: RunShape, slots: number, faults: readonly Fault[]): Aim
           failTimes: 0,
           aim: f.kind,
         });
+    }
   }
   return out.filter((o) => o.at < shape.chaosMs);
 }
