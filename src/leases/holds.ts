@@ -24,7 +24,7 @@
  * again. On S3 that is one request and one round trip less per new actor.
  */
 import type { Clock } from '../core/clock.js';
-import { ErrorCode, StoreUnavailable, isKeepworkError } from '../core/errors.js';
+import { ErrorCode, LeaseLost, StoreUnavailable, isKeepworkError } from '../core/errors.js';
 import { etagOf } from '../store/etag.js';
 import type { ActorAddress } from '../core/address.js';
 import type { Settings } from '../core/config.js';
@@ -74,6 +74,12 @@ export class HoldTable {
   readonly takes = { read: 0, expected: 0, expectedMissed: 0, created: 0, createdMissed: 0 };
   /** The per-tenant rate of new actors (holds created), when configured. */
   private readonly newActors: NewActorRate | undefined;
+  /**
+   * How many times every hold was forgotten (the lease lost). A hold PUT or read in flight across
+   * that (its write held up at the bucket while the node was fenced and rejoined) is not recorded:
+   * it is the lost epoch's, which others may take at once.
+   */
+  private forgets = 0;
 
   constructor(
     private readonly store: ObjectStore,
@@ -113,6 +119,7 @@ export class HoldTable {
   /** `create: false`: an actor without a hold (never created) is `none`, and nothing is written (a read of it). */
   async acquire(a: ActorAddress, { create = true }: { create?: boolean } = {}): Promise<Ownership> {
     const { key } = a;
+    const since = this.forgets;
     const generation = this.expected.get(key);
     if (generation !== undefined) this.expected.delete(key);
     const known = this.mine.get(key);
@@ -120,11 +127,12 @@ export class HoldTable {
       this.lease.check();
       return { kind: 'mine', generation: known.generation };
     }
-    const guessed = generation !== undefined ? await this.takeExpected(a, generation) : create ? await this.createUnread(a) : undefined;
+    const guessed =
+      generation !== undefined ? await this.takeExpected(a, generation, since) : create ? await this.createUnread(a, since) : undefined;
     if (guessed) return guessed;
     for (let round = 0; round < ROUNDS_MAX; round++) {
       this.lease.check();
-      const outcome = await this.tryAcquire(a, generation, create);
+      const outcome = await this.tryAcquire(a, generation, create, since);
       if (outcome) return outcome;
     }
     throw new StoreUnavailable(`could not settle the hold of ${key} after ${ROUNDS_MAX} rounds of races`);
@@ -159,13 +167,13 @@ export class HoldTable {
    * undefined: nothing to assume (no guess since the last one missed, until a read shows one
    * would have been right), or the hold is not that record (412) — read it.
    */
-  private async takeExpected(a: ActorAddress, generation: number): Promise<Ownership | undefined> {
+  private async takeExpected(a: ActorAddress, generation: number, since: number): Promise<Ownership | undefined> {
     const like = this.lastTakeable;
     if (!this.guessing || !like || !this.etagsPredictable || generation < (this.released.get(a.key) ?? 0)) return undefined;
     if (like.state === 'held' && !this.nodes.isOver(like.nodeId, like.epoch)) return undefined; // (never: a run stays over)
     this.lease.check();
     const assumed: HoldRecord = { nodeId: like.nodeId, epoch: like.epoch, generation, state: like.state };
-    const taken = await this.write(a, generation + 1, { ifMatch: etagOf(encodeHold(assumed)) }, 'expected');
+    const taken = await this.write(a, generation + 1, { ifMatch: etagOf(encodeHold(assumed)) }, since, 'expected');
     if (!taken) {
       this.takes.expectedMissed++;
       this.guessing = false;
@@ -180,13 +188,13 @@ export class HoldTable {
    * not offer found none, and no try missed since), never for an actor this node released (its
    * hold exists, at a higher generation). undefined: not tried, or the hold exists (412) — read it.
    */
-  private async createUnread(a: ActorAddress): Promise<Ownership | undefined> {
+  private async createUnread(a: ActorAddress, since: number): Promise<Ownership | undefined> {
     if (!this.creating || this.released.has(a.key)) return undefined;
     // Past the tenant's rate the read decides: an actor that exists is taken as usual, a new one refused.
     if (this.newActors && !this.newActors.has(a, this.clock.now())) return undefined;
     this.lease.check();
     this.newActors?.take(a, this.clock.now());
-    const made = await this.write(a, 1, { ifNoneMatch: '*' }, 'created');
+    const made = await this.write(a, 1, { ifNoneMatch: '*' }, since, 'created');
     if (!made) {
       this.newActors?.giveBack(a);
       this.takes.createdMissed++;
@@ -216,6 +224,7 @@ export class HoldTable {
 
   /** Forgets every hold without writing (the lease was lost: others will fence and take them). */
   forgetAll(): void {
+    this.forgets++;
     this.mine.clear();
   }
 
@@ -225,7 +234,7 @@ export class HoldTable {
 
   /** undefined: lost a race, decide again. */
   /** `expected`: the generation the sweep's entry named, if any (whether a guess would have been right). */
-  private async tryAcquire(a: ActorAddress, expected: number | undefined, create: boolean): Promise<Ownership | undefined> {
+  private async tryAcquire(a: ActorAddress, expected: number | undefined, create: boolean, since: number): Promise<Ownership | undefined> {
     const obj = await this.store.get(holdKey(a));
     const hold = obj ? decodeHold(obj.body) : null;
     this.checkNotBelowReleased(a, hold?.generation ?? 0, 'the bucket holds');
@@ -245,7 +254,8 @@ export class HoldTable {
         // A generation this node released: the release may still be in flight and land after this
         // read, so it is never adopted as it stands but taken under a new generation (a late
         // release then fails its If-Match).
-        if (this.released.get(a.key) === d.generation) return this.write(a, d.generation + 1, { ifMatch: obj!.etag });
+        if (this.released.get(a.key) === d.generation) return this.write(a, d.generation + 1, { ifMatch: obj!.etag }, since);
+        this.checkNotForgotten(a, since);
         this.mine.set(a.key, { address: a, generation: d.generation, etag: obj!.etag });
         return { kind: 'mine', generation: d.generation };
       case 'forward':
@@ -254,19 +264,19 @@ export class HoldTable {
         if (!create) return { kind: 'none' };
         if (expected === undefined) this.creating = true; // new actors: the next may be new too
         this.newActors?.take(a, this.clock.now()); // OVERLOADED past the tenant's rate: nothing written
-        const made = await this.write(a, 1, { ifNoneMatch: '*' });
+        const made = await this.write(a, 1, { ifNoneMatch: '*' }, since);
         if (!made) this.newActors?.giveBack(a); // it exists after all
         return made;
       }
       case 'take':
         if (this.releasedSince(a, hold!)) return undefined;
         this.noteTakeable(hold!, expected);
-        return this.write(a, d.generation, { ifMatch: obj!.etag });
+        return this.write(a, d.generation, { ifMatch: obj!.etag }, since);
       case 'fenceThenTake':
         if (this.releasedSince(a, hold!) || !(await this.fence(holder!.record, holder!.etag))) return undefined;
         if (this.releasedSince(a, hold!)) return undefined;
         this.noteTakeable(hold!, expected);
-        return this.write(a, d.generation, { ifMatch: obj!.etag });
+        return this.write(a, d.generation, { ifMatch: obj!.etag }, since);
     }
   }
 
@@ -286,6 +296,7 @@ export class HoldTable {
     a: ActorAddress,
     generation: number,
     condition: { ifNoneMatch: '*' } | { ifMatch: string },
+    since: number,
     how: 'read' | 'expected' | 'created' = 'read',
   ): Promise<Ownership | undefined> {
     this.checkNotBelowReleased(a, generation - 1, 'writing a hold on top of');
@@ -294,6 +305,7 @@ export class HoldTable {
     try {
       const { etag } = await this.store.put(holdKey(a), body, condition);
       this.etagsPredictable = etag === etagOf(body);
+      this.checkNotForgotten(a, since);
       this.mine.set(a.key, { address: a, generation, etag, created: 'ifNoneMatch' in condition });
       this.takes[how]++;
       return { kind: 'mine', generation };
@@ -301,6 +313,16 @@ export class HoldTable {
       if (isKeepworkError(e, ErrorCode.PreconditionFailed)) return undefined;
       throw e;
     }
+  }
+
+  /**
+   * The lease was lost (every hold forgotten) while this acquire awaited the bucket: what it read
+   * or wrote is the lost epoch's hold, which another node may take at once, so it is not recorded
+   * as this node's — the caller retries, under the new epoch once the node has rejoined.
+   */
+  private checkNotForgotten(a: ActorAddress, since: number): void {
+    if (this.forgets !== since)
+      throw new LeaseLost(`the lease of ${this.self.nodeId} was lost while the hold of ${a.key} was being taken; retry`);
   }
 
   /**

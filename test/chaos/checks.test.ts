@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ActorView, LogRow } from './bucket-view.js';
 import { ALARM_BOUND_MS, checkAlarms, checkDeleted, checkDurables, checkOnce, type AlarmStats } from './checks.js';
-import { actorName, fingerprint, planRun, type Op } from './plan.js';
+import { actorName, fingerprint, MARGIN_MS, planRun, TIMINGS, type Op } from './plan.js';
 import type { Outcome } from './workload.js';
 
 const ACTOR = actorName(0, 0);
@@ -103,8 +103,8 @@ describe('chaos checks', () => {
       'reads through a node resumed but cut',
     );
     assert.ok(
-      aimed.some((o) => o.aim === 'holdWrites' && o.kind === 'arm'),
-      'arms through a node whose writes are held',
+      aimed.some((o) => o.aim === 'holdWrites' && o.kind === 'read'),
+      'reads through a node whose writes are held',
     );
     plan.ops.forEach((o, i) => {
       assert.equal(o.i, i);
@@ -116,7 +116,30 @@ describe('chaos checks', () => {
       assert.equal(o.incarnation, incarnation.get(o.slot) ?? 0, `op ${o.i}`);
       if (o.kind === 'destroy') incarnation.set(o.slot, o.incarnation + 1);
     }
-    for (const f of plan.faults.filter((f) => f.kind === 'holdWrites'))
-      assert.ok(aimed.some((o) => o.via === f.node && o.at > f.at && o.at < f.at + 1_000));
+  });
+
+  it('a short hold of writes gets applies elsewhere then reads through it; a long one, alarms due past its lease and quiet', () => {
+    const plan = planRun({ seed: 2, chaosMs: 120_000, nodes: 3 });
+    const holds = plan.faults.flatMap((f) => (f.kind === 'holdWrites' ? [f] : []));
+    const long = holds.find((f) => f.forMs >= 6_500)!;
+    const short = holds.find((f) => f.forMs < 6_500)!;
+    assert.ok(long && short, 'seed 2 plans a long and a short hold');
+    const within = (f: typeof long) => plan.ops.filter((o) => o.at >= f.at && o.at < f.at + f.forMs);
+    const arms = within(long).filter((o) => o.aim === 'holdWrites' && o.kind === 'arm');
+    assert.equal(arms.length, plan.slots);
+    for (const o of arms) {
+      assert.equal(o.via, long.node);
+      assert.ok(o.inMs! >= TIMINGS.leasePeriodMs, 'due once the held node can no longer run it');
+    }
+    assert.deepEqual(
+      within(long).filter((o) => o.aim === undefined),
+      [],
+      'no random op while the entries come due',
+    );
+    const aimedShort = within(short).filter((o) => o.aim === 'holdWrites');
+    const applies = aimedShort.filter((o) => o.kind === 'apply');
+    const reads = aimedShort.filter((o) => o.kind === 'read');
+    assert.ok(applies.length > 0 && applies.every((o) => o.durable && o.via !== short.node && o.at >= short.at + MARGIN_MS));
+    assert.ok(reads.length > 0 && reads.every((o) => o.via === short.node && o.at > Math.max(...applies.map((a) => a.at))));
   });
 });

@@ -139,7 +139,7 @@ export function planRun(shape: RunShape): Plan {
   const slots = 6 + r.int(7);
   const base = planOps(shape, slots, r.fork());
   const faults = planFaults(shape, r.fork());
-  const ops = withAimedOps(shape, base, aimedOps(shape, slots, faults));
+  const ops = withAimedOps(shape, outsideQuietSpells(base, faults), aimedOps(shape, slots, faults));
   const profileSeed = r.next32();
   const skewSeed = r.next32();
   return {
@@ -241,6 +241,22 @@ type Aimed = Omit<Op, 'i' | 'id' | 'incarnation'>;
 /** Spacing of the reads aimed at a cut node, and how many each actor gets. */
 const AIMED_READ_GAP_MS = 600;
 const AIMED_READS = 3;
+/**
+ * Into a holdWrites fault, when the reads aimed at the held node begin: after the durable applies
+ * through another node (lease + grace + 0.5 s and + 1 s) have had time to take its actors over.
+ */
+const HELD_READS_FROM_MS = MARGIN_MS + 1_600;
+/**
+ * How far ahead the alarm armed through a held node is due: past the held node's own lease
+ * validity (its last renewal went out by the fault's start, so lease − skew after it at most),
+ * so it cannot run the alarm itself and the entry waits for another node's sweep.
+ */
+const HELD_ARM_IN_MS = TIMINGS.leasePeriodMs;
+/**
+ * A holdWrites fault this long gets the alarms: their entries come due by another node's sweep
+ * (lease + grace after their time, within a sweep) before the held writes land.
+ */
+const HELD_DELIVERY_MS = HELD_ARM_IN_MS + MARGIN_MS + 2 * TIMINGS.alarmSweepMs;
 
 /**
  * Ops aimed at the windows the random workload seldom meets (docs/testing.md "Aimed ops"):
@@ -250,10 +266,18 @@ const AIMED_READS = 3;
  *       over —, then reads of every actor through the faulted node while it serves and cannot
  *       yet learn it was fenced: a node that believes its lease longer than it is answers from
  *       its stale copy (the stale-read check)
- *   holdWrites   an alarm due within a second armed on every actor through the held node just
- *       after its writes are held: where it holds the actor, the entry is listed (the index is not
- *       held) and the link naming it waits, to land after the others took the actor over and a
- *       delivery of that entry met the state before it
+ *   holdWrites shorter than HELD_DELIVERY_MS   durable applies to every actor through another
+ *       node once the held node's lease has run out (they take its actors over), then reads of
+ *       every actor through the held node: its writes wait rather than fail, so it neither learns
+ *       that it was fenced nor gives its actors up, and answers from its open copies for as long
+ *       as it believes its lease valid (the stale-read check)
+ *   holdWrites of HELD_DELIVERY_MS or longer   an alarm armed on every actor through the held node
+ *       just after its writes are held, due once its lease has run out (so it cannot run it): where
+ *       it holds the actor, the entry is listed (the index is not held) and the link naming it
+ *       waits. With the random workload quiet meanwhile (outsideQuietSpells), another node's sweep
+ *       delivers the entry, taking the actor over, and removes it as stale — after the owner fence,
+ *       which the held link then cannot pass; without the fence the link lands as the head, naming
+ *       the removed entry (the index check's `missing`)
  */
 function aimedOps(shape: RunShape, slots: number, faults: readonly Fault[]): Aimed[] {
   const out: Aimed[] = [];
@@ -274,7 +298,7 @@ function aimedOps(shape: RunShape, slots: number, faults: readonly Fault[]): Aim
     } else if (f.kind === 'bucketCut' && f.forMs > MARGIN_MS + 1_000) {
       applies(f, 500);
       readsFrom(f, MARGIN_MS + 800, f.forMs);
-    } else if (f.kind === 'holdWrites')
+    } else if (f.kind === 'holdWrites' && f.forMs >= HELD_DELIVERY_MS) {
       for (let slot = 0; slot < slots; slot++)
         out.push({
           at: f.at + 150 + slot * 20,
@@ -282,13 +306,29 @@ function aimedOps(shape: RunShape, slots: number, faults: readonly Fault[]): Aim
           kind: 'arm',
           durable: false,
           via: f.node,
-          inMs: 300 + slot * 50,
+          inMs: HELD_ARM_IN_MS + slot * 20,
           periodMs: 0,
           failTimes: 0,
           aim: f.kind,
         });
+    } else if (f.kind === 'holdWrites' && f.forMs >= HELD_READS_FROM_MS + AIMED_READ_GAP_MS) {
+      applies(f, MARGIN_MS + 500);
+      applies(f, MARGIN_MS + 1_000);
+      readsFrom(f, HELD_READS_FROM_MS, f.forMs - 100);
+    }
   }
   return out.filter((o) => o.at < shape.chaosMs);
+}
+
+/**
+ * The planned ops but those a quiet spell drops: while the writes of a node are held long enough
+ * for its alarms' entries to come due (HELD_DELIVERY_MS), no op of the random workload is sent,
+ * so the first node to take over one of its actors is the one delivering such an entry, not one
+ * a random call reached first (which would upload, taking the seq the held link needs).
+ */
+function outsideQuietSpells(base: readonly Op[], faults: readonly Fault[]): Op[] {
+  const quiet = faults.flatMap((f) => (f.kind === 'holdWrites' && f.forMs >= HELD_DELIVERY_MS ? [{ from: f.at, to: f.at + f.forMs }] : []));
+  return base.filter((o) => !quiet.some((q) => o.at >= q.from && o.at < q.to));
 }
 
 /**

@@ -65,16 +65,32 @@ export class Workload {
     this.slotOps = Array.from({ length: plan.slots }, () => new Set());
   }
 
-  /** Sends every op at its time after `startedAt`; resolves when all have ended (acknowledged or given up). */
+  /**
+   * Sends every op at its time after `startedAt`; resolves when all have ended (acknowledged or
+   * given up). The aimed ops go out on time whatever is in flight: their fault's window is narrow,
+   * and the ops stuck on its node are what fill the in-flight cap.
+   */
   async run(startedAt: number, stopped: () => boolean): Promise<void> {
     const all: Promise<void>[] = [];
-    for (const op of this.plan.ops) {
-      if (stopped()) break;
-      const wait = startedAt + op.at - Date.now();
-      if (wait > 0) await sleep(wait);
-      while (this.inFlight >= IN_FLIGHT_MAX) await new Promise<void>((r) => this.waiting.push(r));
-      all.push(this.launch(op));
-    }
+    const sendAll = async (ops: readonly Op[], capped: boolean) => {
+      for (const op of ops) {
+        if (stopped()) break;
+        const wait = startedAt + op.at - Date.now();
+        if (wait > 0) await sleep(wait);
+        while (capped && this.inFlight >= IN_FLIGHT_MAX) await new Promise<void>((r) => this.waiting.push(r));
+        all.push(this.launch(op));
+      }
+    };
+    await Promise.all([
+      sendAll(
+        this.plan.ops.filter((op) => op.aim === undefined),
+        true,
+      ),
+      sendAll(
+        this.plan.ops.filter((op) => op.aim !== undefined),
+        false,
+      ),
+    ]);
     await Promise.all(all);
   }
 

@@ -333,3 +333,46 @@ describe('a hold this node created is claimed once (the first event need not lis
     assert.equal(holds.claimCreated(A), false);
   });
 });
+
+describe('a hold taken across a lost lease', () => {
+  /** The store of `n` with every hold PUT held until the test lets it go (a write stalled at the bucket). */
+  function heldHoldPuts(n: Awaited<ReturnType<typeof node>>) {
+    let reached!: () => void;
+    let letGo!: () => void;
+    const atGate = new Promise<void>((r) => (reached = r));
+    const gate = new Promise<void>((r) => (letGo = r));
+    const store = new Proxy(n.store, {
+      get(target, prop, receiver) {
+        if (prop === 'put')
+          return async (key: string, body: Uint8Array, condition?: PutCondition) => {
+            if (key === holdKey(A)) {
+              reached();
+              await gate;
+            }
+            return target.put(key, body, condition);
+          };
+        return Reflect.get(target, prop, receiver) as unknown;
+      },
+    });
+    return { store, atGate, letGo };
+  }
+
+  it('a hold PUT that lands after the node was fenced and rejoined is not recorded as the new epoch’s (LEASE_LOST)', async () => {
+    const n = await node();
+    const { store, atGate, letGo } = heldHoldPuts(n);
+    const holds = new HoldTable(store, n.clock, config, n.lease, n.nodes, { nodeId: 'n1' }, silentLogger());
+    const held = holds.acquire(A); // creates the hold under epoch 1; its PUT waits
+    await atGate;
+    // Another node fences this one; it learns so at its next renewal and rejoins under a new epoch.
+    const record = decodeNode((await n.store.get(nodeKey('n1')))!.body);
+    await n.store.put(nodeKey('n1'), encodeNode({ ...record, state: 'fenced' }));
+    assert.equal(await n.lease.renew(), 'fenced');
+    holds.forgetAll();
+    await n.lease.start(n.lease.epoch);
+    assert.equal(n.lease.epoch, 2);
+    letGo(); // the epoch-1 hold lands now: other nodes see a run that is over and may take it at once
+    await assert.rejects(held, (e: unknown) => isKeepworkError(e, ErrorCode.LeaseLost));
+    assert.equal(holds.held(A), undefined, 'not served as this node’s under the new epoch');
+    assert.equal(decodeHold((await n.store.get(holdKey(A)))!.body).epoch, 1);
+  });
+});
