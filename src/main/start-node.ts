@@ -178,11 +178,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
   const clock: Clock = unsafe.clockOffsetMs ? new OffsetClock(unsafe.clockOffsetMs) : new SystemClock();
   const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
   const metrics = new NodeMetrics();
-  // Its fsyncs on a thread of its own (a folder bucket), never waiting in libuv's pool (docs/tuning.md).
-  const store = countedStore(
-    openStore(bucketUrl, { config, clock, throttle: metrics.mainThrottle.sink(0), fsyncThread: true }),
-    metrics.mainRequests,
-  );
+  const store = countedStore(openStore(bucketUrl, { config, clock, throttle: metrics.mainThrottle.sink(0) }), metrics.mainRequests);
   const membership = new Membership(
     store,
     clock,

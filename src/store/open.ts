@@ -60,8 +60,6 @@ export interface OpenStoreDeps {
    * for the node's lease, whose renewals must not wait behind other file work. Other buckets ignore it.
    */
   fsyncThread?: boolean;
-  /** Where a folder bucket's fsyncs run when not on a thread of its own: a thread's shared fsync thread (libuv's pool if not given). */
-  durability?: FsDurability;
 }
 
 /**
@@ -85,7 +83,10 @@ export function openStore(url: string, deps: OpenStoreDeps = {}): GovernedStore 
 }
 
 /** The store a URL names, without the governor (the wrappers' inner stores). */
-function openBare(url: string, deps: OpenStoreDeps & { clock: Clock; random: Random; config: StoreSettings }): ObjectStore {
+function openBare(
+  url: string,
+  deps: OpenStoreDeps & { clock: Clock; random: Random; config: StoreSettings; durability?: FsDurability },
+): ObjectStore {
   const { clock, config } = deps;
   if (url.startsWith(LATENCY_SCHEME)) {
     const { inner, ms } = parseLatencyUrl(url);

@@ -30,7 +30,6 @@ import {
   type Db,
 } from './actor-db.js';
 import type { SpareActorFiles } from './spare-files.js';
-import type { FsyncFile } from '../store/fs/io.js';
 
 export interface Slot {
   readonly db: Db;
@@ -57,12 +56,12 @@ export interface SlotsSettings {
   /** An event that creates a new actor (nothing in the bucket, no local file) runs it in memory. */
   newInMemory?: boolean;
   /**
-   * A new actor's file is fsynced off the worker thread (actor-db.ts createActorDb). Off in the
-   * simulator: virtual time needs synchronous file I/O.
+   * A new actor's file is written and fsynced on libuv's thread pool, not on the worker thread
+   * (actor-db.ts createActorDb). Off in the simulator: virtual time needs synchronous file I/O.
    */
   createOffThread?: boolean;
-  /** How a new actor's file is fsynced then: libuv's pool unless given; null where fsync does nothing (the data dir on tmpfs). */
-  fsyncNewFile?: FsyncFile;
+  /** False where fsync does nothing (the data dir on tmpfs): a new actor's file is not fsynced. */
+  fsyncNewFiles?: boolean;
   /** New actors' files made ahead (spare-files.ts): a new actor's file is one of them, renamed into place. */
   spares?: SpareActorFiles;
 }
@@ -84,7 +83,7 @@ const UPLOADED_UNDER_MAX = 4096;
 /** The slots' settings from the node's resolved config. */
 export function slotsSettings(
   config: Settings<'dbCacheMax' | 'workerConcurrency' | 'alarmsInMemory' | 'newActorsInMemory'>,
-  extra: Pick<SlotsSettings, 'createOffThread' | 'fsyncNewFile' | 'spares'> = {},
+  extra: Pick<SlotsSettings, 'createOffThread' | 'fsyncNewFiles' | 'spares'> = {},
 ): SlotsSettings {
   return {
     max: config.dbCacheMax,
@@ -108,7 +107,7 @@ export class ActorSlots {
   private readonly inMemory: boolean;
   private readonly newInMemory: boolean;
   private readonly createOffThread: boolean;
-  private readonly fsyncNewFile: FsyncFile | undefined;
+  private readonly fsyncNewFiles: boolean;
   private readonly spares: SpareActorFiles | undefined;
   /**
    * Actors whose chain ends with a link this worker uploaded under the hold generation named,
@@ -128,7 +127,7 @@ export class ActorSlots {
     this.inMemory = settings.inMemory;
     this.newInMemory = settings.newInMemory === true;
     this.createOffThread = settings.createOffThread === true;
-    this.fsyncNewFile = settings.fsyncNewFile;
+    this.fsyncNewFiles = settings.fsyncNewFiles !== false;
     this.spares = settings.spares;
   }
 
@@ -326,7 +325,7 @@ export class ActorSlots {
   }
 
   private createOwnFile(path: string, address: ActorAddress, image?: Buffer): Promise<Db> | Db {
-    return this.createOffThread ? createActorDb(path, address, image, this.fsyncNewFile) : createActorDbSync(path, address, image);
+    return this.createOffThread ? createActorDb(path, address, image, this.fsyncNewFiles) : createActorDbSync(path, address, image);
   }
 
   /** While `work` moves the actor's slot, a close (or a take) of it waits for that to end. */

@@ -15,7 +15,6 @@ import { NonceSource } from '../alarms/keys.js';
 import type { ProtocolRules } from '../alarms/rules.js';
 import { DeleteBatcher } from '../store/delete-batch.js';
 import { fsyncDoesNothing } from '../store/fs/io.js';
-import { FsyncThread } from '../store/fs/fsync-thread.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
 import { ThrottleStats } from '../store/throttle/stats.js';
@@ -62,15 +61,7 @@ const clock = setup.clockOffsetMs ? new OffsetClock(setup.clockOffsetMs) : new S
 const random = new SystemRandom();
 const log = createLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } });
 const throttle = new ThrottleStats(setup.throttleStats).sink(setup.worker + 1);
-/**
- * This thread's fsyncs (a folder bucket's puts and deletes, new actors' files) run on a thread of its
- * own, never in libuv's pool, which the app embedding the node may keep busy (docs/tuning.md).
- */
-const fsyncs = new FsyncThread();
-const store = countedStore(
-  openStore(setup.bucket, { config, clock, random, throttle, durability: fsyncs }),
-  new RequestCounts(setup.requestCounts),
-);
+const store = countedStore(openStore(setup.bucket, { config, clock, random, throttle }), new RequestCounts(setup.requestCounts));
 const validUntil = new BigInt64Array(setup.leaseValidUntil);
 /** The epoch follows the node's lease (a fenced node rejoins under a new one). */
 const writer = {
@@ -80,14 +71,14 @@ const writer = {
   },
 };
 const leaseValid = () => clock.now() < Number(Atomics.load(validUntil, 0));
-/** None with the data dir on tmpfs: fsyncs of its files do nothing, and are not made (fs/io.ts). */
-const fsyncNewFile = fsyncDoesNothing(setup.dataDir) ? null : fsyncs.fsyncFile;
+/** The data dir on tmpfs: fsyncs of its files do nothing, and are not made (fs/io.ts). */
+const fsyncNewFiles = !fsyncDoesNothing(setup.dataDir);
 const spares = new SpareActorFiles(
   join(setup.dataDir, 'spare', String(setup.worker)),
   config.spareActorFiles,
   newFileImage(),
   log,
-  fsyncNewFile,
+  fsyncNewFiles,
 );
 spares.start();
 const deps: PipelineDeps = {
@@ -98,7 +89,7 @@ const deps: PipelineDeps = {
   store,
   nonces: new NonceSource(random),
   rules: Object.freeze({ ...setup.rules }),
-  slots: new ActorSlots(setup.dataDir, slotsSettings(config, { createOffThread: true, fsyncNewFile, spares }), {
+  slots: new ActorSlots(setup.dataDir, slotsSettings(config, { createOffThread: true, fsyncNewFiles, spares }), {
     store,
     clock,
     random,

@@ -95,17 +95,14 @@ export const INLINE_DURABILITY: FsDurability = Object.freeze({
   fsyncFolder: async (dir: string) => fsyncPathSync(dir),
 });
 
-/** How a new file is made durable: an fsync of its descriptor (`FsDurability.fsyncFile`), or null for none. */
-export type FsyncFile = FsDurability['fsyncFile'] | null;
-
 /**
- * Writes `body` into the new, empty file open on `fd` (named `file`), fsyncs it with `fsync` (none
- * when null), and closes it; on a failure the file is closed and removed. Synchronous but for the fsync.
+ * Writes `body` into the new, empty file open on `fd` (named `file`), fsyncs it if asked, and closes
+ * it; on a failure the file is closed and removed. Synchronous but for the fsync.
  */
-export async function fillNewFile(fd: number, file: string, body: Uint8Array, fsync: FsyncFile): Promise<void> {
+export async function fillNewFile(fd: number, file: string, body: Uint8Array, fsync: boolean): Promise<void> {
   try {
     for (let at = 0; at < body.byteLength;) at += writeSync(fd, body, at, body.byteLength - at);
-    if (fsync) await fsync(fd);
+    if (fsync) await fsyncFd(fd);
   } catch (e) {
     closeSync(fd);
     unlinkQuiet(file);
