@@ -69,7 +69,7 @@ function ownedOf(owners: readonly string[], self: string): number[] {
 
 /**
  * `shardOwners`, remembered per tenant for the last live set and shard count it was asked with.
- * Computing it draws S × N rendezvous weights (four million at S = 4,096 and N = 1,000, ~0.1 s)
+ * Computing it draws S × N rendezvous weights (four million at S = 4,096 and N = 1,000, ~0.2 s of CPU)
  * while the live set changes only when a node joins or dies; a sweep asks every time. One answer
  * is kept per tenant (the tenants a node sweeps), with each asking node's own shards (one node in
  * a process; every node of the fleet model, which shares one), so it stays bounded.

@@ -6,7 +6,7 @@
 import type { NodeRecord } from '../leases/records.js';
 
 /** FNV-1a's state before any character. */
-export const FNV_START = 0x811c9dc5;
+const FNV_START = 0x811c9dc5;
 
 /** FNV-1a's state after `s`, from state `h` (hash32 of a + b is mixed(fnv(b, fnv(a)))). */
 export function fnv(s: string, h = FNV_START): number {
