@@ -12,6 +12,7 @@
  *                          [--shards-per-node 2] [--budget-s 240] [--calibrate] [--seed 1]
  *                          [--skip pending,arming] [--machine-cores 2] [--nodes-per-machine 1]
  *                          [--cpu-per-alarm-ms 1.3-2.0] [--latency-ms per-verb] [--out fleet] [--relisted]
+ *                          [--due-spread-s 0]
  *
  * Writes bench/results/<out>.json and <out>.svg (drain time against N, both layouts); out is
  * fleet (fleet-quick with --quick) unless given.
@@ -55,6 +56,7 @@ const args = benchArgs({
   out: { type: 'string' },
   relisted: { type: 'boolean' },
   'latency-ms': { type: 'string' },
+  'due-spread-s': { type: 'string', default: '0' },
 });
 /** Parts of the run to leave out: pending, arming (a drain alone, to look at one row). */
 const skip = new Set(args.skip?.split(',') ?? []);
@@ -105,7 +107,7 @@ function inputs(nodes: number, shards: number, alarms: number, extra: Partial<Ru
     nodes,
     shards,
     alarms,
-    dueSpreadMs: 0,
+    dueSpreadMs: Number(args['due-spread-s']) * 1000,
     pendingAheadMs: 0,
     horizonMs: 3_600_000,
     budgetMs,
@@ -212,7 +214,7 @@ async function main() {
     cpuSource:
       'docs/benchmarks.md "drain": 1.2–2 ms of CPU per delivered alarm on one node of a 2-core machine; s3-overhead: ~0.5 ms per SDK request (a LIST: listMs); keyUs, weightNs: parseEntryKey and a rendezvous weight on this machine',
     requestsPerDelivery: 'hold PUT, chain LIST, snapshot GET, link PUT; then the entry in a DeleteObjects batch and a release PUT',
-    scenario: 'every alarm due at T (one millisecond); nodes start at T; drain = T + margin (15 s) → the last alarm ran',
+    scenario: `every alarm due ${args['due-spread-s'] === '0' ? 'at T (one millisecond)' : `over the ${args['due-spread-s']} s before T`}; nodes start at T; drain = T + margin (15 s) → the last alarm ran`,
     machines: `${CPU.nodesPerMachine} node(s) per machine of ${CPU.cores} cores, sharing them`,
     shardsPerN: `S = the power of two ≥ ${shardsPerNode}·N`,
     budgetS: budgetMs / 1000,

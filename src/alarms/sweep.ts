@@ -42,7 +42,8 @@ import {
 } from './keys.js';
 import { EntrySorter, planSorted, type Plan, type SortInput, type SweepNode } from './plan-sweep.js';
 import type { ProtocolRules } from './rules.js';
-import { OwnedShards, ownsShard, servesTenant } from './shard.js';
+import { servesTenant } from './shard.js';
+import { OwnedShards } from './shard-owners.js';
 import { minGapLeftMs, nextSweepDelayMs, waitsForRoom, walksOtherShard, type OtherShardWalk } from './sweep-cadence.js';
 
 export type SweepSettings = Settings<
@@ -93,6 +94,8 @@ export interface SweepSeams {
   scheduler?: SchedulerLike;
   /** SAFE_RULES by default; the simulator's unsafe variants turn one off (walkOtherShards). */
   rules?: ProtocolRules;
+  /** Who lists which shard folder, remembered: one per Sweeper by default; the fleet model's nodes share one. */
+  shardOwners?: OwnedShards;
 }
 
 /**
@@ -154,7 +157,7 @@ export class Sweeper {
   private readonly running = new Map<string, Subscription>();
   private discovery: Subscription | undefined;
   /** The shards this node owns, per tenant, for the live set last seen (recomputed when it changes). */
-  private readonly owned = new OwnedShards();
+  private readonly owned: OwnedShards;
   /** The host's busy actors, as a plan asks for them. */
   private readonly busy: { has(key: string): boolean };
 
@@ -163,6 +166,7 @@ export class Sweeper {
     private readonly host: SweepHost,
   ) {
     this.busy = { has: (key) => host.isBusy(key) };
+    this.owned = d.shardOwners ?? new OwnedShards();
   }
 
   start(): void {
@@ -427,7 +431,7 @@ export class Sweeper {
         : Math.min(LIST_MAX_KEYS, Math.floor(wanted[i]! * fit));
     const asks = new Map(owned.map((shard, i) => [shard, Math.max(1, ask(shard, i))]));
     const slow = this.slowWalkDue(tenant)
-      ? this.readOtherShard(tenant, now, (shard) => ownsShard(tenant, shard, nodeIds, self.nodeId))
+      ? this.readOtherShard(tenant, now, (shard) => this.owned.owns(tenant, indexShards, nodeIds, self.nodeId, shard))
       : undefined;
     const [walks, other] = await Promise.all([this.readOwnShards(tenant, owned, dueBefore, asks), slow]);
     return other ? [...walks, other] : walks;
@@ -488,7 +492,8 @@ export class Sweeper {
    * own), its entries overdue enough to be anyone's. It is how entries of a shard whose owner is
    * dead, or whose owner this node disagrees about, are still delivered. A folder this node owns
    * is left to its own walk, unless it is past this node's shard count (written under a larger
-   * one): its entries are then this node's own, one margin overdue. With one shard of its own, a
+   * one, owned with the shard of its low bits): its entries are then this node's own, one margin
+   * overdue. With one shard of its own, a
    * node sorts these entries by their addresses, as unsharded ones, and lists a page of the area
    * (FIRST_LIST_KEYS). With more, it first lists one key, the folder's earliest entry: only when
    * that one is ready (anyone's, or one margin overdue in a folder of its own) does a page of the

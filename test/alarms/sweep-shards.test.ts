@@ -14,7 +14,7 @@ import { silentLogger } from '../../src/core/logger.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { ClockScheduler } from '../../src/core/clock-scheduler.js';
 import { entryKey, shardOf, shardPrefix, shardedAreaPrefix, tenantPrefix } from '../../src/alarms/keys.js';
-import { ownedShards } from '../../src/alarms/shard.js';
+import { ownedShards } from '../../src/alarms/shard-owners.js';
 import { SAFE_RULES, type ProtocolRules } from '../../src/alarms/rules.js';
 import { FIRST_LIST_KEYS, Sweeper, type SweepHost } from '../../src/alarms/sweep.js';
 import { MemoryStore } from '../../src/store/memory.js';
@@ -118,7 +118,7 @@ describe('the sweep of a sharded index', () => {
   it('walks another folder once every otherShardWalkMs, not every sweep, while sweeps come sweepMinGapMs apart', async () => {
     const s = setup(S, ['n2']);
     for (const shard of mine) for (let i = 0; i < 5; i++) await s.add(nameIn(`m${shard}-${i}-`, shard, S), 1, shard);
-    for (const shard of theirs) await s.add(nameIn(`t${shard}-`, shard, S), 2, shard); // n2's for a margin yet: nothing to take
+    for (const shard of theirs) await s.add(nameIn(`t${shard}-`, shard, S), 1, shard); // n2's past the run's 20 s: nothing to take
     const walkedAt: number[] = [];
     for (let t = 0; t <= 2 * s.config.otherShardWalkMs; t += s.config.sweepMinGapMs) {
       s.listed.length = 0;
@@ -296,9 +296,10 @@ describe('the sweep of a sharded index', () => {
     assert.deepEqual(s.names(), [name]);
   });
 
-  it('a folder past its own shard count that it owns is its own: taken one margin overdue', async () => {
+  it('a folder past its own shard count whose actors fall in a shard it owns is its own: taken one margin overdue', async () => {
     const s = setup(2, ['n2']); // the folders of 8 shards, written before S was lowered to 2
-    const owned8 = ownedShards('t', S, ['n1', 'n2'], 'n1').filter((shard) => shard >= 2);
+    const mine2 = ownedShards('t', 2, ['n1', 'n2'], 'n1');
+    const owned8 = [...Array(S).keys()].filter((shard) => shard >= 2 && mine2.includes(shard & 1));
     assert.ok(owned8.length > 0);
     for (const shard of owned8) await s.add(nameIn(`w${shard}-`, shard, S), 1, shard);
     const seen = new Set<string>();

@@ -48,6 +48,9 @@ export class IndexStore {
   private readonly folders: Folder[];
   private readonly folderOf: Uint16Array;
   private readonly posOf: Int32Array;
+  /** Shard folders (the first folders), and each one's index by its prefix. */
+  private readonly shardFolders: number;
+  private readonly shardFolderOf = new Map<string, number>();
   /** Entries still in the index. */
   live: number;
   /** Keys returned by LISTs. */
@@ -79,6 +82,8 @@ export class IndexStore {
       const prefix = s === -1 ? tenantPrefix(FLEET_TENANT) : shardPrefix(FLEET_TENANT, s);
       return { prefix, shard: s === -1 ? undefined : s, ids: new Int32Array(n), next, live: n };
     });
+    this.shardFolders = this.folders.filter((f) => f.shard !== undefined).length;
+    for (let i = 0; i < this.shardFolders; i++) this.shardFolderOf.set(this.folders[i]!.prefix, i);
     const fill = new Int32Array(order.length);
     for (let id = 0; id < k; id++) {
       const f = index.get(shards[id]!)!;
@@ -121,7 +126,9 @@ export class IndexStore {
     const startAfter = o.continuation ?? o.startAfter;
     const keys: string[] = [];
     let more = false;
-    for (const f of this.folders) {
+    const [from, to] = this.foldersOf(prefix, startAfter);
+    for (let i = from; i < to; i++) {
+      const f = this.folders[i]!;
       if (f.live === 0) continue;
       const whole = f.prefix.startsWith(prefix);
       if (!whole && !prefix.startsWith(f.prefix)) continue;
@@ -143,6 +150,29 @@ export class IndexStore {
     }
     this.keysListed += keys.length;
     return more ? { keys, continuation: keys.at(-1)! } : { keys };
+  }
+
+  /**
+   * The folders [from, to) a LIST of `prefix` after `startAfter` can reach: a shard folder's own
+   * prefix lists that folder alone; otherwise from the first shard folder not wholly at or before
+   * `startAfter` (shard folders sort by shard; the unsharded layout, last, sorts after them all).
+   */
+  private foldersOf(prefix: string, startAfter: string | undefined): [number, number] {
+    const own = this.shardFolderOf.get(prefix);
+    if (own !== undefined) return [own, own + 1];
+    return [this.firstAfterStart(startAfter), this.folders.length];
+  }
+
+  private firstAfterStart(startAfter: string | undefined): number {
+    if (startAfter === undefined) return 0;
+    let lo = 0;
+    let hi = this.shardFolders;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.folders[mid]!.prefix + '\u{10ffff}' <= startAfter) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
   }
 
   /** The first position of `f` whose key sorts after `after` (deleted or not). */

@@ -28,6 +28,7 @@ import { silentLogger } from '../../../src/core/logger.js';
 import type { SeededRandom } from '../../../src/core/random.js';
 import { actorEntriesPrefix, parseEntryKey, shardOfKey, tenantPrefix } from '../../../src/alarms/keys.js';
 import type { SweepNode } from '../../../src/alarms/plan-sweep.js';
+import type { OwnedShards } from '../../../src/alarms/shard-owners.js';
 import { Sweeper, type SweepHost, type SweepResult } from '../../../src/alarms/sweep.js';
 import { AlarmDelivery } from '../../../src/main/alarm-delivery.js';
 import type { NodeMetrics } from '../../../src/main/metrics.js';
@@ -69,6 +70,8 @@ export interface Fleet {
   /** One per machine, each shared by its nodes. */
   machines: Cores[];
   live: SweepNode[];
+  /** Who lists which shard folder: one memo for every node (the same live set gives the same answer). */
+  shardOwners: OwnedShards;
   metrics: NodeMetrics;
   /** Per alarm: PENDING, IN_FLIGHT, DELIVERED; who has it; when it ran; how many times it ran. */
   state: Uint8Array;
@@ -165,7 +168,7 @@ export class FleetNode implements SweepHost {
     const { clock, config } = f;
     const store = this.storeView();
     const scheduler = new ClockScheduler(clock);
-    this.sweeper = new Sweeper({ store, clock, random, config, log: silentLogger(), scheduler }, this);
+    this.sweeper = new Sweeper({ store, clock, random, config, log: silentLogger(), scheduler, shardOwners: f.shardOwners }, this);
     this.delivery = new AlarmDelivery({
       clock,
       config,

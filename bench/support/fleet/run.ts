@@ -11,7 +11,7 @@
  */
 import { resolveOptions, type KeepworkOptions } from '../../../src/core/config.js';
 import { SeededRandom } from '../../../src/core/random.js';
-import { ownedShards } from '../../../src/alarms/shard.js';
+import { OwnedShards } from '../../../src/alarms/shard-owners.js';
 import type { SweepNode } from '../../../src/alarms/plan-sweep.js';
 import { NodeMetrics } from '../../../src/main/metrics.js';
 import { percentile, round } from '../../lib.js';
@@ -127,6 +127,7 @@ export async function runFleet(r: RunInputs, onProgress?: (line: string) => void
     cpu: r.cpu,
     machines: Array.from({ length: Math.ceil(r.nodes / Math.max(1, r.cpu.nodesPerMachine)) }, () => new Cores(r.cpu.cores)),
     live,
+    shardOwners: new OwnedShards(),
     metrics: new NodeMetrics(),
     state: new Uint8Array(r.alarms),
     owner: new Uint16Array(r.alarms),
@@ -217,7 +218,7 @@ function perNodeSpread(nodes: readonly FleetNode[], f: Fleet, readableMs: number
   const activeS = (n: FleetNode) => Math.max(0.001, (n.stats.lastRanMs - readableMs) / 1000);
   const owned = (n: FleetNode) =>
     f.config.indexShards > 1
-      ? ownedShards(
+      ? f.shardOwners.of(
           FLEET_TENANT,
           f.config.indexShards,
           f.live.map((l) => l.nodeId),
