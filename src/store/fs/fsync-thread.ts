@@ -2,9 +2,10 @@
  * A thread of one store's own for its fsyncs: the store's writes then never wait in libuv's pool
  * (which every thread of the process shares: the folder bucket's other fsyncs, the workers' new
  * actor files, an app's own file work), and the calling thread's event loop goes on while the
- * disk works. A node gives one to its lease's store, one to its main thread's store and one to each
- * worker thread (its store and its new actors' files), so an app that keeps the pool busy holds up
- * none of them, and renewals never wait behind the other writes.
+ * disk works. For a store of a few small writes that must not be held up: the node's lease. (Not
+ * for the node's other writes: one thread makes a batch's fsyncs one after another, and on a
+ * journaled disk each then waits for a journal commit of its own, where the pool's threads share
+ * one; docs/benchmarks.md.)
  *
  *   fsyncFile(fd) / fsyncFolder(dir) ─▶ thread running?  postMessage ─▶ fsync(2), synchronous,
  *                                       │                on the thread ─▶ its outcome, by id
