@@ -95,6 +95,20 @@ describe('chaos checks', () => {
     assert.notEqual(fingerprint(planRun(shape)), fingerprint(planRun({ ...shape, seed: 43 })));
   });
 
+  it('draws every wire cut from a stream of its own: the same for a seed, all kinds met, the plan unchanged', () => {
+    const plan = planRun({ seed: 42, chaosMs: 60_000, nodes: 4 });
+    assert.deepEqual(
+      plan.faults.map((_, i) => plan.wireCut(i)),
+      planRun({ seed: 42, chaosMs: 60_000, nodes: 4 }).faults.map((_, i) => plan.wireCut(i)),
+    );
+    const seen = new Set(Array.from({ length: 200 }, (_, i) => JSON.stringify(plan.wireCut(i))));
+    for (const between of ['peers', 'client'])
+      for (const direction of ['both', 'in', 'out'])
+        assert.ok(seen.has(JSON.stringify({ between, direction })), `${between} ${direction} never drawn`);
+    // The plan of the CI's seed as it was before wire cuts were drawn (test/cluster/chaos.test.ts).
+    assert.equal(fingerprint(planRun({ seed: 20240601, chaosMs: 120_000, nodes: 3 })), '71037826455904e1');
+  });
+
   it('aimed ops sit in time order among the planned ones, numbered, each on its slot incarnation at its time', () => {
     const plan = planRun({ seed: 7, chaosMs: 120_000, nodes: 3 });
     const aimed = plan.ops.filter((o) => o.aim !== undefined);

@@ -1,11 +1,12 @@
 /**
- * `npm run chaos -- [--minutes M] [--seed S] [--nodes 3..5] [--bucket folder|s3] [--unsafe RULE] [--keep-going] [--keep]`
+ * `npm run chaos -- [--minutes M] [--seed S] [--nodes 3..5] [--bucket folder|s3] [--unsafe RULE] [--keep-going] [--keep] [--no-netns]`
  *
  * One chaos run (run.ts, docs/testing.md): exit 0 with no violation, 1 with one (its seed, plan,
  * first violation, the requests around it and a replay command printed), 3 when the harness
  * failed. `--unsafe` plants a breakage (plan.ts UNSAFE) and, unless
  * `--keep-going`, stops at the first violation to report how long catching it took. `--keep`
- * keeps the run's folder (logs, data dirs, bucket) even when no check failed.
+ * keeps the run's folder (logs, data dirs, bucket) even when no check failed. Each node runs in a
+ * network namespace of its own where root and nftables allow; `--no-netns` keeps them all in this one.
  * S3: `bash scripts/s3-test-server.sh up; eval "$(bash scripts/s3-test-server.sh env)"` first.
  */
 import { parseArgs } from 'node:util';
@@ -22,6 +23,7 @@ const { values } = parseArgs({
     unsafe: { type: 'string' },
     'keep-going': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
+    'no-netns': { type: 'boolean', default: false },
   },
 });
 
@@ -47,6 +49,7 @@ const repro = [
   `npm run chaos -- --seed ${seed} --minutes ${minutes} --nodes ${nodes} --bucket ${values.bucket}`,
   ...(unsafe ? [`--unsafe ${unsafe}`] : []),
   ...(values['keep-going'] ? ['--keep-going'] : []),
+  ...(values['no-netns'] ? ['--no-netns'] : []),
 ].join(' ');
 const out = (line: string) => console.log(line);
 try {
@@ -59,6 +62,7 @@ try {
     stopOnViolation: unsafe !== undefined && !values['keep-going'],
     keepOnViolation: true,
     keep: values.keep,
+    netns: !values['no-netns'],
     out,
   });
   printReport(report, repro, out);

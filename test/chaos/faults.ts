@@ -5,9 +5,16 @@
  * cut or full disk ends). A fault whose node is not up at its time (still restarting) is skipped
  * and counted, and so is a diskFull when the run has no disks (not root). A node that exited
  * during its fault (a full disk may end it) is started again when the fault ends.
+ *
+ * With network namespaces (nodes.ts `ChaosNet`) the cuts are made on the wire, as the plan's
+ * `wireCut` draws them: a peerCut drops the packets between the node and its peer, or between the
+ * node and the harness (every call of the workload to it times out, or lands with its answer
+ * lost), in one direction or both; on an S3 bucket a bucketCut and a pauseCut's cut drop those
+ * between the node and the bucket. The writes-only cuts, held writes and failing fsyncs stay
+ * switches inside the node (no packet says what a request is).
  */
 import type { ChaosNodes } from './nodes.js';
-import { describeFault, type Fault, type Plan } from './plan.js';
+import { describeFault, type Fault, type Plan, type WireCut } from './plan.js';
 import { sleep } from './workload.js';
 
 /** A pauseCut cuts its node from the bucket this long before the SIGSTOP. */
@@ -38,7 +45,7 @@ export class FaultInjector {
   ) {}
 
   async run(startedAt: number, stopped: () => boolean): Promise<void> {
-    for (const fault of this.plan.faults) {
+    for (const [i, fault] of this.plan.faults.entries()) {
       const wait = startedAt + fault.at - Date.now();
       if (wait > 0) await sleep(wait);
       if (stopped()) break;
@@ -57,9 +64,15 @@ export class FaultInjector {
         this.log(`skipped (not a folder bucket): ${describeFault(fault)}`);
         continue;
       }
-      this.injected[fault.kind] = (this.injected[fault.kind] ?? 0) + 1;
-      this.log(describeFault(fault));
-      const p = this.apply(fault).finally(() => this.running.delete(p));
+      const wire = this.onWire(fault) ? this.plan.wireCut(i) : undefined;
+      const kind = wire ? `${fault.kind} (wire${fault.kind === 'peerCut' && wire.between === 'client' ? ', client' : ''})` : fault.kind;
+      this.injected[kind] = (this.injected[kind] ?? 0) + 1;
+      this.log(
+        wire && fault.kind !== 'pauseCut'
+          ? `+${(fault.at / 1_000).toFixed(1)}s n${fault.node} for ${(fault as { forMs: number }).forMs} ms: ${describeWire(fault, wire)}`
+          : `${describeFault(fault)}${wire ? ` (${describeWire(fault, wire)})` : ''}`,
+      );
+      const p = this.apply(fault, wire).finally(() => this.running.delete(p));
       this.running.add(p);
     }
     await Promise.all([...this.running]);
@@ -70,14 +83,24 @@ export class FaultInjector {
     return Promise.all([...this.running]).then(() => undefined);
   }
 
-  private async apply(fault: Fault): Promise<void> {
+  /** Whether the fault is made on the wire: nodes in namespaces, and for a bucket cut, an S3 bucket. */
+  private onWire(fault: Fault): boolean {
+    const net = this.nodes.net;
+    if (!net) return false;
+    if (fault.kind === 'peerCut') return true;
+    return (fault.kind === 'bucketCut' || fault.kind === 'pauseCut') && net.bucketIp !== undefined;
+  }
+
+  private async apply(fault: Fault, wire: WireCut | undefined): Promise<void> {
     const w: FaultWindow = { fault, from: Date.now(), to: Infinity };
+    if (wire) w.note = describeWire(fault, wire);
     this.windows.push(w);
     const n = fault.node;
     if (fault.kind === 'pause' || fault.kind === 'pauseCut') {
       if (fault.kind === 'pauseCut') {
         // Cut first: no lease renewal is in flight at the SIGSTOP, to come back with a 412 at SIGCONT.
-        this.nodes.cutBucket(n, true);
+        if (wire) this.nodes.cutWire(n, 'bucket', 'both');
+        else this.nodes.cutBucket(n, true);
         await sleep(CUT_BEFORE_PAUSE_MS);
       }
       this.nodes.pause(n);
@@ -85,9 +108,18 @@ export class FaultInjector {
       this.nodes.resume(n);
       if (fault.kind === 'pauseCut') {
         await sleep(fault.cutMs);
-        this.nodes.cutBucket(n, false);
+        if (wire) this.nodes.healWire(n);
+        else this.nodes.cutBucket(n, false);
       }
       w.to = Date.now();
+      return;
+    }
+    if (wire && (fault.kind === 'bucketCut' || fault.kind === 'peerCut')) {
+      const to = fault.kind === 'bucketCut' ? 'bucket' : wire.between === 'client' ? 'client' : { peer: fault.peer };
+      this.nodes.cutWire(n, to, wire.direction);
+      await sleep(fault.forMs);
+      this.nodes.healWire(n);
+      await this.restartIfGone(w);
       return;
     }
     if (fault.kind === 'bucketCut' || fault.kind === 'writeCut') {
@@ -162,4 +194,22 @@ export class FaultInjector {
 
   /** Nodes that exited during a fault of this kind (and were started again). */
   readonly exitedInFault: Record<string, number> = {};
+}
+
+/** What a wire cut drops, for the log and the fault's window. */
+export function describeWire(fault: Fault, wire: WireCut): string {
+  const peer =
+    fault.kind === 'bucketCut' || fault.kind === 'pauseCut'
+      ? 'the bucket'
+      : wire.between === 'client'
+        ? 'the clients'
+        : `n${(fault as { peer: number }).peer}`;
+  const direction = fault.kind === 'pauseCut' ? 'both' : wire.direction;
+  const what =
+    direction === 'both'
+      ? 'both ways'
+      : direction === 'in'
+        ? `what n${fault.node} receives (its requests land, no answer comes)`
+        : `what n${fault.node} sends`;
+  return `packets between n${fault.node} and ${peer} dropped on the wire, ${what}`;
 }

@@ -10,11 +10,18 @@
  *   kill(n) · stop(n)  SIGKILL / SIGTERM, waited for (bounded)
  *   pause(n) · resume(n)  SIGSTOP / SIGCONT
  *   cutBucket(n, on) · cutPeers(n, m, on)  the partition switches (cuts.ts)
+ *   cutWire(n, to, direction) · healWire(n)  with network namespaces: packets dropped in slot n's
+ *                      namespace, to and from a peer's, the harness's or the bucket's address
  *   holdWrites(n, on) · failFsync(n, on)   the held writes and the failing fsyncs (cuts.ts)
  *   url(n)             the slot's URL while it is up (not paused), else undefined
  *   disposeAll()       SIGCONT + SIGKILL whatever still runs
  *
  * A node that exits on its own (a full disk may end it) turns its slot `down` and is counted.
+ *
+ * With network namespaces (`ChaosNet`), slot n's every run is in namespace `n<n>` of the lab
+ * (test/cluster/netns.ts), listening on its address there (open, without tokens: the cuts are
+ * the subject, test/cluster/cluster-auth.test.ts the doors), and the address stays the slot's
+ * across runs, so a cut holds across a restart.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,6 +31,7 @@ import { spawnLogged } from '../../support/cluster/processes.js';
 import { REPO } from '../../support/repo.js';
 import { bucketCutFile, fsyncFailFile, holdWritesFile, peerCutFile, writeCutFile } from './cuts.js';
 import type { SlotDisks } from './disks.js';
+import type { Lab } from '../cluster/netns.js';
 import type { EntrySeams } from './node-entry.js';
 import { faultUrl, SKEW_BEYOND_MS, TIMINGS, type BucketProfile, type Unsafe } from './plan.js';
 
@@ -33,6 +41,16 @@ const START_BOUND_MS = 60_000;
 const START_TRIES = 5;
 
 export type SlotState = 'up' | 'paused' | 'down' | 'starting';
+
+/** The slots' network namespaces (run.ts), when the run has them. */
+export interface ChaosNet {
+  lab: Lab;
+  /** The address the nodes reach the bucket at (an S3 bucket's relay, bucket-relay.ts); none for a folder. */
+  bucketIp?: string;
+}
+
+/** What a wire cut separates slot n from: a peer slot, the harness (the clients), or the bucket. */
+export type WireEnd = { peer: number } | 'client' | 'bucket';
 
 interface Slot {
   node?: ClusterNode;
@@ -56,6 +74,8 @@ export class ChaosNodes {
     private readonly clockOffset: (n: number, run: number) => number,
     /** The slots' small disks (diskFull faults); undefined: data dirs in the run's folder. */
     readonly disks: SlotDisks | undefined,
+    /** The slots' network namespaces; undefined: every node in this one (cuts are switches). */
+    readonly net?: ChaosNet,
   ) {
     this.slots = Array.from({ length: count }, () => ({ state: 'down' as SlotState, runs: 0, fresh: 0, clockOffsetMs: 0 }));
     for (let n = 0; n < count; n++) mkdirSync(this.cutDir(n), { recursive: true });
@@ -101,6 +121,19 @@ export class ChaosNodes {
       if (on) writeFileSync(f, '');
       else rmSync(f, { force: true });
     }
+  }
+
+  /** Drops the packets between slot n and `to` in slot n's namespace (`in`: what n receives; `out`: what it sends). */
+  cutWire(n: number, to: WireEnd, direction: 'both' | 'in' | 'out'): void {
+    const { lab, bucketIp } = this.net!;
+    const ip = to === 'client' ? lab.rootIp : to === 'bucket' ? bucketIp : lab.host(slotHost(to.peer)).ip;
+    if (ip === undefined) throw new Error('a bucket cut on the wire needs an S3 bucket (a folder is no network)');
+    lab.cut(slotHost(n), [ip], direction);
+  }
+
+  /** Every drop rule of slot n's namespace removed. */
+  healWire(n: number): void {
+    this.net!.lab.heal(slotHost(n));
   }
 
   /** The slot's node URL whatever its state (paused, or its process gone), if it ever served. */
@@ -190,6 +223,7 @@ export class ChaosNodes {
       port: 0,
       nodeId,
       classes: { ChaosLedger: CLASS },
+      ...(this.net ? { host: this.net.lab.host(slotHost(n)).ip, insecureNoAuth: true } : {}),
     };
     const logPath = join(this.root, 'logs', `${nodeId}.log`);
     const clockOffsetMs = this.unsafe === 'skewBeyondBound' && n === 0 ? SKEW_BEYOND_MS : this.clockOffset(n, s.runs);
@@ -203,7 +237,8 @@ export class ChaosNodes {
     s.profile = profile;
     s.clockOffsetMs = clockOffsetMs;
     this.offsetsUsed.push(clockOffsetMs);
-    const child = spawnLogged([...ENTRY, JSON.stringify(options), JSON.stringify(seams)], logPath);
+    const launcher = this.net?.lab.host(slotHost(n)).launcher ?? [];
+    const child = spawnLogged([...ENTRY, JSON.stringify(options), JSON.stringify(seams)], logPath, launcher);
     const node = new ClusterNode(nodeId, dataDir, logPath, child);
     s.node = node;
     this.all.push(node);
@@ -270,6 +305,9 @@ export class ChaosNodes {
     return n;
   }
 }
+
+/** Slot n's host in the lab (its namespace). */
+export const slotHost = (n: number) => `n${n}`;
 
 /** The URL of the node's `(epoch N) serving URL` line on stderr; rejects if it exits first or takes too long. */
 function servingUrl(child: ChildProcess, node: ClusterNode): Promise<string> {

@@ -127,6 +127,24 @@ export interface Plan {
   profile(node: number, run: number): BucketProfile;
   /** The clock offset of a node's `run`-th start: within ±skewBoundMs/2, so any two differ by the bound at most. */
   clockOffset(node: number, run: number): number;
+  /** How the `i`-th fault is cut on the wire when the nodes run in network namespaces. */
+  wireCut(i: number): WireCut;
+}
+
+/**
+ * A cut as packets dropped in a node's network namespace (faults.ts; nodes in namespaces only).
+ * Drawn from a stream of its own, so that a seed's plan is the same with namespaces or without.
+ *
+ *   peerCut    `peers`: between the node and its peer; `client`: between the node and the harness
+ *              (the clients: the node serves its peers, but no call of the workload reaches it)
+ *   bucketCut  between the node and the bucket (an S3 bucket; a folder is no network)
+ *
+ * `direction`, at the node: `both`; `in`: what it receives is dropped, so its requests land and
+ * their answers never come (a write applied that its sender cannot know of); `out`: what it sends.
+ */
+export interface WireCut {
+  between: 'peers' | 'client';
+  direction: 'both' | 'in' | 'out';
 }
 
 export const actorName = (slot: number, incarnation: number) => `chaos/ChaosLedger/a${slot}i${incarnation}`;
@@ -142,6 +160,7 @@ export function planRun(shape: RunShape): Plan {
   const ops = withAimedOps(shape, outsideQuietSpells(base, faults), aimedOps(shape, slots, faults));
   const profileSeed = r.next32();
   const skewSeed = r.next32();
+  const wireSeed = r.next32();
   return {
     shape,
     slots,
@@ -149,7 +168,14 @@ export function planRun(shape: RunShape): Plan {
     faults,
     profile: (node, run) => profileOf(new SeededRandom(profileSeed + node * 1_000 + run)),
     clockOffset: (node, run) => new SeededRandom(skewSeed + node * 1_000 + run).int(TIMINGS.skewBoundMs + 1) - TIMINGS.skewBoundMs / 2,
+    wireCut: (i) => wireCutOf(new SeededRandom(wireSeed + i)),
   };
+}
+
+function wireCutOf(r: SeededRandom): WireCut {
+  const between = r.float() < 0.3 ? 'client' : 'peers';
+  const p = r.float();
+  return { between, direction: p < 0.5 ? 'both' : p < 0.8 ? 'in' : 'out' };
 }
 
 function planOps(shape: RunShape, slots: number, r: SeededRandom): Op[] {

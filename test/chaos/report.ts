@@ -32,7 +32,7 @@ export interface ChaosReport {
   /** The clock offset of every node run, ms. */
   clockOffsets: number[];
   windows: FaultWindow[];
-  leftovers: { processes: number; tempDir: boolean };
+  leftovers: { processes: number; tempDir: boolean; network: string[] };
 }
 
 export function printPlan(plan: Plan, o: { unsafe?: Unsafe; s3Url?: string; out: (line: string) => void }): void {
@@ -80,7 +80,9 @@ export function printReport(r: ChaosReport, repro: string, out: (line: string) =
     out(`lateness, ms (run − scheduled), all runs: ${pcts(late)}`);
     out(`lateness outside fault windows (${quiet.length} runs; bound ${QUIET_BOUND_MS}): ${pcts(quiet)}`);
   }
-  out(`leftovers: ${r.leftovers.processes} processes, temp folder ${r.leftovers.tempDir ? 'LEFT' : 'removed'}`);
+  out(
+    `leftovers: ${r.leftovers.processes} processes, temp folder ${r.leftovers.tempDir ? 'LEFT' : 'removed'}, network ${r.leftovers.network.length > 0 ? `LEFT: ${r.leftovers.network.join(', ')}` : 'removed'}`,
+  );
   out(`violations: ${r.violations.length}`);
   if (r.violations.length === 0) return;
   const first = r.violations[0]!;

@@ -3,12 +3,16 @@
  * a node behind its own `fault+` schedule, the plan's workload and faults at once, online checks
  * while it runs, then heal, settle, stop, and check the whole history.
  *
- *   plan ─▶ small disks (root) ─▶ start nodes ─▶ chaos phase (workload ∥ faults ∥ online checks every 5 s)
+ *   plan ─▶ small disks, network namespaces (root) ─▶ start nodes ─▶ chaos phase (workload ∥ faults ∥ online checks every 5 s)
  *        ─▶ heal (resume, restart the dead, restart every faulty bucket calm) ─▶ durable ops acknowledged
  *        ─▶ settle (alarms due have run) ─▶ clean stop ─▶ final checks + index check ─▶ report
  *
- * Everything it starts is killed, its disks unmounted and its temp folder removed however it ends
- * (nodes.ts, disks.ts, support/temp-dir.ts); on S3 its prefix is emptied.
+ * Each node slot runs in a network namespace of its own where root and nftables allow (a lab of
+ * test/cluster/netns.ts; on S3 the nodes reach the bucket through bucket-relay.ts), so the cuts
+ * between nodes, from the clients and from an S3 bucket drop packets; otherwise every node is in
+ * this namespace and those cuts are switches inside the nodes, which the run says loudly.
+ * Everything it starts is killed, its disks unmounted, its namespaces deleted and its temp folder
+ * removed however it ends (nodes.ts, disks.ts, support/temp-dir.ts); on S3 its prefix is emptied.
  */
 import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +21,9 @@ import { ACTOR_PROBLEMS } from '../../src/ops/index-findings.js';
 import { openStore } from '../../src/store/open.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import { makeTempDir, removeTempDir } from '../../support/temp-dir.js';
+import { Lab, labUnavailable } from '../cluster/netns.js';
 import { emptyBucket, uniqueBucket } from '../cluster/s3-bucket.js';
+import { BucketRelay } from './bucket-relay.js';
 import { describeChain, readActor, type ActorView } from './bucket-view.js';
 import {
   ALARM_BOUND_MS,
@@ -32,7 +38,7 @@ import {
 } from './checks.js';
 import { SlotDisks } from './disks.js';
 import { FaultInjector } from './faults.js';
-import { ChaosNodes } from './nodes.js';
+import { ChaosNodes, slotHost, type ChaosNet } from './nodes.js';
 import { actorName, fingerprint, planRun, TIMINGS, type Unsafe } from './plan.js';
 import { printPlan, type ChaosReport, type FinalStats } from './report.js';
 import { sleep, Workload, type Violation } from './workload.js';
@@ -50,6 +56,8 @@ export interface ChaosOptions {
   keepOnViolation?: boolean;
   /** Keep the run's folder whatever the outcome. */
   keep?: boolean;
+  /** false: every node in this network namespace even where namespaces can be made (default: where they can). */
+  netns?: boolean;
   out: (line: string) => void;
 }
 
@@ -105,7 +113,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const mounted = SlotDisks.mount(o.nodes, o.seed);
   const disks = mounted instanceof SlotDisks ? mounted : undefined;
   if (!disks) o.out(`!!! NO SMALL DISKS (${(mounted as { unavailable: string }).unavailable}): the diskFull faults are skipped !!!`);
-  const nodes = new ChaosNodes(root, bucket, o.nodes, o.unsafe, plan.clockOffset, disks);
+  const net = await networkNamespaces(o, root, bucket);
+  const nodes = new ChaosNodes(root, net?.relay?.nodeUrl ?? bucket, o.nodes, o.unsafe, plan.clockOffset, disks, net);
   const violations: Violation[] = [];
   let stopped = false;
   const found = (v: Violation) => {
@@ -124,7 +133,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   );
   let startedAt = Date.now();
   let final: FinalStats | undefined;
-  let leftovers = { processes: 0, tempDir: false };
+  let leftovers: ChaosReport['leftovers'] = { processes: 0, tempDir: false, network: [] };
   let caughtAfterMs: number | undefined;
   try {
     await Promise.all(Array.from({ length: o.nodes }, (_, n) => nodes.start(n, plan.profile(n, 0))));
@@ -146,7 +155,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       workload.giveUpAfter(0);
       await work;
     } else {
-      await heal(nodes, injector, o);
+      await heal(nodes, injector, net, startedAt, o);
       workload.giveUpAfter(Date.now() + ACK_BOUND_MS);
       await work;
       o.out(`every op ended at ${secs(startedAt)}; settling alarms`);
@@ -163,6 +172,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   } finally {
     const killed = await nodes.disposeAll();
     if (killed > 0) o.out(`${killed} node processes killed at the end`);
+    await net?.relay?.close();
+    net?.lab.down();
     await store.close();
     if (o.s3Url) await emptyBucket(bucket).catch((e: unknown) => o.out(`emptying ${bucket} failed: ${String(e)}`));
     if (o.keep || (o.keepOnViolation && violations.length > 0)) {
@@ -172,7 +183,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       o.out(`the run's folder (logs, data dirs, bucket) is kept for inspection: ${kept}`);
     } else removeTempDir(root);
     disks?.dispose();
-    leftovers = { processes: nodes.all.filter((n) => n.running).length, tempDir: existsSync(root) };
+    leftovers = { processes: nodes.all.filter((n) => n.running).length, tempDir: existsSync(root), network: net?.lab.leftovers() ?? [] };
   }
   return {
     seed: o.seed,
@@ -195,6 +206,29 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     windows: injector.windows,
     leftovers,
   };
+}
+
+/** The run's lab (and an S3 bucket's relay into it), or undefined, said loudly, where namespaces cannot be made. */
+async function networkNamespaces(o: ChaosOptions, root: string, bucket: string): Promise<(ChaosNet & { relay?: BucketRelay }) | undefined> {
+  const unavailable = o.netns === false ? 'turned off' : labUnavailable();
+  if (unavailable) {
+    o.out(`!!! NO NETWORK NAMESPACES (${unavailable}): every node in this one; cuts are switches inside the nodes !!!`);
+    return undefined;
+  }
+  const lab = Lab.up(
+    Array.from({ length: o.nodes }, (_, n) => slotHost(n)),
+    root,
+  );
+  try {
+    const relay = o.s3Url ? await BucketRelay.start(bucket, lab.rootAlias()) : undefined;
+    o.out(
+      `network namespaces: ${Array.from({ length: o.nodes }, (_, n) => `n${n} ${lab.host(slotHost(n)).ip}`).join(', ')}${relay ? `; the bucket through ${lab.rootAlias()}` : ''}`,
+    );
+    return { lab, ...(relay ? { relay, bucketIp: lab.rootAlias() } : {}) };
+  } catch (e) {
+    lab.down();
+    throw e;
+  }
 }
 
 const secs = (from: number) => `${((Date.now() - from) / 1_000).toFixed(1)}s`;
@@ -254,16 +288,31 @@ async function indexProblems(store: ObjectStore, workDir: string): Promise<Viola
   return out;
 }
 
-/** Faults healed: paused nodes resumed, dead ones started, and every node on a faulty bucket restarted calm. */
-async function heal(nodes: ChaosNodes, injector: FaultInjector, o: ChaosOptions): Promise<void> {
+/** Faults healed: wire cuts removed, paused nodes resumed, dead ones started, and every node on a faulty bucket restarted calm. */
+async function heal(
+  nodes: ChaosNodes,
+  injector: FaultInjector,
+  net: ChaosNet | undefined,
+  startedAt: number,
+  o: ChaosOptions,
+): Promise<void> {
   await injector.settled();
   for (let n = 0; n < nodes.count; n++) nodes.resume(n);
+  net?.lab.heal();
   for (let n = 0; n < nodes.count; n++) {
-    if (nodes.state(n) === 'down') await nodes.start(n, CALM);
-    else if (nodes.profile(n)?.name !== 'calm') {
-      await nodes.stop(n);
-      await nodes.start(n, CALM);
-    }
+    const down = nodes.state(n) === 'down';
+    if (!down && nodes.profile(n)?.name === 'calm') continue;
+    // A restart of the heal is a window as a fault's is: its alarms may wait for a takeover.
+    const w = {
+      fault: { at: Date.now() - startedAt, kind: 'stop' as const, node: n, downMs: 0 },
+      from: Date.now(),
+      to: Infinity,
+      note: 'heal',
+    };
+    injector.windows.push(w);
+    if (!down) await nodes.stop(n);
+    await nodes.start(n, CALM);
+    w.to = Date.now();
   }
   o.out('healed: every node serving, none behind fault+');
 }

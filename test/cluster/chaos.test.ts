@@ -39,7 +39,7 @@ describe('chaos run of real node processes (folder bucket)', () => {
     printReport(report, `npm run chaos -- --seed ${SEED} --minutes 2 --nodes 3`, out);
     const summary = lines.slice(lines.findIndex((l) => l.startsWith('=== chaos run')));
     for (const line of report.violations.length > 0 ? lines : summary) t.diagnostic(line);
-    assert.deepEqual(report.leftovers, { processes: 0, tempDir: false });
+    assert.deepEqual(report.leftovers, { processes: 0, tempDir: false, network: [] });
     assert.ok(report.final, 'the run reached its final checks');
     assert.ok(report.final.alarms.runs > 0, 'alarms ran');
     assert.ok(

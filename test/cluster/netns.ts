@@ -11,6 +11,9 @@
  *   lab.cut(host, peers, 'in' | 'out' | 'both')   drop what host receives from / sends to the peers
  *   lab.loss(host, peers, percent)                drop that share of packets both ways, at random
  *   lab.heal(host?)                               every rule of one host (or all) removed
+ *   lab.rootAlias()                               a second address of the root namespace on the
+ *                                                 bridge (<net>.2): a service there is cut apart
+ *                                                 from the root's own <net>.1
  *   lab.down()                                    every process in the namespaces killed, the
  *                                                 namespaces, veths and bridge deleted
  *
@@ -65,6 +68,14 @@ export class Lab {
   /** The bridge's address: where the root namespace (the test) is seen from the hosts. */
   get rootIp(): string {
     return `${this.net}.1`;
+  }
+
+  /** Adds <net>.2 to the bridge (once) and returns it: the root namespace reached at a second address. */
+  rootAlias(): string {
+    const ip = `${this.net}.2`;
+    if (!run('ip', ['-o', 'addr', 'show', 'dev', `${this.name}br`]).includes(` ${ip}/`))
+      run('ip', ['addr', 'add', `${ip}/24`, 'dev', `${this.name}br`]);
+    return ip;
   }
 
   /** Builds the lab; the name and the /24 are picked so that two runs side by side do not meet. */
