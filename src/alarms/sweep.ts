@@ -347,7 +347,9 @@ export class Sweeper {
 
   /** A rotated walk's rest was listed to the block's end: the wrap follows, from the folder's start. */
   private nextPart(id: string): undefined {
-    this.rotations.get(id)!.part = 'wrap';
+    const r = this.rotations.get(id)!;
+    r.part = 'wrap';
+    r.block.length = r.at; // the wrap needs only the keys before the drawn one
     return undefined;
   }
 
@@ -539,6 +541,7 @@ export class Sweeper {
       if (i < block.length) return kept(w, block, i, Math.min(block.length, i + maxKeys), previous);
       if (rotation.blockEnded) {
         rotation.part = 'wrap';
+        block.length = at; // the wrap needs only the keys before the drawn one
         this.cursors.delete(id);
         return kept(w, block, 0, Math.min(at, maxKeys), undefined);
       }
