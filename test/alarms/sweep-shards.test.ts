@@ -254,6 +254,29 @@ describe('the sweep of a sharded index', () => {
     assert.ok(starts.size > 1, 'the start is drawn: not the same entry for every seed');
   });
 
+  it('a rotated walk of a shard the node stops owning ends: owned again, it lists the folder afresh, not what it kept', async () => {
+    const others: string[] = [];
+    const s = setup(2, others, { deliveriesPerSweep: 4, anyonesDeliveriesPerSweep: 0 }, SAFE_RULES, 2);
+    const shard = ownedShards('t', 2, ['n1', 'n2'], 'n2')[0]!; // the shard n1 loses when n2 is live
+    const block = Array.from({ length: 40 }, (_, i) => nameIn(`d${i}-`, shard, 2)).sort();
+    for (const name of block) await s.add(name, 2, shard);
+    await s.sweepAfter(s.config.sweepMinGapMs);
+    const first = s.names();
+    assert.ok(first.length > 0 && first[0] !== block[0], 'the walk started at a drawn entry (seed 2)');
+    others.push('n2');
+    await s.sweepAfter(s.config.sweepMinGapMs);
+    s.names();
+    const left = block.filter((n) => !first.includes(n)).slice(0, 3); // n2 delivered the rest meanwhile
+    await s.deliver(block.filter((n) => !left.includes(n)));
+    others.length = 0;
+    const offered: string[] = [];
+    for (let sweep = 0; sweep < 20; sweep++) {
+      await s.sweepAfter(s.config.sweepMinGapMs);
+      offered.push(...s.names());
+    }
+    assert.deepEqual([...new Set(offered)].sort(), [...left].sort(), 'only the entries still listed');
+  });
+
   it('an own shard’s walk that read through stays at its end for alarmSweepMs, then starts over and finds an entry listed behind it', async () => {
     for (const rules of [SAFE_RULES, { ...SAFE_RULES, startOverOwnShards: false }]) {
       const s = setup(S, ['n2'], {}, rules);
