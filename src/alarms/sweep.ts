@@ -27,7 +27,7 @@ import { invariant } from '../core/invariant.js';
 import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import { compareKeys } from '../store/keys.js';
-import { LIST_ASK_MAX, LIST_MAX_KEYS, type ObjectStore } from '../store/types.js';
+import { LIST_ASK_MAX, LIST_MAX_KEYS, type ListPage, type ObjectStore } from '../store/types.js';
 import {
   afterShard,
   afterShardedArea,
@@ -81,6 +81,30 @@ interface Walk {
   ownShard?: boolean;
   /** The slow walk: no cursor of its own entries (it moves on by folder). */
   slow?: true;
+  /** An own shard's walk read its drawn start's part of a block to its end (Rotation): the next part follows. */
+  partEnd?: true;
+}
+
+/**
+ * An own shard's walk through a block of entries all due at one millisecond, started at an entry
+ * drawn at random among the first ones listed (readShard): `rest` from the drawn entry to the
+ * block's end, then `wrap` from the folder's start up to the drawn entry, then on past the block
+ * as usual. A folder lists such a block in name order; walks that all started at its lowest names
+ * would have every node of a fleet take holds of, and upload the state of, actors of the same few
+ * name ranges at once (docs/alarm-index.md "A sharded index"). The keys listed to draw the start
+ * are kept: the walk takes its entries from them while they last (the wrap always does), and
+ * lists from its cursor only past them, so each key is listed about once.
+ */
+interface Rotation {
+  part: 'rest' | 'wrap';
+  /** The keys from the folder's start listed to draw the start, all of the block's due time. */
+  block: string[];
+  /** The drawn entry's index in `block`: `rest` starts at it, `wrap` ends before it. */
+  at: number;
+  /** Whether the listing of `block` met the block's end (a later due time, or the folder's end). */
+  blockEnded: boolean;
+  /** The block's end: the due bound of its due time (every key due later is at or after it). */
+  end: string;
 }
 
 /** What a sweep is built with: the bucket it reads, its time, randomness and schedule, its settings and log. */
@@ -148,6 +172,8 @@ export class Sweeper {
   private readonly shardsBehind = new Set<string>();
   /** Own shard folders whose last walk stopped at an entry not yet overdue: that entry's due time. */
   private readonly shardNextDue = new Map<string, number>();
+  /** Own shard folders whose walk is going through a block due at one millisecond from a drawn start. */
+  private readonly rotations = new Map<string, Rotation>();
   /** Own shard folders whose walk read through and stays at its end: since when (startsOver). */
   private readonly atEndSince = new Map<string, number>();
   /** Per tenant, the folder the slow walk of other nodes' shards walked last (it resumes after it). */
@@ -304,13 +330,27 @@ export class Sweeper {
     const resumeAfter = firstLeft === undefined ? undefined : w.before.get(firstLeft);
     const resumesAtLeft = firstLeft !== undefined && (resumeAfter !== startCursor || plan.own > 0);
     const atEnd = w.lastKey ?? startCursor;
-    const cursor = resumesAtLeft ? resumeAfter : w.reachedEnd && this.startsOver(w, now) ? undefined : atEnd;
+    const cursor = resumesAtLeft
+      ? resumeAfter
+      : w.partEnd
+        ? this.nextPart(w.id)
+        : w.reachedEnd && this.startsOver(w, now)
+          ? undefined
+          : atEnd;
     invariant(
       firstLeft === undefined || resumeAfter === startCursor || cursor === undefined || compareKeys(cursor, entryKey(firstLeft)) < 0,
       () => `the sweep of tenant ${tenant} would move its cursor to ${cursor}, past ${entryKey(firstLeft!)}, an own entry it did not offer`,
     );
     if (cursor === undefined) this.cursors.delete(w.id);
     else this.cursors.set(w.id, cursor);
+  }
+
+  /** A rotated walk's rest was listed to the block's end: the wrap follows, from the folder's start. */
+  private nextPart(id: string): undefined {
+    const r = this.rotations.get(id)!;
+    r.part = 'wrap';
+    r.block.length = r.at; // the wrap needs only the keys before the drawn one
+    return undefined;
   }
 
   /**
@@ -411,6 +451,7 @@ export class Sweeper {
     const dueBefore = now - marginMs;
     const nodeIds = live.filter((n) => servesTenant(n, tenant)).map((n) => n.nodeId);
     const owned = indexShards > 1 ? this.owned.of(tenant, indexShards, nodeIds, self.nodeId) : [];
+    this.dropRotations(tenant, owned);
     const isBehind = (shard: number) => this.shardsBehind.has(shardPrefix(tenant, shard));
     const behind = owned.filter(isBehind).length;
     let behindBefore = 0;
@@ -435,6 +476,18 @@ export class Sweeper {
       : undefined;
     const [walks, other] = await Promise.all([this.readOwnShards(tenant, owned, dueBefore, asks), slow]);
     return other ? [...walks, other] : walks;
+  }
+
+  /** Rotated walks of shards this node no longer owns end (their kept keys would be stale by the time it owned them again). */
+  private dropRotations(tenant: string, owned: readonly number[]): void {
+    if (this.rotations.size === 0) return;
+    const ids = new Set(owned.map((shard) => shardPrefix(tenant, shard)));
+    const area = shardedAreaPrefix(tenant);
+    for (const id of this.rotations.keys()) {
+      if (!id.startsWith(area) || ids.has(id)) continue;
+      this.rotations.delete(id);
+      this.cursors.delete(id); // owned again, its walk starts from the folder's start
+    }
   }
 
   /** Whether this sweep of `tenant` walks another node's folder (walksOtherShard); notes when it does. */
@@ -462,27 +515,96 @@ export class Sweeper {
     return walks;
   }
 
-  /** One LIST of an own shard's folder from its cursor, up to the due bound. */
+  /**
+   * One LIST of an own shard's folder from its cursor, up to the due bound. A walk starting at the
+   * folder's beginning whose page is all due at one overdue millisecond, with more to read, lists
+   * on (one more LIST, up to LIST_MAX_KEYS) to the end of that millisecond or of the page, draws
+   * one of the entries it read as its start, and walks the block from there (Rotation): entries
+   * due at one time have no order among themselves. A rotated walk takes its entries from the keys
+   * it kept while they last, and lists only past them.
+   */
   private async readShard(tenant: string, shard: number, dueBefore: number, maxKeys: number): Promise<Walk> {
     const id = shardPrefix(tenant, shard);
-    const w: Walk = { id, start: undefined, entries: [], before: new Map(), lastKey: undefined, reachedEnd: false, nextDueMs: undefined };
-    w.ownShard = true;
-    const bound = dueBound(tenant, dueBefore, shard);
+    const w = ownWalk(id);
     let previous = this.cursors.get(id);
+    let rotation = this.rotations.get(id);
+    if (rotation?.part === 'wrap') {
+      const i = keysAfter(rotation.block, previous);
+      if (i < rotation.at) return kept(w, rotation.block, i, Math.min(rotation.at, i + maxKeys), previous);
+      // The whole block is read: on past it, as an unrotated walk.
+      this.rotations.delete(id);
+      this.cursors.set(id, (previous = rotation.end));
+      rotation = undefined;
+    } else if (rotation?.part === 'rest') {
+      const { block, at } = rotation;
+      const i = Math.max(at, keysAfter(block, previous));
+      if (i < block.length) return kept(w, block, i, Math.min(block.length, i + maxKeys), previous);
+      if (rotation.blockEnded) {
+        rotation.part = 'wrap';
+        block.length = at; // the wrap needs only the keys before the drawn one
+        this.cursors.delete(id);
+        return kept(w, block, 0, Math.min(at, maxKeys), undefined);
+      }
+    }
+    const dueEnd = dueBound(tenant, dueBefore, shard);
+    const bound = rotation !== undefined && compareKeys(rotation.end, dueEnd) < 0 ? rotation.end : dueEnd;
     const page = await this.d.store.list({ prefix: id, startAfter: previous, maxKeys });
+    if (rotation === undefined && previous === undefined) {
+      const rotated = await this.rotated(id, tenant, shard, page, maxKeys, dueEnd);
+      if (rotated) return rotated;
+    }
     for (const key of page.keys) {
       if (compareKeys(key, bound) >= 0) {
         w.nextDueMs = parseEntryKey(key)?.dueMs;
         w.reachedEnd = true;
-        return w;
+        break;
       }
       w.lastKey = key;
       const e = parseEntryKey(key);
       if (e) (w.entries.push(e), w.before.set(e, previous));
       previous = key;
     }
-    w.reachedEnd = page.continuation === undefined || page.keys.length === 0;
+    if (!w.reachedEnd) w.reachedEnd = page.continuation === undefined || page.keys.length === 0;
+    if (rotation && w.reachedEnd) {
+      // The rest listed to the block's end: the wrap follows (nextPart), not the folder's end.
+      w.reachedEnd = false;
+      w.nextDueMs = undefined;
+      w.partEnd = true;
+    }
     return w;
+  }
+
+  /**
+   * The first walk of a block due at one millisecond (readShard), from an entry drawn among the
+   * first ones listed: undefined when the page is not such a block, or the draw is its first entry.
+   */
+  private async rotated(
+    id: string,
+    tenant: string,
+    shard: number,
+    page: ListPage,
+    maxKeys: number,
+    dueEnd: string,
+  ): Promise<Walk | undefined> {
+    const first = page.keys[0];
+    const due = first === undefined ? undefined : parseEntryKey(first)?.dueMs;
+    const sameDue = (key: string) => parseEntryKey(key)?.dueMs === due;
+    if (due === undefined || maxKeys < 2 || page.keys.length < maxKeys || page.continuation === undefined) return undefined;
+    if (compareKeys(first!, dueEnd) >= 0 || !page.keys.every(sameDue)) return undefined;
+    const more = await this.d.store.list({ prefix: id, startAfter: page.keys.at(-1), maxKeys: LIST_MAX_KEYS });
+    const block = [...page.keys];
+    let blockEnded = more.continuation === undefined;
+    for (const key of more.keys) {
+      if (!sameDue(key)) {
+        blockEnded = true;
+        break;
+      }
+      block.push(key);
+    }
+    const at = this.d.random.int(block.length);
+    if (at === 0) return undefined; // the walk as it is, from the folder's start
+    this.rotations.set(id, { part: 'rest', block, at, blockEnded, end: dueBound(tenant, due, shard) });
+    return kept(ownWalk(id), block, at, Math.min(block.length, at + maxKeys), block[at - 1]);
   }
 
   /**
@@ -567,4 +689,43 @@ function merged(walks: readonly Walk[], p: SortInput): EntrySorter {
   all.sort((a, b) => a.e.dueMs - b.e.dueMs);
   for (const { e, own } of all) sorter.add(e, own);
   return sorter;
+}
+
+/** A walk of an own shard folder, empty. */
+function ownWalk(id: string): Walk {
+  return {
+    id,
+    start: undefined,
+    entries: [],
+    before: new Map(),
+    lastKey: undefined,
+    reachedEnd: false,
+    nextDueMs: undefined,
+    ownShard: true,
+  };
+}
+
+/** The index of the first of `keys` (in key order) after `cursor` (0 when undefined). */
+function keysAfter(keys: readonly string[], cursor: string | undefined): number {
+  if (cursor === undefined) return 0;
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (compareKeys(keys[mid]!, cursor) > 0) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/** A rotated walk's entries taken from its kept keys, `from` to before `to`, after `previous`. */
+function kept(w: Walk, keys: readonly string[], from: number, to: number, previous: string | undefined): Walk {
+  for (let i = from; i < to; i++) {
+    const key = keys[i]!;
+    const e = parseEntryKey(key)!;
+    w.entries.push(e);
+    w.before.set(e, previous);
+    w.lastKey = previous = key;
+  }
+  return w;
 }

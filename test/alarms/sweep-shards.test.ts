@@ -22,7 +22,7 @@ import { MemoryStore } from '../../src/store/memory.js';
 const NOW = 1_900_000_000_000;
 
 /** A sweeper of tenant `t` on n1 with `indexShards` S and `others` live; records what it offers and the prefixes it lists. */
-function setup(indexShards: number, others: string[], options: KeepworkOptions = {}, rules: ProtocolRules = SAFE_RULES) {
+function setup(indexShards: number, others: string[], options: KeepworkOptions = {}, rules: ProtocolRules = SAFE_RULES, seed = 1) {
   const clock = new SimClock(NOW);
   const store = new MemoryStore({ clock });
   const config = resolveOptions({ indexShards, deliveriesPerSweep: 1_000, anyonesDeliveriesPerSweep: 1_000, ...options });
@@ -42,7 +42,7 @@ function setup(indexShards: number, others: string[], options: KeepworkOptions =
     deliveryBacklog: () => 0,
     tenantsToSweep: async () => ['t'],
   };
-  const seams = { store, clock, random: new SeededRandom(1), config, log: silentLogger(), scheduler: new ClockScheduler(clock), rules };
+  const seams = { store, clock, random: new SeededRandom(seed), config, log: silentLogger(), scheduler: new ClockScheduler(clock), rules };
   const sweeper = new Sweeper(seams, host);
   const margin = config.marginMs;
   /** An entry of actor t/C/<name>, `margins` margins (plus a second) overdue, in shard folder `shard` (undefined: unsharded). */
@@ -223,6 +223,58 @@ describe('the sweep of a sharded index', () => {
     }
     assert.equal(left.size, 0, 'drained');
     assert.equal(read, names.length, 'each entry read once');
+  });
+
+  it('walks a block due at one millisecond from a drawn entry, then the entries before it, then the later ones: each once', async () => {
+    const starts = new Set<string>();
+    for (let seed = 1; seed <= 6; seed++) {
+      const s = setup(2, [], { deliveriesPerSweep: 4, anyonesDeliveriesPerSweep: 0 }, SAFE_RULES, seed);
+      const block = Array.from({ length: 40 }, (_, i) => nameIn(`d${i}-`, 0, 2)).sort();
+      const later = Array.from({ length: 5 }, (_, i) => nameIn(`l${i}-`, 0, 2)).sort();
+      for (const name of block) await s.add(name, 2, 0); // all due at one millisecond
+      for (const name of later) await s.add(name, 1, 0); // a second margin later
+      const order: string[] = [];
+      let read = 0;
+      for (let sweep = 0; sweep < 100 && order.length < block.length + later.length; sweep++) {
+        const r = await s.sweepAfter(s.config.sweepMinGapMs);
+        read += r.read;
+        const offered = s.names();
+        order.push(...offered);
+        await s.deliver(offered);
+      }
+      const at = block.indexOf(order[0]!);
+      starts.add(order[0]!);
+      assert.deepEqual(
+        order,
+        [...block.slice(at), ...block.slice(0, at), ...later],
+        `seed ${seed}: the block from its drawn start, then the later ones`,
+      );
+      assert.equal(read, block.length + later.length, `seed ${seed}: each entry read once`);
+    }
+    assert.ok(starts.size > 1, 'the start is drawn: not the same entry for every seed');
+  });
+
+  it('a rotated walk of a shard the node stops owning ends: owned again, it lists the folder afresh, not what it kept', async () => {
+    const others: string[] = [];
+    const s = setup(2, others, { deliveriesPerSweep: 4, anyonesDeliveriesPerSweep: 0 }, SAFE_RULES, 2);
+    const shard = ownedShards('t', 2, ['n1', 'n2'], 'n2')[0]!; // the shard n1 loses when n2 is live
+    const block = Array.from({ length: 40 }, (_, i) => nameIn(`d${i}-`, shard, 2)).sort();
+    for (const name of block) await s.add(name, 2, shard);
+    await s.sweepAfter(s.config.sweepMinGapMs);
+    const first = s.names();
+    assert.ok(first.length > 0 && first[0] !== block[0], 'the walk started at a drawn entry (seed 2)');
+    others.push('n2');
+    await s.sweepAfter(s.config.sweepMinGapMs);
+    s.names();
+    const left = block.filter((n) => !first.includes(n)).slice(0, 3); // n2 delivered the rest meanwhile
+    await s.deliver(block.filter((n) => !left.includes(n)));
+    others.length = 0;
+    const offered: string[] = [];
+    for (let sweep = 0; sweep < 20; sweep++) {
+      await s.sweepAfter(s.config.sweepMinGapMs);
+      offered.push(...s.names());
+    }
+    assert.deepEqual([...new Set(offered)].sort(), [...left].sort(), 'only the entries still listed');
   });
 
   it('an own shard’s walk that read through stays at its end for alarmSweepMs, then starts over and finds an entry listed behind it', async () => {

@@ -29,7 +29,7 @@ export const LIVENESS_VARIANTS: readonly Variant[] = ['noOtherShards', 'slowOthe
 /**
  * Liveness variants caught by the liveness check within the slow budget: noStartOver needs an
  * entry left behind a live node's cursor of an own shard, whose owner then dies (first caught
- * by seed 234).
+ * by seed 514).
  */
 export const LIVENESS_SLOW_VARIANTS: readonly Variant[] = ['noStartOver'];
 
