@@ -36,8 +36,10 @@ function gate() {
     release: () => set(0),
     kill: () => set(2),
     held: () => Atomics.load(words, 1),
+    recount: () => Atomics.store(words, 1, 0),
   };
 }
+type Gate = ReturnType<typeof gate>;
 
 function fileWith(dir: string, name: string): number {
   const fd = openSync(join(dir, name), 'w');
@@ -45,13 +47,22 @@ function fileWith(dir: string, name: string): number {
   return fd;
 }
 
-/** A pool with `n` threads running (each started by an fsync that found none idle). */
-async function poolOf(n: number, options: { gate?: SharedArrayBuffer; idleExitMs?: number } = {}): Promise<FsyncPool> {
-  const pool = new FsyncPool({ threadsMax: n, ...options });
+/**
+ * A pool with `n` threads running: the first started by an fsync that found none (made on libuv's
+ * pool), the others one by one while `n` fsyncs held at once wait for them.
+ */
+async function poolOf(n: number, g: Gate = gate()): Promise<FsyncPool> {
+  const pool = new FsyncPool({ threadsMax: n, gate: g.shared });
   const fd = fileWith(tempDir(), 'warm');
   try {
-    await Promise.all(Array.from({ length: n }, () => pool.queue.fsyncFile(fd))); // on libuv's pool: no thread yet
-    await waitFor(`${n} pool threads`, 30_000, () => pool.running === n);
+    await pool.queue.fsyncFile(fd);
+    await waitFor('a pool thread', 30_000, () => pool.running === 1);
+    g.hold();
+    const held = Array.from({ length: n }, () => pool.queue.fsyncFile(fd));
+    await waitFor(`${n} fsyncs held, each on a thread`, 30_000, () => g.held() === n);
+    g.release();
+    await Promise.all(held);
+    g.recount();
   } finally {
     closeSync(fd);
   }
@@ -103,7 +114,7 @@ describe('fsync pool', { timeout: 60_000 }, () => {
 
   it('fails the fsyncs of a thread that dies, and makes later ones on libuv’s pool', async () => {
     const g = gate();
-    const pool = await poolOf(2, { gate: g.shared });
+    const pool = await poolOf(2, g);
     const fd = fileWith(tempDir(), 'f');
     try {
       g.hold();
@@ -129,7 +140,7 @@ describe('fsync pool', { timeout: 60_000 }, () => {
 
   it('close waits for the fsyncs under way, ends the threads, and sends later fsyncs to libuv’s pool', async () => {
     const g = gate();
-    const pool = await poolOf(3, { gate: g.shared });
+    const pool = await poolOf(3, g);
     const fd = fileWith(tempDir(), 'f');
     try {
       g.hold();

@@ -9,12 +9,12 @@
  *   FsyncQueue (any thread of the node: fs/fsync-queue.ts) ──▶ shared slots ──▶ pool thread 1..N:
  *        │ no idle thread: `wanted` + 1                                          take a slot (CAS),
  *        ▼                                                                       fsync(2), done
- *   FsyncPool (the node's main thread) ─▶ starts threads for the fsyncs that wanted one, up to
- *                                          `threadsMax`; a thread idle `idleExitMs` leaves
+ *   FsyncPool (the node's main thread) ─▶ starts a thread while fsyncs want one, one at a time, up
+ *                                          to `threadsMax`; a thread idle `idleExitMs` leaves
  *
  * Threads start lazily: none until an fsync finds none idle (so none on tmpfs, where fsyncs are
- * skipped: fs/io.ts `fsyncDoesNothing`), one more for each fsync that found none idle, up to
- * `threadsMax`. Each is a worker thread running a few lines of plain JavaScript (no loader: about
+ * skipped: fs/io.ts `fsyncDoesNothing`), then one more each time the last one runs while fsyncs
+ * still find none idle, up to `threadsMax`. Each is a worker thread running a few lines of plain JavaScript (no loader: about
  * 8 MB and 40 ms of CPU to start) blocked in Atomics.wait while idle; none keeps the process
  * alive (a caller waiting for its fsync does, fs/fsync-queue.ts). `close()` (the node's stop)
  * ends them after the fsync each is making.
@@ -118,6 +118,8 @@ export class FsyncPool {
   readonly #threads = new Map<number, Worker>();
   readonly #exits = new Set<Promise<unknown>>();
   #closed = false;
+  /** Whether `#watch` runs (it stops while `threadsMax` threads run). */
+  #watching = false;
 
   constructor(options: Partial<FsyncPoolOptions> = {}) {
     this.#o = { ...FSYNC_POOL_DEFAULTS, ...options };
@@ -154,20 +156,37 @@ export class FsyncPool {
     this.#sweep(() => true);
   }
 
-  /** Starts threads whenever fsyncs wanted one (a waitAsync: this thread's event loop goes on). */
+  /**
+   * Starts threads while fsyncs wait for one, one at a time: whenever fsyncs want one (a
+   * waitAsync: this thread's event loop goes on) and, once the last started runs, again while more
+   * fsyncs are queued than threads idle. A burst (a worker's spare files at its start) then gets
+   * the few threads it keeps busy, a long drain all of `threadsMax` within a second.
+   */
   async #watch(): Promise<void> {
-    while (!this.#closed) {
-      const wait = Atomics.waitAsync(this.#words, Word.wanted, 0);
-      if (wait.async) await wait.value;
-      const wanted = Atomics.exchange(this.#words, Word.wanted, 0);
-      if (this.#closed || this.gone) return;
-      const starting = this.#threads.size - Atomics.load(this.#words, Word.live);
-      const more = Math.min(wanted - Math.max(0, starting), this.#o.threadsMax - this.#threads.size);
-      for (let i = 0; i < more; i++) this.#start();
+    this.#watching = true;
+    try {
+      while (!this.#closed && !this.gone && this.#threads.size < this.#o.threadsMax) {
+        if (!this.#backlog()) {
+          const wait = Atomics.waitAsync(this.#words, Word.wanted, 0);
+          if (wait.async) await wait.value;
+          if (this.#closed || this.gone) return;
+          Atomics.store(this.#words, Word.wanted, 0); // the fsyncs that want one after this wake the next round
+          if (this.#threads.size > 0 && !this.#backlog()) continue; // taken meanwhile
+        }
+        await this.#start();
+      }
+    } finally {
+      this.#watching = false;
     }
   }
 
-  #start(): void {
+  /** More fsyncs queued than threads waiting for one. */
+  #backlog(): boolean {
+    return Atomics.load(this.#words, Word.queued) > Atomics.load(this.#words, Word.idle);
+  }
+
+  /** Starts a thread; resolves once it runs (or has left). */
+  #start(): Promise<unknown> {
     let index = 0;
     while (this.#threads.has(index)) index++;
     const worker = new Worker(SOURCE, {
@@ -185,6 +204,7 @@ export class FsyncPool {
     const exit = once(worker, 'exit').then(([code]) => this.#left(index, code as number));
     this.#exits.add(exit);
     void exit.finally(() => this.#exits.delete(exit));
+    return Promise.race([once(worker, 'online').catch(() => undefined), exit]); // an error before: its exit follows
   }
 
   /** A thread has left: the fsync it was making fails, unless it left between two (idle, or at close). */
@@ -197,6 +217,7 @@ export class FsyncPool {
       Atomics.notify(this.#words, Word.wanted);
     }
     if (this.#threads.size === 0 && this.gone) this.#sweep(() => true);
+    if (!this.#watching) void this.#watch(); // below threadsMax again
   }
 
   /**
