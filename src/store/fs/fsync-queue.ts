@@ -22,6 +22,9 @@
  * thread that dies is DONE with DIED: that fsync fails (a put fails, or is AmbiguousWrite:
  * fs/commit.ts).
  *
+ * A caller's thread that ends while its fsync is queued or running (a worker restarted) leaves
+ * its slot taken for good: at worst the slots run out, and fsyncs then go to libuv's pool.
+ *
  * Errors: the fsync's own (an Error with `code`, `errno` and `syscall` as node:fs makes them), or
  * a plain Error when the pool thread running it died.
  */
