@@ -118,6 +118,7 @@ export class FsyncPool {
   readonly #threads = new Map<number, Worker>();
   readonly #exits = new Set<Promise<unknown>>();
   #closed = false;
+  #closing: Promise<void> | undefined;
   /** Whether `#watch` runs (it stops while `threadsMax` threads run). */
   #watching = false;
 
@@ -144,8 +145,12 @@ export class FsyncPool {
   }
 
   /** Ends every thread after the fsync it is making; fsyncs queued meanwhile are made on libuv's pool. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true;
     Atomics.store(this.#words, Word.gone, 1);
     Atomics.store(this.#words, Word.stop, 1);
