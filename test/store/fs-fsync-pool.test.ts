@@ -69,7 +69,7 @@ async function poolOf(n: number, g: Gate = gate()): Promise<FsyncPool> {
   return pool;
 }
 
-describe('fsync pool', { timeout: 60_000 }, () => {
+describe('fsync pool', { timeout: 180_000 }, () => {
   it('starts no thread until an fsync wants one, then makes a batch’s fsyncs at once', async () => {
     const g = gate();
     const pool = new FsyncPool({ threadsMax: 4, gate: g.shared });
