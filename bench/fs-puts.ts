@@ -4,7 +4,9 @@
  * its own), at 1, 8 and 64 actors in flight. It reports puts/s, latency, this process's CPU per
  * put, the fsyncs per put (files and folders, counted through the store's fsync seam) and, on a
  * journaled ext4, the journal commits per put (`/proc/fs/jbd2`): what group commit
- * (src/store/fs/commit.ts) saves.
+ * (src/store/fs/commit.ts) saves. Each level runs twice, its fsyncs on libuv's thread pool (this
+ * process's UV_THREADPOOL_SIZE, Node's 4 by default) and on a node's fsync pool
+ * (src/store/fs/fsync-pool.ts, `fsyncThreadsMax` 16).
  *
  *   TMPDIR=/mnt/ext4j/tmp npm run bench -- fs-puts [--quick]
  */
@@ -13,6 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SystemClock } from '../src/core/clock.js';
 import { DISK_DURABILITY, type FsDurability } from '../src/store/fs/io.js';
+import { FsyncPool } from '../src/store/fs/fsync-pool.js';
+import { DEFAULTS } from '../src/core/config.js';
 import { FsStore } from '../src/store/fs/store.js';
 import { filesystemOf } from './support/filesystem.js';
 import { measure, quick, round, table, writeResult } from './lib.js';
@@ -23,12 +27,17 @@ const body = new Uint8Array(600).fill(7); // about a hold's or a small link's si
 const journalInfo = filesystemOf(tmpdir()).journalInfo;
 const journalCommits = () => (journalInfo ? Number(readFileSync(journalInfo, 'utf8').split(' ')[0]) : NaN);
 
-async function run(inFlight: number) {
+const LIBUV = `libuv's pool (${process.env.UV_THREADPOOL_SIZE ?? 4})`;
+const POOL = `fsync pool (${DEFAULTS.fsyncThreadsMax})`;
+
+async function run(inFlight: number, on: string) {
   const root = mkdtempSync(join(tmpdir(), 'kw-bench-fs-puts-'));
   const fsyncs = { files: 0, folders: 0 };
+  const pool = on === POOL ? new FsyncPool({ threadsMax: DEFAULTS.fsyncThreadsMax }) : undefined;
+  const disk = pool?.queue ?? DISK_DURABILITY;
   const counting: FsDurability = {
-    fsyncFile: (fd) => (fsyncs.files++, DISK_DURABILITY.fsyncFile(fd)),
-    fsyncFolder: (dir) => (fsyncs.folders++, DISK_DURABILITY.fsyncFolder(dir)),
+    fsyncFile: (fd) => (fsyncs.files++, disk.fsyncFile(fd)),
+    fsyncFolder: (dir) => (fsyncs.folders++, disk.fsyncFolder(dir)),
   };
   const store = new FsStore(root, {}, new SystemClock(), counting);
   try {
@@ -40,6 +49,7 @@ async function run(inFlight: number) {
     const puts = 2 * ACTORS;
     return {
       'actors in flight': inFlight,
+      'fsyncs on': on,
       'puts/s': m.opsPerSec * 2,
       'p50 ms (both puts)': m.p50Ms,
       'CPU ms per put': round(m.cpuMsPerOp / 2, 3),
@@ -49,13 +59,14 @@ async function run(inFlight: number) {
     };
   } finally {
     await store.close();
+    await pool?.close();
     rmSync(root, { recursive: true, force: true });
   }
 }
 
 async function main() {
   const rows = [];
-  for (const inFlight of [1, 8, 64]) rows.push(await run(inFlight));
+  for (const inFlight of [1, 8, 64]) for (const on of [LIBUV, POOL]) rows.push(await run(inFlight, on));
   console.log(
     `\nbench/fs-puts (${ACTORS} actors, a hold and a first link each, ${body.byteLength}-byte bodies${quick ? ', --quick' : ''})\n`,
   );

@@ -56,6 +56,10 @@ export const DEFAULTS = Object.freeze({
   storePutBatchObjectsMax: 32,
   /** Bytes of bodies in one group commit of a folder bucket, at most (a larger body commits alone). */
   storePutBatchBytesMax: 16_777_216,
+  /** Threads of the node's own fsync pool (store/fs/fsync-pool.ts), at most: the folder bucket's
+   *  and new actor files' fsyncs, off libuv's pool; started as fsyncs want them, ~8 MB each,
+   *  leaving when idle. 0: no pool, those fsyncs wait in libuv's pool. */
+  fsyncThreadsMax: 16,
   /** Keep-alive sockets of the S3 client (sized for the sweep's concurrency). */
   storeSocketsMax: 64,
   /** Requests of one class (index writes, chain uploads, reads, lists, …) in flight at once, at
@@ -222,6 +226,7 @@ export const RULES: Readonly<Record<IntegerTunable, Rule>> = {
   deliveryConcurrency: { min: 1, max: 10_000 },
   deliveryConcurrencyMax: { min: 1, max: 10_000 },
   spareActorFiles: { min: 0, max: 10_000 },
+  fsyncThreadsMax: { min: 0, max: 256 },
   newActorsPerTenantPerSecond: { min: 1, max: 1_000_000 },
   heldActorsMax: { min: 1, max: 10_000_000 },
   idempotencyKeysMax: { min: 1, max: 1_000_000 },

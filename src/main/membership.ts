@@ -7,8 +7,8 @@
  *                              └─ 412: fenced ─▶ onFenced (every actor stops at once)
  *
  * The lease may be written through a store of its own (`leaseStore`): on a folder bucket one whose
- * fsyncs run on a thread of their own, so that a renewal never waits behind libuv's pool, which
- * the workers' fsyncs and the app's own file work share (start-node.ts).
+ * fsyncs run on a thread of their own, so that a renewal never waits behind the node's other
+ * fsyncs (its fsync pool) or the app's own file work (libuv's pool) (start-node.ts).
  */
 import { interval, type SchedulerLike, type Subscription } from '../core/rx.js';
 import type { Clock } from '../core/clock.js';

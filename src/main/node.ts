@@ -59,6 +59,8 @@ export interface NodeParts {
   seams?: NodeSeams;
   /** The data dir's lock (data-dir-lock.ts), given back at the end of a clean stop. */
   dirLock?: { release(): void };
+  /** The node's fsync pool (store/fs/fsync-pool.ts): its threads end at the end of a stop. */
+  fsyncPool?: { close(): Promise<void> };
   /** The cluster secret: forwards are signed and their replies checked (forward.ts). */
   clusterKey?: ClusterKey;
   /** The networks forwards may go to (peers-allow.ts); absent: any node address. */
@@ -93,6 +95,7 @@ export class Node implements RoutingNode, SweepHost {
   /** Where the timer is refilled from (at start, and after a rejoin). */
   private dataDir: string | undefined;
   private readonly dirLock: { release(): void } | undefined;
+  private readonly fsyncPool: { close(): Promise<void> } | undefined;
   private readonly onRejoin: ((epoch: number) => void) | undefined;
   private readonly sweeper: Sweeper;
 
@@ -108,6 +111,7 @@ export class Node implements RoutingNode, SweepHost {
     this.served = { classes: parts.classes, tenants: parts.tenants, ...(parts.methods ? { methods: parts.methods } : {}) };
     this.metrics = parts.metrics;
     this.dirLock = parts.dirLock;
+    this.fsyncPool = parts.fsyncPool;
     this.onRejoin = seams.onRejoin;
     this.lanes = new ActorLanes(config.actorQueueMax);
     this.delivery = this.newDelivery();
@@ -365,6 +369,7 @@ export class Node implements RoutingNode, SweepHost {
     await this.membership.stop();
     await this.workers.destroy();
     await this.store.close();
+    await this.fsyncPool?.close();
     this.dirLock?.release();
     this.log.info('node stopped');
   }

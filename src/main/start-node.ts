@@ -12,6 +12,7 @@ import { validateTenant } from '../core/address.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
 import { openStore, defaultBucketUrl, localBucket } from '../store/open.js';
+import { FsyncPool } from '../store/fs/fsync-pool.js';
 import type { ObjectStore } from '../store/types.js';
 import { countedStore } from '../store/request-counts.js';
 import { resolveClasses } from './classes.js';
@@ -84,6 +85,7 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
   const dirLock = DataDirLock.acquire(dataDir); // held until stop, or until the process dies
   for (const w of doors.warnings) baseLog.warn({ host: listenHost }, w);
   let http: BoundHttp | undefined;
+  let fsyncPool: FsyncPool | undefined;
   try {
     if (port !== undefined && frontDoor) {
       const access = { ...(tokens ? { tokens } : {}), ...(clusterKey ? { clusterKey } : {}), ...(tls.server ? { tls: tls.server } : {}) };
@@ -92,9 +94,26 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
     const bucketUrl = bucket ?? defaultBucketUrl(dataDir);
     const addr = advertise ?? http?.url ?? '';
     const peers = new PeerClient(tls.client, config.httpResultMaxBytes, unsafe.forwardDropped);
-    const parts = { config, tunables, classUrls, methods, served, bucketUrl, nodeId, baseLog, http, clusterKey, addr, peersAllow, peers };
+    fsyncPool = config.fsyncThreadsMax > 0 ? new FsyncPool({ threadsMax: config.fsyncThreadsMax }) : undefined;
+    const parts = {
+      config,
+      tunables,
+      classUrls,
+      methods,
+      served,
+      bucketUrl,
+      nodeId,
+      baseLog,
+      http,
+      clusterKey,
+      addr,
+      peersAllow,
+      peers,
+      fsyncPool,
+    };
     return await startLocked(parts, dataDir, dirLock, unsafe);
   } catch (e) {
+    await fsyncPool?.close();
     await http?.close();
     dirLock.release();
     throw e;
@@ -116,6 +135,8 @@ interface StartParts {
   addr: string;
   peersAllow: PeersAllow | undefined;
   peers: PeerClient;
+  /** The node's fsync pool (none with fsyncThreadsMax 0): the main thread's and the workers' fsyncs. */
+  fsyncPool: FsyncPool | undefined;
 }
 
 /**
@@ -170,7 +191,7 @@ function fitFiles(config: ResolvedConfig, tunables: KeepworkOptions, bucketUrl: 
 
 /** The rest of the start, holding the data dir's lock (released by `Node.stop`) and the port. */
 async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirLock, unsafe: UnsafeTestSeams): Promise<KeepworkNode> {
-  const { config, tunables, classUrls, served, bucketUrl, baseLog, http } = parts;
+  const { config, tunables, classUrls, served, bucketUrl, baseLog, http, fsyncPool } = parts;
   const rules = unsafe.rules ?? SAFE_RULES;
   // TEST-ONLY (UnsafeTestSeams): a negative skew bound stretches the lease's own validity.
   const leaseConfig = unsafe.leaseOverstayMs ? { ...config, skewBoundMs: config.skewBoundMs - unsafe.leaseOverstayMs } : config;
@@ -178,7 +199,11 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
   const clock: Clock = unsafe.clockOffsetMs ? new OffsetClock(unsafe.clockOffsetMs) : new SystemClock();
   const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
   const metrics = new NodeMetrics();
-  const store = countedStore(openStore(bucketUrl, { config, clock, throttle: metrics.mainThrottle.sink(0) }), metrics.mainRequests);
+  const fsyncs = fsyncPool?.queue;
+  const store = countedStore(
+    openStore(bucketUrl, { config, clock, throttle: metrics.mainThrottle.sink(0), ...(fsyncs ? { fsyncs } : {}) }),
+    metrics.mainRequests,
+  );
   const membership = new Membership(
     store,
     clock,
@@ -212,6 +237,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     leaseValidUntil: membership.shared,
     requestCounts: metrics.workerRequests.buffer,
     throttleStats: metrics.workerThrottle.buffer,
+    ...(fsyncPool ? { fsyncPool: fsyncPool.shared } : {}),
     rules,
     ...(unsafe.clockOffsetMs ? { clockOffsetMs: unsafe.clockOffsetMs } : {}),
   });
@@ -239,6 +265,7 @@ async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirL
     methods: parts.methods,
     metrics,
     dirLock,
+    ...(fsyncPool ? { fsyncPool } : {}),
     ...(unsafe.rules ? { seams: { rules } } : {}),
     ...(parts.clusterKey ? { clusterKey: parts.clusterKey } : {}),
     ...(parts.peersAllow ? { peersAllow: parts.peersAllow } : {}),

@@ -60,6 +60,11 @@ export interface OpenStoreDeps {
    * for the node's lease, whose renewals must not wait behind other file work. Other buckets ignore it.
    */
   fsyncThread?: boolean;
+  /**
+   * Where a folder or SQLite bucket's fsyncs are made: the node's fsync pool (fs/fsync-queue.ts);
+   * libuv's thread pool when not given. Other buckets ignore it.
+   */
+  fsyncs?: FsDurability;
 }
 
 /**
@@ -83,10 +88,7 @@ export function openStore(url: string, deps: OpenStoreDeps = {}): GovernedStore 
 }
 
 /** The store a URL names, without the governor (the wrappers' inner stores). */
-function openBare(
-  url: string,
-  deps: OpenStoreDeps & { clock: Clock; random: Random; config: StoreSettings; durability?: FsDurability },
-): ObjectStore {
+function openBare(url: string, deps: OpenStoreDeps & { clock: Clock; random: Random; config: StoreSettings }): ObjectStore {
   const { clock, config } = deps;
   if (url.startsWith(LATENCY_SCHEME)) {
     const { inner, ms } = parseLatencyUrl(url);
@@ -95,7 +97,7 @@ function openBare(
   if (url.startsWith(FAULT_SCHEME)) {
     const { inner, plan, seed } = parseFaultUrl(url);
     const random = seed === undefined ? deps.random : new SeededRandom(seed);
-    const innerDeps = plan.fsyncFailFile === '' ? deps : { ...deps, durability: failingFsync(plan.fsyncFailFile) };
+    const innerDeps = plan.fsyncFailFile === '' ? deps : { ...deps, fsyncs: failingFsync(plan.fsyncFailFile, deps.fsyncs) };
     return new FaultStore(openBare(inner, innerDeps), clock, random, plan);
   }
   if (url === 'memory:') return new MemoryStore({ clock });
@@ -108,7 +110,13 @@ function openBare(
   if (local === null) {
     throw new BadConfig(`bucket URL scheme not supported: ${JSON.stringify(url)}; use file://, s3://, sqlite: or a path`);
   }
-  if (local.kind === 'sqlite') return new SqliteStore(local.path, { lockWaitMs: config.storeRequestTimeoutMs }, clock);
+  if (local.kind === 'sqlite') {
+    return new SqliteStore(
+      local.path,
+      { lockWaitMs: config.storeRequestTimeoutMs, ...(deps.fsyncs ? { fsyncs: deps.fsyncs } : {}) },
+      clock,
+    );
+  }
   return new FsStore(
     local.path,
     {
@@ -121,6 +129,6 @@ function openBare(
       fsyncThread: deps.fsyncThread === true,
     },
     clock,
-    deps.durability,
+    deps.fsyncs,
   );
 }

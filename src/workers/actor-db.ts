@@ -16,7 +16,7 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSy
 import { dirname, join } from 'node:path';
 import { nameHex, type ActorAddress } from '../core/address.js';
 import { forMemory } from '../replication/memory-image.js';
-import { fsyncFd } from '../store/fs/io.js';
+import { fsyncFd, type FsyncFile } from '../store/fs/io.js';
 import { diskFull, isDiskFull } from '../core/disk-full.js';
 import { filesExhausted, isOutOfFiles } from '../core/files-exhausted.js';
 import type { SpareActorFiles } from './spare-files.js';
@@ -68,16 +68,22 @@ export function openActorDb(path: string, address: ActorAddress, create: boolean
 
 /**
  * Creates an actor's database (there is no file at `path`) from `image` (a WAL-mode database;
- * default: a new actor's empty one), its file fsynced on libuv's thread pool, so the worker's
- * event loop goes on while the disk works (actor-slots.ts); every other step is a synchronous
- * system call of microseconds, cheaper than a round trip through the pool. `fsync` false skips the
- * fsync where it does nothing (the data dir on tmpfs: fs/io.ts `fsyncDoesNothing`). The simulator
+ * default: a new actor's empty one), its file fsynced off the thread by `fsync` (the node's fsync
+ * pool; libuv's pool by default), so the worker's event loop goes on while the disk works
+ * (actor-slots.ts); every other step is a synchronous system call of microseconds, cheaper than a
+ * round trip to another thread. `fsync` null skips the fsync where it does nothing (the data dir
+ * on tmpfs: fs/io.ts `fsyncDoesNothing`). The simulator
  * keeps to openActorDb, every file operation synchronous.
  */
-export async function createActorDb(path: string, address: ActorAddress, image: Buffer = newFileImage(), fsync = true): Promise<Db> {
+export async function createActorDb(
+  path: string,
+  address: ActorAddress,
+  image: Buffer = newFileImage(),
+  fsync: FsyncFile | null = fsyncFd,
+): Promise<Db> {
   const fd = startNewFile(path, image);
   try {
-    if (fsync) await fsyncFd(fd);
+    if (fsync) await fsync(fd);
   } catch (e) {
     closeSync(fd);
     throw e;

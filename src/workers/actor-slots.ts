@@ -30,6 +30,7 @@ import {
   type Db,
 } from './actor-db.js';
 import type { SpareActorFiles } from './spare-files.js';
+import { fsyncFd, type FsyncFile } from '../store/fs/io.js';
 
 export interface Slot {
   readonly db: Db;
@@ -56,12 +57,15 @@ export interface SlotsSettings {
   /** An event that creates a new actor (nothing in the bucket, no local file) runs it in memory. */
   newInMemory?: boolean;
   /**
-   * A new actor's file is written and fsynced on libuv's thread pool, not on the worker thread
-   * (actor-db.ts createActorDb). Off in the simulator: virtual time needs synchronous file I/O.
+   * A new actor's file is fsynced off the worker thread (actor-db.ts createActorDb). Off in the
+   * simulator: virtual time needs synchronous file I/O.
    */
   createOffThread?: boolean;
-  /** False where fsync does nothing (the data dir on tmpfs): a new actor's file is not fsynced. */
-  fsyncNewFiles?: boolean;
+  /**
+   * How a new actor's file is fsynced off the thread (the node's fsync pool; libuv's pool by
+   * default); null where fsync does nothing (the data dir on tmpfs): it is not fsynced.
+   */
+  newFileFsync?: FsyncFile | null;
   /** New actors' files made ahead (spare-files.ts): a new actor's file is one of them, renamed into place. */
   spares?: SpareActorFiles;
 }
@@ -83,7 +87,7 @@ const UPLOADED_UNDER_MAX = 4096;
 /** The slots' settings from the node's resolved config. */
 export function slotsSettings(
   config: Settings<'dbCacheMax' | 'workerConcurrency' | 'alarmsInMemory' | 'newActorsInMemory'>,
-  extra: Pick<SlotsSettings, 'createOffThread' | 'fsyncNewFiles' | 'spares'> = {},
+  extra: Pick<SlotsSettings, 'createOffThread' | 'newFileFsync' | 'spares'> = {},
 ): SlotsSettings {
   return {
     max: config.dbCacheMax,
@@ -107,7 +111,7 @@ export class ActorSlots {
   private readonly inMemory: boolean;
   private readonly newInMemory: boolean;
   private readonly createOffThread: boolean;
-  private readonly fsyncNewFiles: boolean;
+  private readonly newFileFsync: FsyncFile | null;
   private readonly spares: SpareActorFiles | undefined;
   /**
    * Actors whose chain ends with a link this worker uploaded under the hold generation named,
@@ -127,7 +131,7 @@ export class ActorSlots {
     this.inMemory = settings.inMemory;
     this.newInMemory = settings.newInMemory === true;
     this.createOffThread = settings.createOffThread === true;
-    this.fsyncNewFiles = settings.fsyncNewFiles !== false;
+    this.newFileFsync = settings.newFileFsync === undefined ? fsyncFd : settings.newFileFsync;
     this.spares = settings.spares;
   }
 
@@ -325,7 +329,7 @@ export class ActorSlots {
   }
 
   private createOwnFile(path: string, address: ActorAddress, image?: Buffer): Promise<Db> | Db {
-    return this.createOffThread ? createActorDb(path, address, image, this.fsyncNewFiles) : createActorDbSync(path, address, image);
+    return this.createOffThread ? createActorDb(path, address, image, this.newFileFsync) : createActorDbSync(path, address, image);
   }
 
   /** While `work` moves the actor's slot, a close (or a take) of it waits for that to end. */

@@ -14,7 +14,8 @@ import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
 import type { ProtocolRules } from '../alarms/rules.js';
 import { DeleteBatcher } from '../store/delete-batch.js';
-import { fsyncDoesNothing } from '../store/fs/io.js';
+import { fsyncDoesNothing, fsyncFd } from '../store/fs/io.js';
+import { FsyncQueue } from '../store/fs/fsync-queue.js';
 import { openStore } from '../store/open.js';
 import { countedStore, RequestCounts } from '../store/request-counts.js';
 import { ThrottleStats } from '../store/throttle/stats.js';
@@ -46,6 +47,11 @@ export interface WorkerSetup {
   requestCounts: SharedArrayBuffer;
   /** The node's worker throttle table (store/throttle/stats.ts): each worker writes row worker + 1. */
   throttleStats: SharedArrayBuffer;
+  /**
+   * The queue of the node's fsync pool (store/fs/fsync-queue.ts): the worker's folder bucket and
+   * new actor files fsync there. Absent (fsyncThreadsMax 0): on libuv's pool.
+   */
+  fsyncPool?: SharedArrayBuffer;
   /** One int32 per worker: events it has finished (the main thread's hard limit of a batch watches it). */
   progress: SharedArrayBuffer;
   worker: number;
@@ -61,7 +67,11 @@ const clock = setup.clockOffsetMs ? new OffsetClock(setup.clockOffsetMs) : new S
 const random = new SystemRandom();
 const log = createLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } });
 const throttle = new ThrottleStats(setup.throttleStats).sink(setup.worker + 1);
-const store = countedStore(openStore(setup.bucket, { config, clock, random, throttle }), new RequestCounts(setup.requestCounts));
+const fsyncs = setup.fsyncPool ? new FsyncQueue(setup.fsyncPool) : undefined;
+const store = countedStore(
+  openStore(setup.bucket, { config, clock, random, throttle, ...(fsyncs ? { fsyncs } : {}) }),
+  new RequestCounts(setup.requestCounts),
+);
 const validUntil = new BigInt64Array(setup.leaseValidUntil);
 /** The epoch follows the node's lease (a fenced node rejoins under a new one). */
 const writer = {
@@ -72,13 +82,13 @@ const writer = {
 };
 const leaseValid = () => clock.now() < Number(Atomics.load(validUntil, 0));
 /** The data dir on tmpfs: fsyncs of its files do nothing, and are not made (fs/io.ts). */
-const fsyncNewFiles = !fsyncDoesNothing(setup.dataDir);
+const newFileFsync = fsyncDoesNothing(setup.dataDir) ? null : (fsyncs?.fsyncFile ?? fsyncFd);
 const spares = new SpareActorFiles(
   join(setup.dataDir, 'spare', String(setup.worker)),
   config.spareActorFiles,
   newFileImage(),
   log,
-  fsyncNewFiles,
+  newFileFsync,
 );
 spares.start();
 const deps: PipelineDeps = {
@@ -89,7 +99,7 @@ const deps: PipelineDeps = {
   store,
   nonces: new NonceSource(random),
   rules: Object.freeze({ ...setup.rules }),
-  slots: new ActorSlots(setup.dataDir, slotsSettings(config, { createOffThread: true, fsyncNewFiles, spares }), {
+  slots: new ActorSlots(setup.dataDir, slotsSettings(config, { createOffThread: true, newFileFsync, spares }), {
     store,
     clock,
     random,

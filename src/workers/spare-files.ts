@@ -12,11 +12,11 @@
  *   <dataDir>/spare/<worker index>/<n>.db
  *
  *   moveTo(path) ─▶ a ready file renamed to the new actor's path (actor-db.ts createActorDbFromSpare)
- *               └▶ start making the next one, its fsync on libuv's pool, off any event's path
+ *               └▶ start making the next one, its fsync off the thread (the node's fsync pool), off any event's path
  *   none ready, some being made ─▶ nextMade(): wait for the next one to finish, then moveTo again
  *
  * Waiting beats making a file of one's own: a burst of new actors uses the spares up, and a file
- * started now queues its fsync behind every one already in libuv's pool, the spares' too (a long
+ * started now queues its fsync behind every one already waiting, the spares' too (a long
  * wait on a journaled disk under a burst); the spare that finishes next was started earlier.
  * A rename within one file system keeps the bytes it names durable; the new name is made durable
  * by the folder fsync SQLite makes at the actor's first checkpoint, as for a file made in place.
@@ -27,7 +27,7 @@
 import { mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../core/logger.js';
-import { fillNewFile, isMissing, unlinkQuiet } from '../store/fs/io.js';
+import { fillNewFile, fsyncFd, isMissing, unlinkQuiet, type FsyncFile } from '../store/fs/io.js';
 
 export class SpareActorFiles {
   private readonly ready: string[] = [];
@@ -39,15 +39,16 @@ export class SpareActorFiles {
   private waiting: (() => void)[] = [];
 
   /**
-   * `image`: the bytes of a new actor's file; `target`: files kept ready (0: none); `fsync`: false
-   * where fsync does nothing (the data dir on tmpfs: fs/io.ts `fsyncDoesNothing`).
+   * `image`: the bytes of a new actor's file; `target`: files kept ready (0: none); `fsync`: how
+   * each is fsynced (the node's fsync pool; libuv's pool by default), null where fsync does nothing
+   * (the data dir on tmpfs: fs/io.ts `fsyncDoesNothing`).
    */
   constructor(
     private readonly dir: string,
     private readonly target: number,
     private readonly image: Uint8Array,
     private readonly log: Logger,
-    private readonly fsync = true,
+    private readonly fsync: FsyncFile | null = fsyncFd,
   ) {}
 
   /** Empties the folder (what an earlier run left) and starts making the files. */

@@ -81,7 +81,7 @@ describe('spare actor files', () => {
 
   it('makes its files without fsync where fsync does nothing (fsync false), the same bytes', async () => {
     const folder = join(dir(), 'spare', '1');
-    const spares = new SpareActorFiles(folder, 2, newFileImage(), silentLogger(), false);
+    const spares = new SpareActorFiles(folder, 2, newFileImage(), silentLogger(), null);
     spares.start();
     await spares.settled();
     assert.equal(spares.readyCount, 2);

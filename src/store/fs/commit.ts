@@ -2,8 +2,8 @@
  * Group commit of FsStore's puts: the puts waiting when a flush ends are made durable together.
  *
  *   put ─▶ temp file written (fs/write.ts), queued ─▶ flush of the batch, one at a time:
- *            1. fsync every temp file at once (on the store's fsync thread, or libuv's pool;
- *               the disk's journal commits them together)
+ *            1. fsync every temp file at once (on the node's fsync pool, the store's fsync
+ *               thread, or libuv's pool: fs/io.ts; the disk's journal commits them together)
  *            2. install each: link or, under one acquisition of the host lock, rename
  *            3. fsync each distinct folder the batch changed, once (fs/sync.ts)
  *            4. answer every put of the batch

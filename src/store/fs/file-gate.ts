@@ -1,6 +1,6 @@
 /**
  * A bound on the files one FsStore has open at once. A put holds its temp file open while it is
- * fsynced on libuv's pool, a sync holds its folder, a large folder's listing its directory stream;
+ * fsynced off the thread, a sync holds its folder, a large folder's listing its directory stream;
  * without a bound a burst of puts (every new actor's hold, its first link) opens one file each at
  * once and the process runs out of file descriptors (main/file-budget.ts counts `max` per store,
  * that is per thread). Steps past the bound wait, first come first served; the callers' own

@@ -1,11 +1,11 @@
 /**
- * A thread of one store's own for its fsyncs: the store's writes then never wait in libuv's pool
- * (which every thread of the process shares: the folder bucket's other fsyncs, the workers' new
- * actor files, an app's own file work), and the calling thread's event loop goes on while the
- * disk works. For a store of a few small writes that must not be held up: the node's lease. (Not
- * for the node's other writes: one thread makes a batch's fsyncs one after another, and on a
- * journaled disk each then waits for a journal commit of its own, where the pool's threads share
- * one; docs/benchmarks.md.)
+ * A thread of one store's own for its fsyncs: the store's writes then never wait behind other
+ * fsyncs (the node's fsync pool, fs/fsync-pool.ts, busy with the folder bucket's writes and new
+ * actor files; libuv's pool, with an app's own file work), and the calling thread's event loop
+ * goes on while the disk works. For a store of a few small writes that must not be held up: the
+ * node's lease. (Not for the node's other writes: one thread makes a batch's fsyncs one after
+ * another, and on a journaled disk each then waits for a journal commit of its own, where the
+ * pool's threads share one; docs/benchmarks.md.)
  *
  *   fsyncFile(fd) / fsyncFolder(dir) ─▶ thread running?  postMessage ─▶ fsync(2), synchronous,
  *                                       │                on the thread ─▶ its outcome, by id

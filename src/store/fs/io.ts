@@ -7,9 +7,11 @@
  * and reading a folder of thousands of names, fs/list.ts): an open, write, link, rename or
  * unlink of a small file takes microseconds, and each one sent to libuv's thread pool cost more
  * than itself in thread handoffs and promise callbacks (docs/benchmarks.md, "The folder bucket's system calls").
- * An fsync waits for the disk, so it stays on the pool and the event loop goes on meanwhile; the
- * writes that must never wait behind the pool (the node's lease) fsync on a thread of their
- * store's own (fs/fsync-thread.ts).
+ * An fsync waits for the disk, so it is made off the calling thread and the event loop goes on
+ * meanwhile: in a node on the node's fsync pool (fs/fsync-pool.ts), which the app's file work
+ * cannot hold; the writes that must never wait behind other fsyncs (the node's lease) on a thread
+ * of their store's own (fs/fsync-thread.ts); anywhere else (a store opened alone, the CLI) on
+ * libuv's pool.
  */
 import { closeSync, fsync, fsyncSync, openSync, statfsSync, unlinkSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
@@ -53,8 +55,11 @@ export function fsyncDoesNothing(path: string): boolean {
   }
 }
 
+/** fsync(2) of an open file, off the calling thread. */
+export type FsyncFile = (fd: number) => Promise<void>;
+
 /** fsync(2) of an open file on libuv's thread pool. */
-export const fsyncFd: (fd: number) => Promise<void> = promisify(fsync);
+export const fsyncFd: FsyncFile = promisify(fsync);
 
 /** fsync(2) of a file or folder by path, on this thread (where there is no event loop to yield to: a constructor). */
 export function fsyncPathSync(path: string): void {
@@ -96,13 +101,14 @@ export const INLINE_DURABILITY: FsDurability = Object.freeze({
 });
 
 /**
- * Writes `body` into the new, empty file open on `fd` (named `file`), fsyncs it if asked, and closes
- * it; on a failure the file is closed and removed. Synchronous but for the fsync.
+ * Writes `body` into the new, empty file open on `fd` (named `file`), fsyncs it with `fsync`
+ * (null: not at all, where fsync does nothing), and closes it; on a failure the file is closed and
+ * removed. Synchronous but for the fsync.
  */
-export async function fillNewFile(fd: number, file: string, body: Uint8Array, fsync: boolean): Promise<void> {
+export async function fillNewFile(fd: number, file: string, body: Uint8Array, fsync: FsyncFile | null): Promise<void> {
   try {
     for (let at = 0; at < body.byteLength;) at += writeSync(fd, body, at, body.byteLength - at);
-    if (fsync) await fsyncFd(fd);
+    if (fsync) await fsync(fd);
   } catch (e) {
     closeSync(fd);
     unlinkQuiet(file);

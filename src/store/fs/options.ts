@@ -44,7 +44,7 @@ export interface FsStoreOptions {
   fsyncThread?: boolean;
 }
 
-/** The default of openFilesMax: plenty for libuv's four pool threads to fsync with. */
+/** The default of openFilesMax: plenty for the threads that fsync (fs/fsync-pool.ts) to work with. */
 export const FS_OPEN_FILES_MAX = 32;
 
 export const FS_STORE_DEFAULTS = Object.freeze({

@@ -10,7 +10,8 @@
  *   fs/lock.ts      the host lock (SQLite's write lock on <root>/~lock.db)
  *   fs/write.ts     temp file → object: create by link, replace under the lock; the concurrency argument
  *   fs/commit.ts    group commit: the puts waiting together fsynced, installed and answered together
- *   fs/fsync-thread.ts  with `fsyncThread`: the store's fsyncs on a thread of its own, off libuv's pool
+ *   fs/fsync-pool.ts    the node's fsync pool (fs/fsync-queue.ts its queue): a node's stores fsync there
+ *   fs/fsync-thread.ts  with `fsyncThread`: the store's fsyncs on a thread of its own (the node's lease)
  *   fs/list.ts      the byte-order listing walk
  *   fs/io.ts        small file-system helpers
  *
@@ -96,8 +97,9 @@ export class FsStore implements ObjectStore {
 
   /**
    * `clock`: what retries and the host lock's polls sleep on (the wall clock by default);
-   * `durability`: the fsyncs of temp files and folders (a test seam; fsync(2) by default, on
-   * libuv's pool or, with `fsyncThread`, on a thread of the store's own).
+   * `durability`: where the fsyncs of temp files and folders are made (in a node, its fsync pool:
+   * fs/fsync-queue.ts; a test seam); by default on libuv's pool or, with `fsyncThread`, on a
+   * thread of the store's own.
    */
   constructor(root: string, options?: FsStoreOptions, clock: Clock = new SystemClock(), durability?: FsDurability) {
     this.#config = resolveFsOptions(options);

@@ -3,8 +3,8 @@
  *
  * A write's name is durable once an fsync of its folder has *started* after the rename, link or
  * unlink that made it. Writes of many actors land in one folder (every hold of a class, the chain
- * folders of a class, an index folder): an fsync of that folder per write would cost one libuv
- * pool round trip and one disk flush each. Instead a folder has at most one fsync running and one
+ * folders of a class, an index folder): an fsync of that folder per write would cost one round
+ * trip to another thread and one disk flush each. Instead a folder has at most one fsync running and one
  * waiting to start:
  *
  *   sync(dir) ─▶ one waiting to start?  join it (it starts after the caller's change)

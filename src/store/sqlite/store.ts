@@ -7,7 +7,7 @@
  *
  *   put / delete / deleteMany ─▶ queue ─▶ one batch at a time:
  *       BEGIN IMMEDIATE · each write's condition checked and applied, in queue order · COMMIT
- *       (synchronous=NORMAL: no fsync) ─▶ fsync of the WAL on libuv's pool ─▶ every write answered
+ *       (synchronous=NORMAL: no fsync) ─▶ fsync of the WAL off the thread ─▶ every write answered
  *   writes that arrive while a batch is syncing form the next batch
  *
  * Why answering after that one fsync is enough: the WAL is one sequence, and an fsync makes all of
@@ -35,7 +35,7 @@ import { dirname, resolve } from 'node:path';
 import type { Clock } from '../../core/clock.js';
 import { AmbiguousWrite, BadConfig, StoreUnavailable } from '../../core/errors.js';
 import { etagOf } from '../etag.js';
-import { fsyncDoesNothing, fsyncFd, fsyncPathSync, sleepOn } from '../fs/io.js';
+import { fsyncDoesNothing, fsyncFd, fsyncPathSync, sleepOn, type FsDurability } from '../fs/io.js';
 import { createFailed, mismatch, modeOf, type Mode } from '../conditions.js';
 import { compareKeys, pageOf, resolveList, validateKey } from '../keys.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from '../types.js';
@@ -57,6 +57,8 @@ export interface SqliteStoreSettings {
   fsync?: boolean;
   /** Test seam: how the WAL is fsynced (counts and holds the syncs); fsync(2) on libuv's pool by default. */
   fsyncWal?: (fd: number) => Promise<void>;
+  /** Where the WAL's fsync is made: the node's fsync pool (fs/fsync-queue.ts); libuv's pool when not given. */
+  fsyncs?: FsDurability;
 }
 
 type Write =
@@ -114,7 +116,7 @@ export class SqliteStore implements ObjectStore {
     }
     this.#walPath = `${path}-wal`;
     this.#fsync = settings.fsync !== false && (settings.fsyncWal !== undefined || !fsyncDoesNothing(dirname(path)));
-    this.#fsyncWal = settings.fsyncWal ?? fsyncFd;
+    this.#fsyncWal = settings.fsyncWal ?? settings.fsyncs?.fsyncFile ?? fsyncFd;
     // Another process opening the same new file may hold the lock the set-up needs: then the
     // set-up waits for it like any request (`#statements`); a file that is not a database fails here.
     try {
