@@ -347,9 +347,7 @@ export class Sweeper {
 
   /** A rotated walk's rest was listed to the block's end: the wrap follows, from the folder's start. */
   private nextPart(id: string): undefined {
-    const r = this.rotations.get(id)!;
-    r.part = 'wrap';
-    r.block.length = r.at; // the wrap needs only the keys before the drawn one
+    toWrap(this.rotations.get(id)!);
     return undefined;
   }
 
@@ -540,8 +538,7 @@ export class Sweeper {
       const i = Math.max(at, keysAfter(block, previous));
       if (i < block.length) return kept(w, block, i, Math.min(block.length, i + maxKeys), previous);
       if (rotation.blockEnded) {
-        rotation.part = 'wrap';
-        block.length = at; // the wrap needs only the keys before the drawn one
+        toWrap(rotation);
         this.cursors.delete(id);
         return kept(w, block, 0, Math.min(at, maxKeys), undefined);
       }
@@ -689,6 +686,12 @@ function merged(walks: readonly Walk[], p: SortInput): EntrySorter {
   all.sort((a, b) => a.e.dueMs - b.e.dueMs);
   for (const { e, own } of all) sorter.add(e, own);
   return sorter;
+}
+
+/** A rotation's rest is read: its wrap follows, which needs only the keys before the drawn one. */
+function toWrap(r: Rotation): void {
+  r.part = 'wrap';
+  r.block.length = r.at;
 }
 
 /** A walk of an own shard folder, empty. */

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ActorView, LogRow } from './bucket-view.js';
 import { ALARM_BOUND_MS, checkAlarms, checkDeleted, checkDurables, checkOnce, type AlarmStats } from './checks.js';
+import { describeWire } from './faults.js';
 import { actorName, fingerprint, MARGIN_MS, planRun, TIMINGS, type Op } from './plan.js';
 import type { Outcome } from './workload.js';
 
@@ -107,6 +108,22 @@ describe('chaos checks', () => {
         assert.ok(seen.has(JSON.stringify({ between, direction })), `${between} ${direction} never drawn`);
     // The plan of the CI's seed as it was before wire cuts were drawn (test/cluster/chaos.test.ts).
     assert.equal(fingerprint(planRun({ seed: 20240601, chaosMs: 120_000, nodes: 3 })), '71037826455904e1');
+  });
+
+  it('describes a wire cut by what it drops: a peer, the clients or the bucket, one way or both', () => {
+    const peer = { at: 42_500, kind: 'peerCut' as const, node: 2, peer: 0, forMs: 3_009 };
+    assert.equal(
+      describeWire(peer, { between: 'peers', direction: 'both' }),
+      '+42.5s n2 for 3009 ms: packets between n2 and n0 dropped on the wire, both ways',
+    );
+    assert.match(describeWire(peer, { between: 'client', direction: 'out' }), /n2 and the clients dropped on the wire, what n2 sends/);
+    const bucket = { at: 11_000, kind: 'bucketCut' as const, node: 0, forMs: 3_291 };
+    assert.match(describeWire(bucket, { between: 'client', direction: 'in' }), /n0 and the bucket dropped on the wire, what n0 receives/);
+    const pauseCut = { at: 1_000, kind: 'pauseCut' as const, node: 1, pauseMs: 3_000, cutMs: 2_000 };
+    assert.match(
+      describeWire(pauseCut, { between: 'peers', direction: 'in' }),
+      /SIGSTOP .*\(packets between n1 and the bucket dropped on the wire, both ways\)$/,
+    );
   });
 
   it('aimed ops sit in time order among the planned ones, numbered, each on its slot incarnation at its time', () => {

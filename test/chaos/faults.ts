@@ -67,11 +67,7 @@ export class FaultInjector {
       const wire = this.onWire(fault) ? this.plan.wireCut(i) : undefined;
       const kind = wire ? `${fault.kind} (wire${fault.kind === 'peerCut' && wire.between === 'client' ? ', client' : ''})` : fault.kind;
       this.injected[kind] = (this.injected[kind] ?? 0) + 1;
-      this.log(
-        wire && fault.kind !== 'pauseCut'
-          ? `+${(fault.at / 1_000).toFixed(1)}s n${fault.node} for ${(fault as { forMs: number }).forMs} ms: ${describeWire(fault, wire)}`
-          : `${describeFault(fault)}${wire ? ` (${describeWire(fault, wire)})` : ''}`,
-      );
+      this.log(wire ? describeWire(fault, wire) : describeFault(fault));
       const p = this.apply(fault, wire).finally(() => this.running.delete(p));
       this.running.add(p);
     }
@@ -196,20 +192,20 @@ export class FaultInjector {
   readonly exitedInFault: Record<string, number> = {};
 }
 
-/** What a wire cut drops, for the log and the fault's window. */
+/** A fault made on the wire, for the log and the fault's window: what it drops, and how. */
 export function describeWire(fault: Fault, wire: WireCut): string {
-  const peer =
-    fault.kind === 'bucketCut' || fault.kind === 'pauseCut'
-      ? 'the bucket'
-      : wire.between === 'client'
-        ? 'the clients'
-        : `n${(fault as { peer: number }).peer}`;
-  const direction = fault.kind === 'pauseCut' ? 'both' : wire.direction;
+  const when = `+${(fault.at / 1_000).toFixed(1)}s n${fault.node}`;
+  if (fault.kind === 'pauseCut') return `${describeFault(fault)} (${dropped(fault.node, 'the bucket', 'both')})`;
+  if (fault.kind === 'bucketCut') return `${when} for ${fault.forMs} ms: ${dropped(fault.node, 'the bucket', wire.direction)}`;
+  if (fault.kind === 'peerCut')
+    return `${when} for ${fault.forMs} ms: ${dropped(fault.node, wire.between === 'client' ? 'the clients' : `n${fault.peer}`, wire.direction)}`;
+  return describeFault(fault);
+}
+
+function dropped(node: number, peer: string, direction: WireCut['direction']): string {
   const what =
     direction === 'both'
       ? 'both ways'
-      : direction === 'in'
-        ? `what n${fault.node} receives (its requests land, no answer comes)`
-        : `what n${fault.node} sends`;
-  return `packets between n${fault.node} and ${peer} dropped on the wire, ${what}`;
+      : `what n${node} ${direction === 'in' ? 'receives' : 'sends'} (no connection opens; on an open one, requests land and their answers are lost)`;
+  return `packets between n${node} and ${peer} dropped on the wire, ${what}`;
 }
