@@ -97,8 +97,6 @@ function s3For(alarms: number, shards: number): S3Inputs {
     splitAfterS: 60,
     partitionBounds: steadyPartitions(alarms, shards, ACTOR_PARTITIONS),
     pricePer1000: S3_STANDARD_PRICES,
-    attemptsMax: 4,
-    retryBaseMs: 50,
   };
 }
 

@@ -10,6 +10,10 @@
  *                   chain's LIST, the snapshot's GET, the link's PUT) one after another; then the
  *                   index entry joins the node's delete batch (≤ 1,000 keys, ≤ 50 ms: one
  *                   DeleteObjects) and the hold is released (one PUT)
+ *   throttling      every request goes through the node's real Governor (src/store/throttle: one
+ *                   AIMD window per request class, a 503 halves it, backoff, lease requests
+ *                   around every window), as a node's store does; one governor per node where a
+ *                   node has one per thread
  *   a duplicate     an entry delivered elsewhere already (listed before its delete landed, or
  *                   anyone's): hold PUT, chain LIST, snapshot GET, the stale check's LIST, release
  *                   PUT; an actor another node is delivering now: hold PUT and GET, then dropped
@@ -23,11 +27,13 @@
 import type { ActorAddress } from '../../../src/core/address.js';
 import { ClockScheduler } from '../../../src/core/clock-scheduler.js';
 import type { ResolvedConfig } from '../../../src/core/config.js';
-import { StoreUnavailable } from '../../../src/core/errors.js';
 import { silentLogger } from '../../../src/core/logger.js';
 import type { SeededRandom } from '../../../src/core/random.js';
 import { actorEntriesPrefix, parseEntryKey, shardOfKey, tenantPrefix } from '../../../src/alarms/keys.js';
 import type { SweepNode } from '../../../src/alarms/plan-sweep.js';
+import { requestClass, type StoreVerb } from '../../../src/store/throttle/classes.js';
+import { Governor } from '../../../src/store/throttle/governor.js';
+import { throttledError } from '../../../src/store/throttle/signal.js';
 import type { OwnedShards } from '../../../src/alarms/shard-owners.js';
 import { Sweeper, type SweepHost, type SweepResult } from '../../../src/alarms/sweep.js';
 import { AlarmDelivery } from '../../../src/main/alarm-delivery.js';
@@ -55,6 +61,11 @@ export interface CpuInputs {
   /** One rendezvous weight (an unsharded entry, for each live node), ns. */
   weightNs: number;
 }
+
+/** The store verb of each modelled request, for its governor class. */
+const STORE_VERB: Record<Verb, StoreVerb> = { GET: 'get', PUT: 'put', LIST: 'list', DeleteObjects: 'deleteMany' };
+/** One 503 SlowDown answer; the governor only reads its details, so every refusal shares it. */
+const SLOW_DOWN = throttledError('503 SlowDown (fleet model)');
 
 const PENDING = 0;
 const IN_FLIGHT = 1;
@@ -123,6 +134,7 @@ export class Cores {
 export class FleetNode implements SweepHost {
   readonly sweeper: Sweeper;
   readonly delivery: AlarmDelivery;
+  readonly governor: Governor;
   readonly cores: Cores;
   readonly self: SweepNode;
   /** This node's counts. */
@@ -166,6 +178,7 @@ export class FleetNode implements SweepHost {
     this.offers = f.relisted ? new Uint8Array(f.state.length) : undefined;
     this.cores = f.machines[Math.floor(idx / Math.max(1, f.cpu.nodesPerMachine))]!;
     const { clock, config } = f;
+    this.governor = new Governor(config, clock, random.fork());
     const store = this.storeView();
     const scheduler = new ClockScheduler(clock);
     this.sweeper = new Sweeper({ store, clock, random, config, log: silentLogger(), scheduler, shardOwners: f.shardOwners }, this);
@@ -199,9 +212,7 @@ export class FleetNode implements SweepHost {
   async liveNodes(maxAgeMs: number): Promise<SweepNode[]> {
     const now = this.f.clock.now();
     if (now - this.liveAtMs >= maxAgeMs) {
-      const r = this.f.s3.request('LIST', 'nodes/', now);
-      await this.f.clock.sleep(r.ms);
-      if (!r.ok) throw new StoreUnavailable('listing nodes/: 503 SlowDown after every attempt');
+      await this.send('LIST', 'nodes/');
       this.liveAtMs = now;
     }
     return this.f.live;
@@ -258,9 +269,7 @@ export class FleetNode implements SweepHost {
       deleteMany: refuse,
       close: async () => undefined,
       list: async (o: ListOptions): Promise<ListPage> => {
-        const r = f.s3.request('LIST', o.startAfter ?? o.prefix ?? '', f.clock.now());
-        await f.clock.sleep(r.ms);
-        if (!r.ok) throw new StoreUnavailable(`listing ${o.prefix}: 503 SlowDown after every attempt`);
+        await this.send('LIST', o.startAfter ?? o.prefix ?? '');
         const page = f.index.list(o);
         const first = page.keys[0];
         const unsharded = first !== undefined && shardOfKey(FLEET_TENANT, first) === undefined;
@@ -303,15 +312,29 @@ export class FleetNode implements SweepHost {
     }
   }
 
-  /** One request after another from `atMs`; when the last is answered, and whether all were. */
-  private requests(atMs: number, steps: readonly (readonly [Verb, string])[]): { endMs: number; ok: boolean } {
-    let t = atMs;
-    for (const [verb, key] of steps) {
-      const r = this.f.s3.request(verb, key, t);
-      t += r.ms;
-      if (!r.ok) return { endMs: t, ok: false };
-    }
-    return { endMs: t, ok: true };
+  /**
+   * One request through the node's governor: its round trip, then the bucket admits it or answers
+   * 503, which the governor takes as a signal (its class's window halves, backoff, sent again).
+   * Rejects with StoreUnavailable when the governor gives up, as a node's store does.
+   */
+  private send(verb: Verb, key: string | readonly string[]): Promise<void> {
+    const f = this.f;
+    const keys = typeof key === 'string' ? [key] : key;
+    return this.governor.run(
+      requestClass(STORE_VERB[verb], keys[0]),
+      () => `${verb} ${keys[0]}`,
+      async () => {
+        await f.clock.sleep(f.s3.latencyMs(verb));
+        if (!f.s3.admit(verb, keys, f.clock.now())) throw SLOW_DOWN;
+      },
+    );
+  }
+
+  /** `ms` of CPU on the machine's cores, then each request once the one before it was answered. */
+  private async work(ms: number, steps: readonly (readonly [Verb, string])[]): Promise<void> {
+    const now = this.f.clock.now();
+    await this.f.clock.sleep(this.cores.run(now, ms) - now);
+    for (const [verb, key] of steps) await this.send(verb, key);
   }
 
   private async deliver(a: ActorAddress, dueMs: number): Promise<EventResult | undefined> {
@@ -322,51 +345,51 @@ export class FleetNode implements SweepHost {
     const chain = `state/${a.key}/`;
     const state = f.state[id]!;
     if (state === IN_FLIGHT && f.owner[id] !== this.idx) {
-      const r = this.requests(this.cores.run(now, f.cpu.duplicateMs), [
+      await this.work(f.cpu.duplicateMs, [
         ['PUT', hold],
         ['GET', hold],
       ]);
-      await f.clock.sleep(r.endMs - now);
       f.tally.dropped++;
       return undefined; // another live node holds it
     }
     if (state === DELIVERED) {
-      const r = this.requests(this.cores.run(now, f.cpu.duplicateMs), [
+      await this.work(f.cpu.duplicateMs, [
         ['PUT', hold],
         ['LIST', chain],
         ['GET', `${chain}snapshot`],
         ['LIST', actorEntriesPrefix(a, dueMs)],
         ['PUT', hold],
       ]);
-      await f.clock.sleep(r.endMs - now);
       f.tally.duplicates++;
       return { type: 'ok', alarmAt: null, deleted: false, ran: false, removed: 0 };
     }
     f.state[id] = IN_FLIGHT;
     f.owner[id] = this.idx;
     const cpuMs = f.cpu.deliveryMinMs + (f.cpu.deliveryMaxMs - f.cpu.deliveryMinMs) * this.random.float();
-    const r = this.requests(this.cores.run(now, cpuMs), [
-      ['PUT', hold],
-      ['LIST', chain],
-      ['GET', `${chain}snapshot`],
-      ['PUT', `${chain}link`],
-    ]);
-    await f.clock.sleep(r.endMs - now);
-    this.stats.deliveringMs += r.endMs - now;
-    this.stats.limitMax = Math.max(this.stats.limitMax, this.delivery.concurrency);
-    if (!r.ok) {
+    try {
+      await this.work(cpuMs, [
+        ['PUT', hold],
+        ['LIST', chain],
+        ['GET', `${chain}snapshot`],
+        ['PUT', `${chain}link`],
+      ]);
+    } catch (e) {
       f.tally.failures++;
-      throw new StoreUnavailable(`delivering ${a.key}: 503 SlowDown after every attempt`); // the node retries after a lease period
+      throw e; // the node retries after a lease period
+    } finally {
+      this.stats.deliveringMs += f.clock.now() - now;
+      this.stats.limitMax = Math.max(this.stats.limitMax, this.delivery.concurrency);
     }
+    const endMs = f.clock.now();
     f.state[id] = DELIVERED;
-    f.ranAtMs[id] = r.endMs;
+    f.ranAtMs[id] = endMs;
     f.runs[id]!++;
     f.tally.delivered++;
-    f.tally.lastRanMs = Math.max(f.tally.lastRanMs, r.endMs);
+    f.tally.lastRanMs = Math.max(f.tally.lastRanMs, endMs);
     this.stats.delivered++;
-    this.stats.lastRanMs = r.endMs;
+    this.stats.lastRanMs = endMs;
     this.deleteLater(id);
-    f.s3.request('PUT', hold, r.endMs); // the release, not waited for
+    this.send('PUT', hold).catch(() => undefined); // the release, not waited for
     return { type: 'ok', alarmAt: null, deleted: false, ran: true };
   }
 
@@ -382,21 +405,23 @@ export class FleetNode implements SweepHost {
     if (ids.length === 0) return;
     this.deletes = [];
     const f = this.f;
-    const r = f.s3.request(
+    this.send(
       'DeleteObjects',
       ids.map((id) => f.index.keyOf(id)),
-      f.clock.now(),
+    ).then(
+      () => {
+        for (const id of ids) f.index.delete(id);
+      },
+      () => {
+        for (const id of ids) this.deleteLater(id);
+      },
     );
-    f.clock.setTimer(r.ms, () => {
-      if (r.ok) for (const id of ids) f.index.delete(id);
-      else for (const id of ids) this.deleteLater(id);
-    });
   }
 
   private renew(): void {
     const every = Math.max(1, Math.floor(this.f.config.leasePeriodMs / 3));
     this.renewal = this.f.clock.setTimer(every, () => {
-      this.f.s3.request('PUT', `nodes/${this.self.nodeId}`, this.f.clock.now());
+      this.send('PUT', `nodes/${this.self.nodeId}`).catch(() => undefined);
       this.renew();
     });
   }

@@ -4,9 +4,8 @@
  * behaviour, shared by every node of a run.
  *
  * Fault model (the only one): a request over its partition's rate is refused with 503 SlowDown,
- * after its round trip, and the caller retries as keepwork's store does (`storeAttemptsMax`
- * attempts, `storeRetryBaseMs` doubling, equal jitter); no request is lost, slow beyond its
- * latency draw, or reordered otherwise.
+ * after its round trip; the node sends it again through its governor (node-model.ts), as
+ * keepwork's store does. No request is lost, slow beyond its latency draw, or reordered otherwise.
  *
  *   latency   per verb, lognormal through the given p50 and p99 (or one fixed value)
  *   limits    per partition, per virtual second: `writesPerSecond` PUT/DeleteObjects (each key of a
@@ -42,8 +41,6 @@ export interface S3Inputs {
   partitionBounds: readonly string[];
   /** Dollars per 1,000 requests. */
   pricePer1000: Record<Verb, number>;
-  attemptsMax: number;
-  retryBaseMs: number;
 }
 
 /** The model's four verbs at S3 Standard list prices, each looked up by its own name in the one table (src/bench/s3-prices.ts). */
@@ -88,18 +85,9 @@ export interface S3Counts {
   refused: Record<Verb, number>;
   /** Keys deleted through DeleteObjects (each counts against the write limit). */
   batchedKeys: number;
-  /** Requests that failed after every attempt (the caller saw StoreUnavailable). */
-  failed: number;
   /** Highest demand one partition saw in one second, by area: reads, writes. */
   peak: Record<Area, { reads: number; writes: number }>;
   splits: number;
-}
-
-/** A request refused after every attempt (keepwork's StoreUnavailable), or one 503 of it. */
-export class SlowDown extends Error {
-  constructor(readonly key: string) {
-    super(`503 SlowDown: ${key}`);
-  }
 }
 
 export class S3Model {
@@ -108,7 +96,6 @@ export class S3Model {
     requests: { GET: 0, PUT: 0, LIST: 0, DeleteObjects: 0 },
     refused: { GET: 0, PUT: 0, LIST: 0, DeleteObjects: 0 },
     batchedKeys: 0,
-    failed: 0,
     peak: { index: { reads: 0, writes: 0 }, actors: { reads: 0, writes: 0 }, nodes: { reads: 0, writes: 0 } },
     splits: 0,
   };
@@ -162,25 +149,6 @@ export class S3Model {
     this.counts.requests[verb]++;
     if (keys.length > 1) this.counts.batchedKeys += keys.length;
     return true;
-  }
-
-  /**
-   * The time from `atMs` until `verb` on `key` is answered, with refusals retried as keepwork's
-   * store does; `ok` false when every attempt was refused (the caller's StoreUnavailable).
-   */
-  request(verb: Verb, key: string | readonly string[], atMs: number): { ms: number; ok: boolean } {
-    const keys = typeof key === 'string' ? [key] : key;
-    let t = atMs;
-    for (let attempt = 1; ; attempt++) {
-      t += this.latencyMs(verb);
-      if (this.admit(verb, keys, t)) return { ms: t - atMs, ok: true };
-      if (attempt >= this.inputs.attemptsMax) {
-        this.counts.failed++;
-        return { ms: t - atMs, ok: false };
-      }
-      const delay = this.inputs.retryBaseMs * 2 ** (attempt - 1);
-      t += delay * (1 - 0.5 * this.random.float());
-    }
   }
 
   private partitionOf(key: string): Partition {
