@@ -10,7 +10,7 @@
  *
  *   npm run bench -- fleet [--quick] [--n 10,100,1000] [--k 1000000] [--pending-k 10000000]
  *                          [--shards-per-node 2] [--budget-s 240] [--calibrate] [--seed 1]
- *                          [--skip pending,arming] [--machine-cores 2] [--nodes-per-machine 1]
+ *                          [--skip drain,pending,arming,s1] [--machine-cores 2] [--nodes-per-machine 1]
  *                          [--cpu-per-alarm-ms 1.3-2.0] [--latency-ms per-verb] [--out fleet] [--relisted]
  *                          [--due-spread-s 0]
  *
@@ -58,7 +58,7 @@ const args = benchArgs({
   'latency-ms': { type: 'string' },
   'due-spread-s': { type: 'string', default: '0' },
 });
-/** Parts of the run to leave out: pending, arming (a drain alone, to look at one row). */
+/** Parts of the run to leave out: drain, pending, arming, s1 (the drains with S = 1); e.g. one drain alone, to look at one row. */
 const skip = new Set(args.skip?.split(',') ?? []);
 
 const ns = numbers(args.n) ?? (quick ? [3, 10] : [10, 100, 1000]);
@@ -221,7 +221,7 @@ async function main() {
   console.log('fleet model inputs:\n' + JSON.stringify(modelInputs, null, 2));
 
   const drains: RunResult[] = [];
-  for (const n of ns)
+  for (const n of skip.has('drain') ? [] : ns)
     for (const s of skip.has('s1') ? [shardsFor(n)] : [1, shardsFor(n)]) {
       console.error(`drain: N=${n} S=${s} K=${k}`);
       drains.push(await runFleet(inputs(n, s, k), progress));
