@@ -3,7 +3,7 @@
  * (`--in-flight`), on one node with the folder bucket — what creating an actor costs.
  *
  *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable]
- *     [--alarm] [--new-in-memory] [--sqlite] [--in-flight 64] [--latency-ms N]
+ *     [--alarm] [--new-in-memory] [--sqlite] [--in-flight 64] [--latency-ms N] [--set name=value …]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/first-touch.ts --keys 1000
  *   (a CPU profile per thread lands in /tmp/prof; summarise the touch alone with
  *   `tsx bench/profile-summary.ts --window <the window the bench prints> /tmp/prof/*.cpuprofile`)
@@ -18,7 +18,8 @@
  * call by thread. --new-in-memory: the node runs with `newActorsInMemory` on (docs/tuning.md).
  * --sqlite: the bucket is one SQLite file (`sqlite:`, src/store/sqlite/store.ts) instead of a folder.
  * --latency-ms N: the folder bucket behind the LatencyStore (`latency+file://…?ms=N`), every
- * request N ms late as on S3; the table adds each call's p50 and p99 latency.
+ * request N ms late as on S3; the table adds each call's p50 and p99 latency. --set name=value
+ * (repeatable): a tunable of the node (docs/tuning.md), after the options above.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent } from 'node:http';
@@ -27,7 +28,7 @@ import { join } from 'node:path';
 import { silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
 import type { RoutingNode } from '../src/main/node-api.js';
-import { benchArgs, httpPost, percentile, quick, round, table, writeResult } from './lib.js';
+import { benchArgs, httpPost, percentile, quick, round, setPairs, table, writeResult } from './lib.js';
 import { cpuSince, threadCpu } from './support/proc-stats.js';
 
 const args = benchArgs({
@@ -42,7 +43,9 @@ const args = benchArgs({
   sqlite: { type: 'boolean' },
   'in-flight': { type: 'string', default: '64' },
   'latency-ms': { type: 'string', default: '0' },
+  set: { type: 'string', multiple: true },
 });
+const SET = setPairs(args.set);
 const KEYS = Number(args.keys ?? (quick ? 250 : 1_000));
 const RUNS = Number(args.runs);
 const IN_FLIGHT = Number(args['in-flight']);
@@ -83,6 +86,7 @@ async function run(r: number) {
     port: 0,
     workerThreads: Number(args.threads),
     newActorsInMemory: args['new-in-memory'] === true,
+    ...SET,
     logger: silentLogger(),
   })) as RoutingNode;
   const agent = new Agent({ keepAlive: true, maxSockets: IN_FLIGHT });

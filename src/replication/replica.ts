@@ -310,7 +310,8 @@ export class ActorReplica {
   }
 
   private async uploadCaptured(captured: ReturnType<typeof captureWal>, first: boolean): Promise<void> {
-    const deltaBytes = captured.delta ? encodeDelta(captured.delta) : undefined;
+    // A chain's first link is a snapshot whatever the delta weighs: no delta is encoded for it.
+    const deltaBytes = captured.delta && !first ? encodeDelta(captured.delta) : undefined;
     const since = {
       linksSinceSnapshot: this.pos.linksSinceSnapshot,
       deltaBytesSinceSnapshot: this.pos.deltaBytesSinceSnapshot,
@@ -320,10 +321,12 @@ export class ActorReplica {
       const d = captured.delta!;
       return this.upload('delta', deltaBytes, d.pageSize, d.pageCountAfter, captured.cursor);
     }
-    // Synchronous since the capture above: no commit can slip in between the two reads.
+    // Synchronous since the capture above: no commit can slip in between the two reads. With no
+    // cursor (a new file's first link, or the first since a checkpoint) that capture read the WAL
+    // from its start, as committedImage would: its frames are the image's, read once.
     const { image, pageSize, cursor } = this.pos.memory
       ? { image: forBucket(this.pos.memory.captured!), pageSize: this.pos.memory.pageSize, cursor: null }
-      : committedImage(this.dbPath);
+      : committedImage(this.dbPath, this.pos.cursor === null ? captured : undefined);
     return this.upload('snapshot', image, pageSize, image.byteLength / pageSize, cursor ?? captured.cursor);
   }
 
