@@ -7,7 +7,8 @@
  * makes it (its aimed hang of a stale removal's listing, test/sim/network.ts):
  *
  *   1. in the fault's window, the first per-actor LIST of a stale removal a node S sends
- *      (`…/alarms/<tenant>/<due>/<class>.t/<name hex>/`, src/workers/deliver.ts): S is held from
+ *      (`…/alarms/<tenant>/<due>/<class>.t/<name hex>/`, src/workers/deliver.ts) of an actor the
+ *      workload may arm again (not one it destroyed): S is held from
  *      that request on — its lease renewals too, so its lease runs out while the listing waits
  *   2. `armAfterMs` later (past lease + grace, so S's hold on the actor may be taken): the harness
  *      sets that same alarm time on that actor through another node C (`arm`); C takes the actor
@@ -16,7 +17,9 @@
  *      waits with the rest, so the link stays the head) and S is released: its LIST lands now and
  *      lists C's entry. With R3, S leaves it; without, S deletes the entry the head names, and the
  *      index check the harness runs at once (`raced`) sees it `missing`
- *   4. C is released `holdMs` after it was held; S at the latest `maxHeldMs` after it was held
+ *   4. C is released `holdMs` after it was held, or 2.5 s after S's removal (its DeleteObjects) went
+ *      through if that is later (S may have met another fault), 12 s after it was held at most; S
+ *      is released at the latest `maxHeldMs` after it was held
  *
  * The fault is aimed at a window (a long holdWrites, whose aimed alarms another node delivers as
  * stale, plan.ts); a window without a stale listing passes with nothing held.
@@ -43,6 +46,8 @@ export interface RaceTarget {
 }
 
 export interface RaceHooks {
+  /** Whether the alarm time of this actor may be set again (one the workload destroyed may not): if not, its listing goes on. */
+  eligible(target: RaceTarget): boolean;
   /** Set `target.dueMs` on the actor through a node other than `held`; the node chosen, or undefined (none can). */
   arm(target: RaceTarget, held: number): number | undefined;
   /** S released after C was held: the bucket is worth checking now. */
@@ -57,6 +62,10 @@ export interface RaceTimings {
 
 /** After the held listing, when the alarm time is set again through another node: S's hold may be taken by then. */
 export const RACE_ARM_AFTER_MS = MARGIN_MS + 600;
+/** The new owner stays held at least this long after the lister's removal went through… */
+export const RACE_AFTER_DELETE_MS = 2_500;
+/** …but no longer than this in all (a lister cut from the bucket may send it much later). */
+export const RACE_NEW_OWNER_MAX_MS = 12_000;
 /** S waits this long at most (its store's attempts outlast it: a retried LIST waits with the rest). */
 export const RACE_MAX_HELD_MS = RACE_ARM_AFTER_MS + 6_000;
 
@@ -90,11 +99,24 @@ function sameActor(tenant: string, className: string, hex: string, t: RaceTarget
   return tenant === t.tenant && className === t.className && nameFromHex(hex) === t.name;
 }
 
+/** The lister released, the new owner held until `releaseAt`. */
+interface Raced {
+  name: 'raced';
+  fault: RelayFault;
+  s: number;
+  via: number;
+  heldAt: number;
+  releaseAt: number;
+  /** The lister's DeleteObjects went through. */
+  deleted: boolean;
+  timer?: NodeJS.Timeout;
+}
+
 type Phase =
   | { name: 'off' }
   | { name: 'waiting'; fault: RelayFault }
   | { name: 'listHeld'; fault: RelayFault; s: number; target: RaceTarget; via?: number; entry: boolean; link: boolean }
-  | { name: 'raced'; fault: RelayFault }
+  | Raced
   | { name: 'done' };
 
 export class StaleListRace {
@@ -146,7 +168,7 @@ export class StaleListRace {
       );
     if (p.name === 'waiting') {
       const target = staleListing(r);
-      if (!target) return;
+      if (!target || !this.hooks.eligible(target)) return;
       this.hold(node);
       this.stats.listingsHeld++;
       this.windows.push({ fault: p.fault, from: Date.now(), to: Infinity, note: `n${node} held at its listing` });
@@ -162,6 +184,16 @@ export class StaleListRace {
       });
       return;
     }
+    if (p.name === 'raced') {
+      // The lister's removal (a DeleteObjects) lands: the new owner stays held a while after it, so
+      // the bucket is read while its link is the head, however late the lister got through.
+      if (node === p.s && r.method === 'POST' && r.query.has('delete') && !p.deleted) {
+        p.deleted = true;
+        const until = Math.min(Date.now() + RACE_AFTER_DELETE_MS, p.heldAt + RACE_NEW_OWNER_MAX_MS);
+        if (until > p.releaseAt) this.releaseAt(p, until);
+      }
+      return;
+    }
     if (p.name !== 'listHeld' || p.via === undefined || node !== p.via) return;
     if (!p.entry) p.entry = isEntryPut(r, p.target);
     else if (!p.link) p.link = isLinkPut(r, p.target);
@@ -169,14 +201,26 @@ export class StaleListRace {
       this.hold(node);
       this.release(p.s);
       this.stats.raced++;
-      this.phase = { name: 'raced', fault: p.fault };
+      const now = Date.now();
+      const raced: Raced = { name: 'raced', fault: p.fault, s: p.s, via: node, heldAt: now, releaseAt: 0, deleted: false };
+      this.phase = raced;
       this.hooks.log(`n${node} held after its link naming the entry at ${p.target.dueMs}; n${p.s}'s listing goes on`);
       this.hooks.raced(p.target, p.s, node);
-      this.after(p.fault.holdMs, () => {
-        this.release(node);
-        this.phase = { name: 'done' };
-      });
+      this.releaseAt(raced, now + p.fault.holdMs);
     }
+  }
+
+  /** The new owner goes on at `at` (a later call moves it). */
+  private releaseAt(p: Raced, at: number): void {
+    if (p.timer) {
+      clearTimeout(p.timer);
+      this.timers.delete(p.timer);
+    }
+    p.releaseAt = at;
+    p.timer = this.after(at - Date.now(), () => {
+      this.release(p.via);
+      this.phase = { name: 'done' };
+    });
   }
 
   private armAgain(): void {
@@ -205,12 +249,13 @@ export class StaleListRace {
     if (w && w.to === Infinity && this.heldNodes.size === 0) w.to = Date.now();
   }
 
-  private after(ms: number, fn: () => void): void {
+  private after(ms: number, fn: () => void): NodeJS.Timeout {
     const t = setTimeout(() => {
       this.timers.delete(t);
       fn();
     }, ms);
     this.timers.add(t);
+    return t;
   }
 }
 

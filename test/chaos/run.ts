@@ -139,8 +139,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     (line) => o.out(`fault ${line}`),
     () => cadence.soon(AFTER_RELEASE_MS),
   );
-  const race = net?.relay ? staleListRace(net, nodes, workload, injector, cadence, (line) => o.out(`fault ${line}`)) : undefined;
   let startedAt = Date.now();
+  const raceLog = (line: string) => o.out(`fault ${secs(startedAt)} ${line}`);
+  const race = net?.relay ? staleListRace(net, nodes, workload, injector, cadence, raceLog) : undefined;
   let final: FinalStats | undefined;
   let leftovers: ChaosReport['leftovers'] = { processes: 0, tempDir: false, network: [] };
   let caughtAfterMs: number | undefined;
@@ -251,19 +252,28 @@ function staleListRace(
   const ipOf = (n: number) => net.lab.host(slotHost(n)).ip;
   const byIp = new Map(Array.from({ length: nodes.count }, (_, n) => [ipOf(n), n] as const));
   const inFault = (n: number) => injector.windows.some((w) => w.to === Infinity && w.fault.node === n);
-  const arm = (t: RaceTarget, held: number): number | undefined => {
+  const slotOf = (t: RaceTarget): [number, number] | undefined => {
     const m = /^a(\d+)i(\d+)$/.exec(t.name);
     if (!m || `${t.tenant}/${t.className}/${t.name}` !== actorName(Number(m[1]), Number(m[2]))) return undefined;
+    return [Number(m[1]), Number(m[2])];
+  };
+  const eligible = (t: RaceTarget) => {
+    const s = slotOf(t);
+    return s !== undefined && workload.mayArm(...s);
+  };
+  const arm = (t: RaceTarget, held: number): number | undefined => {
+    const m = slotOf(t);
+    if (!m) return undefined;
     for (let k = 1; k < nodes.count; k++) {
       const via = (held + k) % nodes.count;
       if (nodes.state(via) !== 'up' || inFault(via)) continue;
-      if (!workload.armAt(Number(m[1]), Number(m[2]), t.dueMs, via, 'staleListHold')) return undefined;
+      if (!workload.armAt(m[0], m[1], t.dueMs, via, 'staleListHold')) return undefined;
       log(`${t.tenant}/${t.className}/${t.name}: its alarm set again for ${t.dueMs} through n${via}`);
       return via;
     }
     return undefined;
   };
-  return new StaleListRace(net.relay!, ipOf, (ip) => byIp.get(ip), { arm, raced: () => cadence.soon(RACED_CHECKS_MS), log });
+  return new StaleListRace(net.relay!, ipOf, (ip) => byIp.get(ip), { eligible, arm, raced: () => cadence.soon(RACED_CHECKS_MS), log });
 }
 
 /** After a held listing landed behind a newer owner's entry, the online checks run at these delays. */

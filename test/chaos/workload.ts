@@ -101,16 +101,20 @@ export class Workload {
 
   private readonly all: Promise<void>[] = [];
 
+  /** Whether `armAt` may send to this actor: the latest incarnation its slot was sent, no destroy of it launched. */
+  mayArm(slot: number, incarnation: number): boolean {
+    if (this.destroying.has(actorName(slot, incarnation)) || slot >= this.plan.slots) return false;
+    const latest = this.outcomes.filter((o) => o.op.slot === slot && o.sentAt !== undefined).at(-1)?.op.incarnation;
+    return latest === incarnation;
+  }
+
   /**
    * A durable arm at `dueAt` of the actor in `slot`'s `incarnation`, through node `via`, sent now
    * (the race of relay-faults.ts; op id `c<seed>-race<k>`). False when that actor is being
    * destroyed or is no longer its slot's (nothing is sent).
    */
   armAt(slot: number, incarnation: number, dueAt: number, via: number, aim: Op['aim']): boolean {
-    const actor = actorName(slot, incarnation);
-    if (this.destroying.has(actor) || slot >= this.plan.slots) return false;
-    const latest = this.outcomes.filter((o) => o.op.slot === slot && o.sentAt !== undefined).at(-1)?.op.incarnation;
-    if (latest !== incarnation) return false;
+    if (!this.mayArm(slot, incarnation)) return false;
     const i = this.outcomes.length;
     const op: Op = {
       i,
