@@ -86,7 +86,7 @@ describe('relay faults: reading the requests', () => {
 });
 
 describe('relay faults: the staleListHold race', () => {
-  beforeEach(() => mock.timers.enable({ apis: ['setTimeout'] }));
+  beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 }));
   afterEach(() => mock.timers.reset());
 
   it('holds the lister, re-arms through another node, holds that one after its link, and lets the listing land', () => {
@@ -101,23 +101,64 @@ describe('relay faults: the staleListHold race', () => {
     assert.deepEqual(armed, []);
     mock.timers.tick(1);
     assert.deepEqual(armed, [[TARGET, 2]]);
-    // The new owner's requests: a link before its entry does not count, nor another node's.
-    relay.send(linkPut(IPS[0]!));
+    // The arm went to n0, which failed it; its retry through n1 took the actor. A link before the
+    // entry does not count, nor, after it, another node's requests.
+    relay.send(linkPut(IPS[1]!));
+    relay.send(entryPut(IPS[1]!, DUE + 1));
     relay.send(entryPut(IPS[1]!));
-    relay.send(entryPut(IPS[0]!));
-    relay.send(renewal(IPS[0]!));
     relay.send(linkPut(IPS[0]!));
+    relay.send(renewal(IPS[1]!));
+    relay.send(linkPut(IPS[1]!));
     assert.deepEqual(relay.events, ['hold n2', 'arm via n0']);
-    relay.send(linkPut(IPS[0]!)); // its alarm's run: held, and the listing goes on
-    assert.deepEqual(relay.events, ['hold n2', 'arm via n0', 'hold n0', 'release n2']);
-    assert.deepEqual(raced, [[2, 0]]);
+    relay.send(renewal(IPS[0]!));
+    assert.deepEqual(relay.events, ['hold n2', 'arm via n0']);
+    relay.send(linkPut(IPS[1]!)); // its alarm's run: held, and the listing goes on
+    assert.deepEqual(relay.events, ['hold n2', 'arm via n0', 'hold n1', 'release n2']);
+    assert.deepEqual(raced, [[2, 1]]);
+    relay.send(req(IPS[2]!, 'POST', '/bucket', 'delete')); // the lister's removal
     mock.timers.tick(FAULT.holdMs);
-    assert.deepEqual(relay.events.at(-1), 'release n0');
+    assert.deepEqual(relay.events.at(-1), 'release n1');
     assert.equal(r.windows.length, 1);
     assert.notEqual(r.windows[0]!.to, Infinity);
     // One race per window.
     relay.send(listing(IPS[1]!));
     assert.equal(relay.events.length, 5);
+  });
+
+  it("keeps the new owner held until 2.5 s past the lister's removal (holdMs at least), 10 s if none comes", () => {
+    const start = (armVia: number) => {
+      const x = race(armVia);
+      x.r.open(FAULT);
+      x.relay.send(listing(IPS[2]!));
+      mock.timers.tick(3_000);
+      x.relay.send(entryPut(IPS[0]!));
+      x.relay.send(linkPut(IPS[0]!));
+      x.relay.send(renewal(IPS[0]!));
+      assert.deepEqual(x.relay.events, ['hold n2', 'arm via n0', 'hold n0', 'release n2']);
+      return x.relay;
+    };
+    const removal = req(IPS[2]!, 'POST', '/bucket', 'delete');
+
+    const early = start(0); // the removal at once: held holdMs
+    early.send(removal);
+    mock.timers.tick(FAULT.holdMs - 1);
+    assert.equal(early.events.length, 4);
+    mock.timers.tick(1);
+    assert.equal(early.events.at(-1), 'release n0');
+
+    const late = start(0); // the lister got through late: 2.5 s after its removal
+    mock.timers.tick(6_000);
+    late.send(removal);
+    mock.timers.tick(2_499);
+    assert.equal(late.events.length, 4, 'still held past holdMs');
+    mock.timers.tick(1);
+    assert.equal(late.events.at(-1), 'release n0');
+
+    const none = start(0); // no removal
+    mock.timers.tick(9_999);
+    assert.equal(none.events.length, 4);
+    mock.timers.tick(1);
+    assert.equal(none.events.at(-1), 'release n0');
   });
 
   it('lets the lister go after maxHeldMs when no node lists the time again', () => {

@@ -11,15 +11,16 @@
  *      workload may arm again (not one it destroyed): S is held from
  *      that request on — its lease renewals too, so its lease runs out while the listing waits
  *   2. `armAfterMs` later (past lease + grace, so S's hold on the actor may be taken): the harness
- *      sets that same alarm time on that actor through another node C (`arm`); C takes the actor
- *      at a higher generation, PUTs its entry at that time and uploads the link naming it
+ *      sets that same alarm time on that actor through another node (`arm`; retried round the
+ *      others); the node C that takes the actor, at a higher generation, PUTs its entry at that
+ *      time and uploads the link naming it
  *   3. at C's first request after that link's PUT, C is held (the run of its alarm — due already —
  *      waits with the rest, so the link stays the head) and S is released: its LIST lands now and
  *      lists C's entry. With R3, S leaves it; without, S deletes the entry the head names, and the
  *      index check the harness runs at once (`raced`) sees it `missing`
- *   4. C is released `holdMs` after it was held, or 2.5 s after S's removal (its DeleteObjects) went
- *      through if that is later (S may have met another fault), 12 s after it was held at most; S
- *      is released at the latest `maxHeldMs` after it was held
+ *   4. C is released `holdMs` after it was held or 2.5 s after S's removal (its DeleteObjects)
+ *      went through, whichever is later — S may meet another fault on its way —, or 10 s after it
+ *      was held if S removes nothing; S is released at the latest `maxHeldMs` after it was held
  *
  * The fault is aimed at a window (a long holdWrites, whose aimed alarms another node delivers as
  * stale, plan.ts); a window without a stale listing passes with nothing held.
@@ -64,8 +65,8 @@ export interface RaceTimings {
 export const RACE_ARM_AFTER_MS = MARGIN_MS + 600;
 /** The new owner stays held at least this long after the lister's removal went through… */
 export const RACE_AFTER_DELETE_MS = 2_500;
-/** …but no longer than this in all (a lister cut from the bucket may send it much later). */
-export const RACE_NEW_OWNER_MAX_MS = 12_000;
+/** …and this long at most (the lister may have met another fault, or removes nothing). */
+export const RACE_NEW_OWNER_MAX_MS = 10_000;
 /** S waits this long at most (its store's attempts outlast it: a retried LIST waits with the rest). */
 export const RACE_MAX_HELD_MS = RACE_ARM_AFTER_MS + 6_000;
 
@@ -189,13 +190,19 @@ export class StaleListRace {
       // the bucket is read while its link is the head, however late the lister got through.
       if (node === p.s && r.method === 'POST' && r.query.has('delete') && !p.deleted) {
         p.deleted = true;
-        const until = Math.min(Date.now() + RACE_AFTER_DELETE_MS, p.heldAt + RACE_NEW_OWNER_MAX_MS);
-        if (until > p.releaseAt) this.releaseAt(p, until);
+        this.releaseAt(
+          p,
+          Math.min(Math.max(p.heldAt + p.fault.holdMs, Date.now() + RACE_AFTER_DELETE_MS), p.heldAt + RACE_NEW_OWNER_MAX_MS),
+        );
       }
       return;
     }
-    if (p.name !== 'listHeld' || p.via === undefined || node !== p.via) return;
-    if (!p.entry) p.entry = isEntryPut(r, p.target);
+    if (p.name !== 'listHeld' || p.via === undefined || node === p.s) return;
+    // The arm is retried round the nodes: the new owner is whichever PUTs the entry.
+    if (!p.entry) {
+      p.entry = isEntryPut(r, p.target);
+      if (p.entry) p.via = node;
+    } else if (node !== p.via) return;
     else if (!p.link) p.link = isLinkPut(r, p.target);
     else {
       this.hold(node);
@@ -206,7 +213,7 @@ export class StaleListRace {
       this.phase = raced;
       this.hooks.log(`n${node} held after its link naming the entry at ${p.target.dueMs}; n${p.s}'s listing goes on`);
       this.hooks.raced(p.target, p.s, node);
-      this.releaseAt(raced, now + p.fault.holdMs);
+      this.releaseAt(raced, now + RACE_NEW_OWNER_MAX_MS);
     }
   }
 

@@ -39,7 +39,7 @@ import {
 import { SlotDisks } from './disks.js';
 import { FaultInjector } from './faults.js';
 import { ChaosNodes, slotHost, type ChaosNet } from './nodes.js';
-import { actorName, fingerprint, planRun, TIMINGS, type Plan, type Unsafe } from './plan.js';
+import { actorName, fingerprint, MARGIN_MS, planRun, TIMINGS, type Plan, type Unsafe } from './plan.js';
 import { runRelayFaults, StaleListRace, type RaceTarget } from './relay-faults.js';
 import { printPlan, type ChaosReport, type FinalStats } from './report.js';
 import { sleep, Workload, type Violation } from './workload.js';
@@ -239,7 +239,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
 
 /**
  * The bucket relay's race (relay-faults.ts): the alarm time set again through the first node up
- * that is not the held one nor in a fault of its own; the bucket checked soon after the listing lands.
+ * that is not the held one nor in (or just out of) a fault of its own, else through any node up;
+ * the bucket checked soon after the listing lands.
  */
 function staleListRace(
   net: ChaosNet & { relay?: BucketRelay },
@@ -251,7 +252,8 @@ function staleListRace(
 ): StaleListRace {
   const ipOf = (n: number) => net.lab.host(slotHost(n)).ip;
   const byIp = new Map(Array.from({ length: nodes.count }, (_, n) => [ipOf(n), n] as const));
-  const inFault = (n: number) => injector.windows.some((w) => w.to === Infinity && w.fault.node === n);
+  // A node in a fault, or out of one for less than a margin (fenced, maybe, and rejoining), takes no actor over.
+  const inFault = (n: number) => injector.windows.some((w) => w.fault.node === n && w.to > Date.now() - MARGIN_MS - 1_000);
   const slotOf = (t: RaceTarget): [number, number] | undefined => {
     const m = /^a(\d+)i(\d+)$/.exec(t.name);
     if (!m || `${t.tenant}/${t.className}/${t.name}` !== actorName(Number(m[1]), Number(m[2]))) return undefined;
@@ -264,9 +266,8 @@ function staleListRace(
   const arm = (t: RaceTarget, held: number): number | undefined => {
     const m = slotOf(t);
     if (!m) return undefined;
-    for (let k = 1; k < nodes.count; k++) {
-      const via = (held + k) % nodes.count;
-      if (nodes.state(via) !== 'up' || inFault(via)) continue;
+    const up = Array.from({ length: nodes.count - 1 }, (_, k) => (held + 1 + k) % nodes.count).filter((n) => nodes.state(n) === 'up');
+    for (const via of [...up.filter((n) => !inFault(n)), ...up.filter(inFault)]) {
       if (!workload.armAt(m[0], m[1], t.dueMs, via, 'staleListHold')) return undefined;
       log(`${t.tenant}/${t.className}/${t.name}: its alarm set again for ${t.dueMs} through n${via}`);
       return via;
