@@ -125,7 +125,7 @@ export class StaleListRace {
   private readonly timers = new Set<NodeJS.Timeout>();
   /** Nodes held now, by the race. */
   private readonly heldNodes = new Set<number>();
-  readonly stats = { windows: 0, listingsHeld: 0, armed: 0, raced: 0 };
+  readonly stats = { windows: 0, listingsSeen: 0, listingsHeld: 0, armed: 0, raced: 0 };
   /** From each held listing until the last node the race held is released (alarms late in them are excused). */
   readonly windows: FaultWindow<RelayFault>[] = [];
 
@@ -169,7 +169,9 @@ export class StaleListRace {
       );
     if (p.name === 'waiting') {
       const target = staleListing(r);
-      if (!target || !this.hooks.eligible(target)) return;
+      if (!target) return;
+      this.stats.listingsSeen++;
+      if (!this.hooks.eligible(target)) return;
       this.hold(node);
       this.stats.listingsHeld++;
       this.windows.push({ fault: p.fault, from: Date.now(), to: Infinity, note: `n${node} held at its listing` });

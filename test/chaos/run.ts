@@ -223,6 +223,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       ...(race
         ? {
             'staleListHold windows': race.stats.windows,
+            'stale listings seen in them': race.stats.listingsSeen,
             'stale listings held at the relay': race.stats.listingsHeld,
             'alarm times set again': race.stats.armed,
             'listings landed after the new entry': race.stats.raced,
