@@ -268,12 +268,10 @@ function staleListRace(
     const m = slotOf(t);
     if (!m) return undefined;
     const up = Array.from({ length: nodes.count - 1 }, (_, k) => (held + 1 + k) % nodes.count).filter((n) => nodes.state(n) === 'up');
-    for (const via of [...up.filter((n) => !inFault(n)), ...up.filter(inFault)]) {
-      if (!workload.armAt(m[0], m[1], t.dueMs, via, 'staleListHold')) return undefined;
-      log(`${t.tenant}/${t.className}/${t.name}: its alarm set again for ${t.dueMs} through n${via}`);
-      return via;
-    }
-    return undefined;
+    const via = up.find((n) => !inFault(n)) ?? up[0];
+    if (via === undefined || !workload.armAt(m[0], m[1], t.dueMs, via, 'staleListHold')) return undefined;
+    log(`${t.tenant}/${t.className}/${t.name}: its alarm set again for ${t.dueMs} through n${via}`);
+    return via;
   };
   return new StaleListRace(net.relay!, ipOf, (ip) => byIp.get(ip), { eligible, arm, raced: () => cadence.soon(RACED_CHECKS_MS), log });
 }
