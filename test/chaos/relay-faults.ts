@@ -18,8 +18,9 @@
  *      waits with the rest, so the link stays the head) and S is released: its LIST lands now and
  *      lists C's entry. With R3, S leaves it; without, S deletes the entry the head names, and the
  *      index check the harness runs at once (`raced`) sees it `missing`
- *   4. C is released `holdMs` after it was held or 2.5 s after S's removal (its DeleteObjects)
- *      went through, whichever is later — S may meet another fault on its way —, or 10 s after it
+ *   4. C is released `holdMs` after it was held or 3 s after S's removal (its DeleteObjects)
+ *      went through (the bucket checked again then), whichever is later — S may meet another fault
+ *      on its way —, or 10 s after it
  *      was held if S removes nothing; S is released at the latest `maxHeldMs` after it was held
  *
  * The fault is aimed at a window (a long holdWrites, whose aimed alarms another node delivers as
@@ -51,7 +52,7 @@ export interface RaceHooks {
   eligible(target: RaceTarget): boolean;
   /** Set `target.dueMs` on the actor through a node other than `held`; the node chosen, or undefined (none can). */
   arm(target: RaceTarget, held: number): number | undefined;
-  /** S released after C was held: the bucket is worth checking now. */
+  /** S released after C was held, and again when S's removal went through: the bucket is worth checking now. */
   raced(target: RaceTarget, held: number, via: number): void;
   log(line: string): void;
 }
@@ -64,7 +65,7 @@ export interface RaceTimings {
 /** After the held listing, when the alarm time is set again through another node: S's hold may be taken by then. */
 export const RACE_ARM_AFTER_MS = MARGIN_MS + 600;
 /** The new owner stays held at least this long after the lister's removal went through… */
-export const RACE_AFTER_DELETE_MS = 2_500;
+export const RACE_AFTER_DELETE_MS = 3_000;
 /** …and this long at most (the lister may have met another fault, or removes nothing). */
 export const RACE_NEW_OWNER_MAX_MS = 10_000;
 /** S waits this long at most (its store's attempts outlast it: a retried LIST waits with the rest). */
@@ -104,6 +105,7 @@ function sameActor(tenant: string, className: string, hex: string, t: RaceTarget
 interface Raced {
   name: 'raced';
   fault: RelayFault;
+  target: RaceTarget;
   s: number;
   via: number;
   heldAt: number;
@@ -192,6 +194,7 @@ export class StaleListRace {
       // the bucket is read while its link is the head, however late the lister got through.
       if (node === p.s && r.method === 'POST' && r.query.has('delete') && !p.deleted) {
         p.deleted = true;
+        this.hooks.raced(p.target, p.s, p.via);
         this.releaseAt(
           p,
           Math.min(Math.max(p.heldAt + p.fault.holdMs, Date.now() + RACE_AFTER_DELETE_MS), p.heldAt + RACE_NEW_OWNER_MAX_MS),
@@ -211,7 +214,16 @@ export class StaleListRace {
       this.release(p.s);
       this.stats.raced++;
       const now = Date.now();
-      const raced: Raced = { name: 'raced', fault: p.fault, s: p.s, via: node, heldAt: now, releaseAt: 0, deleted: false };
+      const raced: Raced = {
+        name: 'raced',
+        fault: p.fault,
+        target: p.target,
+        s: p.s,
+        via: node,
+        heldAt: now,
+        releaseAt: 0,
+        deleted: false,
+      };
       this.phase = raced;
       this.hooks.log(`n${node} held after its link naming the entry at ${p.target.dueMs}; n${p.s}'s listing goes on`);
       this.hooks.raced(p.target, p.s, node);
