@@ -1,44 +1,161 @@
 /**
  * The bucket relay (bucket-relay.ts): the nodes' S3 URL points at it, and it passes each
- * connection's bytes both ways to the endpoint, unchanged; closing it ends every connection.
+ * connection's bytes both ways to the endpoint, unchanged; closing it ends every connection. It
+ * shows each HTTP request to its watchers before passing it on (bodies are not read as requests),
+ * and holds what one address sends until it is released — then delivers it in order, even when
+ * the sender closed its connection meanwhile.
  */
 import assert from 'node:assert/strict';
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
-import { BucketRelay } from './bucket-relay.js';
+import { BucketRelay, type RelayedRequest } from './bucket-relay.js';
+
+/** An upstream that answers every chunk with `echo:<chunk>` and records what it received. */
+async function echoServer(): Promise<{ server: Server; port: number; received: () => string; sockets: Socket[] }> {
+  const sockets: Socket[] = [];
+  let received = '';
+  const server = createServer((s) => {
+    sockets.push(s);
+    s.on('data', (d) => {
+      received += d.toString('latin1');
+      s.write(Buffer.concat([Buffer.from('echo:'), d]));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as { port: number }).port, received: () => received, sockets };
+}
+
+const relayPort = (relay: BucketRelay) => Number(new URL(decodeURIComponent(/endpoint=([^&]+)/.exec(relay.nodeUrl)![1]!)).port);
+
+/** A client connection from `localAddress` (any 127.x address is this machine's). */
+function client(relay: BucketRelay, localAddress = '127.0.0.1'): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ port: relayPort(relay), host: '127.0.0.1', localAddress });
+    s.once('error', reject);
+    s.once('connect', () => resolve(s));
+  });
+}
+
+/** Reads from `s` until `text` has come. */
+function until(s: Socket, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let got = '';
+    const onData = (d: Buffer) => {
+      got += d.toString('latin1');
+      if (got.includes(text)) {
+        s.off('data', onData);
+        resolve(got);
+      }
+    };
+    s.on('data', onData);
+    s.once('error', reject);
+  });
+}
+
+async function waitFor(cond: () => boolean): Promise<void> {
+  while (!cond()) await new Promise((r) => setImmediate(r));
+}
 
 describe('BucketRelay', () => {
-  const upstream: Socket[] = [];
-  const echo = createServer((s) => {
-    upstream.push(s);
-    s.on('data', (d) => s.write(Buffer.concat([Buffer.from('echo:'), d])));
+  const closers: (() => unknown)[] = [];
+  after(async () => {
+    for (const c of closers.reverse()) await c();
   });
-  after(() => echo.close());
 
   it('moves the endpoint to itself and relays bytes both ways until closed', async () => {
-    await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
-    const port = (echo.address() as { port: number }).port;
-    const relay = await BucketRelay.start(`s3://b/p?endpoint=http://127.0.0.1:${port}&region=us-east-1`, '127.0.0.1');
+    const echo = await echoServer();
+    closers.push(() => echo.server.close());
+    const relay = await BucketRelay.start(`s3://b/p?endpoint=http://127.0.0.1:${echo.port}&region=us-east-1`, '127.0.0.1');
     const at = new URL(decodeURIComponent(/endpoint=([^&]+)/.exec(relay.nodeUrl)![1]!));
     assert.equal(at.hostname, '127.0.0.1');
-    assert.notEqual(Number(at.port), port);
+    assert.notEqual(Number(at.port), echo.port);
     assert.match(relay.nodeUrl, /^s3:\/\/b\/p\?endpoint=.*&region=us-east-1$/);
 
-    const client = connect(Number(at.port), '127.0.0.1');
-    const answer = await new Promise<string>((resolve, reject) => {
-      client.once('error', reject);
-      client.once('data', (d) => resolve(d.toString()));
-      client.write('GET / HTTP/1.1\r\n\r\n');
-    });
-    assert.equal(answer, 'echo:GET / HTTP/1.1\r\n\r\n');
+    const c = await client(relay);
+    const answer = until(c, 'echo:');
+    c.write('GET / HTTP/1.1\r\n\r\n');
+    assert.equal(await answer, 'echo:GET / HTTP/1.1\r\n\r\n');
 
-    const closed = new Promise<void>((r) => client.once('close', () => r()));
+    const closed = new Promise<void>((r) => c.once('close', () => r()));
     await relay.close();
     await closed;
-    assert.equal(upstream.length, 1);
+    assert.equal(echo.sockets.length, 1);
   });
 
   it('refuses an endpoint that is not plain http', async () => {
     await assert.rejects(BucketRelay.start('s3://b?endpoint=https://s3.example.com&region=x', '127.0.0.1'), /plain http/);
+  });
+
+  it('shows each request of a keep-alive connection once, split across chunks, its body not read as a request', async () => {
+    const echo = await echoServer();
+    closers.push(() => echo.server.close());
+    const relay = await BucketRelay.start(`s3://b?endpoint=http://127.0.0.1:${echo.port}&region=x`, '127.0.0.1');
+    closers.push(() => relay.close());
+    const seen: RelayedRequest[] = [];
+    relay.watch((r) => seen.push(r));
+    const c = await client(relay);
+    const body = 'GET /not-a-request HTTP/1.1\r\n\r\n';
+    const first = `PUT /b/state/chaos/a%20b/00000000000000000001 HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const second = 'GET /b?list-type=2&prefix=p%2Falarms%2F HTTP/1.1\r\nhost: x\r\n\r\n';
+    const all = first + second;
+    // In pieces that cut the heads and the body anywhere.
+    for (const [from, to] of [
+      [0, 7],
+      [7, 60],
+      [60, first.length + 3],
+      [first.length + 3, all.length],
+    ])
+      c.write(all.slice(from, to));
+    await waitFor(() => echo.received().length === all.length);
+    assert.equal(echo.received(), all);
+    assert.deepEqual(
+      seen.map((r) => [r.from, r.method, r.path, r.query.get('prefix')]),
+      [
+        ['127.0.0.1', 'PUT', '/b/state/chaos/a b/00000000000000000001', null],
+        ['127.0.0.1', 'GET', '/b', 'p/alarms/'],
+      ],
+    );
+    c.destroy();
+  });
+
+  it('holds what one address sends, new connections too, and delivers it in order at the release', async () => {
+    const echo = await echoServer();
+    closers.push(() => echo.server.close());
+    const relay = await BucketRelay.start(`s3://b?endpoint=http://127.0.0.1:${echo.port}&region=x`, '127.0.0.1');
+    closers.push(() => relay.close());
+    const seen: string[] = [];
+    // The watcher holds the sender of a request to /held from that request on.
+    relay.watch((r) => {
+      seen.push(`${r.from} ${r.path}`);
+      if (r.path === '/held') relay.hold(r.from);
+    });
+    const held = await client(relay, '127.0.0.2');
+    const other = await client(relay, '127.0.0.1');
+    held.write('GET /held HTTP/1.1\r\n\r\n');
+    await waitFor(() => seen.length === 1);
+    const later = await client(relay, '127.0.0.2');
+    later.write('GET /later HTTP/1.1\r\n\r\n');
+    held.write('GET /after HTTP/1.1\r\n\r\n');
+    await waitFor(() => seen.length === 3);
+    // Another address flows meanwhile; by the time its answer is back, nothing held went on.
+    const otherAnswer = until(other, 'echo:');
+    other.write('GET /free HTTP/1.1\r\n\r\n');
+    await otherAnswer;
+    assert.equal(relay.isHeld('127.0.0.2'), true);
+    assert.equal(echo.received(), 'GET /free HTTP/1.1\r\n\r\n');
+
+    // The held sender gives up on one connection: what it sent still lands at the release.
+    const laterClosed = new Promise<void>((r) => later.once('close', () => r()));
+    later.destroy();
+    await laterClosed;
+    const heldAnswer = until(held, 'GET /after');
+    relay.release('127.0.0.2');
+    await heldAnswer;
+    await waitFor(() => echo.received().includes('/later'));
+    const got = echo.received();
+    assert.ok(got.indexOf('/held') < got.indexOf('/after'), got);
+    assert.equal(relay.isHeld('127.0.0.2'), false);
+    held.destroy();
+    other.destroy();
   });
 });

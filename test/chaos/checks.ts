@@ -19,7 +19,7 @@
  *                within lease + grace + a sweep + slack
  */
 import type { ActorView, LogRow } from './bucket-view.js';
-import type { FaultWindow } from './faults.js';
+import type { AnyWindow } from './faults.js';
 import { actorName, MARGIN_MS, TIMINGS } from './plan.js';
 import type { Outcome, Violation } from './workload.js';
 
@@ -113,7 +113,7 @@ export interface AlarmStats {
 }
 
 /** The alarm checks of one actor's log; `endAt`: when the cluster was stopped. */
-export function checkAlarms(view: ActorView, windows: readonly FaultWindow[], endAt: number, stats: AlarmStats): Violation[] {
+export function checkAlarms(view: ActorView, windows: readonly AnyWindow[], endAt: number, stats: AlarmStats): Violation[] {
   if (view.state !== 'restored') return [];
   const out: Violation[] = [];
   const v = (message: string) => out.push({ check: 'alarms', message, at: endAt, actor: view.actor });
@@ -176,7 +176,7 @@ export function checkEarlyRuns(views: ReadonlyMap<string, ActorView>, now: numbe
 }
 
 /** No fault window overlaps [scheduled − margin, ran] (a fault that ended within a margin before still counts). */
-function quiet(windows: readonly FaultWindow[], scheduled: number, ran: number): boolean {
+function quiet(windows: readonly AnyWindow[], scheduled: number, ran: number): boolean {
   return !windows.some((w) => w.from <= ran && w.to + MARGIN_MS >= scheduled);
 }
 

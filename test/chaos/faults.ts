@@ -14,19 +14,23 @@
  * switches inside the node (no packet says what a request is).
  */
 import type { ChaosNodes } from './nodes.js';
-import { describeFault, type Fault, type Plan, type WireCut } from './plan.js';
+import { describeFault, type Fault, type Plan, type RelayFault, type WireCut } from './plan.js';
 import { sleep } from './workload.js';
 
 /** A pauseCut cuts its node from the bucket this long before the SIGSTOP. */
 export const CUT_BEFORE_PAUSE_MS = 800;
 
-export interface FaultWindow {
-  fault: Fault;
+export interface FaultWindow<F extends Fault | RelayFault = Fault> {
+  /** A relay fault's window (relay-faults.ts) is its race's, from the held listing on. */
+  fault: F;
   from: number;
   /** When the node served again (or resumed); until then, Infinity. */
   to: number;
   note?: string;
 }
+
+/** A window of either kind of fault (the alarm checks and the report take both). */
+export type AnyWindow = FaultWindow<Fault | RelayFault>;
 
 export class FaultInjector {
   readonly windows: FaultWindow[] = [];

@@ -80,7 +80,9 @@ export interface Op {
   periodMs?: number;
   failTimes?: number;
   /** An op aimed at a fault's window (`aimedOps`): the fault's kind. */
-  aim?: FaultKind;
+  aim?: FaultKind | RelayFault['kind'];
+  /** An arm at this time (ms, the machine's clock), not `inMs` from now: sent by the harness in a race (relay-faults.ts), never planned. */
+  dueAt?: number;
 }
 
 export type Fault =
@@ -112,6 +114,22 @@ export type Fault =
 
 export type FaultKind = Fault['kind'];
 
+/**
+ * A fault the S3 bucket's relay makes (relay-faults.ts; S3 with the nodes in namespaces only),
+ * drawn from a stream of its own so that every plan's ops, faults and fingerprint are what they
+ * were before it existed.
+ *
+ *   staleListHold  from `at` for `forMs`: the first stale removal's listing a node sends is held
+ *                  while another node sets that alarm time again, and lands after (the race R3
+ *                  guards); the other node is then held `holdMs`
+ */
+export interface RelayFault {
+  at: number;
+  kind: 'staleListHold';
+  forMs: number;
+  holdMs: number;
+}
+
 /** A node run's bucket faults: the query of its `fault+` URL (empty: no wrapper). */
 export interface BucketProfile {
   name: 'calm' | 'bursts' | 'ambiguous' | 'late' | 'stall' | 'outage' | 'mixed';
@@ -129,6 +147,8 @@ export interface Plan {
   clockOffset(node: number, run: number): number;
   /** How the `i`-th fault is cut on the wire when the nodes run in network namespaces. */
   wireCut(i: number): WireCut;
+  /** The bucket relay's faults (S3 in namespaces only), in time order. */
+  relayFaults: RelayFault[];
 }
 
 /**
@@ -161,6 +181,7 @@ export function planRun(shape: RunShape): Plan {
   const profileSeed = r.next32();
   const skewSeed = r.next32();
   const wireSeed = r.next32();
+  const relayFaults = planRelayFaults(shape, faults, new SeededRandom(r.next32()));
   return {
     shape,
     slots,
@@ -169,7 +190,26 @@ export function planRun(shape: RunShape): Plan {
     profile: (node, run) => profileOf(new SeededRandom(profileSeed + node * 1_000 + run)),
     clockOffset: (node, run) => new SeededRandom(skewSeed + node * 1_000 + run).int(TIMINGS.skewBoundMs + 1) - TIMINGS.skewBoundMs / 2,
     wireCut: (i) => wireCutOf(new SeededRandom(wireSeed + i)),
+    relayFaults,
   };
+}
+
+/**
+ * A staleListHold over each holdWrites long enough for its aimed alarms to be delivered by
+ * another node (HELD_DELIVERY_MS): that delivery finds the actor's state naming no such entry and
+ * removes it as stale, listing the actor's entries at that time (aimedOps). The window runs from
+ * the fault's start to a margin after its end; it needs a third node to set the time again through.
+ */
+function planRelayFaults(shape: RunShape, faults: readonly Fault[], r: SeededRandom): RelayFault[] {
+  if (shape.nodes < 3) return [];
+  return faults
+    .filter((f) => f.kind === 'holdWrites' && f.forMs >= HELD_DELIVERY_MS)
+    .map((f) => ({
+      at: f.at,
+      kind: 'staleListHold' as const,
+      forMs: (f as { forMs: number }).forMs + MARGIN_MS,
+      holdMs: 3_000 + r.int(2_000),
+    }));
 }
 
 function wireCutOf(r: SeededRandom): WireCut {
@@ -428,4 +468,8 @@ export function describeFault(f: Fault): string {
   if (f.kind === 'holdWrites') return `${when} bucket writes outside the index held for ${f.forMs} ms, then landed`;
   if (f.kind === 'fsyncFail') return `${when} fsyncs of the folder bucket fail (EIO) for ${f.forMs} ms`;
   return `${when} data dir full for ${f.forMs} ms`;
+}
+
+export function describeRelayFault(f: RelayFault): string {
+  return `+${(f.at / 1_000).toFixed(1)}s for ${f.forMs} ms: the first stale removal's listing held at the bucket relay while another node sets that alarm time again; that node then held ${f.holdMs} ms`;
 }

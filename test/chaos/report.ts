@@ -6,8 +6,18 @@
  */
 import type { AlarmStats } from './checks.js';
 import { percentile, QUIET_BOUND_MS, rel } from './checks.js';
-import type { FaultWindow } from './faults.js';
-import { actorName, describeFault, fingerprint, MARGIN_MS, SKEW_BEYOND_MS, TIMINGS, type Plan, type Unsafe } from './plan.js';
+import type { AnyWindow } from './faults.js';
+import {
+  actorName,
+  describeFault,
+  describeRelayFault,
+  fingerprint,
+  MARGIN_MS,
+  SKEW_BEYOND_MS,
+  TIMINGS,
+  type Plan,
+  type Unsafe,
+} from './plan.js';
 import type { Attempt, Outcome, Violation } from './workload.js';
 
 export interface FinalStats {
@@ -31,7 +41,7 @@ export interface ChaosReport {
   faults: Record<string, number>;
   /** The clock offset of every node run, ms. */
   clockOffsets: number[];
-  windows: FaultWindow[];
+  windows: AnyWindow[];
   leftovers: { processes: number; tempDir: boolean; network: string[] };
 }
 
@@ -47,6 +57,8 @@ export function printPlan(plan: Plan, o: { unsafe?: Unsafe; s3Url?: string; out:
     );
   o.out(`fault schedule (${plan.faults.length}):`);
   for (const f of plan.faults) o.out(`  ${describeFault(f)}`);
+  if (plan.relayFaults.length > 0) o.out(`bucket relay faults (S3 in namespaces only; ${plan.relayFaults.length}):`);
+  for (const f of plan.relayFaults) o.out(`  ${describeRelayFault(f)}`);
 }
 
 export function printReport(r: ChaosReport, repro: string, out: (line: string) => void): void {
@@ -93,7 +105,7 @@ export function printReport(r: ChaosReport, repro: string, out: (line: string) =
   out('fault windows:');
   for (const w of r.windows)
     out(
-      `  ${describeFault(w.fault)}: ${rel(w.from)} .. ${w.to === Infinity ? '(never served again)' : rel(w.to)}${w.note ? ` ${w.note}` : ''}`,
+      `  ${w.fault.kind === 'staleListHold' ? describeRelayFault(w.fault) : describeFault(w.fault)}: ${rel(w.from)} .. ${w.to === Infinity ? '(never served again)' : rel(w.to)}${w.note ? ` ${w.note}` : ''}`,
     );
   out(`replay the plan: ${repro}`);
 }

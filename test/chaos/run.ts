@@ -39,7 +39,8 @@ import {
 import { SlotDisks } from './disks.js';
 import { FaultInjector } from './faults.js';
 import { ChaosNodes, slotHost, type ChaosNet } from './nodes.js';
-import { actorName, fingerprint, planRun, TIMINGS, type Unsafe } from './plan.js';
+import { actorName, fingerprint, MARGIN_MS, planRun, TIMINGS, type Plan, type Unsafe } from './plan.js';
+import { runRelayFaults, StaleListRace, type RaceTarget } from './relay-faults.js';
 import { printPlan, type ChaosReport, type FinalStats } from './report.js';
 import { sleep, Workload, type Violation } from './workload.js';
 
@@ -68,6 +69,8 @@ const AFTER_RELEASE_MS = [300, 1_500];
 /** When the online checks run next: every ONLINE_EVERY_MS, and sooner when asked. */
 class OnlineCadence {
   private wake: (() => void) | undefined;
+  /** A delay of `soon` passed while a check ran: the next one starts at once. */
+  private due = false;
   private readonly timers = new Set<NodeJS.Timeout>();
 
   /** The online checks run at each of these delays from now (or as soon as a running one ends). */
@@ -75,7 +78,8 @@ class OnlineCadence {
     for (const ms of delaysMs) {
       const t = setTimeout(() => {
         this.timers.delete(t);
-        this.wake?.();
+        if (this.wake) this.wake();
+        else this.due = true;
       }, ms);
       this.timers.add(t);
     }
@@ -83,6 +87,10 @@ class OnlineCadence {
 
   /** Resolves after ONLINE_EVERY_MS, or sooner when `soon` asked. */
   next(): Promise<void> {
+    if (this.due) {
+      this.due = false;
+      return Promise.resolve();
+    }
     return new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -132,6 +140,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     () => cadence.soon(AFTER_RELEASE_MS),
   );
   let startedAt = Date.now();
+  const raceLog = (line: string) => o.out(`fault ${secs(startedAt)} ${line}`);
+  const race = net?.relay ? staleListRace(net, nodes, workload, injector, cadence, raceLog) : undefined;
   let final: FinalStats | undefined;
   let leftovers: ChaosReport['leftovers'] = { processes: 0, tempDir: false, network: [] };
   let caughtAfterMs: number | undefined;
@@ -144,9 +154,19 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const chaosEnd = setTimeout(() => (stopped = true), o.chaosMs);
     const work = workload.run(startedAt, () => stopped);
     const faults = injector.run(startedAt, () => stopped);
+    const relayFaults = relayFaultsOf(
+      race,
+      plan.relayFaults,
+      startedAt,
+      () => stopped,
+      injector,
+      (line) => o.out(`fault ${line}`),
+    );
     await waitUntil(() => stopped);
     clearTimeout(chaosEnd);
     await faults;
+    await relayFaults;
+    race?.dispose();
     cadence.dispose();
     await online;
     caughtAfterMs = violations.length > 0 ? violations[0]!.at - startedAt : undefined;
@@ -164,12 +184,13 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       for (let n = 0; n < nodes.count; n++) await nodes.stop(n);
       o.out(`nodes stopped at ${secs(startedAt)}; checking the whole history`);
       const views = await readViews(workload, store, join(root, 'work'));
-      final = await finalChecks(workload, injector, views, store, join(root, 'work'), endAt, found);
+      final = await finalChecks(workload, injector, race, views, store, join(root, 'work'), endAt, found);
       const first = violations[0];
       if (first?.actor) for (const line of await describeChain(store, first.actor, startedAt)) o.out(`  ${first.actor} ${line}`);
       caughtAfterMs ??= violations.length > 0 ? violations[0]!.at - startedAt : undefined;
     }
   } finally {
+    race?.dispose();
     const killed = await nodes.disposeAll();
     if (killed > 0) o.out(`${killed} node processes killed at the end`);
     await net?.relay?.close();
@@ -199,13 +220,80 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       ...injector.injected,
       skipped: injector.skipped.length,
       ...(injector.noDisk > 0 ? { 'diskFull skipped (no disks)': injector.noDisk } : {}),
+      ...(race
+        ? {
+            'staleListHold windows': race.stats.windows,
+            'stale listings seen in them': race.stats.listingsSeen,
+            'stale listings held at the relay': race.stats.listingsHeld,
+            'alarm times set again': race.stats.armed,
+            'listings landed after the new entry': race.stats.raced,
+          }
+        : {}),
       ...Object.fromEntries(Object.entries(injector.exitedInFault).map(([k, n]) => [`exits during ${k}`, n])),
       'starts refused by the bucket': nodes.startsRefused,
     },
     clockOffsets: nodes.offsetsUsed,
-    windows: injector.windows,
+    windows: [...injector.windows, ...(race?.windows ?? [])],
     leftovers,
   };
+}
+
+/**
+ * The bucket relay's race (relay-faults.ts): the alarm time set again through the first node up
+ * that is not the held one nor in (or just out of) a fault of its own, else through any node up;
+ * the bucket checked soon after the listing lands.
+ */
+function staleListRace(
+  net: ChaosNet & { relay?: BucketRelay },
+  nodes: ChaosNodes,
+  workload: Workload,
+  injector: FaultInjector,
+  cadence: OnlineCadence,
+  log: (line: string) => void,
+): StaleListRace {
+  const ipOf = (n: number) => net.lab.host(slotHost(n)).ip;
+  const byIp = new Map(Array.from({ length: nodes.count }, (_, n) => [ipOf(n), n] as const));
+  // A node in a fault, or out of one for less than a margin (fenced, maybe, and rejoining), takes no actor over.
+  const inFault = (n: number) => injector.windows.some((w) => w.fault.node === n && w.to > Date.now() - MARGIN_MS - 1_000);
+  const slotOf = (t: RaceTarget): [number, number] | undefined => {
+    const m = /^a(\d+)i(\d+)$/.exec(t.name);
+    if (!m || `${t.tenant}/${t.className}/${t.name}` !== actorName(Number(m[1]), Number(m[2]))) return undefined;
+    return [Number(m[1]), Number(m[2])];
+  };
+  const eligible = (t: RaceTarget) => {
+    const s = slotOf(t);
+    return s !== undefined && workload.mayArm(...s);
+  };
+  const arm = (t: RaceTarget, held: number): number | undefined => {
+    const m = slotOf(t);
+    if (!m) return undefined;
+    const up = Array.from({ length: nodes.count - 1 }, (_, k) => (held + 1 + k) % nodes.count).filter((n) => nodes.state(n) === 'up');
+    const via = up.find((n) => !inFault(n)) ?? up[0];
+    if (via === undefined || !workload.armAt(m[0], m[1], t.dueMs, via, 'staleListHold')) return undefined;
+    log(`${t.tenant}/${t.className}/${t.name}: its alarm set again for ${t.dueMs} through n${via}`);
+    return via;
+  };
+  return new StaleListRace(net.relay!, ipOf, (ip) => byIp.get(ip), { eligible, arm, raced: () => cadence.soon(RACED_CHECKS_MS), log });
+}
+
+/** After a held listing landed behind a newer owner's entry, the online checks run at these delays. */
+const RACED_CHECKS_MS = [400, 1_200, 2_400];
+
+/** The plan's relay faults on the race's schedule, or each said skipped without a relay. */
+function relayFaultsOf(
+  race: StaleListRace | undefined,
+  faults: Plan['relayFaults'],
+  startedAt: number,
+  stopped: () => boolean,
+  injector: FaultInjector,
+  log: (line: string) => void,
+): Promise<void> {
+  if (faults.length === 0) return Promise.resolve();
+  if (!race) {
+    injector.injected['staleListHold skipped (no bucket relay: S3 in namespaces only)'] = faults.length;
+    return Promise.resolve();
+  }
+  return runRelayFaults(faults, race, startedAt, stopped, log);
 }
 
 /** The run's lab (and an S3 bucket's relay into it), or undefined, said loudly, where namespaces cannot be made. */
@@ -332,6 +420,7 @@ async function settle(workload: Workload, store: ObjectStore, workDir: string): 
 async function finalChecks(
   workload: Workload,
   injector: FaultInjector,
+  race: StaleListRace | undefined,
   views: Map<string, ActorView>,
   store: ObjectStore,
   workDir: string,
@@ -344,7 +433,8 @@ async function finalChecks(
   const deleted = checkDeleted(workload.outcomes, views, now);
   deleted.violations.forEach(found);
   const stats: AlarmStats = { runs: 0, lateness: [], quiet: [], recurringRuns: 0, retriedRuns: 0 };
-  for (const view of views.values()) for (const v of checkAlarms(view, injector.windows, endAt, stats)) found(v);
+  const windows = [...injector.windows, ...(race?.windows ?? [])];
+  for (const view of views.values()) for (const v of checkAlarms(view, windows, endAt, stats)) found(v);
   const overQuiet = stats.quiet.filter((l) => l > QUIET_BOUND_MS);
   if (overQuiet.length > 0)
     found({

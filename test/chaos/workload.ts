@@ -54,6 +54,10 @@ export class Workload {
   private readonly slotOps: Set<Promise<void>>[];
   private giveUpAt = Infinity;
   private readonly waiting: Array<() => void> = [];
+  /** Actors whose destroy was launched: nothing is sent to them from then on but that. */
+  private readonly destroying = new Set<string>();
+  private startedAt = 0;
+  private races = 0;
 
   constructor(
     private readonly plan: Plan,
@@ -71,7 +75,8 @@ export class Workload {
    * and the ops stuck on its node are what fill the in-flight cap.
    */
   async run(startedAt: number, stopped: () => boolean): Promise<void> {
-    const all: Promise<void>[] = [];
+    this.startedAt = startedAt;
+    const all = this.all;
     const sendAll = async (ops: readonly Op[], capped: boolean) => {
       for (const op of ops) {
         if (stopped()) break;
@@ -91,7 +96,44 @@ export class Workload {
         false,
       ),
     ]);
-    await Promise.all(all);
+    while (all.length > 0) await Promise.all(all.splice(0));
+  }
+
+  private readonly all: Promise<void>[] = [];
+
+  /** Whether `armAt` may send to this actor: the latest incarnation its slot was sent, no destroy of it launched. */
+  mayArm(slot: number, incarnation: number): boolean {
+    if (this.destroying.has(actorName(slot, incarnation)) || slot >= this.plan.slots) return false;
+    const latest = this.outcomes.filter((o) => o.op.slot === slot && o.sentAt !== undefined).at(-1)?.op.incarnation;
+    return latest === incarnation;
+  }
+
+  /**
+   * A durable arm at `dueAt` of the actor in `slot`'s `incarnation`, through node `via`, sent now
+   * (the race of relay-faults.ts; op id `c<seed>-race<k>`). False when that actor is being
+   * destroyed or is no longer its slot's (nothing is sent).
+   */
+  armAt(slot: number, incarnation: number, dueAt: number, via: number, aim: Op['aim']): boolean {
+    if (!this.mayArm(slot, incarnation)) return false;
+    const i = this.outcomes.length;
+    const op: Op = {
+      i,
+      id: `c${this.plan.shape.seed}-race${this.races++}`,
+      at: Date.now() - this.startedAt,
+      slot,
+      incarnation,
+      kind: 'arm',
+      durable: true,
+      via,
+      inMs: 0,
+      periodMs: 0,
+      failTimes: 0,
+      dueAt,
+      ...(aim ? { aim } : {}),
+    };
+    this.outcomes.push({ op, attempts: [] });
+    this.all.push(this.launch(op));
+    return true;
   }
 
   /** Durable ops still unacknowledged are retried until `at`, then given up. */
@@ -104,6 +146,7 @@ export class Workload {
     const ops = this.slotOps[slot]!;
     let p: Promise<void>;
     if (op.kind === 'destroy') {
+      this.destroying.add(actorName(op.slot, op.incarnation));
       const before = Promise.all([...ops]);
       p = this.slotGate[slot]!.then(() => before).then(() => this.send(op));
       this.slotGate[slot] = p;
@@ -217,6 +260,7 @@ function callOf(op: Op): [string, unknown[]] {
       return ['read', []];
     case 'arm':
     case 'every':
+      if (op.dueAt !== undefined) return ['armAt', [op.id, op.durable, op.dueAt]];
       return ['arm', [op.id, op.durable, op.inMs, op.periodMs, op.failTimes]];
     case 'clear':
       return ['clear', [op.id, op.durable]];
