@@ -61,6 +61,14 @@ describe('BucketRelay', () => {
   after(async () => {
     for (const c of closers.reverse()) await c();
   });
+  /** An echo server behind a relay, both closed after the suite. */
+  const relayToEcho = async () => {
+    const echo = await echoServer();
+    closers.push(() => echo.server.close());
+    const relay = await BucketRelay.start(`s3://b?endpoint=http://127.0.0.1:${echo.port}&region=x`, '127.0.0.1');
+    closers.push(() => relay.close());
+    return { echo, relay };
+  };
 
   it('moves the endpoint to itself and relays bytes both ways until closed', async () => {
     const echo = await echoServer();
@@ -87,10 +95,7 @@ describe('BucketRelay', () => {
   });
 
   it('shows each request of a keep-alive connection once, split across chunks, its body not read as a request', async () => {
-    const echo = await echoServer();
-    closers.push(() => echo.server.close());
-    const relay = await BucketRelay.start(`s3://b?endpoint=http://127.0.0.1:${echo.port}&region=x`, '127.0.0.1');
-    closers.push(() => relay.close());
+    const { echo, relay } = await relayToEcho();
     const seen: RelayedRequest[] = [];
     relay.watch((r) => seen.push(r));
     const c = await client(relay);
@@ -119,10 +124,7 @@ describe('BucketRelay', () => {
   });
 
   it('holds what one address sends, new connections too, and delivers it in order at the release', async () => {
-    const echo = await echoServer();
-    closers.push(() => echo.server.close());
-    const relay = await BucketRelay.start(`s3://b?endpoint=http://127.0.0.1:${echo.port}&region=x`, '127.0.0.1');
-    closers.push(() => relay.close());
+    const { echo, relay } = await relayToEcho();
     const seen: string[] = [];
     // The watcher holds the sender of a request to /held from that request on.
     relay.watch((r) => {
