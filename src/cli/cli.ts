@@ -137,6 +137,9 @@ program
       } & TlsFlags,
     ) => {
       setHeapGrowing(o.heapGrowth);
+      // Listen before anything starts: a SIGTERM that comes while the node starts (or right after the
+      // line that says it serves) stops it cleanly instead of killing the process outright.
+      const stopSignal = new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
       const log = createLogger();
       const secret = o.clusterSecretFile === undefined ? {} : { clusterSecret: readClusterSecret(o.clusterSecretFile) };
       const node = await startNode({
@@ -157,7 +160,7 @@ program
         ...tlsOf(o),
       });
       console.error(`keepwork node ${node.nodeId} (epoch ${node.epoch}) serving ${node.url} — Ctrl-C stops it`);
-      await new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
+      await stopSignal;
       await node.stop();
     },
   );

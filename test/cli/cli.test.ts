@@ -107,6 +107,25 @@ describe('keepwork CLI', () => {
     }
   });
 
+  it('a SIGTERM while the node is still starting stops it cleanly once started: exit 0, not death by the signal', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-cli-'));
+    const args = [...CLI, 'start', '--data', dir, '--port', '0', '--class', 'Counter=examples/counter.ts'];
+    const child = spawn(process.execPath, args, { env: { ...process.env, KEEPWORK_LOG_LEVEL: 'warn' } });
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      child.once('exit', (code, signal) => resolve([code, signal])),
+    );
+    try {
+      // The data directory's lock is taken before the bucket is opened and the workers start: the
+      // signal lands mid-start (or, on a fast machine, just after), never before the CLI runs.
+      await waitFor('the data directory lock', 60_000, () => existsSync(join(dir, 'node.lock.owner')), 5);
+      child.kill('SIGTERM');
+      assert.deepEqual(await exited, [0, null]);
+    } finally {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses bad arguments with a message and a non-zero exit', () => {
     const bad = spawnSync(process.execPath, [...CLI, 'start', '--port', 'abc'], { encoding: 'utf8' });
     assert.notEqual(bad.status, 0);
