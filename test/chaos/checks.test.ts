@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import type { ActorView, LogRow } from './bucket-view.js';
 import { ALARM_BOUND_MS, checkAlarms, checkDeleted, checkDurables, checkOnce, type AlarmStats } from './checks.js';
 import { describeWire } from './faults.js';
-import { actorName, fingerprint, MARGIN_MS, planRun, TIMINGS, type Op } from './plan.js';
+import { actorName, fingerprint, MARGIN_MS, planRun, RACE_ACTORS, TIMINGS, type Op } from './plan.js';
 import type { Outcome } from './workload.js';
 
 const ACTOR = actorName(0, 0);
@@ -151,13 +151,13 @@ describe('chaos checks', () => {
 
   it('a short hold of writes gets applies elsewhere then reads through it; a long one, alarms due past its lease and quiet', () => {
     const plan = planRun({ seed: 2, chaosMs: 120_000, nodes: 3 });
-    const holds = plan.faults.flatMap((f) => (f.kind === 'holdWrites' ? [f] : []));
-    const long = holds.find((f) => f.forMs >= 6_500)!;
-    const short = holds.find((f) => f.forMs < 6_500)!;
-    assert.ok(long && short, 'seed 2 plans a long and a short hold');
+    const holds = (p: typeof plan) => p.faults.flatMap((f) => (f.kind === 'holdWrites' ? [f] : []));
+    const long = holds(plan).find((f) => f.forMs >= 6_500)!;
+    const short = holds(planRun({ seed: 7, chaosMs: 120_000, nodes: 3 })).find((f) => f.forMs < 6_500)!;
+    assert.ok(long && short, 'seed 2 plans a long hold, seed 7 a short one');
     const within = (f: typeof long) => plan.ops.filter((o) => o.at >= f.at && o.at < f.at + f.forMs);
     const arms = within(long).filter((o) => o.aim === 'holdWrites' && o.kind === 'arm');
-    assert.equal(arms.length, plan.slots);
+    assert.equal(arms.length, plan.slots - plan.relayFaults.length * RACE_ACTORS, "on every actor of the workload's");
     for (const o of arms) {
       assert.equal(o.via, long.node);
       assert.ok(o.inMs! >= TIMINGS.leasePeriodMs, 'due once the held node can no longer run it');
@@ -167,10 +167,41 @@ describe('chaos checks', () => {
       [],
       'no random op while the entries come due',
     );
-    const aimedShort = within(short).filter((o) => o.aim === 'holdWrites');
+    const seven = planRun({ seed: 7, chaosMs: 120_000, nodes: 3 });
+    const aimedShort = seven.ops.filter((o) => o.at >= short.at && o.at < short.at + short.forMs && o.aim === 'holdWrites');
     const applies = aimedShort.filter((o) => o.kind === 'apply');
     const reads = aimedShort.filter((o) => o.kind === 'read');
     assert.ok(applies.length > 0 && applies.every((o) => o.durable && o.via !== short.node && o.at >= short.at + MARGIN_MS));
     assert.ok(reads.length > 0 && reads.every((o) => o.via === short.node && o.at > Math.max(...applies.map((a) => a.at))));
+  });
+
+  it('a staleListHold race gets actors of its own, taken by the held node before its hold, and a calm span', () => {
+    const plan = planRun({ seed: 2, chaosMs: 120_000, nodes: 3 });
+    const [race] = plan.relayFaults;
+    assert.ok(race && plan.relayFaults.length === 1, 'seed 2 plans one race');
+    const hold = plan.faults.find((f) => f.kind === 'holdWrites' && f.at === race.at)!;
+    assert.equal(race.node, hold.node);
+    assert.deepEqual(race.slots.length, RACE_ACTORS);
+    assert.ok(race.slots.every((s) => s >= plan.slots - RACE_ACTORS && s < plan.slots));
+    const ops = plan.ops.filter((o) => race.slots.includes(o.slot));
+    assert.ok(
+      ops.every((o) => o.aim === 'staleListHold' && o.via === hold.node),
+      'no op of the workload reaches them',
+    );
+    const applies = ops.filter((o) => o.kind === 'apply');
+    const arms = ops.filter((o) => o.kind === 'arm');
+    assert.equal(applies.length, RACE_ACTORS);
+    assert.ok(
+      applies.every((o) => o.durable && o.at < hold.at - 2_000),
+      'acknowledged before the hold',
+    );
+    assert.equal(arms.length, RACE_ACTORS);
+    assert.ok(arms.every((o) => o.at > hold.at && o.inMs! >= TIMINGS.leasePeriodMs));
+    assert.ok(race.calm.from < applies[0]!.at && race.calm.to > race.at + race.forMs + 10_000);
+    // Seed 2 drew a peer cut until 7.3 s and a pauseCut at 20.8 s among others: dropped.
+    assert.ok(
+      plan.faults.every((f) => f === hold || f.at >= race.calm.to),
+      'no other fault in the calm span, nor reaching into it',
+    );
   });
 });

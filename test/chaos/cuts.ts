@@ -6,6 +6,7 @@
  *   <cutDir>/bucket-writes  … every write, reads served (cutWritesFile)
  *   <cutDir>/bucket-hold  … holds every write outside the alarm index until it is gone (holdWritesFile)
  *   <cutDir>/fsync-fail   the folder bucket's fsyncs fail with EIO (fsyncFailFile)
+ *   <cutDir>/calm         the node's `fault+` profile injects nothing (calmFile): a race's calm span
  *   <cutDir>/peer-<port>  the node's forwards to the node listening on <port> get no answer
  */
 import { join } from 'node:path';
@@ -17,5 +18,7 @@ export const writeCutFile = (cutDir: string) => join(cutDir, 'bucket-writes');
 export const holdWritesFile = (cutDir: string) => join(cutDir, 'bucket-hold');
 
 export const fsyncFailFile = (cutDir: string) => join(cutDir, 'fsync-fail');
+
+export const calmFile = (cutDir: string) => join(cutDir, 'calm');
 
 export const peerCutFile = (cutDir: string, url: string) => join(cutDir, `peer-${new URL(url).port}`);

@@ -13,6 +13,7 @@
  *   cutWire(n, to, direction) · healWire(n)  with network namespaces: packets dropped in slot n's
  *                      namespace, to and from a peer's, the harness's or the bucket's address
  *   holdWrites(n, on) · failFsync(n, on)   the held writes and the failing fsyncs (cuts.ts)
+ *   calm(n, on)        the slot's bucket profile off (a race's calm span)
  *   url(n)             the slot's URL while it is up (not paused), else undefined
  *   disposeAll()       SIGCONT + SIGKILL whatever still runs
  *
@@ -29,7 +30,7 @@ import type { ChildProcess } from 'node:child_process';
 import { ClusterNode } from '../../support/cluster/node.js';
 import { spawnLogged } from '../../support/cluster/processes.js';
 import { REPO } from '../../support/repo.js';
-import { bucketCutFile, fsyncFailFile, holdWritesFile, peerCutFile, writeCutFile } from './cuts.js';
+import { bucketCutFile, calmFile, fsyncFailFile, holdWritesFile, peerCutFile, writeCutFile } from './cuts.js';
 import type { SlotDisks } from './disks.js';
 import type { Lab } from '../cluster/netns.js';
 import type { EntrySeams } from './node-entry.js';
@@ -99,6 +100,11 @@ export class ChaosNodes {
   /** Slot n's fsyncs of the folder bucket fail with EIO, or no longer do. */
   failFsync(n: number, on: boolean): void {
     this.switchFile(fsyncFailFile(this.cutDir(n)), on);
+  }
+
+  /** Slot n's bucket profile injects nothing (a race's calm span, relay-faults.ts), or its faults again. */
+  calm(n: number, on: boolean): void {
+    this.switchFile(calmFile(this.cutDir(n)), on);
   }
 
   /** Whether the bucket is a folder (the fsyncFail fault's reach). */
@@ -218,6 +224,7 @@ export class ChaosNodes {
         cutFile: bucketCutFile(this.cutDir(n)),
         cutWritesFile: writeCutFile(this.cutDir(n)),
         holdWritesFile: holdWritesFile(this.cutDir(n)),
+        calmFile: calmFile(this.cutDir(n)),
         ...(this.folderBucket ? { fsyncFailFile: fsyncFailFile(this.cutDir(n)) } : {}),
       }),
       port: 0,

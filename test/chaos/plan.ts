@@ -13,6 +13,8 @@
  * Several faults overlap (a node killed while another is paused, each in its own bucket burst),
  * but at most `nodes − 1` nodes are down, paused, cut off from the bucket or out of disk at any
  * planned moment.
+ * A race aimed at a long holdWrites (a staleListHold, below) gets a calm span: every other fault
+ * that would keep a node busy in it is dropped from the schedule.
  */
 import { createHash } from 'node:crypto';
 import { SeededRandom } from '../../src/core/random.js';
@@ -119,15 +121,27 @@ export type FaultKind = Fault['kind'];
  * drawn from a stream of its own so that every plan's ops, faults and fingerprint are what they
  * were before it existed.
  *
- *   staleListHold  from `at` for `forMs`: the first stale removal's listing a node sends is held
+ *   staleListHold  from `at` for `forMs`: the first stale removal's listing of one of the race's
+ *                  own actors (`slots`, armed through the held node, raceOps) a node sends is held
  *                  while another node sets that alarm time again, and lands after (the race R3
- *                  guards); the other node is then held `holdMs`
+ *                  guards); the other node is then held `holdMs`. A race lost (no removal) is
+ *                  tried again on the next such listing in the window
  */
 export interface RelayFault {
   at: number;
   kind: 'staleListHold';
   forMs: number;
   holdMs: number;
+  /** The node whose writes are held (the holdWrites fault the race is aimed at). */
+  node: number;
+  /** The race's own actors (RACE_ACTORS slots past the workload's): only their listings are held. */
+  slots: number[];
+  /**
+   * The span, ms after the chaos phase begins, that the planned faults leave free (planRun drops
+   * every other fault that would keep a node busy in it) and in which every node's bucket runs
+   * calm (its `fault+` profile off: no refusals, ambiguous or late writes, stalls).
+   */
+  calm: { from: number; to: number };
 }
 
 /** A node run's bucket faults: the query of its `fault+` URL (empty: no wrapper). */
@@ -176,15 +190,15 @@ export function planRun(shape: RunShape): Plan {
   const r = new SeededRandom(shape.seed);
   const slots = 6 + r.int(7);
   const base = planOps(shape, slots, r.fork());
-  const faults = planFaults(shape, r.fork());
-  const ops = withAimedOps(shape, outsideQuietSpells(base, faults), aimedOps(shape, slots, faults));
+  const faults = withRacesCalm(shape, planFaults(shape, r.fork()));
   const profileSeed = r.next32();
   const skewSeed = r.next32();
   const wireSeed = r.next32();
-  const relayFaults = planRelayFaults(shape, faults, new SeededRandom(r.next32()));
+  const relayFaults = planRelayFaults(shape, faults, slots, new SeededRandom(r.next32()));
+  const ops = withAimedOps(shape, outsideQuietSpells(base, faults), [...aimedOps(shape, slots, faults), ...raceOps(shape, relayFaults)]);
   return {
     shape,
-    slots,
+    slots: slots + relayFaults.length * RACE_ACTORS,
     ops,
     faults,
     profile: (node, run) => profileOf(new SeededRandom(profileSeed + node * 1_000 + run)),
@@ -197,19 +211,85 @@ export function planRun(shape: RunShape): Plan {
 /**
  * A staleListHold over each holdWrites long enough for its aimed alarms to be delivered by
  * another node (HELD_DELIVERY_MS): that delivery finds the actor's state naming no such entry and
- * removes it as stale, listing the actor's entries at that time (aimedOps). The window runs from
+ * removes it as stale, listing the actor's entries at that time (raceOps). The window runs from
  * the fault's start to a margin after its end; it needs a third node to set the time again through.
+ * Each gets RACE_ACTORS actors of its own, after the workload's slots and every earlier window's.
  */
-function planRelayFaults(shape: RunShape, faults: readonly Fault[], r: SeededRandom): RelayFault[] {
+function planRelayFaults(shape: RunShape, faults: readonly Fault[], slots: number, r: SeededRandom): RelayFault[] {
+  return racedHolds(shape, faults).map((f, k) => ({
+    at: f.at,
+    kind: 'staleListHold' as const,
+    forMs: f.forMs + MARGIN_MS,
+    holdMs: 3_000 + r.int(2_000),
+    node: f.node,
+    slots: Array.from({ length: RACE_ACTORS }, (_, j) => slots + k * RACE_ACTORS + j),
+    calm: raceCalm(f),
+  }));
+}
+
+/** The holdWrites faults a staleListHold race is aimed at: long enough, and a third node to set the time again through. */
+function racedHolds(shape: RunShape, faults: readonly Fault[]): Extract<Fault, { kind: 'holdWrites' }>[] {
   if (shape.nodes < 3) return [];
-  return faults
-    .filter((f) => f.kind === 'holdWrites' && f.forMs >= HELD_DELIVERY_MS)
-    .map((f) => ({
-      at: f.at,
-      kind: 'staleListHold' as const,
-      forMs: (f as { forMs: number }).forMs + MARGIN_MS,
-      holdMs: 3_000 + r.int(2_000),
-    }));
+  return faults.flatMap((f) => (f.kind === 'holdWrites' && f.forMs >= HELD_DELIVERY_MS ? [f] : []));
+}
+
+/** How many actors of its own each staleListHold race gets: the held node takes each, and any one stale listing of them is enough. */
+export const RACE_ACTORS = 3;
+/** Before a raced holdWrites, when the held node takes the race's actors (a durable apply through it: acknowledged once its link is up). */
+const RACE_SETUP_MS = 3_000;
+/**
+ * After a race's window closes (its listing held by then at the latest), how long the race may
+ * still run: the alarm time set again past lease + grace, a takeover, and the new owner held at
+ * most 10 s (relay-faults.ts RACE_ARM_AFTER_MS, RACE_NEW_OWNER_MAX_MS), with a margin.
+ */
+const RACE_TAIL_MS = 15_000;
+
+/** The calm span of a race aimed at `f`: from before its setup until its tail ends. */
+function raceCalm(f: Extract<Fault, { kind: 'holdWrites' }>): { from: number; to: number } {
+  return { from: f.at - RACE_SETUP_MS - 1_500, to: f.at + f.forMs + MARGIN_MS + RACE_TAIL_MS };
+}
+
+/**
+ * The faults without those that would keep a node busy in a race's calm span (the race needs
+ * three nodes serving, the held one up for its setup; a pause of the lister just after its listing
+ * landed loses it). A raced hold that starts in an earlier one's span is dropped with the rest.
+ * Only drops: the faults kept are drawn as before.
+ */
+function withRacesCalm(shape: RunShape, faults: readonly Fault[]): Fault[] {
+  const busy = (f: Fault, span: { from: number; to: number }) => f.at < span.to && f.at + busyMs(f) > span.from;
+  const spans: { hold: Fault; from: number; to: number }[] = [];
+  for (const f of racedHolds(shape, faults)) if (!spans.some((s) => busy(f, s))) spans.push({ hold: f, ...raceCalm(f) });
+  return faults.filter((f) => spans.every((s) => s.hold === f || !busy(f, s)));
+}
+
+/**
+ * A race's setup, on its own actors (no op of the workload reaches them, so no other node holds
+ * one): a durable apply to each through the held node RACE_SETUP_MS before its writes are held,
+ * so that node takes them and their state is in the bucket; then, just after its writes are held,
+ * an alarm armed on each through it, due once its lease has run out (HELD_ARM_IN_MS). Its entry
+ * is listed (the index is not held), the link naming it waits, and another node's sweep delivers
+ * it as stale: the listing the race holds (relay-faults.ts).
+ */
+function raceOps(shape: RunShape, races: readonly RelayFault[]): Aimed[] {
+  const out: Aimed[] = [];
+  for (const f of races) {
+    const node = f.node;
+    f.slots.forEach((slot, j) => {
+      out.push({ at: f.at - RACE_SETUP_MS + j * 20, slot, kind: 'apply', durable: true, via: node, aim: f.kind });
+      out.push({
+        at: f.at + 150 + j * 20,
+        slot,
+        kind: 'arm',
+        durable: false,
+        via: node,
+        inMs: HELD_ARM_IN_MS + j * 20,
+        periodMs: 0,
+        failTimes: 0,
+        aim: f.kind,
+      });
+    });
+  }
+  return out.filter((o) => o.at >= 0 && o.at < shape.chaosMs);
 }
 
 function wireCutOf(r: SeededRandom): WireCut {
@@ -440,7 +520,7 @@ function profileOf(r: SeededRandom): BucketProfile {
 export function faultUrl(
   bucket: string,
   profile: BucketProfile,
-  cuts?: { cutFile: string; cutWritesFile: string; holdWritesFile: string; fsyncFailFile?: string },
+  cuts?: { cutFile: string; cutWritesFile: string; holdWritesFile: string; calmFile?: string; fsyncFailFile?: string },
 ): string {
   const switches = cuts ? Object.entries(cuts).map(([name, path]) => `${name}=${encodeURIComponent(path)}`) : [];
   const query = [profile.query, ...switches].filter((q) => q !== '').join('&');

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it, mock } from 'node:test';
 import type { RelayedRequest } from './bucket-relay.js';
 import type { RelayFault } from './plan.js';
-import { isEntryPut, isLinkPut, staleListing, StaleListRace, type RaceTarget, type RelayControl } from './relay-faults.js';
+import { isEntryPut, isLinkPut, mergedSpans, staleListing, StaleListRace, type RaceTarget, type RelayControl } from './relay-faults.js';
 
 const HEX = Buffer.from('a7i0').toString('hex'); // the name as index and state keys spell it
 const DUE = 1796543458430;
@@ -26,7 +26,15 @@ const linkPut = (from: string, hex = HEX) => req(from, 'PUT', `/bucket/run-1/sta
 const renewal = (from: string) => req(from, 'PUT', '/bucket/run-1/nodes/n2');
 
 const TARGET: RaceTarget = { tenant: 'chaos', className: 'ChaosLedger', name: 'a7i0', dueMs: DUE };
-const FAULT: RelayFault = { at: 0, kind: 'staleListHold', forMs: 10_000, holdMs: 4_000 };
+const FAULT: RelayFault = {
+  at: 0,
+  kind: 'staleListHold',
+  forMs: 20_000,
+  holdMs: 4_000,
+  node: 1,
+  slots: [7],
+  calm: { from: -4_500, to: 35_000 },
+};
 const IPS = ['10.0.0.10', '10.0.0.11', '10.0.0.12'];
 
 class FakeRelay implements RelayControl {
@@ -165,7 +173,7 @@ describe('relay faults: the staleListHold race', () => {
     assert.equal(none.events.at(-1), 'release n0');
   });
 
-  it('lets the lister go after maxHeldMs when no node lists the time again', () => {
+  it('lets the lister go after maxHeldMs when no node lists the time again, and tries again on the next listing in the window', () => {
     const { relay, r, raced } = race(1);
     r.open(FAULT);
     relay.send(listing(IPS[0]!));
@@ -173,6 +181,29 @@ describe('relay faults: the staleListHold race', () => {
     assert.deepEqual(relay.events, ['hold n0', 'arm via n1', 'release n0']);
     assert.deepEqual(raced, []);
     assert.notEqual(r.windows[0]!.to, Infinity);
+    relay.send(listing(IPS[2]!));
+    assert.deepEqual(relay.events.slice(3), ['hold n2'], 'the window is still open');
+    assert.equal(r.stats.retried, 1);
+    mock.timers.tick(9_000);
+    r.close();
+    relay.send(listing(IPS[0]!));
+    assert.deepEqual(relay.events.slice(3), ['hold n2', 'arm via n1', 'release n2'], 'closed: nothing held');
+  });
+
+  it('tries again when the lister removed nothing by the time the new owner was let go', () => {
+    const { relay, r, raced } = race(0);
+    r.open(FAULT);
+    relay.send(listing(IPS[2]!));
+    mock.timers.tick(3_000);
+    relay.send(entryPut(IPS[1]!));
+    relay.send(linkPut(IPS[1]!));
+    relay.send(renewal(IPS[1]!));
+    assert.deepEqual(relay.events, ['hold n2', 'arm via n0', 'hold n1', 'release n2']);
+    assert.equal(raced.length, 1);
+    mock.timers.tick(10_000);
+    assert.equal(relay.events.at(-1), 'release n1');
+    relay.send(listing(IPS[1]!));
+    assert.equal(relay.events.at(-1), 'hold n1', 'the next listing is held');
   });
 
   it('lets the lister go at once when no node can re-arm, and holds nothing after its window closed', () => {
@@ -198,6 +229,27 @@ describe('relay faults: the staleListHold race', () => {
     assert.deepEqual(relay.events, ['hold n2']);
   });
 
+  it("holds only the listings of the window's own actors", () => {
+    const relay = new FakeRelay();
+    const r = new StaleListRace(
+      relay,
+      (n) => IPS[n]!,
+      (ip) => IPS.indexOf(ip),
+      {
+        eligible: (t, f) => f.slots.includes(Number(/^a(\d+)i/.exec(t.name)![1])),
+        arm: () => 0,
+        raced: () => undefined,
+        log: () => undefined,
+      },
+    );
+    r.open(FAULT);
+    relay.send(listing(IPS[0]!, `run-1/alarms/chaos/00${DUE}/ChaosLedger.t/${Buffer.from('a3i0').toString('hex')}/`));
+    assert.deepEqual(relay.events, []);
+    relay.send(listing(IPS[0]!));
+    assert.deepEqual(relay.events, ['hold n0']);
+    r.dispose();
+  });
+
   it('releases whatever it holds when disposed', () => {
     const { relay, r } = race(1);
     r.open(FAULT);
@@ -206,5 +258,22 @@ describe('relay faults: the staleListHold race', () => {
     assert.deepEqual(relay.events, ['hold n0', 'release n0']);
     mock.timers.tick(10_000);
     assert.deepEqual(relay.events, ['hold n0', 'release n0'], 'no timer left');
+  });
+});
+
+describe('relay faults: calm spans', () => {
+  it('merges the spans that overlap, in time order', () => {
+    assert.deepEqual(
+      mergedSpans([
+        { from: 50, to: 60 },
+        { from: 0, to: 10 },
+        { from: 5, to: 20 },
+        { from: 20, to: 30 },
+      ]),
+      [
+        { from: 0, to: 30 },
+        { from: 50, to: 60 },
+      ],
+    );
   });
 });

@@ -23,8 +23,15 @@
  *      on its way —, or 10 s after it
  *      was held if S removes nothing; S is released at the latest `maxHeldMs` after it was held
  *
- * The fault is aimed at a window (a long holdWrites, whose aimed alarms another node delivers as
- * stale, plan.ts); a window without a stale listing passes with nothing held.
+ * The fault is aimed at a window (a long holdWrites, plan.ts): the held node takes the race's own
+ * actors (no op of the workload reaches them) before its writes are held, and an alarm armed on
+ * each through it just after is delivered as stale by another node. Only listings of those actors
+ * are held; a race that ends without the lister's removal (no node took the actor over, none
+ * could set the time again) is tried again on the next such listing while the window is open; a
+ * window without one passes with nothing held. Around it, from before the setup until the race's
+ * tail, the plan leaves no other fault and every node's bucket profile is calm (`runRelayFaults`):
+ * a pause of the lister just after its listing landed, or a bucket that refused the new owner's
+ * writes, lost the race before.
  */
 import { nameFromHex } from '../../src/core/address.js';
 import type { RelayedRequest } from './bucket-relay.js';
@@ -48,8 +55,11 @@ export interface RaceTarget {
 }
 
 export interface RaceHooks {
-  /** Whether the alarm time of this actor may be set again (one the workload destroyed may not): if not, its listing goes on. */
-  eligible(target: RaceTarget): boolean;
+  /**
+   * Whether the race is made on this listing: an actor of the window's own (`fault.slots`) whose
+   * alarm time may be set again (one the workload destroyed may not); if not, its listing goes on.
+   */
+  eligible(target: RaceTarget, fault: RelayFault): boolean;
   /** Set `target.dueMs` on the actor through a node other than `held`; the node chosen, or undefined (none can). */
   arm(target: RaceTarget, held: number): number | undefined;
   /** S released after C was held, and again when S's removal went through: the bucket is worth checking now. */
@@ -127,7 +137,7 @@ export class StaleListRace {
   private readonly timers = new Set<NodeJS.Timeout>();
   /** Nodes held now, by the race. */
   private readonly heldNodes = new Set<number>();
-  readonly stats = { windows: 0, listingsSeen: 0, listingsHeld: 0, armed: 0, raced: 0 };
+  readonly stats = { windows: 0, listingsSeen: 0, listingsHeld: 0, armed: 0, raced: 0, retried: 0 };
   /** From each held listing until the last node the race held is released (alarms late in them are excused). */
   readonly windows: FaultWindow<RelayFault>[] = [];
 
@@ -141,16 +151,30 @@ export class StaleListRace {
     relay.watch((r) => this.seen(r));
   }
 
+  /** The window open now, if any: a race lost in it waits for the next stale listing. */
+  private openFault: RelayFault | undefined;
+
   /** The fault's window opens: the next stale listing is held. */
   open(fault: RelayFault): void {
     if (this.phase.name !== 'off' && this.phase.name !== 'done') return;
     this.stats.windows++;
+    this.openFault = fault;
     this.phase = { name: 'waiting', fault };
   }
 
   /** The window closes: a race not begun is not begun; one under way runs to its end. */
   close(): void {
+    this.openFault = undefined;
     if (this.phase.name === 'waiting') this.phase = { name: 'done' };
+  }
+
+  /** A race ended without the lister's removal: the next stale listing is held while the window is open. */
+  private lost(): void {
+    if (this.openFault) {
+      this.stats.retried++;
+      this.hooks.log('the race is tried again on the next stale listing in the window');
+      this.phase = { name: 'waiting', fault: this.openFault };
+    } else this.phase = { name: 'done' };
   }
 
   /** Everything held goes on; no timer is left. */
@@ -173,7 +197,7 @@ export class StaleListRace {
       const target = staleListing(r);
       if (!target) return;
       this.stats.listingsSeen++;
-      if (!this.hooks.eligible(target)) return;
+      if (!this.hooks.eligible(target, p.fault)) return;
       this.hold(node);
       this.stats.listingsHeld++;
       this.windows.push({ fault: p.fault, from: Date.now(), to: Infinity, note: `n${node} held at its listing` });
@@ -184,7 +208,7 @@ export class StaleListRace {
         if (this.phase.name === 'listHeld' && this.heldNodes.has(node)) {
           this.hooks.log(`n${node} released after ${this.timings.maxHeldMs} ms: no node took the actor over and listed its time`);
           this.release(node);
-          this.phase = { name: 'done' };
+          this.lost();
         }
       });
       return;
@@ -240,7 +264,8 @@ export class StaleListRace {
     p.releaseAt = at;
     p.timer = this.after(at - Date.now(), () => {
       this.release(p.via);
-      this.phase = { name: 'done' };
+      if (p.deleted) this.phase = { name: 'done' };
+      else this.lost();
     });
   }
 
@@ -251,7 +276,7 @@ export class StaleListRace {
     if (via === undefined) {
       this.hooks.log(`no node to set the alarm again through: n${p.s} released`);
       this.release(p.s);
-      this.phase = { name: 'done' };
+      this.lost();
       return;
     }
     this.stats.armed++;
@@ -280,23 +305,56 @@ export class StaleListRace {
   }
 }
 
-/** Opens and closes the race's windows at the plan's times; resolves when the last has closed (or the run stopped). */
+/**
+ * Opens and closes the race's windows at the plan's times, and turns every node's bucket profile
+ * calm in their calm spans (`calm(true)` as the first begins, `calm(false)` as the last of those
+ * overlapping ends); resolves when the last has closed (or the run stopped), calm off.
+ */
 export async function runRelayFaults(
   faults: readonly RelayFault[],
   race: StaleListRace,
   startedAt: number,
   stopped: () => boolean,
   log: (line: string) => void,
+  calm: (on: boolean) => void,
 ): Promise<void> {
   const until = async (t: number) => {
     while (!stopped() && Date.now() < t) await sleep(Math.min(200, t - Date.now()));
   };
-  for (const f of faults) {
-    await until(startedAt + f.at);
-    if (stopped()) return;
-    log(describeRelayFault(f));
-    race.open(f);
-    await until(startedAt + f.at + f.forMs);
-    race.close();
+  const windows = async () => {
+    for (const f of faults) {
+      await until(startedAt + f.at);
+      if (stopped()) return;
+      log(describeRelayFault(f));
+      race.open(f);
+      await until(startedAt + f.at + f.forMs);
+      race.close();
+    }
+  };
+  const calmSpans = async () => {
+    for (const span of mergedSpans(faults.map((f) => f.calm))) {
+      await until(startedAt + span.from);
+      if (stopped()) return;
+      log(`+${(span.from / 1_000).toFixed(1)}s every node's bucket profile calm until +${(span.to / 1_000).toFixed(1)}s (a race's span)`);
+      calm(true);
+      await until(startedAt + span.to);
+      calm(false);
+    }
+  };
+  try {
+    await Promise.all([windows(), calmSpans()]);
+  } finally {
+    calm(false);
   }
+}
+
+/** Spans in time order, those that overlap merged. */
+export function mergedSpans(spans: readonly { from: number; to: number }[]): { from: number; to: number }[] {
+  const out: { from: number; to: number }[] = [];
+  for (const s of [...spans].sort((a, b) => a.from - b.from)) {
+    const last = out.at(-1);
+    if (last && s.from <= last.to) last.to = Math.max(last.to, s.to);
+    else out.push({ ...s });
+  }
+  return out;
 }

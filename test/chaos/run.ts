@@ -39,7 +39,7 @@ import {
 import { SlotDisks } from './disks.js';
 import { FaultInjector } from './faults.js';
 import { ChaosNodes, slotHost, type ChaosNet } from './nodes.js';
-import { actorName, fingerprint, MARGIN_MS, planRun, TIMINGS, type Plan, type Unsafe } from './plan.js';
+import { actorName, fingerprint, MARGIN_MS, planRun, TIMINGS, type Plan, type RelayFault, type Unsafe } from './plan.js';
 import { runRelayFaults, StaleListRace, type RaceTarget } from './relay-faults.js';
 import { printPlan, type ChaosReport, type FinalStats } from './report.js';
 import { sleep, Workload, type Violation } from './workload.js';
@@ -161,6 +161,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       () => stopped,
       injector,
       (line) => o.out(`fault ${line}`),
+      (on) => Array.from({ length: nodes.count }, (_, n) => nodes.calm(n, on)),
     );
     await waitUntil(() => stopped);
     clearTimeout(chaosEnd);
@@ -227,6 +228,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
             'stale listings held at the relay': race.stats.listingsHeld,
             'alarm times set again': race.stats.armed,
             'listings landed after the new entry': race.stats.raced,
+            'races tried again in their window': race.stats.retried,
           }
         : {}),
       ...Object.fromEntries(Object.entries(injector.exitedInFault).map(([k, n]) => [`exits during ${k}`, n])),
@@ -260,9 +262,9 @@ function staleListRace(
     if (!m || `${t.tenant}/${t.className}/${t.name}` !== actorName(Number(m[1]), Number(m[2]))) return undefined;
     return [Number(m[1]), Number(m[2])];
   };
-  const eligible = (t: RaceTarget) => {
+  const eligible = (t: RaceTarget, f: RelayFault) => {
     const s = slotOf(t);
-    return s !== undefined && workload.mayArm(...s);
+    return s !== undefined && f.slots.includes(s[0]) && workload.mayArm(...s);
   };
   const arm = (t: RaceTarget, held: number): number | undefined => {
     const m = slotOf(t);
@@ -279,7 +281,7 @@ function staleListRace(
 /** After a held listing landed behind a newer owner's entry, the online checks run at these delays. */
 const RACED_CHECKS_MS = [400, 1_200, 2_400];
 
-/** The plan's relay faults on the race's schedule, or each said skipped without a relay. */
+/** The plan's relay faults on the race's schedule (every node's bucket calm in their spans), or each said skipped without a relay. */
 function relayFaultsOf(
   race: StaleListRace | undefined,
   faults: Plan['relayFaults'],
@@ -287,13 +289,14 @@ function relayFaultsOf(
   stopped: () => boolean,
   injector: FaultInjector,
   log: (line: string) => void,
+  calm: (on: boolean) => void,
 ): Promise<void> {
   if (faults.length === 0) return Promise.resolve();
   if (!race) {
     injector.injected['staleListHold skipped (no bucket relay: S3 in namespaces only)'] = faults.length;
     return Promise.resolve();
   }
-  return runRelayFaults(faults, race, startedAt, stopped, log);
+  return runRelayFaults(faults, race, startedAt, stopped, log, calm);
 }
 
 /** The run's lab (and an S3 bucket's relay into it), or undefined, said loudly, where namespaces cannot be made. */

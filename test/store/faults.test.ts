@@ -192,6 +192,27 @@ describe('fault store', () => {
     }
   });
 
+  it('calmFile turns the seeded faults off while the file exists; the switches still apply', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kw-calm-'));
+    try {
+      const calmFile = join(dir, 'calm');
+      const cutWritesFile = join(dir, 'cut');
+      const { store } = faulty({ unavailable: 1, on: 'all', ambiguous: 1, stallWritesMs: 0, calmFile, cutWritesFile });
+      assert.equal(await codeOf(store.get('k')), ErrorCode.StoreUnavailable);
+      writeFileSync(calmFile, '');
+      assert.equal(await codeOf(store.put('k', text('v'))), 'ok', 'no refusal, no lost answer');
+      assert.deepEqual((await store.get('k'))?.body, text('v'));
+      writeFileSync(cutWritesFile, '');
+      assert.equal(await codeOf(store.put('k', text('w'))), ErrorCode.StoreUnavailable, 'a cut is no seeded fault');
+      rmSync(cutWritesFile);
+      rmSync(calmFile);
+      assert.equal(await codeOf(store.get('k')), ErrorCode.StoreUnavailable);
+      assert.equal(parseFaultUrl(`fault+memory:?calmFile=${encodeURIComponent(calmFile)}`).plan.calmFile, calmFile);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('failingFsync fails fsyncs with EIO while its file exists, and makes them otherwise', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kw-fsync-'));
     try {

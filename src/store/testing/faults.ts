@@ -34,6 +34,9 @@
  *   fsyncFailFile  while this file exists, a folder bucket's fsyncs fail with EIO (the kernel's
  *                answer after a lost write-back): the wrapped FsStore's `durability` seam
  *                (`failingFsync`; openStore builds it)
+ *   calmFile     while this file exists, the seeded faults above (unavailable, ambiguous, late,
+ *                stallWritesMs, slowdown) are off; the switch files still apply (a test that aims
+ *                a race at some nodes keeps the rest of the schedule off them meanwhile)
  *
  * Faults happen only inside windows: `burstMs` of every `burstEveryMs` (default: always), by the
  * injected clock, so under SimClock the schedule is virtual time. Each draw comes from the
@@ -85,6 +88,8 @@ export interface FaultPlan {
   holdWritesFile: string;
   /** While a file exists at this path, the wrapped folder bucket's fsyncs fail with EIO ('': never). */
   fsyncFailFile: string;
+  /** While a file exists at this path, no seeded fault is injected ('': never). */
+  calmFile: string;
 }
 
 export const NO_FAULTS: FaultPlan = {
@@ -104,6 +109,7 @@ export const NO_FAULTS: FaultPlan = {
   cutWritesFile: '',
   holdWritesFile: '',
   fsyncFailFile: '',
+  calmFile: '',
 };
 
 /** How often a held write looks whether its hold is over. */
@@ -168,7 +174,7 @@ export class FaultStore implements ObjectStore {
 
   private async write<T>(verb: Verb, keys: readonly string[], send: () => Promise<T>): Promise<T> {
     await this.hold(keys);
-    if (this.plan.stallWritesMs > 0) {
+    if (this.plan.stallWritesMs > 0 && !this.calm()) {
       this.injected.stalled++;
       await this.clock.sleep(this.plan.stallWritesMs);
     }
@@ -209,7 +215,7 @@ export class FaultStore implements ObjectStore {
   /** A throttle answer to a write, within the slowdown window (see the header). */
   private slowDown(verb: Verb): void {
     const { slowdown, slowdownInFlightMax, slowdownMs, retryAfterMs } = this.plan;
-    if (slowdown <= 0 && slowdownInFlightMax <= 0) return;
+    if ((slowdown <= 0 && slowdownInFlightMax <= 0) || this.calm()) return;
     if (slowdownMs > 0 && this.clock.now() - this.startedAt >= slowdownMs) return;
     const full = slowdownInFlightMax > 0 && this.writesInFlight >= slowdownInFlightMax;
     if (!full && !(slowdown > 0 && this.random.float() < slowdown)) return;
@@ -234,9 +240,14 @@ export class FaultStore implements ObjectStore {
     throw new StoreUnavailable(`${verb} refused: SlowDown (fault+)`);
   }
 
-  /** True with probability `p`, inside a burst window. */
+  /** Whether the calm switch is on: no seeded fault now. */
+  private calm(): boolean {
+    return this.plan.calmFile !== '' && existsSync(this.plan.calmFile);
+  }
+
+  /** True with probability `p`, inside a burst window (and not calm). */
   private draw(p: number): boolean {
-    if (p <= 0) return false;
+    if (p <= 0 || this.calm()) return false;
     const { burstEveryMs, burstMs } = this.plan;
     if (burstEveryMs > 0 && this.clock.now() % burstEveryMs >= burstMs) return false;
     return this.random.float() < p;
@@ -255,6 +266,7 @@ export function parseFaultUrl(url: string): { inner: string; plan: FaultPlan; se
     'cutWritesFile',
     'holdWritesFile',
     'fsyncFailFile',
+    'calmFile',
   );
   const { inner, params } = splitWrapperUrl(url, FAULT_SCHEME, names);
   const p = (name: string, fallback: number, max: number) => numberParam(url, params, name, fallback, 0, max);
@@ -277,6 +289,7 @@ export function parseFaultUrl(url: string): { inner: string; plan: FaultPlan; se
     cutWritesFile: params.get('cutWritesFile') ?? '',
     holdWritesFile: params.get('holdWritesFile') ?? '',
     fsyncFailFile: params.get('fsyncFailFile') ?? '',
+    calmFile: params.get('calmFile') ?? '',
   };
   if (plan.burstEveryMs > 0 && (plan.burstMs <= 0 || plan.burstMs > plan.burstEveryMs))
     throw new BadConfig(`${JSON.stringify(url)}: with burstEveryMs, burstMs must be from 1 to burstEveryMs`);
