@@ -117,9 +117,10 @@ export type Fault =
 export type FaultKind = Fault['kind'];
 
 /**
- * A fault the S3 bucket's relay makes (relay-faults.ts; S3 with the nodes in namespaces only),
- * drawn from a stream of its own so that every plan's ops, faults and fingerprint are what they
- * were before it existed.
+ * A fault the S3 bucket's relay makes (relay-faults.ts; S3 with the nodes in namespaces only), its
+ * `holdMs` drawn from a stream of its own. A plan with no holdWrites long enough for one is what
+ * it was before relay faults existed (ops, faults, fingerprint); one with such a hold plans the
+ * race's actors and ops and drops the faults in its calm span, whatever the bucket.
  *
  *   staleListHold  from `at` for `forMs`: the first stale removal's listing of one of the race's
  *                  own actors (`slots`, armed through the held node, raceOps) a node sends is held
