@@ -19,7 +19,7 @@ import { ErrorCode, LeaseLost, isKeepworkError, reviveError } from '../core/erro
 import type { Logger } from '../core/logger.js';
 import type { ActorEvent, BatchOutcome, EventResult } from '../workers/messages.js';
 import type { ActorLanes, Outcome } from './actor-lanes.js';
-import { NeverStarted, type RunOutcome, type WorkerGroup } from './worker-group.js';
+import { NeverStarted, StopSignal, type RunOutcome, type WorkerGroup } from './worker-group.js';
 
 /** A durable call's final outcome (its link landed, or never will): its reply, or its error. */
 function settleFinal(o: BatchOutcome): EventResult {
@@ -170,7 +170,7 @@ export class EventRunner {
     try {
       return await this.p.workers.runBatch(address, events, limit.signal);
     } finally {
-      if (limit.signal.aborted)
+      if (limit.signal.stopped)
         this.p.log.warn({ actor: address.key, events: events.length }, 'a batch stuck past its time limit; worker restarted');
       limit.cancel();
     }
@@ -182,19 +182,19 @@ export class EventRunner {
    * finished no event for handlerTimeoutMs + 5 s. A slow task on a thread that keeps finishing
    * others (waiting for the bucket, say) is not stuck, and neither is one queued behind others.
    */
-  private hardLimit(address: ActorAddress): { signal: AbortSignal; cancel(): void } {
-    const ac = new AbortController();
+  private hardLimit(address: ActorAddress): { signal: StopSignal; cancel(): void } {
+    const signal = new StopSignal();
     let seen = this.p.workers.progress(address);
     let timer: { cancel(): void } | undefined;
     const arm = () => {
       timer = this.p.clock.setTimer(this.p.config.handlerTimeoutMs + 5_000, () => {
         const now = this.p.workers.progress(address);
-        if (now === seen) return ac.abort();
+        if (now === seen) return signal.stop();
         seen = now;
         arm();
       });
     };
     arm();
-    return { signal: ac.signal, cancel: () => timer?.cancel() };
+    return { signal, cancel: () => timer?.cancel() };
   }
 }

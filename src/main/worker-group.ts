@@ -38,6 +38,37 @@ export type RunOutcome = (BatchOutcome & { final?: Promise<BatchOutcome> }) | { 
  */
 export class NeverStarted extends Overloaded {}
 
+/**
+ * Tells a task's worker to restart (the task's hard limit, event-runner.ts): what `submit` needs
+ * of an AbortSignal, without building one and its event-target listeners per event on the main
+ * thread (an AbortController, its signal and the listener cost about as much as posting the task).
+ * One listener at a time.
+ */
+export class StopSignal {
+  stopped = false;
+  private listener: (() => void) | undefined;
+
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    const listener = this.listener;
+    this.listener = undefined;
+    listener?.();
+  }
+
+  /** `f` runs once the signal stops (at once if it has); the function returned removes it. */
+  listen(f: () => void): () => void {
+    if (this.stopped) {
+      f();
+      return () => undefined;
+    }
+    this.listener = f;
+    return () => {
+      if (this.listener === f) this.listener = undefined;
+    };
+  }
+}
+
 /** How long a lost task's answer waits for the old thread to end. */
 const RETIRE_WAIT_MS = 5_000;
 
@@ -101,18 +132,11 @@ export class WorkerGroup {
    * the answer waits (at most RETIRE_WAIT_MS) for the old thread to end, so an event run again
    * does not find the old thread's transaction still open on its actor's database.
    */
-  private async submit(
-    worker: number,
-    task: ActorEvent | EventBatch,
-    signal?: AbortSignal,
-    transferList?: MessagePort[],
-  ): Promise<unknown> {
+  private async submit(worker: number, task: ActorEvent | EventBatch, signal?: StopSignal, transferList?: MessagePort[]): Promise<unknown> {
     const pool = this.pools[worker]!;
     const gate = newStartGate();
     const ran = post(pool, task, gate, transferList);
-    const restart = () => this.restart(worker, pool);
-    if (signal?.aborted) restart();
-    else signal?.addEventListener('abort', restart, { once: true });
+    const unlisten = signal?.listen(() => this.restart(worker, pool));
     try {
       return await ran;
     } catch (e) {
@@ -121,7 +145,7 @@ export class WorkerGroup {
       await this.retired(pool);
       return new Lost(begun, e);
     } finally {
-      signal?.removeEventListener('abort', restart);
+      unlisten?.();
     }
   }
 
@@ -144,7 +168,7 @@ export class WorkerGroup {
   }
 
   /** One event. Its worker restarted under it: OutcomeUnknown if its handler had begun, NeverStarted if not. */
-  async run(event: ActorEvent, signal?: AbortSignal): Promise<EventResult> {
+  async run(event: ActorEvent, signal?: StopSignal): Promise<EventResult> {
     const r = await this.submit('address' in event ? this.workerOf(event.address) : 0, event, signal);
     if (r instanceof Lost) throw r.begun > 0 ? outcomeUnknown(r.cause) : neverStarted(r.cause);
     return r as EventResult;
@@ -158,7 +182,7 @@ export class WorkerGroup {
    * restarted under it, the events whose handler had begun fail with OutcomeUnknown and the rest
    * are `notStarted`.
    */
-  async runBatch(address: ActorAddress, events: ActorEvent[], signal?: AbortSignal): Promise<RunOutcome[]> {
+  async runBatch(address: ActorAddress, events: ActorEvent[], signal?: StopSignal): Promise<RunOutcome[]> {
     const worker = this.workerOf(address);
     if (!events.some((e) => e.type === 'request' && e.durable)) {
       const r = await this.submit(worker, { type: 'batch', events }, signal);

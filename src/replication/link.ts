@@ -46,7 +46,7 @@ export function encodeLink(fields: Omit<LinkHeader, 'v' | 'size' | 'sha256'>, pa
   const json = Buffer.from(JSON.stringify(header), 'utf8');
   const len = Buffer.alloc(4);
   len.writeUInt32BE(json.length);
-  const unsealed = Buffer.concat([MAGIC, len, json, deflateSync(payload, { level: 3 })]);
+  const unsealed = Buffer.concat([MAGIC, len, json, deflateSync(payload, { level: 3, chunkSize: deflateChunk(payload.byteLength) })]);
   return Buffer.concat([unsealed, hash('sha256', unsealed, 'buffer')]);
 }
 
@@ -76,6 +76,18 @@ export function decodeLink(body: Uint8Array, expectSeq?: number): Link {
   }
   return { header, payload: new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength) };
 }
+
+/**
+ * The output buffer of a link's deflate: about an eighth of the payload (database pages deflate
+ * to less: a 12 KB delta to ~0.5 KB), between 1 KB and zlib's default 16 KB; more output takes
+ * more chunks. zlib's default 16 KB for every link was the largest buffer most deliveries made
+ * (a worker's full collections follow the bytes of buffers it allocates: docs/benchmarks.md).
+ */
+function deflateChunk(payloadBytes: number): number {
+  return Math.min(DEFLATE_CHUNK_MAX, Math.max(DEFLATE_CHUNK_MIN, payloadBytes >> 3));
+}
+const DEFLATE_CHUNK_MIN = 1024;
+const DEFLATE_CHUNK_MAX = 16 * 1024;
 
 /**
  * Inflating into one buffer of the payload's size: the default 16 KB chunks, then a

@@ -85,10 +85,12 @@ export function imageOf(base: Buffer, deltas: readonly PageDelta[]): Buffer {
 export function diffImages(before: Uint8Array, now: Uint8Array, pageSize: number): PageDelta | null {
   const count = now.length / pageSize;
   const pages: PageDelta['pages'] = [];
+  const nowBytes = Buffer.from(now.buffer, now.byteOffset, now.byteLength); // compared in place: no view per page
   for (let pgno = 1; pgno <= count; pgno++) {
     const from = (pgno - 1) * pageSize;
-    const page = now.subarray(from, from + pageSize);
-    if (from + pageSize <= before.length && Buffer.compare(page, before.subarray(from, from + pageSize)) === 0) continue;
+    const to = from + pageSize;
+    if (to <= before.length && nowBytes.compare(before, from, to, from, to) === 0) continue;
+    const page = now.subarray(from, to);
     pages.push({ pgno, data: pgno === 1 ? forBucket(page) : page });
   }
   if (pages.length === 0 && before.length === now.length) return null;

@@ -49,8 +49,28 @@ const REFUSED_WORDS = new Set(['ATTACH', 'DETACH', 'VACUUM']);
 /** A string literal SQLite would take for an internal table's name. */
 const INTERNAL_NAME = /^_keep_[a-z0-9_$]*$/i;
 
+/**
+ * SQL texts the guard passed, remembered per thread (the verdict depends on the text alone): a
+ * handler's statements are the same few texts on every actor, each read again (tokens,
+ * statements) at every actor's first prepare. Refused texts are not kept. Bounded in count and in
+ * length; past the count the oldest go.
+ */
+const PASSED_MAX = 512;
+const PASSED_CHARS_MAX = 4096;
+const passed = new Set<string>();
+
 export function checkGuestSql(sql: unknown): string {
   if (typeof sql !== 'string') throw new SqlRefused(`SQL must be a string, got ${typeof sql}`);
+  if (passed.has(sql)) return sql;
+  checkText(sql);
+  if (sql.length <= PASSED_CHARS_MAX) {
+    passed.add(sql);
+    if (passed.size > PASSED_MAX) passed.delete(passed.values().next().value!);
+  }
+  return sql;
+}
+
+function checkText(sql: string): void {
   const refuse = (why: string): never => {
     throw new SqlRefused(`refused SQL (${why}); nothing ran: ${sql.length > 120 ? sql.slice(0, 117) + '...' : sql}`);
   };
@@ -64,7 +84,6 @@ export function checkGuestSql(sql: unknown): string {
     const why = statementRefusal(statement);
     if (why) refuse(why);
   }
-  return sql;
 }
 
 function tokenRefusal(t: Token): string | undefined {

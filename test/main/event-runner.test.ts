@@ -6,7 +6,7 @@ import { silentLogger } from '../../src/core/logger.js';
 import { ActorLanes } from '../../src/main/actor-lanes.js';
 import { OutcomeUnknown } from '../../src/core/errors.js';
 import { EventRunner, HoldChanged, REQUEUES_MAX } from '../../src/main/event-runner.js';
-import { NeverStarted, type RunOutcome } from '../../src/main/worker-group.js';
+import { NeverStarted, type RunOutcome, type StopSignal } from '../../src/main/worker-group.js';
 import type { ActorEvent, BatchOutcome, EventResult } from '../../src/workers/messages.js';
 
 const A = parseAddress('t/C/a');
@@ -173,13 +173,13 @@ describe('EventRunner: the requests of one actor in one worker task', () => {
       lanes,
       workers: {
         run: async () => ({ type: 'ok', alarmAt: null, deleted: false, ran: true }),
-        runBatch: async (_a: ActorAddress, events: ActorEvent[], signal?: AbortSignal) => {
+        runBatch: async (_a: ActorAddress, events: ActorEvent[], signal?: StopSignal) => {
           if (events.length === 1) {
             await first; // the lone first call: it finishes once released
             return [{ type: 'ok', alarmAt: null, deleted: false, ran: true }];
           }
           return new Promise<BatchOutcome[]>((_resolve, reject) =>
-            signal!.addEventListener('abort', () => {
+            signal!.listen(() => {
               aborted.push(clock.now());
               reject(new Error('The task has been aborted'));
             }),

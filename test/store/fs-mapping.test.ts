@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { ErrorCode } from '../../src/core/errors.js';
 import { etagOf } from '../../src/store/etag.js';
@@ -20,6 +20,7 @@ import {
   encodeSegment,
   objectNames,
 } from '../../src/store/fs/store.js';
+import { insideRoot } from '../../src/store/fs/paths.js';
 import { SMALL_PAGES, tempRoot, tree, withStore } from './fs-fixture.js';
 import { allKeys } from '../helpers/all-keys.js';
 import { str, text } from '../helpers/bytes.js';
@@ -69,6 +70,22 @@ describe('fs store: on-disk mapping', () => {
     assert.equal(decodeSegment('%41'), null, 'non-canonical escape');
     assert.equal(decodeSegment('%FF'), null, 'bad UTF-8');
     assert.equal(decodeSegment('a~'), null);
+  });
+
+  it('a digit segment and a long one map to their pieces, the last a file', () => {
+    assert.deepEqual(objectNames('alarms/t/001796115600000/e'), ['alarms', 't', '001796+', '115+', '600+', '000', 'e~']);
+    const long = 'a'.repeat(PIECE_CHARS_MAX) + 'bc';
+    assert.deepEqual(objectNames(`n/${long}`), ['n', 'a'.repeat(PIECE_CHARS_MAX) + '+', 'bc~']);
+    assert.deepEqual(objectNames(`n/${long}/x`), ['n', 'a'.repeat(PIECE_CHARS_MAX) + '+', 'bc', 'x~']);
+  });
+
+  it('a path below the root is what path.resolve makes of it; one that would leave the root is refused', () => {
+    const root = resolve(tempRoot(), 'bucket');
+    for (const names of [['a~'], ['holds', 't1', 'Counter', '6a6f65~'], ['n', 'x+', 'y', 'z~']])
+      assert.equal(insideRoot(root, names), resolve(root, ...names));
+    // A long segment's last piece may be `..` as a folder: never a way out of the bucket.
+    assert.throws(() => insideRoot(root, ['x+', '..', '..', 'escape~']), { code: ErrorCode.BadRequest });
+    assert.equal(insideRoot(root, ['x+', '..', 'y~']), resolve(root, 'y~'));
   });
 
   it('a and a/b coexist; deleting either leaves the other', async () => {

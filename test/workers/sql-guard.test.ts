@@ -262,3 +262,19 @@ describe('guest SQL guard: properties', () => {
     );
   });
 });
+
+describe('guest SQL guard: remembered verdicts', () => {
+  it('a text it passed passes again; a refused one is refused every time, also after many others passed', () => {
+    const ok = 'SELECT * FROM remembered_t WHERE id = ?';
+    const bad = 'SELECT * FROM _keep_meta -- remembered';
+    assert.equal(checkGuestSql(ok), ok);
+    assert.equal(checkGuestSql(ok), ok);
+    for (let i = 0; i < 3; i++) assert.throws(() => checkGuestSql(bad), { code: 'SQL_REFUSED' });
+    for (let i = 0; i < 2_000; i++) checkGuestSql(`SELECT ${i} FROM remembered_t`);
+    assert.throws(() => checkGuestSql(bad), { code: 'SQL_REFUSED' });
+    assert.equal(checkGuestSql(ok), ok);
+    const long = `SELECT 1 ${' '.repeat(10_000)}`;
+    assert.equal(checkGuestSql(long), long);
+    assert.throws(() => checkGuestSql(`${long}; ATTACH 'x' AS y`), { code: 'SQL_REFUSED' });
+  });
+});

@@ -41,6 +41,7 @@ export const DIGIT_SEGMENT_CHARS = 15;
  * one name per 11.6 days of spread; each group below it has at most 1,000 names.
  */
 const DIGIT_CUTS: readonly number[] = [6, 9, 12];
+const DIGIT_FROM: readonly number[] = [0, ...DIGIT_CUTS];
 const DIGIT_SEGMENT = new RegExp(`^[0-9]{${DIGIT_SEGMENT_CHARS}}$`);
 const ENCODED_NAME = /^(?:[A-Za-z0-9._-]|%[0-9A-F]{2})+$/;
 const PLAIN_NAME = /^[A-Za-z0-9._-]+$/;
@@ -56,6 +57,7 @@ function isPlainByte(b: number): boolean {
 }
 
 export function encodeSegment(text: string): string {
+  if (PLAIN_NAME.test(text)) return text; // nothing to escape (the common case: every byte is its own character)
   let out = '';
   for (const b of Buffer.from(text, 'utf8'))
     out += isPlainByte(b) ? String.fromCharCode(b) : `%${b < 16 ? '0' : ''}${b.toString(16).toUpperCase()}`;
@@ -76,7 +78,7 @@ export function decodeSegment(name: string): string | null {
 
 /** A segment's encoding cut between characters into names of at most PIECE_CHARS_MAX chars. */
 function piecesOf(segment: string): string[] {
-  if (DIGIT_SEGMENT.test(segment)) return [0, ...DIGIT_CUTS].map((from, i) => segment.slice(from, DIGIT_CUTS[i]));
+  if (DIGIT_SEGMENT.test(segment)) return DIGIT_FROM.map((from, i) => segment.slice(from, DIGIT_CUTS[i]));
   const whole = encodeSegment(segment);
   if (whole.length <= PIECE_CHARS_MAX) return [whole];
   const pieces: string[] = [];
@@ -99,13 +101,32 @@ export function folderNames(segment: string): string[] {
 /** Path components of a validated key's object file, relative to the root. */
 export function objectNames(key: string): string[] {
   const segments = key.split('/');
-  const last = folderNames(segments.pop()!);
-  last[last.length - 1] += OBJECT_MARK;
-  return [...segments.flatMap(folderNames), ...last];
+  const names: string[] = [];
+  for (const segment of segments) {
+    const pieces = piecesOf(segment);
+    for (let i = 0; i < pieces.length - 1; i++) names.push(pieces[i]! + CONTINUED_MARK);
+    names.push(pieces[pieces.length - 1]!);
+  }
+  names[names.length - 1] += OBJECT_MARK;
+  return names;
 }
 
+/** A root `path.resolve` leaves as it is (absolute, normalized), remembered: most stores ask about one root. */
+let resolvedRoot: string | undefined;
+
+/**
+ * The path of `names` below `root`; BadRequest if it would leave it. Names that are neither empty
+ * nor `.` nor `..` (no name holds a separator: `/` is encoded) are joined as they are, which is
+ * what `path.resolve` would make of them, without its parsing of every component.
+ */
 export function insideRoot(root: string, names: readonly string[]): string {
+  if (resolvedRoot !== root && path.resolve(root) === root && !root.endsWith(path.sep)) resolvedRoot = root;
+  if (resolvedRoot === root && names.length > 0 && names.every(joinable)) return root + path.sep + names.join(path.sep);
   const full = path.resolve(root, ...names);
   if (!full.startsWith(root + path.sep)) throw new BadRequest(`path ${full} escapes the bucket ${root}`);
   return full;
+}
+
+function joinable(name: string): boolean {
+  return name !== '' && name !== '.' && name !== '..' && !name.includes(path.sep);
 }
