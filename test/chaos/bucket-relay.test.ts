@@ -3,9 +3,12 @@
  * connection's bytes both ways to the endpoint, unchanged; closing it ends every connection. It
  * shows each HTTP request to its watchers before passing it on (bodies are not read as requests),
  * and holds what one address sends until it is released — then delivers it in order, even when
- * the sender closed its connection meanwhile.
+ * the sender closed its connection meanwhile. Its wire faults, per address: a 503 SlowDown it
+ * answers itself (the request's body dropped, the connection still usable), a write applied whose
+ * answer becomes a reset, and latency.
  */
 import assert from 'node:assert/strict';
+import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { BucketRelay, type RelayedRequest } from './bucket-relay.js';
@@ -159,5 +162,112 @@ describe('BucketRelay', () => {
     assert.equal(relay.isHeld('127.0.0.2'), false);
     held.destroy();
     other.destroy();
+  });
+
+  /** An HTTP server that applies every request (records its method, path and body) and answers 200 `ok <path>`. */
+  const relayToHttp = async () => {
+    const applied: { method: string; path: string; body: string; at: number }[] = [];
+    const server = createHttpServer((req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString('latin1')));
+      req.on('end', () => {
+        applied.push({ method: req.method!, path: req.url!, body, at: Date.now() });
+        res.end(`ok ${req.url}`);
+      });
+    });
+    server.keepAliveTimeout = 60_000;
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    closers.push(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    const port = (server.address() as { port: number }).port;
+    const relay = await BucketRelay.start(`s3://b?endpoint=http://127.0.0.1:${port}&region=x`, '127.0.0.1');
+    closers.push(() => relay.close());
+    return { applied, relay };
+  };
+  const put = (path: string, body: string) => `PUT ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`;
+  /** In a burst all the time: a burst as long as its period. */
+  const always = { burstEveryMs: 1_000, burstMs: 1_000 };
+
+  it('answers a write 503 SlowDown itself, drops its body, and serves the next request on that connection', async () => {
+    const { applied, relay } = await relayToHttp();
+    relay.wire('127.0.0.2', { seed: 1, slowDown: { writes: 1, reads: 0, ...always } });
+    const c = await client(relay, '127.0.0.2');
+    // The body looks like a request: it is dropped, not read as one.
+    const refused = until(c, '</Error>');
+    c.write(put('/b/k1', get('/b/inside-the-body')));
+    const answer = await refused;
+    assert.match(answer, /^HTTP\/1\.1 503 Slow Down\r\n/);
+    assert.match(answer, /<Code>SlowDown<\/Code>/);
+    const length = Number(/Content-Length: (\d+)/.exec(answer)![1]);
+    assert.equal(Buffer.byteLength(answer.slice(answer.indexOf('\r\n\r\n') + 4)), length);
+    // A read is not refused (reads: 0), on the same connection.
+    const served = until(c, 'ok /b/k2');
+    c.write(get('/b/k2'));
+    await served;
+    assert.deepEqual(
+      applied.map((a) => `${a.method} ${a.path}`),
+      ['GET /b/k2'],
+    );
+    assert.equal(relay.wireCounts.wire503, 1);
+    c.destroy();
+  });
+
+  it('applies a write and resets the connection instead of passing its answer', async () => {
+    const { applied, relay } = await relayToHttp();
+    relay.wire('127.0.0.3', { seed: 1, reset: 1 });
+    const c = await client(relay, '127.0.0.3');
+    let got = '';
+    c.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    const failed = new Promise<NodeJS.ErrnoException | undefined>((r) => {
+      c.once('error', (e) => r(e));
+      c.once('close', () => r(undefined));
+    });
+    c.write(put('/b/k3', 'the body'));
+    const e = await failed;
+    assert.equal(e?.code, 'ECONNRESET');
+    assert.equal(got, '');
+    assert.deepEqual(applied, [{ ...applied[0]!, method: 'PUT', path: '/b/k3', body: 'the body' }]);
+    assert.equal(relay.wireCounts.wireReset, 1);
+    // Reads are not reset; other addresses meet no fault.
+    for (const from of ['127.0.0.3', '127.0.0.1']) {
+      const d = await client(relay, from);
+      const served = until(d, 'ok /b/k3');
+      d.write(get('/b/k3'));
+      await served;
+      d.destroy();
+    }
+    assert.equal(relay.wireCounts.wireReset, 1);
+  });
+
+  it('delays each request of the address, in order, and none while calm', async () => {
+    const { applied, relay } = await relayToHttp();
+    relay.wire('127.0.0.4', { seed: 1, latencyMs: { min: 150, max: 150 } });
+    const c = await client(relay, '127.0.0.4');
+    const sentAt = Date.now();
+    const served = until(c, 'ok /b/second');
+    c.write(get('/b/first') + get('/b/second'));
+    await served;
+    assert.deepEqual(
+      applied.map((a) => a.path),
+      ['/b/first', '/b/second'],
+    );
+    // Timers fire no earlier than asked (give or take a ms of rounding); no upper bound asserted.
+    assert.ok(applied[0]!.at - sentAt >= 149, `${applied[0]!.at - sentAt} ms`);
+    assert.equal(relay.wireCounts.wireLatency, 2);
+    relay.calm(true);
+    const calm = until(c, 'ok /b/calm');
+    c.write(get('/b/calm'));
+    await calm;
+    assert.equal(relay.wireCounts.wireLatency, 2);
+    relay.calm(false);
+    relay.wire('127.0.0.4', undefined);
+    const off = until(c, 'ok /b/off');
+    c.write(get('/b/off'));
+    await off;
+    assert.equal(relay.wireCounts.wireLatency, 2);
+    c.destroy();
   });
 });

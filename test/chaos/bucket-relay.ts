@@ -18,8 +18,24 @@
  *   release(ip)    what waited goes on, in order, connection by connection, and the rest flows —
  *                  also on connections the node closed meanwhile (its client timed out): a request
  *                  delivered late, applied after its caller gave up on it
+ *
+ * and can make one address's requests fail as a bucket's do on the wire (`wire(ip, faults)`, a
+ * node run's wire profile; none while the address is held, nor while `calm`):
+ *
+ *   latency    each request waits 20–200 ms before its first byte goes on (a 503 answer too)
+ *   slowDown   in bursts, a fraction of the writes (PUT, POST, DELETE) and of the reads is answered
+ *              `503 SlowDown` by the relay with S3's XML error body and a Content-Length: the
+ *              request's body (its Content-Length known) is read and dropped, never forwarded,
+ *              and the connection stays usable for the next request
+ *   reset      a fraction of the writes goes on whole; when the endpoint's answer starts to come
+ *              back (the write applied), the relay resets the node's connection and closes the
+ *              endpoint's, passing none of it: an ambiguous write the node must read back
+ *
+ * The answers of one connection come back in the order of its requests only because the S3
+ * clients send one request at a time on a connection (undici's pipelining 1, node:http's Agent).
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { SeededRandom } from '../../src/core/random.js';
 
 /** One HTTP request a node sent, as the relay read it. */
 export interface RelayedRequest {
@@ -31,13 +47,73 @@ export interface RelayedRequest {
   query: URLSearchParams;
 }
 
+/** The wire faults of one node run (plan.ts draws them from the seed). */
+export interface WireFaults {
+  /** Seeds the per-request draws. */
+  seed: number;
+  /** Each request waits a time drawn in [min, max] ms before it goes on. */
+  latencyMs?: { min: number; max: number };
+  /**
+   * In bursts of `burstMs` at the end of every `burstEveryMs` from the run's start, this fraction
+   * of the writes and of the reads is answered 503 SlowDown by the relay.
+   */
+  slowDown?: { writes: number; reads: number; burstEveryMs: number; burstMs: number };
+  /** This fraction of the writes is applied and its answer replaced by a reset. */
+  reset?: number;
+}
+
+/** What the relay made of the wire faults, by kind. */
+export interface WireCounts {
+  wire503: number;
+  wireReset: number;
+  wireLatency: number;
+}
+
+/** What happens to one request. */
+interface Fate {
+  delayMs: number;
+  answer: 'forward' | 'slowDown' | 'reset';
+}
+
+const FORWARD: Fate = { delayMs: 0, answer: 'forward' };
+const WRITES = new Set(['PUT', 'POST', 'DELETE']);
+
+/** S3's answer to a request it throttles. */
+function slowDownAnswer(method: string): Buffer {
+  const body =
+    method === 'HEAD'
+      ? ''
+      : '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message><RequestId>kw-relay</RequestId></Error>';
+  const head = [
+    'HTTP/1.1 503 Slow Down',
+    'Content-Type: application/xml',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    `Date: ${new Date().toUTCString()}`,
+    'Connection: keep-alive',
+  ].join('\r\n');
+  return Buffer.from(`${head}\r\n\r\n${body}`, 'latin1');
+}
+
 /** Requests whose head (request line and headers) is larger than this are not read: the connection is passed through. */
 const HEAD_MAX = 64 * 1024;
 
 /** One relayed connection: the node's end, the endpoint's, and what the node sent that waits. */
+/** Bytes, the node's end of the stream (`null`), or the mark that the request before it was a write to reset at its answer. */
+type Piece = Buffer | null | 'armReset';
+
 class Relayed {
-  /** Bytes (and the node's end of the stream, `null`) waiting while the sender is held. */
-  readonly waiting: (Buffer | null)[] = [];
+  /** Pieces waiting while the sender is held. */
+  readonly waiting: Piece[] = [];
+  /** Pieces waiting for their request's latency, with the time they go on. */
+  private readonly delayed: { piece: Piece; at: number }[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  /** When the current request's pieces go on. */
+  private sendAt = 0;
+  /** The current request: its body is dropped (answered 503 by the relay), and what comes after its body. */
+  private dropping: { method: string; delayMs: number } | undefined;
+  private resetAfterBody = false;
+  /** The last request forwarded is a write whose answer is replaced by a reset. */
+  resetArmed = false;
   /** Bytes of a request head not complete yet. */
   private head = Buffer.alloc(0);
   /** Body bytes of the current request still to pass. */
@@ -48,18 +124,20 @@ class Relayed {
   constructor(
     readonly from: string,
     readonly up: Socket,
+    private readonly down: Socket,
     private readonly relay: BucketRelay,
   ) {}
 
   /** Bytes from the node: split at request starts, each request shown to the watchers before it goes on. */
   received(chunk: Buffer): void {
     while (chunk.length > 0) {
-      if (this.unread) return this.pass(chunk);
+      if (this.unread) return this.emit(chunk);
       if (this.bodyLeft > 0) {
         const n = Math.min(this.bodyLeft, chunk.length);
-        this.pass(chunk.subarray(0, n));
+        if (!this.dropping) this.emit(chunk.subarray(0, n));
         this.bodyLeft -= n;
         chunk = chunk.subarray(n);
+        if (this.bodyLeft === 0) this.requestEnded();
         continue;
       }
       this.head = Buffer.concat([this.head, chunk]);
@@ -74,14 +152,86 @@ class Relayed {
       this.head = Buffer.alloc(0);
       const parsed = parseHead(head.toString('latin1'));
       if (!parsed) {
-        this.pass(head);
+        this.emit(head);
         this.passUnread(chunk);
         return;
       }
       this.bodyLeft = parsed.contentLength;
-      this.relay.seen({ from: this.from, method: parsed.method, path: parsed.path, query: parsed.query });
-      this.pass(head);
+      const fate = this.relay.fateOf(this.from, parsed.method);
+      this.sendAt = Math.max(this.sendAt, Date.now() + fate.delayMs);
+      this.dropping = fate.answer === 'slowDown' ? { method: parsed.method, delayMs: fate.delayMs } : undefined;
+      this.resetAfterBody = fate.answer === 'reset';
+      if (!this.dropping) {
+        this.relay.seen({ from: this.from, method: parsed.method, path: parsed.path, query: parsed.query });
+        this.emit(head);
+      }
+      if (this.bodyLeft === 0) this.requestEnded();
     }
+  }
+
+  /** The current request's last byte was read: a dropped one is answered 503, a write to reset is marked. */
+  private requestEnded(): void {
+    if (this.dropping) {
+      const { method, delayMs } = this.dropping;
+      this.dropping = undefined;
+      const answer = () => {
+        if (this.down.destroyed) return;
+        this.relay.wireCounts.wire503++;
+        this.down.write(slowDownAnswer(method));
+      };
+      if (delayMs > 0) this.later(answer, delayMs);
+      else answer();
+    } else if (this.resetAfterBody) {
+      this.resetAfterBody = false;
+      this.emit('armReset');
+    }
+  }
+
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  private later(fn: () => void, ms: number): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, ms);
+    this.timers.add(t);
+  }
+
+  /** A piece of the current request: on at once, or after its request's latency (behind what waits already). */
+  private emit(piece: Piece): void {
+    if (this.delayed.length === 0 && Date.now() >= this.sendAt) return this.pass(piece);
+    this.delayed.push({ piece, at: this.sendAt });
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.timer || this.delayed.length === 0) return;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        while (this.delayed.length > 0 && this.delayed[0]!.at <= Date.now()) this.pass(this.delayed.shift()!.piece);
+        this.schedule();
+      },
+      Math.max(0, this.delayed[0]!.at - Date.now()),
+    );
+  }
+
+  /** The endpoint's answer starts: passed on, or, after a write marked to reset, both connections reset. */
+  answered(): boolean {
+    if (!this.resetArmed) return true;
+    this.resetArmed = false;
+    this.relay.wireCounts.wireReset++;
+    this.down.resetAndDestroy();
+    this.up.destroy();
+    return false;
+  }
+
+  /** Timers stopped (the relay closes). */
+  dispose(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
   }
 
   private over = false;
@@ -90,7 +240,7 @@ class Relayed {
   ended(): void {
     if (this.over) return;
     this.over = true;
-    this.pass(null);
+    this.emit(null);
   }
 
   flush(): void {
@@ -101,17 +251,18 @@ class Relayed {
     this.unread = true;
     const bytes = Buffer.concat([this.head, rest]);
     this.head = Buffer.alloc(0);
-    if (bytes.length > 0) this.pass(bytes);
+    if (bytes.length > 0) this.emit(bytes);
   }
 
-  private pass(b: Buffer | null): void {
+  private pass(b: Piece): void {
     if (this.relay.isHeld(this.from) || this.waiting.length > 0) this.waiting.push(b);
     else this.write(b);
   }
 
-  private write(b: Buffer | null): void {
+  private write(b: Piece): void {
     if (this.up.destroyed) return;
-    if (b === null) this.up.end();
+    if (b === 'armReset') this.resetArmed = true;
+    else if (b === null) this.up.end();
     else this.up.write(b);
   }
 }
@@ -149,6 +300,10 @@ export class BucketRelay {
   private readonly connections = new Set<Relayed>();
   private readonly held = new Set<string>();
   private readonly watchers: ((r: RelayedRequest) => void)[] = [];
+  /** Each address's wire faults, their draws and when they began. */
+  private readonly wires = new Map<string, { faults: WireFaults; random: SeededRandom; since: number }>();
+  private isCalm = false;
+  readonly wireCounts: WireCounts = { wire503: 0, wireReset: 0, wireLatency: 0 };
 
   private constructor(
     private readonly server: Server,
@@ -174,7 +329,7 @@ export class BucketRelay {
 
   private accept(down: Socket, port: number, host: string): void {
     const up = connect(port, host);
-    const c = new Relayed(ipv4(down.remoteAddress), up, this);
+    const c = new Relayed(ipv4(down.remoteAddress), up, down, this);
     this.connections.add(c);
     for (const s of [down, up]) {
       this.sockets.add(s);
@@ -194,7 +349,39 @@ export class BucketRelay {
       this.connections.delete(c);
     });
     down.on('data', (chunk: Buffer) => c.received(chunk));
-    up.pipe(down);
+    up.on('data', (chunk: Buffer) => {
+      if (c.answered() && !down.write(chunk)) up.pause();
+    });
+    down.on('drain', () => up.resume());
+    up.once('end', () => down.end());
+  }
+
+  /** From now, `ip`'s requests meet these wire faults (a node run's; undefined: none). */
+  wire(ip: string, faults: WireFaults | undefined): void {
+    if (faults) this.wires.set(ip, { faults, random: new SeededRandom(faults.seed), since: Date.now() });
+    else this.wires.delete(ip);
+  }
+
+  /** No wire faults while on (a race's calm span, relay-faults.ts). */
+  calm(on: boolean): void {
+    this.isCalm = on;
+  }
+
+  /** @internal What happens to a request `ip` sends now. */
+  fateOf(ip: string, method: string): Fate {
+    const w = this.wires.get(ip);
+    if (!w || this.isCalm || this.held.has(ip)) return FORWARD;
+    const { faults, random } = w;
+    const delayMs = faults.latencyMs ? faults.latencyMs.min + random.int(faults.latencyMs.max - faults.latencyMs.min + 1) : 0;
+    if (delayMs > 0) this.wireCounts.wireLatency++;
+    const write = WRITES.has(method);
+    const s = faults.slowDown;
+    if (s) {
+      const inBurst = (Date.now() - w.since) % s.burstEveryMs >= s.burstEveryMs - s.burstMs;
+      if (inBurst && random.float() < (write ? s.writes : s.reads)) return { delayMs, answer: 'slowDown' };
+    }
+    if (write && faults.reset !== undefined && random.float() < faults.reset) return { delayMs, answer: 'reset' };
+    return { delayMs, answer: 'forward' };
   }
 
   /** `fn` sees every request before it goes on (and may `hold` its sender, this request included). */
@@ -229,6 +416,7 @@ export class BucketRelay {
   /** Stops listening and ends every connection (what waits is dropped). */
   async close(): Promise<void> {
     this.held.clear();
+    for (const c of this.connections) c.dispose();
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }

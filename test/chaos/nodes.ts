@@ -192,6 +192,9 @@ export class ChaosNodes {
   /** Every node process started so far (for the logs). */
   readonly all: ClusterNode[] = [];
 
+  /** Called as slot n's `run`-th start (0: the first) begins, before its process is spawned (the relay's wire faults, run.ts). */
+  onStart: ((n: number, run: number) => void) | undefined;
+
   /** Starts refused (a bucket fault met by the node's first writes: it exits, as it should). */
   startsRefused = 0;
 
@@ -239,6 +242,7 @@ export class ChaosNodes {
       ...(this.unsafe ? { unsafe: this.unsafe } : {}),
       ...(clockOffsetMs ? { clockOffsetMs } : {}),
     };
+    this.onStart?.(n, s.runs);
     s.state = 'starting';
     s.runs++;
     s.profile = profile;

@@ -4,7 +4,8 @@
  * restart, clean stop and restart, SIGSTOP/SIGCONT past the lease — alone or followed by a cut
  * from the bucket —, a partition from the bucket (reads and writes, or writes only) or between two
  * nodes, a full data dir), each node run's bucket profile (the `fault+` wrapper's
- * schedule) and each node run's clock offset (within skewBoundMs of every other node's). The same
+ * schedule), its wire profile (the bucket relay's faults on its requests: S3 in namespaces only)
+ * and each node run's clock offset (within skewBoundMs of every other node's). The same
  * seed gives the same plan on every machine; what real processes then make of it in time varies.
  *
  *   planRun(shape) ─▶ { ops, faults, profile(node, run), clockOffset(node, run) }
@@ -18,6 +19,7 @@
  */
 import { createHash } from 'node:crypto';
 import { SeededRandom } from '../../src/core/random.js';
+import type { WireFaults } from './bucket-relay.js';
 
 /** The nodes' timings (`--set`): a lease of 2 s, so a takeover takes seconds. */
 export const TIMINGS = Object.freeze({
@@ -162,6 +164,8 @@ export interface Plan {
   clockOffset(node: number, run: number): number;
   /** How the `i`-th fault is cut on the wire when the nodes run in network namespaces. */
   wireCut(i: number): WireCut;
+  /** The bucket relay's faults on a node's `run`-th start's requests (S3 in namespaces only). Not in the fingerprint. */
+  wire(node: number, run: number): WireProfile;
   /** The bucket relay's faults (S3 in namespaces only), in time order. */
   relayFaults: RelayFault[];
 }
@@ -182,6 +186,24 @@ export interface WireCut {
   direction: 'both' | 'in' | 'out';
 }
 
+/**
+ * A node run's wire profile: what the bucket relay does to its requests (bucket-relay.ts; S3 with
+ * the nodes in namespaces only). Drawn from a stream of its own, so no other part of a seed's plan
+ * changes with it (nor its fingerprint).
+ *
+ *   off       nothing
+ *   latency   every request waits 20–200 ms at the relay (its range drawn per run, each request's
+ *             wait per request)
+ *   slowDown  latency, and in bursts of 1–3 s every 8–16 s a third of the writes and a tenth of
+ *             the reads answered 503 SlowDown by the relay
+ *   reset     latency, and 3 % of the writes applied, their answer replaced by a reset
+ *   mixed     all three
+ */
+export interface WireProfile {
+  name: 'off' | 'latency' | 'slowDown' | 'reset' | 'mixed';
+  faults?: WireFaults;
+}
+
 export const actorName = (slot: number, incarnation: number) => `chaos/ChaosLedger/a${slot}i${incarnation}`;
 
 const OPS_PER_SECOND = 5;
@@ -196,6 +218,7 @@ export function planRun(shape: RunShape): Plan {
   const skewSeed = r.next32();
   const wireSeed = r.next32();
   const relayFaults = planRelayFaults(shape, faults, slots, new SeededRandom(r.next32()));
+  const wireProfileSeed = r.next32();
   const ops = withAimedOps(shape, outsideQuietSpells(base, faults), [...aimedOps(shape, slots, faults), ...raceOps(shape, relayFaults)]);
   return {
     shape,
@@ -205,6 +228,7 @@ export function planRun(shape: RunShape): Plan {
     profile: (node, run) => profileOf(new SeededRandom(profileSeed + node * 1_000 + run)),
     clockOffset: (node, run) => new SeededRandom(skewSeed + node * 1_000 + run).int(TIMINGS.skewBoundMs + 1) - TIMINGS.skewBoundMs / 2,
     wireCut: (i) => wireCutOf(new SeededRandom(wireSeed + i)),
+    wire: (node, run) => wireProfileOf(new SeededRandom(wireProfileSeed + node * 1_000 + run)),
     relayFaults,
   };
 }
@@ -291,6 +315,32 @@ function raceOps(shape: RunShape, races: readonly RelayFault[]): Aimed[] {
     });
   }
   return out.filter((o) => o.at >= 0 && o.at < shape.chaosMs);
+}
+
+function wireProfileOf(r: SeededRandom): WireProfile {
+  const seed = r.int(2 ** 31 - 1);
+  const min = 20 + r.int(61);
+  const latencyMs = { min, max: min + 20 + r.int(200 - min - 20 + 1) };
+  const slowDown = { writes: 0.3, reads: 0.1, burstEveryMs: 8_000 + r.int(8_001), burstMs: 1_000 + r.int(2_001) };
+  const reset = 0.03;
+  const p = r.float();
+  if (p < 0.2) return { name: 'off' };
+  if (p < 0.4) return { name: 'latency', faults: { seed, latencyMs } };
+  if (p < 0.6) return { name: 'slowDown', faults: { seed, latencyMs, slowDown } };
+  if (p < 0.8) return { name: 'reset', faults: { seed, latencyMs, reset } };
+  return { name: 'mixed', faults: { seed, latencyMs, slowDown, reset } };
+}
+
+export function describeWireProfile(w: WireProfile): string {
+  const f = w.faults;
+  if (!f) return w.name;
+  const parts = [`${f.latencyMs ? `${f.latencyMs.min}–${f.latencyMs.max} ms` : 'no latency'}`];
+  if (f.slowDown)
+    parts.push(
+      `503 SlowDown to ${f.slowDown.writes * 100} % of writes, ${f.slowDown.reads * 100} % of reads in ${f.slowDown.burstMs} ms bursts every ${f.slowDown.burstEveryMs} ms`,
+    );
+  if (f.reset !== undefined) parts.push(`${f.reset * 100} % of writes reset after applied`);
+  return `${w.name} (${parts.join('; ')})`;
 }
 
 function wireCutOf(r: SeededRandom): WireCut {

@@ -11,6 +11,7 @@ import {
   actorName,
   describeFault,
   describeRelayFault,
+  describeWireProfile,
   fingerprint,
   MARGIN_MS,
   SKEW_BEYOND_MS,
@@ -45,7 +46,7 @@ export interface ChaosReport {
   leftovers: { processes: number; tempDir: boolean; network: string[] };
 }
 
-export function printPlan(plan: Plan, o: { unsafe?: Unsafe; s3Url?: string; out: (line: string) => void }): void {
+export function printPlan(plan: Plan, o: { unsafe?: Unsafe; s3Url?: string; wire?: boolean; out: (line: string) => void }): void {
   const { seed, chaosMs, nodes } = plan.shape;
   o.out(
     `SEED=${seed} nodes=${nodes} chaos=${chaosMs / 1_000}s bucket=${o.s3Url ? 's3' : 'folder'}${o.unsafe ? ` UNSAFE=${o.unsafe}` : ''} plan=${fingerprint(plan)}`,
@@ -55,6 +56,8 @@ export function printPlan(plan: Plan, o: { unsafe?: Unsafe; s3Url?: string; out:
     o.out(
       `n${n} first bucket profile: ${plan.profile(n, 0).name} ${plan.profile(n, 0).query}; clock ${o.unsafe === 'skewBeyondBound' && n === 0 ? `+${SKEW_BEYOND_MS} (beyond the bound)` : plan.clockOffset(n, 0)} ms`,
     );
+  if (o.s3Url && o.wire === true)
+    for (let n = 0; n < nodes; n++) o.out(`n${n} first wire profile (S3 in namespaces only): ${describeWireProfile(plan.wire(n, 0))}`);
   o.out(`fault schedule (${plan.faults.length}):`);
   for (const f of plan.faults) o.out(`  ${describeFault(f)}`);
   if (plan.relayFaults.length > 0) o.out(`bucket relay faults (S3 in namespaces only; ${plan.relayFaults.length}):`);

@@ -39,7 +39,17 @@ import {
 import { SlotDisks } from './disks.js';
 import { FaultInjector } from './faults.js';
 import { ChaosNodes, slotHost, type ChaosNet } from './nodes.js';
-import { actorName, fingerprint, MARGIN_MS, planRun, TIMINGS, type Plan, type RelayFault, type Unsafe } from './plan.js';
+import {
+  actorName,
+  describeWireProfile,
+  fingerprint,
+  MARGIN_MS,
+  planRun,
+  TIMINGS,
+  type Plan,
+  type RelayFault,
+  type Unsafe,
+} from './plan.js';
 import { runRelayFaults, StaleListRace, type RaceTarget } from './relay-faults.js';
 import { printPlan, type ChaosReport, type FinalStats } from './report.js';
 import { sleep, Workload, type Violation } from './workload.js';
@@ -59,6 +69,8 @@ export interface ChaosOptions {
   keep?: boolean;
   /** false: every node in this network namespace even where namespaces can be made (default: where they can). */
   netns?: boolean;
+  /** Each node run's wire profile at the bucket relay (S3 in namespaces; default: off, see docs/testing.md). */
+  wire?: boolean;
   out: (line: string) => void;
 }
 
@@ -123,6 +135,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   if (!disks) o.out(`!!! NO SMALL DISKS (${(mounted as { unavailable: string }).unavailable}): the diskFull faults are skipped !!!`);
   const net = await networkNamespaces(o, root, bucket);
   const nodes = new ChaosNodes(root, net?.relay?.nodeUrl ?? bucket, o.nodes, o.unsafe, plan.clockOffset, disks, net);
+  const wire = net?.relay && o.wire === true ? wireFaults(plan, net, nodes, o.out) : undefined;
   const violations: Violation[] = [];
   let stopped = false;
   const found = (v: Violation) => {
@@ -161,7 +174,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       () => stopped,
       injector,
       (line) => o.out(`fault ${line}`),
-      (on) => Array.from({ length: nodes.count }, (_, n) => nodes.calm(n, on)),
+      (on) => {
+        net?.relay?.calm(on);
+        for (let n = 0; n < nodes.count; n++) nodes.calm(n, on);
+      },
     );
     await waitUntil(() => stopped);
     clearTimeout(chaosEnd);
@@ -176,6 +192,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       workload.giveUpAfter(0);
       await work;
     } else {
+      wire?.off();
       await heal(nodes, injector, net, startedAt, o);
       workload.giveUpAfter(Date.now() + ACK_BOUND_MS);
       await work;
@@ -232,6 +249,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           }
         : {}),
       ...Object.fromEntries(Object.entries(injector.exitedInFault).map(([k, n]) => [`exits during ${k}`, n])),
+      ...(wire ? wire.counts() : {}),
+      ...(o.s3Url && !net?.relay && o.wire === true ? { 'wire faults skipped (no bucket relay: S3 in namespaces only)': 1 } : {}),
       'starts refused by the bucket': nodes.startsRefused,
     },
     clockOffsets: nodes.offsetsUsed,
@@ -276,6 +295,41 @@ function staleListRace(
     return via;
   };
   return new StaleListRace(net.relay!, ipOf, (ip) => byIp.get(ip), { eligible, arm, raced: () => cadence.soon(RACED_CHECKS_MS), log });
+}
+
+/**
+ * Each node run's wire profile (plan.ts) set at the relay for its address as it starts; all off
+ * for the heal and after. Counts: the relay's faults by kind, and the node runs by profile.
+ */
+function wireFaults(
+  plan: Plan,
+  net: ChaosNet & { relay?: BucketRelay },
+  nodes: ChaosNodes,
+  out: (line: string) => void,
+): { off: () => void; counts: () => Record<string, number> } {
+  const relay = net.relay!;
+  const ipOf = (n: number) => net.lab.host(slotHost(n)).ip;
+  const runs = new Map<string, number>();
+  let off = false;
+  nodes.onStart = (n, run) => {
+    const w = off ? { name: 'off' as const } : plan.wire(n, run);
+    relay.wire(ipOf(n), w.faults);
+    if (off) return;
+    runs.set(w.name, (runs.get(w.name) ?? 0) + 1);
+    out(`wire n${n} run ${run}: ${describeWireProfile(w)}`);
+  };
+  return {
+    off: () => {
+      off = true;
+      for (let n = 0; n < nodes.count; n++) relay.wire(ipOf(n), undefined);
+    },
+    counts: () => ({
+      'wire503 (503 SlowDown answered at the relay)': relay.wireCounts.wire503,
+      'wireReset (writes applied, answer reset)': relay.wireCounts.wireReset,
+      'wireLatency (requests delayed)': relay.wireCounts.wireLatency,
+      ...Object.fromEntries([...runs].map(([name, k]) => [`node runs on wire profile ${name}`, k])),
+    }),
+  };
 }
 
 /** After a held listing landed behind a newer owner's entry, the online checks run at these delays. */
