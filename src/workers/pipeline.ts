@@ -179,19 +179,8 @@ async function recordCallError(
   return r;
 }
 
-/**
- * The alarm event. `inDelivery`: run by a delivery (runDeliver) that holds the actor itself, whose
- * own withDb uploads what the alarm committed before the delivery's outcome is answered; an upload
- * here as well would only capture the image again to find it unchanged.
- */
-async function runAlarm(
-  deps: PipelineDeps,
-  address: ActorAddress,
-  recordFailure: boolean,
-  generation: number,
-  inDelivery = false,
-): Promise<EventResult> {
-  const use = async (slot: Slot): Promise<EventResult> => {
+async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure: boolean, generation: number): Promise<EventResult> {
+  return withDb(deps, address, false, generation, async (slot) => {
     const db = slot.db;
     const at = readAlarm(db);
     if (at === null || at > deps.clock.now()) return ok(at, false);
@@ -202,8 +191,7 @@ async function runAlarm(
       await initOnce(deps, db, def, run);
       await def.alarm?.(run.ctx, info);
     });
-  };
-  return withDb(deps, address, false, generation, use, { uploadedByCaller: inDelivery });
+  });
 }
 
 async function runDeliver(
@@ -220,7 +208,7 @@ async function runDeliver(
     address,
     false,
     generation,
-    (slot) => deliverTo(deps, slot, address, dueMs, () => runAlarm(deps, address, false, generation, true), found),
+    (slot) => deliverTo(deps, slot, address, dueMs, () => runAlarm(deps, address, false, generation), found),
     { absent: () => absent, onTake: (state) => (taken = state) },
   );
   if (result !== absent) return result;
@@ -237,7 +225,7 @@ async function withDb(
   create: boolean,
   generation: number,
   use: (slot: Slot) => Promise<EventResult> | EventResult,
-  opts: TakeOptions & { absent?: () => EventResult; uploadedByCaller?: boolean } = {},
+  opts: TakeOptions & { absent?: () => EventResult } = {},
 ): Promise<EventResult> {
   let slot: Slot | null;
   try {
@@ -254,9 +242,8 @@ async function withDb(
     }
     result = await use(slot);
     // An actor in memory is closed once released: what the event committed goes up now, and a
-    // delivery counts as done only once its outcome is in the bucket (that of an alarm run by a
-    // delivery, by the delivery's withDb: the slot is held by it until then).
-    if (slot.memory && !slot.replica.givenUp && !opts.uploadedByCaller) await slot.replica.sync();
+    // delivery counts as done only once its outcome is in the bucket.
+    if (slot.memory && !slot.replica.givenUp) await slot.replica.sync();
   } catch (e) {
     result = failure(e, null);
   }
