@@ -102,11 +102,7 @@ export function folderNames(segment: string): string[] {
 export function objectNames(key: string): string[] {
   const segments = key.split('/');
   const names: string[] = [];
-  for (const segment of segments) {
-    const pieces = piecesOf(segment);
-    for (let i = 0; i < pieces.length - 1; i++) names.push(pieces[i]! + CONTINUED_MARK);
-    names.push(pieces[pieces.length - 1]!);
-  }
+  for (const segment of segments) names.push(...folderNames(segment));
   names[names.length - 1] += OBJECT_MARK;
   return names;
 }
