@@ -5,7 +5,7 @@
  * and holds what one address sends until it is released — then delivers it in order, even when
  * the sender closed its connection meanwhile. Its wire faults, per address: a 503 SlowDown it
  * answers itself (the request's body dropped, the connection still usable), a write applied whose
- * answer becomes a reset, and latency.
+ * answer becomes a reset, a write reset before it is applied that lands later, and latency.
  */
 import assert from 'node:assert/strict';
 import { createServer as createHttpServer } from 'node:http';
@@ -240,6 +240,37 @@ describe('BucketRelay', () => {
       d.destroy();
     }
     assert.equal(relay.wireCounts.wireReset, 1);
+  });
+
+  it('resets a write before applying it, and applies it later on a connection of its own', async () => {
+    const { applied, relay } = await relayToHttp();
+    relay.wire('127.0.0.5', { seed: 1, late: { p: 1, ms: { min: 1_000, max: 1_000 } } });
+    const c = await client(relay, '127.0.0.5');
+    let got = '';
+    c.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    const failed = new Promise<NodeJS.ErrnoException | undefined>((r) => {
+      c.once('error', (e) => r(e));
+      c.once('close', () => r(undefined));
+    });
+    c.write(put('/b/late', 'late body'));
+    const e = await failed;
+    assert.equal(e?.code, 'ECONNRESET');
+    assert.equal(got, '');
+    assert.equal(applied.length, 0, 'not applied when the node hears of the failure');
+    assert.equal(relay.wireCounts.wireLate, 0);
+    await waitFor(() => applied.length > 0);
+    assert.deepEqual(
+      applied.map((a) => `${a.method} ${a.path} ${a.body}`),
+      ['PUT /b/late late body'],
+    );
+    assert.equal(relay.wireCounts.wireLate, 1);
+    // Reads are never late.
+    const d = await client(relay, '127.0.0.5');
+    const served = until(d, 'ok /b/late');
+    d.write(get('/b/late'));
+    await served;
+    d.destroy();
+    assert.equal(relay.wireCounts.wireLate, 1);
   });
 
   it('delays each request of the address, in order, and none while calm', async () => {

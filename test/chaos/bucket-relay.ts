@@ -60,6 +60,13 @@ export interface WireFaults {
   slowDown?: { writes: number; reads: number; burstEveryMs: number; burstMs: number };
   /** This fraction of the writes is applied and its answer replaced by a reset. */
   reset?: number;
+  /**
+   * This fraction of the writes has its connection reset as soon as the relay has read it, before
+   * it is applied, and lands at the endpoint a time drawn in `ms` later, on a connection of its
+   * own (its answer dropped): the node hears of a failure, retries, and may meet its first
+   * attempt landing after the retry.
+   */
+  late?: { p: number; ms: { min: number; max: number } };
 }
 
 /** What the relay made of the wire faults, by kind. */
@@ -67,12 +74,15 @@ export interface WireCounts {
   wire503: number;
   wireReset: number;
   wireLatency: number;
+  wireLate: number;
 }
 
 /** What happens to one request. */
 interface Fate {
   delayMs: number;
-  answer: 'forward' | 'slowDown' | 'reset';
+  answer: 'forward' | 'slowDown' | 'reset' | 'late';
+  /** For `late`: how long after the reset it lands. */
+  lateMs?: number;
 }
 
 const FORWARD: Fate = { delayMs: 0, answer: 'forward' };
@@ -112,6 +122,8 @@ class Relayed {
   /** The current request: its body is dropped (answered 503 by the relay), and what comes after its body. */
   private dropping: { method: string; delayMs: number } | undefined;
   private resetAfterBody = false;
+  /** The current request, kept back whole to land late (its head and body so far). */
+  private lateRequest: { pieces: Buffer[]; lateMs: number } | undefined;
   /** The last request forwarded is a write whose answer is replaced by a reset. */
   resetArmed = false;
   /** Bytes of a request head not complete yet. */
@@ -134,7 +146,8 @@ class Relayed {
       if (this.unread) return this.emit(chunk);
       if (this.bodyLeft > 0) {
         const n = Math.min(this.bodyLeft, chunk.length);
-        if (!this.dropping) this.emit(chunk.subarray(0, n));
+        if (this.lateRequest) this.lateRequest.pieces.push(chunk.subarray(0, n));
+        else if (!this.dropping) this.emit(chunk.subarray(0, n));
         this.bodyLeft -= n;
         chunk = chunk.subarray(n);
         if (this.bodyLeft === 0) this.requestEnded();
@@ -161,17 +174,25 @@ class Relayed {
       this.sendAt = Math.max(this.sendAt, Date.now() + fate.delayMs);
       this.dropping = fate.answer === 'slowDown' ? { method: parsed.method, delayMs: fate.delayMs } : undefined;
       this.resetAfterBody = fate.answer === 'reset';
-      if (!this.dropping) {
-        this.relay.seen({ from: this.from, method: parsed.method, path: parsed.path, query: parsed.query });
-        this.emit(head);
-      }
+      this.lateRequest = fate.answer === 'late' ? { pieces: [Buffer.from(head)], lateMs: fate.lateMs! } : undefined;
+      if (!this.dropping) this.relay.seen({ from: this.from, method: parsed.method, path: parsed.path, query: parsed.query });
+      if (!this.dropping && !this.lateRequest) this.emit(head);
       if (this.bodyLeft === 0) this.requestEnded();
     }
   }
 
-  /** The current request's last byte was read: a dropped one is answered 503, a write to reset is marked. */
+  /**
+   * The current request's last byte was read: a dropped one is answered 503, a write to reset is
+   * marked, one kept back to land late goes to the relay and both ends of this connection are reset.
+   */
   private requestEnded(): void {
-    if (this.dropping) {
+    if (this.lateRequest) {
+      const { pieces, lateMs } = this.lateRequest;
+      this.lateRequest = undefined;
+      this.relay.landLate(Buffer.concat(pieces), lateMs);
+      this.down.resetAndDestroy();
+      this.up.destroy();
+    } else if (this.dropping) {
       const { method, delayMs } = this.dropping;
       this.dropping = undefined;
       const answer = () => {
@@ -303,7 +324,9 @@ export class BucketRelay {
   /** Each address's wire faults, their draws and when they began. */
   private readonly wires = new Map<string, { faults: WireFaults; random: SeededRandom; since: number }>();
   private isCalm = false;
-  readonly wireCounts: WireCounts = { wire503: 0, wireReset: 0, wireLatency: 0 };
+  readonly wireCounts: WireCounts = { wire503: 0, wireReset: 0, wireLatency: 0, wireLate: 0 };
+  /** Requests waiting to land late. */
+  private readonly lateTimers = new Set<NodeJS.Timeout>();
 
   private constructor(
     private readonly server: Server,
@@ -311,6 +334,7 @@ export class BucketRelay {
     private readonly sockets: Set<Socket>,
     /** The S3 URL the nodes open: the harness's, its endpoint moved to the relay. */
     readonly nodeUrl: string,
+    private readonly endpoint: { host: string; port: number },
   ) {}
 
   /** Relays `listenIp`:(free port) to the endpoint of `s3Url` (an `s3://…?endpoint=http://host:port` URL). */
@@ -322,13 +346,13 @@ export class BucketRelay {
     await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, listenIp, resolve));
     const port = (server.address() as { port: number }).port;
     const nodeUrl = s3Url.replace(/endpoint=[^&]+/, `endpoint=${encodeURIComponent(`http://${listenIp}:${port}`)}`);
-    const relay = new BucketRelay(server, sockets, nodeUrl);
-    server.on('connection', (down) => relay.accept(down, Number(endpoint.port || 80), endpoint.hostname));
+    const relay = new BucketRelay(server, sockets, nodeUrl, { host: endpoint.hostname, port: Number(endpoint.port || 80) });
+    server.on('connection', (down) => relay.accept(down));
     return relay;
   }
 
-  private accept(down: Socket, port: number, host: string): void {
-    const up = connect(port, host);
+  private accept(down: Socket): void {
+    const up = connect(this.endpoint.port, this.endpoint.host);
     const c = new Relayed(ipv4(down.remoteAddress), up, down, this);
     this.connections.add(c);
     for (const s of [down, up]) {
@@ -381,7 +405,26 @@ export class BucketRelay {
       if (inBurst && random.float() < (write ? s.writes : s.reads)) return { delayMs, answer: 'slowDown' };
     }
     if (write && faults.reset !== undefined && random.float() < faults.reset) return { delayMs, answer: 'reset' };
+    const late = faults.late;
+    if (write && late && random.float() < late.p)
+      return { delayMs, answer: 'late', lateMs: late.ms.min + random.int(late.ms.max - late.ms.min + 1) };
     return { delayMs, answer: 'forward' };
+  }
+
+  /** @internal A request read whole whose node connection was reset: it lands at the endpoint `ms` from now, its answer dropped. */
+  landLate(request: Buffer, ms: number): void {
+    const t = setTimeout(() => {
+      this.lateTimers.delete(t);
+      this.wireCounts.wireLate++;
+      const s = connect(this.endpoint.port, this.endpoint.host);
+      this.sockets.add(s);
+      s.once('close', () => this.sockets.delete(s));
+      s.on('error', () => undefined);
+      // The endpoint answers once it applied the request: that answer is the end of it.
+      s.once('data', () => s.destroy());
+      s.write(request);
+    }, ms);
+    this.lateTimers.add(t);
   }
 
   /** `fn` sees every request before it goes on (and may `hold` its sender, this request included). */
@@ -416,6 +459,8 @@ export class BucketRelay {
   /** Stops listening and ends every connection (what waits is dropped). */
   async close(): Promise<void> {
     this.held.clear();
+    for (const t of this.lateTimers) clearTimeout(t);
+    this.lateTimers.clear();
     for (const c of this.connections) c.dispose();
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));

@@ -25,6 +25,7 @@ describe('Plan.wire', () => {
           assert.ok(l.min >= 20 && l.max <= 200 && l.max - l.min >= 20, JSON.stringify(l));
           assert.equal(w.faults!.slowDown !== undefined, w.name === 'slowDown' || w.name === 'mixed');
           assert.equal(w.faults!.reset !== undefined, w.name === 'reset' || w.name === 'mixed');
+          assert.equal(w.faults!.late !== undefined, w.name === 'reset' || w.name === 'mixed');
         }
     }
     assert.deepEqual([...names].sort(), ['latency', 'mixed', 'off', 'reset', 'slowDown']);

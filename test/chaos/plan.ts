@@ -196,8 +196,10 @@ export interface WireCut {
  *             wait per request)
  *   slowDown  latency, and in bursts of 1–3 s every 8–16 s a third of the writes and a tenth of
  *             the reads answered 503 SlowDown by the relay
- *   reset     latency, and 3 % of the writes applied, their answer replaced by a reset
- *   mixed     all three
+ *   reset     latency, 3 % of the writes applied with their answer replaced by a reset, and 2 %
+ *             reset before they are applied and landing 0.2–6 s later (after the node's retry,
+ *             most often: a delete or a put of the past arriving late, what R1 is for)
+ *   mixed     all of these
  */
 export interface WireProfile {
   name: 'off' | 'latency' | 'slowDown' | 'reset' | 'mixed';
@@ -324,11 +326,12 @@ function wireProfileOf(r: SeededRandom): WireProfile {
   const slowDown = { writes: 0.3, reads: 0.1, burstEveryMs: 8_000 + r.int(8_001), burstMs: 1_000 + r.int(2_001) };
   const reset = 0.03;
   const p = r.float();
+  const late = { p: 0.02, ms: { min: 200, max: 6_000 } };
   if (p < 0.2) return { name: 'off' };
   if (p < 0.4) return { name: 'latency', faults: { seed, latencyMs } };
   if (p < 0.6) return { name: 'slowDown', faults: { seed, latencyMs, slowDown } };
-  if (p < 0.8) return { name: 'reset', faults: { seed, latencyMs, reset } };
-  return { name: 'mixed', faults: { seed, latencyMs, slowDown, reset } };
+  if (p < 0.8) return { name: 'reset', faults: { seed, latencyMs, reset, late } };
+  return { name: 'mixed', faults: { seed, latencyMs, slowDown, reset, late } };
 }
 
 export function describeWireProfile(w: WireProfile): string {
@@ -340,6 +343,7 @@ export function describeWireProfile(w: WireProfile): string {
       `503 SlowDown to ${f.slowDown.writes * 100} % of writes, ${f.slowDown.reads * 100} % of reads in ${f.slowDown.burstMs} ms bursts every ${f.slowDown.burstEveryMs} ms`,
     );
   if (f.reset !== undefined) parts.push(`${f.reset * 100} % of writes reset after applied`);
+  if (f.late) parts.push(`${f.late.p * 100} % of writes reset before applied, landing ${f.late.ms.min}–${f.late.ms.max} ms later`);
   return `${w.name} (${parts.join('; ')})`;
 }
 

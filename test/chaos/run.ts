@@ -327,6 +327,7 @@ function wireFaults(
       'wire503 (503 SlowDown answered at the relay)': relay.wireCounts.wire503,
       'wireReset (writes applied, answer reset)': relay.wireCounts.wireReset,
       'wireLatency (requests delayed)': relay.wireCounts.wireLatency,
+      'wireLate (writes reset before applied, landed later)': relay.wireCounts.wireLate,
       ...Object.fromEntries([...runs].map(([name, k]) => [`node runs on wire profile ${name}`, k])),
     }),
   };
