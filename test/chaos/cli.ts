@@ -1,5 +1,5 @@
 /**
- * `npm run chaos -- [--minutes M] [--seed S] [--nodes 3..5] [--bucket folder|s3] [--unsafe RULE] [--keep-going] [--keep] [--no-netns] [--wire]`
+ * `npm run chaos -- [--minutes M] [--seed S] [--nodes 3..5] [--bucket folder|s3] [--unsafe RULE] [--keep-going] [--keep] [--no-netns] [--no-wire]`
  *
  * One chaos run (run.ts, docs/testing.md): exit 0 with no violation, 1 with one (its seed, plan,
  * first violation, the requests around it and a replay command printed), 3 when the harness
@@ -7,7 +7,7 @@
  * `--keep-going`, stops at the first violation to report how long catching it took. `--keep`
  * keeps the run's folder (logs, data dirs, bucket) even when no check failed. Each node runs in a
  * network namespace of its own where root and nftables allow; `--no-netns` keeps them all in this one.
- * `--wire` (S3 in namespaces): each node run meets its wire profile at the bucket relay (off by default).
+ * On S3 in namespaces each node run meets its wire profile at the bucket relay; `--no-wire` turns them off.
  * S3: `bash scripts/s3-test-server.sh up; eval "$(bash scripts/s3-test-server.sh env)"` first.
  */
 import { parseArgs } from 'node:util';
@@ -25,7 +25,7 @@ const { values } = parseArgs({
     'keep-going': { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
     'no-netns': { type: 'boolean', default: false },
-    wire: { type: 'boolean', default: false },
+    'no-wire': { type: 'boolean', default: false },
   },
 });
 
@@ -52,7 +52,7 @@ const repro = [
   ...(unsafe ? [`--unsafe ${unsafe}`] : []),
   ...(values['keep-going'] ? ['--keep-going'] : []),
   ...(values['no-netns'] ? ['--no-netns'] : []),
-  ...(values.wire ? ['--wire'] : []),
+  ...(values['no-wire'] ? ['--no-wire'] : []),
 ].join(' ');
 const out = (line: string) => console.log(line);
 try {
@@ -66,7 +66,7 @@ try {
     keepOnViolation: true,
     keep: values.keep,
     netns: !values['no-netns'],
-    wire: values.wire,
+    wire: !values['no-wire'],
     out,
   });
   printReport(report, repro, out);

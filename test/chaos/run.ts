@@ -69,7 +69,7 @@ export interface ChaosOptions {
   keep?: boolean;
   /** false: every node in this network namespace even where namespaces can be made (default: where they can). */
   netns?: boolean;
-  /** Each node run's wire profile at the bucket relay (S3 in namespaces; default: off, see docs/testing.md). */
+  /** Each node run's wire profile at the bucket relay (S3 in namespaces; default: on, false turns it off). */
   wire?: boolean;
   out: (line: string) => void;
 }
@@ -135,7 +135,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   if (!disks) o.out(`!!! NO SMALL DISKS (${(mounted as { unavailable: string }).unavailable}): the diskFull faults are skipped !!!`);
   const net = await networkNamespaces(o, root, bucket);
   const nodes = new ChaosNodes(root, net?.relay?.nodeUrl ?? bucket, o.nodes, o.unsafe, plan.clockOffset, disks, net);
-  const wire = net?.relay && o.wire === true ? wireFaults(plan, net, nodes, o.out) : undefined;
+  const wire = net?.relay && o.wire !== false ? wireFaults(plan, net, nodes, o.out) : undefined;
   const violations: Violation[] = [];
   let stopped = false;
   const found = (v: Violation) => {
@@ -250,7 +250,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         : {}),
       ...Object.fromEntries(Object.entries(injector.exitedInFault).map(([k, n]) => [`exits during ${k}`, n])),
       ...(wire ? wire.counts() : {}),
-      ...(o.s3Url && !net?.relay && o.wire === true ? { 'wire faults skipped (no bucket relay: S3 in namespaces only)': 1 } : {}),
+      ...(o.s3Url && !net?.relay && o.wire !== false ? { 'wire faults skipped (no bucket relay: S3 in namespaces only)': 1 } : {}),
       'starts refused by the bucket': nodes.startsRefused,
     },
     clockOffsets: nodes.offsetsUsed,
