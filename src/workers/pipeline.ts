@@ -179,8 +179,19 @@ async function recordCallError(
   return r;
 }
 
-async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure: boolean, generation: number): Promise<EventResult> {
-  return withDb(deps, address, false, generation, async (slot) => {
+/**
+ * The alarm event. `inDelivery`: run by a delivery (runDeliver) that holds the actor itself, whose
+ * own withDb uploads what the alarm committed before the delivery's outcome is answered; an upload
+ * here as well would only capture the image again to find it unchanged.
+ */
+async function runAlarm(
+  deps: PipelineDeps,
+  address: ActorAddress,
+  recordFailure: boolean,
+  generation: number,
+  inDelivery = false,
+): Promise<EventResult> {
+  const use = async (slot: Slot): Promise<EventResult> => {
     const db = slot.db;
     const at = readAlarm(db);
     if (at === null || at > deps.clock.now()) return ok(at, false);
@@ -191,7 +202,8 @@ async function runAlarm(deps: PipelineDeps, address: ActorAddress, recordFailure
       await initOnce(deps, db, def, run);
       await def.alarm?.(run.ctx, info);
     });
-  });
+  };
+  return withDb(deps, address, false, generation, use, { uploadedByCaller: inDelivery });
 }
 
 async function runDeliver(
@@ -208,7 +220,7 @@ async function runDeliver(
     address,
     false,
     generation,
-    (slot) => deliverTo(deps, slot, address, dueMs, () => runAlarm(deps, address, false, generation), found),
+    (slot) => deliverTo(deps, slot, address, dueMs, () => runAlarm(deps, address, false, generation, true), found),
     { absent: () => absent, onTake: (state) => (taken = state) },
   );
   if (result !== absent) return result;
@@ -225,7 +237,7 @@ async function withDb(
   create: boolean,
   generation: number,
   use: (slot: Slot) => Promise<EventResult> | EventResult,
-  opts: TakeOptions & { absent?: () => EventResult } = {},
+  opts: TakeOptions & { absent?: () => EventResult; uploadedByCaller?: boolean } = {},
 ): Promise<EventResult> {
   let slot: Slot | null;
   try {
@@ -242,8 +254,9 @@ async function withDb(
     }
     result = await use(slot);
     // An actor in memory is closed once released: what the event committed goes up now, and a
-    // delivery counts as done only once its outcome is in the bucket.
-    if (slot.memory && !slot.replica.givenUp) await slot.replica.sync();
+    // delivery counts as done only once its outcome is in the bucket (that of an alarm run by a
+    // delivery, by the delivery's withDb: the slot is held by it until then).
+    if (slot.memory && !slot.replica.givenUp && !opts.uploadedByCaller) await slot.replica.sync();
   } catch (e) {
     result = failure(e, null);
   }

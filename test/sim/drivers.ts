@@ -6,12 +6,14 @@
  *             alarmStepMs, so times recur), clear it, or touch the actor; plain or durable; sent
  *             to the actor's holder when the bucket names a live one (otherwise the node takes it);
  *             sometimes a burst of 2–8 durable calls to one actor at once (group commit). A durable
- *             set or touch carries an id of its own; its reply is reported to `durableAcked`
+ *             set or touch carries an id of its own; its reply is reported to `durableAcked`;
+ *             actors of the network's aimed delivery fault (`quiet`) get no more calls
  *   chaos     every ~faultGapMs one of: crash a node · clean stop (releases) · cut a node off
  *             (fail or hang; its lease renewing or not) · pause a node · join the next joiner
  *             (its first upload perhaps the target of the aimed fault) · restart what is down
  *             (crashed or stopped nodes, after a margin or two; a crashed one sometimes at once,
- *             its lease still live) — a fenced node rejoins by itself
+ *             its lease still live) — a fenced node rejoins by itself; a node that took the
+ *             hold of an aimed delivery (`spared`) is left up
  */
 import type { SimClock } from '../../src/core/clock.js';
 import { formatAddress, type ActorAddress } from '../../src/core/address.js';
@@ -94,6 +96,7 @@ export class Drivers {
       this.net.raceTargets.length > 0 && this.random.float() < 0.5
         ? this.net.raceTargets[this.random.int(this.net.raceTargets.length)]
         : undefined;
+    if (race && this.net.quiet.has(race.address.key)) return;
     if (race)
       return this.send(
         race.address,
@@ -103,6 +106,7 @@ export class Drivers {
         false,
       );
     const address = this.actors[this.random.int(this.actors.length)]!;
+    if (this.net.quiet.has(address.key)) return;
     if (this.random.float() < 0.1) {
       for (let n = 2 + this.random.int(7); n > 0; n--) this.send(address, up, 'touch', [], true);
       return;
@@ -170,6 +174,7 @@ export class Drivers {
     }
     if (up.length === 0) return;
     const n = up[this.random.int(up.length)]!;
+    if (this.net.spared.has(n.nodeId)) return;
     if (x < 0.35 && up.length > 1) {
       this.cluster.crash(n);
       // kill -9 and restart on the same data dir at once: its lease is live, the restart fences it

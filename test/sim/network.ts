@@ -16,6 +16,14 @@
  *     the making) or the per-actor LIST of a stale removal (its lease runs out between its
  *     check and the listing; meanwhile the workload re-sets that alarm time on the actor, so a
  *     newer owner may list an entry there — the race R3 is for);
+ *   - aimed delivery fault (sharded seeds): a node is cut off ('fail', its lease renewing) just as
+ *     it starts delivering an entry its own walk offered (overdue, not yet anyone's), for longer
+ *     than its idle timeout: the delivery fails, the release of the hold fails too, and the node
+ *     (spared by the chaos from then on, the actor left alone by the workload: drivers.ts)
+ *     stays live holding an actor whose entry sits behind its walk's cursor — other nodes drop
+ *     that entry (its holder is live), so only the holder's own sweep delivers it: its walk
+ *     starting over (noStartOver), or its slow walk once the shard moved to another node
+ *     (noOtherShards); drawn from a random stream of its own (params.ts DELIVERY_STREAM);
  *   - aimed fault: a joining node's first upload of a local-only actor (link 1) is delayed at
  *     the bucket by `aimedDelayMs` while that node is cut off (its lease stops renewing), so it is
  *     fenced and another node takes the actor before the snapshot lands;
@@ -33,6 +41,7 @@ import type { SeededRandom } from '../../src/core/random.js';
 import { MemoryStore, type Fault, type StoreOp, type StoreRequest } from '../../src/store/memory.js';
 import type { ListOptions, ListPage, ObjectHead, ObjectStore, PutCondition, StoredObject } from '../../src/store/types.js';
 import type { NodeClock } from './node-clock.js';
+import type { ActorEvent } from '../../src/workers/messages.js';
 import type { FaultParams } from './params.js';
 
 export type CutMode = 'fail' | 'hang';
@@ -62,15 +71,21 @@ export class Network {
   private readonly cuts = new Map<string, Cut>();
   /** Held stale-removal listings (see aimAtRequest); the workload aims at them until they heal. */
   readonly raceTargets: RaceTarget[] = [];
+  /** Actors of aimed deliveries (aimAtDelivery): the workload leaves them alone from then on. */
+  readonly quiet = new Set<string>();
+  /** Nodes that took an aimed delivery's hold: the chaos leaves them up from then on. */
+  readonly spared = new Set<string>();
   /** Nodes whose next first upload (link 1 of a local-only actor) draws the aimed fault. */
   readonly aimAt = new Set<string>();
-  stats = { requests: 0, failed: 0, timedOut: 0, aimed: 0, firstUploadsDelayed: 0, cuts: 0 };
+  stats = { requests: 0, failed: 0, timedOut: 0, aimed: 0, firstUploadsDelayed: 0, deliveriesCut: 0, cuts: 0 };
   healed = false;
 
   constructor(
     readonly clock: SimClock,
     private readonly random: SeededRandom,
     private readonly p: FaultParams,
+    /** The aimed delivery fault's own stream: its draws leave every other draw of the run where it was. */
+    private readonly deliveryRandom?: SeededRandom,
   ) {
     this.bucket = new MemoryStore({ clock, faults: (r) => this.faultFor(r) });
   }
@@ -139,6 +154,25 @@ export class Network {
     };
     this.raceTargets.push(target);
     this.clock.setTimer(forMs + this.p.marginMs, () => this.raceTargets.splice(this.raceTargets.indexOf(target), 1));
+  }
+
+  /**
+   * The aimed delivery fault: `nodeId` is about to run `event`. A delivery the sweep offered
+   * (`shard` set) of an entry overdue by less than anyone's threshold came from the node's own
+   * walk; with aimDeliveryP the node is cut off ('fail', its lease renewing) from now on, so the
+   * delivery fails after the hold was taken and the hold's release at the idle timeout fails too.
+   */
+  aimAtDelivery(nodeId: string, event: ActorEvent): void {
+    const r = this.deliveryRandom;
+    if (!r || this.p.aimDeliveryP === 0 || this.healed || this.cuts.has(nodeId)) return;
+    if (event.type !== 'deliver' || event.shard === undefined) return;
+    if (this.clock.now() - event.dueMs >= this.p.anyonesAfterMs) return;
+    if (r.float() >= this.p.aimDeliveryP) return;
+    this.stats.aimed++;
+    this.stats.deliveriesCut++;
+    this.quiet.add(event.address.key);
+    this.spared.add(nodeId);
+    this.cutOff(nodeId, 'fail', true, this.p.aimDeliveryCutMs);
   }
 
   private faultFor(r: StoreRequest): Fault | undefined {

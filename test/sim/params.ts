@@ -4,7 +4,7 @@
  * Printed at the start of each run; the same seed always gives the same values.
  */
 import { SeededRandom } from '../../src/core/random.js';
-import type { KeepworkOptions } from '../../src/core/config.js';
+import { DEFAULTS, type KeepworkOptions } from '../../src/core/config.js';
 
 export interface FaultParams {
   failP: number;
@@ -19,6 +19,16 @@ export interface FaultParams {
   /** Chance that a link upload, or a stale removal's per-actor LIST, is where a hang cut-off starts. */
   aimLinkP: number;
   aimListP: number;
+  /**
+   * Chance that a delivery of an own shard's entry (offered by the node's own walk: overdue, not
+   * yet anyone's) is where a 'fail' cut-off starts, its lease renewing, for `aimDeliveryCutMs`
+   * (past the idle timeout, so the hold's release fails too): the delivery fails, the node still
+   * holds the actor, and the entry sits behind its walk's cursor. 0 on seeds of one shard.
+   */
+  aimDeliveryP: number;
+  aimDeliveryCutMs: number;
+  /** How overdue an entry is anyone's (anyonesAfterMargins margins). */
+  anyonesAfterMs: number;
   marginMs: number;
 }
 
@@ -50,6 +60,8 @@ export interface SimParams {
 
 /** Offset of the seed of the shard count's own random stream (far from any seed a run uses). */
 const SHARDS_STREAM = 2 ** 40;
+/** Offset of the seed of the aimed delivery fault's own stream (network.ts aimAtDelivery). */
+export const DELIVERY_STREAM = 2 ** 41;
 
 const pick = <T>(r: SeededRandom, xs: readonly T[]): T => xs[r.int(xs.length)]!;
 const between = (r: SeededRandom, lo: number, hi: number) => lo + r.int(hi - lo + 1);
@@ -92,6 +104,9 @@ export function drawParams(seed: number): SimParams {
     aimedCutMs: 3 * marginMs + 3 * alarmSweepMs,
     aimLinkP: pick(r, [0, 0.005, 0.02]),
     aimListP: pick(r, [0, 0.05, 0.2]),
+    aimDeliveryP: 0, // drawn below, from a stream of its own
+    aimDeliveryCutMs: 0,
+    anyonesAfterMs: DEFAULTS.anyonesAfterMargins * marginMs,
     marginMs,
   };
   const params: SimParams = {
@@ -132,6 +147,13 @@ export function drawParams(seed: number): SimParams {
           )
         : params.indexShards;
     config.indexShards = params.indexShards;
+  }
+  // The aimed delivery fault, on sharded seeds only, from a stream of its own: a seed of one shard
+  // draws nothing from it and keeps its whole schedule.
+  if (params.indexShards > 1) {
+    const d = new SeededRandom(seed + DELIVERY_STREAM);
+    faults.aimDeliveryP = pick(d, [0.2, 0.5, 1]);
+    faults.aimDeliveryCutMs = config.idleTimeoutMs! + marginMs + alarmSweepMs;
   }
   return params;
 }

@@ -34,7 +34,7 @@ import { Cluster, simAddress } from './cluster.js';
 import { Drivers } from './drivers.js';
 import { IndexInvariant, keysUnder } from './invariant.js';
 import { Network } from './network.js';
-import { drawParams, withLiveness, type SimParams } from './params.js';
+import { DELIVERY_STREAM, drawParams, withLiveness, type SimParams } from './params.js';
 import { gridTime, simActor } from './sim-actor.js';
 import { configFor, rulesFor, type UnsafeSetting, type UnsafeVariant } from './unsafe-rules.js';
 
@@ -76,6 +76,8 @@ export interface RunStats {
   joins: number;
   aimed: number;
   firstUploadsDelayed: number;
+  /** Deliveries of an own shard's entry cut off as they started (network.ts aimAtDelivery). */
+  deliveriesCut: number;
   fencedNodes: number;
   /** Fenced nodes that rejoined by themselves under a new epoch. */
   rejoins: number;
@@ -136,7 +138,7 @@ class Run {
     readonly root: string,
   ) {
     this.random = new SeededRandom(p.seed).fork();
-    this.net = new Network(this.clock, this.random.fork(), p.faults);
+    this.net = new Network(this.clock, this.random.fork(), p.faults, new SeededRandom(p.seed + DELIVERY_STREAM));
     const actorClass = simActor(
       this.random.fork(),
       { stepMs: p.alarmStepMs, failP: p.handlerFailP, rescheduleP: p.rescheduleP, slowP: p.handlerSlowP, slowMaxMs: 2_000 },
@@ -285,6 +287,7 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
     joins: c.joins,
     aimed: run.net.stats.aimed,
     firstUploadsDelayed: run.net.stats.firstUploadsDelayed,
+    deliveriesCut: run.net.stats.deliveriesCut,
     fencedNodes: run.fencedNodes,
     rejoins: run.cluster.rejoins(),
     quickRestarts: run.drivers.quickRestarts,

@@ -115,7 +115,7 @@ export class SimNode {
     const slots = new ActorSlots(dataDir, slotsSettings(this.config), replicaDeps);
     this.slots = slots;
     const deps: PipelineDeps = { ...replicaDeps, nonces: new NonceSource(random), rules, slots, loadClass: async () => actorClass };
-    const workers = inlineWorkers(deps);
+    const workers = inlineWorkers(deps, (event) => this.net.aimAtDelivery(nodeId, event));
     sharedMetrics ??= new NodeMetrics();
     const seams = { random: this.random.fork(), scheduler, rules, onRejoin: (e: number) => ((this.epoch = e), this.rejoins++) };
     this.node = new Node({
@@ -154,13 +154,20 @@ export class SimNode {
   }
 }
 
-/** The WorkerGroup the Node talks to, running the pipeline inline (no threads, same code). */
-function inlineWorkers(deps: PipelineDeps): WorkerGroup {
+/**
+ * The WorkerGroup the Node talks to, running the pipeline inline (no threads, same code);
+ * `starting` hears each event as it is handed over (the network's aimed delivery fault).
+ */
+function inlineWorkers(deps: PipelineDeps, starting: (event: ActorEvent) => void): WorkerGroup {
   let finished = 0;
   const group = {
     size: 1,
-    run: (event: ActorEvent) => runEvent(deps, event).finally(() => finished++),
+    run: (event: ActorEvent) => {
+      starting(event);
+      return runEvent(deps, event).finally(() => finished++);
+    },
     runBatch: async (_address: unknown, events: ActorEvent[]): Promise<RunOutcome[]> => {
+      events.forEach(starting);
       const { outcomes, later } = await runBatch(
         (e, committed) => runEvent(deps, e, committed),
         events,

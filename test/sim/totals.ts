@@ -16,6 +16,7 @@ const SUMMED = [
   'joins',
   'aimed',
   'firstUploadsDelayed',
+  'deliveriesCut',
   'fencedNodes',
   'rejoins',
   'quickRestarts',
@@ -41,6 +42,6 @@ export function formatTotals(t: Totals): string {
   return (
     `TOTAL seeds=${t.seeds} failed=${t.failed.length}${t.failed.length ? ` [${t.failed.join(',')}]` : ''} takeovers=${t.takeovers} (expected takes ${t.expectedTakes}, missed ${t.expectedMisses}) alarms=${t.alarmsSet}` +
     ` fired=${t.alarmsFired} invariantChecks=${t.invariantTicks} (actor checks ${t.actorChecks}) knownExceptions=${t.knownExceptions}` +
-    ` crashes=${t.crashes} fencedNodes=${t.fencedNodes} rejoins=${t.rejoins} quickRestarts=${t.quickRestarts} cuts=${t.cuts} joins=${t.joins} aimedFaults=${t.aimed} (joiners' first uploads delayed ${t.firstUploadsDelayed}) wall=${(t.wallMs / 1000).toFixed(1)}s`
+    ` crashes=${t.crashes} fencedNodes=${t.fencedNodes} rejoins=${t.rejoins} quickRestarts=${t.quickRestarts} cuts=${t.cuts} joins=${t.joins} aimedFaults=${t.aimed} (joiners' first uploads delayed ${t.firstUploadsDelayed}, own deliveries cut ${t.deliveriesCut}) wall=${(t.wallMs / 1000).toFixed(1)}s`
   );
 }

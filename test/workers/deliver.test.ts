@@ -43,13 +43,31 @@ describe('delivering index entries', () => {
     const at = owner.clock.now() + 1_000;
     okResult(await owner.callDurable(A, 'set', at));
     const [entry] = entries(store);
-    const other = env(store, 2); // the owner died; another node took the hold
-    await other.clock.runUntil(at + 20_000);
     fired.length = 0;
-    const r = await other.deliver(A, entry!.dueMs);
+    const before = await listChain(store, address);
+    // Link PUTs wait for a gate: the delivery must not answer while its alarm's link is held.
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const held = Object.create(store) as MemoryStore;
+    held.put = async (key, body, condition) => {
+      if (key.startsWith('state/')) await gate;
+      return store.put(key, body, condition);
+    };
+    const other = env(held, 2); // the owner died; another node took the hold
+    await other.clock.runUntil(at + 20_000);
+    let answered = false;
+    const delivering = other.deliver(A, entry!.dueMs).then((r) => ((answered = true), r));
+    for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(fired, ['a'], 'the alarm ran');
+    assert.equal(answered, false, 'no answer while its link is held');
+    open();
+    const r = await delivering;
     assert.equal(r.type === 'ok' && r.ran, true);
     assert.equal(r.type === 'ok' && r.closed, true, 'run in memory: nothing of it stays open, so letting it go needs no worker task');
-    assert.deepEqual(fired, ['a']);
+    const after = await listChain(store, address);
+    assert.equal(after.length, before.length + 1, 'one link more, under the new hold');
+    const headerOf = async (seq: number) => decodeLink((await store.get(linkKey(address, seq)))!.body).header;
+    assert.ok((await headerOf(after.at(-1)!)).generation > (await headerOf(before.at(-1)!)).generation);
     await other.clock.advance(25);
     assert.deepEqual(entries(store), [], 'the alarm fired and its entry is gone once that is uploaded');
   });
