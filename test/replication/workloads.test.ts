@@ -5,6 +5,7 @@
  * restores from the bucket alone and its database must equal the live one.
  */
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { parseAddress } from '../../src/core/address.js';
@@ -123,7 +124,11 @@ describe('replication: random workloads restore to the same database', () => {
           await fresh.getAlarm(A);
           await fresh.restart({ ...options, alarmsInMemory: false });
           const a = parseAddress(A);
-          assert.equal(dumpDb(actorDbPath(fresh.dataDir, a)), dumpDb(actorDbPath(live.dataDir, a)));
+          const [restored, original] = [actorDbPath(fresh.dataDir, a), actorDbPath(live.dataDir, a)];
+          // An actor whose every event failed was never created: nothing to restore, on either side
+          // (seed 892352166: one failed call).
+          assert.equal(existsSync(restored), existsSync(original), 'the actor is restored if and only if it exists');
+          if (existsSync(original)) assert.equal(dumpDb(restored), dumpDb(original));
         },
       ),
       { numRuns: 12 },
