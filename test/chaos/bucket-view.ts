@@ -11,6 +11,7 @@ import { listChain, restoreChain } from '../../src/replication/chain.js';
 import { decodeLink } from '../../src/replication/link.js';
 import { linkKey } from '../../src/replication/state-keys.js';
 import type { ObjectStore } from '../../src/store/types.js';
+import type { LinkWriter } from './checks.js';
 
 export interface LogRow {
   seq: number;
@@ -53,6 +54,19 @@ export async function readActor(store: ObjectStore, actor: string, workDir: stri
   } finally {
     for (const suffix of ['', '-wal', '-shm']) rmSync(tmp + suffix, { force: true });
   }
+}
+
+/** Every link's writer and generation along the actor's chain, in order (checks.ts `checkChainWriters`). */
+export async function chainWriters(store: ObjectStore, actor: string): Promise<LinkWriter[]> {
+  const a = parseAddress(actor);
+  const out: LinkWriter[] = [];
+  for (const seq of await listChain(store, a)) {
+    const obj = await store.get(linkKey(a, seq));
+    if (!obj) continue;
+    const { generation, nodeId, epoch } = decodeLink(obj.body, seq).header;
+    out.push({ seq, generation, nodeId, epoch });
+  }
+  return out;
 }
 
 /** The actor's chain, one `seq kind by nodeId/epoch gen G at T` line per link (for a violation's report). */

@@ -5,7 +5,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ActorView, LogRow } from './bucket-view.js';
-import { ALARM_BOUND_MS, checkAlarms, checkDeleted, checkDurables, checkOnce, type AlarmStats } from './checks.js';
+import {
+  ALARM_BOUND_MS,
+  checkAlarms,
+  checkChainWriters,
+  checkDeleted,
+  checkDurables,
+  checkLinearizable,
+  checkOnce,
+  type AlarmStats,
+} from './checks.js';
 import { describeWire } from './faults.js';
 import { actorName, fingerprint, MARGIN_MS, planRun, RACE_ACTORS, TIMINGS, type Op } from './plan.js';
 import type { Outcome } from './workload.js';
@@ -54,6 +63,60 @@ describe('chaos checks', () => {
     const behind = checkDeleted(destroy, views(view([row('apply', 'late', T, { wall: T + 60 })])), T);
     assert.deepEqual([behind.violations.length, behind.recreated], [0, 1]);
     assert.equal(checkDeleted(destroy, views(view([], 'deleted')), T).violations.length, 0);
+  });
+
+  it('linearizable: replies that do not match the committed log, or that break real-time order, are caught', () => {
+    /** A durable op sent at `sentAt`, acknowledged at `ackedAt` with the reply `{ seq, durables }`. */
+    const acked = (i: number, kind: Op['kind'], sentAt: number, ackedAt: number, result?: { seq: number; durables: number }): Outcome => {
+      const o = outcome(i, kind, true, ackedAt, sentAt);
+      o.attempts.push({ op: i, n: 1, node: 0, sentAt, endAt: ackedAt, status: 200, ...(result ? { result } : {}) });
+      return o;
+    };
+    const log = (): LogRow[] => [
+      { ...row('apply', 'c1-0', T), seq: 1 },
+      { ...row('apply', 'p', T, { durable: 0 }), seq: 2 },
+      { ...row('arm', 'c1-1', T), seq: 3 },
+      { ...row('apply', 'c1-2', T), seq: 4 },
+    ];
+    const check = (ops: Outcome[]) => checkLinearizable(ops, views(view(log())), T).map((v) => v.message);
+    // Clean: each reply names its row and the durable applies up to it; c1-1 and c1-2 overlap in time.
+    const clean = [
+      acked(0, 'apply', T, T + 10, { seq: 1, durables: 1 }),
+      acked(1, 'arm', T + 20, T + 60, { seq: 3, durables: 1 }),
+      acked(2, 'apply', T + 30, T + 50, { seq: 4, durables: 2 }),
+    ];
+    assert.deepEqual(check(clean), []);
+    // A reply from a copy that later lost a commit: its row is elsewhere in the committed log.
+    assert.match(check([acked(2, 'apply', T, T + 10, { seq: 3, durables: 2 })])[0]!, /acknowledged as row 3 .* has it at row 4/);
+    // A reply counting an apply the committed log does not have before it.
+    assert.match(
+      check([acked(1, 'arm', T, T + 10, { seq: 3, durables: 2 })])[0]!,
+      /counting 2 durable applies; the committed log has 1 up to its row 3/,
+    );
+    // c1-2 acknowledged before c1-1 was first sent, yet c1-1 comes first in the log.
+    const reordered = [acked(2, 'apply', T, T + 10, { seq: 4, durables: 2 }), acked(1, 'arm', T + 20, T + 30, { seq: 3, durables: 1 })];
+    assert.match(
+      check(reordered)[0]!,
+      /apply c1-2 was acknowledged at .* before arm c1-1 was first sent at .*, yet comes after it .* \(rows 4 and 3\)/,
+    );
+    assert.match(check([acked(0, 'apply', T, T + 10)])[0]!, /without a result/);
+  });
+
+  it('chain: two writers of one generation, or a generation going back, are caught', () => {
+    const link = (seq: number, generation: number, nodeId: string, epoch = 1) => ({ seq, generation, nodeId, epoch });
+    assert.deepEqual(checkChainWriters(ACTOR, [link(1, 1, 'n0'), link(2, 1, 'n0'), link(3, 2, 'n1'), link(4, 3, 'n0', 2)], T), []);
+    assert.match(
+      checkChainWriters(ACTOR, [link(1, 1, 'n0'), link(2, 1, 'n1')], T)[0]!.message,
+      /link 2 of generation 1 was written by n1\/1, an earlier one by n0\/1/,
+    );
+    assert.match(
+      checkChainWriters(ACTOR, [link(1, 1, 'n0'), link(2, 1, 'n0', 2)], T)[0]!.message,
+      /written by n0\/2, an earlier one by n0\/1/,
+    );
+    assert.match(
+      checkChainWriters(ACTOR, [link(1, 2, 'n0'), link(2, 1, 'n1')], T)[0]!.message,
+      /link 2 has generation 1, below link 1's 2/,
+    );
   });
 
   it('alarms: a clean history of a one-shot, a replaced and a recurring alarm passes', () => {

@@ -11,6 +11,11 @@
  *                a plain call never applied twice)
  *   deleted      an acknowledged destroy leaves the actor deleted (or re-created only by requests
  *                that landed after it)
+ *   linearizable durable calls per actor, in the committed log's order: each acknowledged one's
+ *                reply names its own row and counts the durable applies up to it, and one
+ *                acknowledged before another was first sent comes before it in the log
+ *   chain        per actor, one writer (node and epoch) per hold generation, and generations
+ *                never going back along the chain
  *   alarms       walking each log in commit order: a run is of the armed alarm (never of a cleared
  *                or replaced one), once per point, never before its time (by the clock of the node
  *                that ran it; by the machine's, never more than skewBoundMs before it); an armed
@@ -51,6 +56,94 @@ export function checkDurables(outcomes: readonly Outcome[], views: ReadonlyMap<s
         actor,
         op: op.i,
       });
+  }
+  return out;
+}
+
+/**
+ * Durable calls are linearizable per actor, the committed log being the order of their effects: a
+ * durable reply comes once its link is in the bucket, so what it says is the committed history —
+ * the row it wrote (`seq`) and the durable applies up to that row (`durables`); and an op
+ * acknowledged before another was first sent precedes it in the log (real-time order). A reply
+ * from a copy whose commits were later set aside, a stale copy applying an op, or an op applied
+ * after one that was sent later all break it. Acknowledged ops of destroyed incarnations are
+ * skipped (their log may be gone), as are ops `checkDurables` finds missing or doubled.
+ */
+export function checkLinearizable(outcomes: readonly Outcome[], views: ReadonlyMap<string, ActorView>, now: number): Violation[] {
+  const out: Violation[] = [];
+  const destroyed = destroyedIncarnations(outcomes);
+  const acked = new Map<string, { o: Outcome; seq: number }[]>();
+  for (const o of outcomes) {
+    const { op } = o;
+    if (!op.durable || op.kind === 'destroy' || o.ackedAt === undefined || o.sentAt === undefined) continue;
+    const actor = actorName(op.slot, op.incarnation);
+    const view = views.get(actor);
+    if (destroyed.has(actor) || view?.state !== 'restored') continue;
+    const rows = view.log.filter((r) => r.op === op.id && EFFECT_KINDS.has(r.kind));
+    if (rows.length !== 1) continue;
+    const row = rows[0]!;
+    const reply = o.attempts.find((a) => a.status === 200 && a.endAt === o.ackedAt)?.result;
+    const durables = view.log.filter((r) => r.kind === 'apply' && r.durable === 1 && r.seq <= row.seq).length;
+    const v = (message: string) => out.push({ check: 'linearizable', message, at: now, actor, op: op.i });
+    if (!reply) v(`${op.kind} ${op.id} was acknowledged without a result`);
+    else if (reply.seq !== row.seq)
+      v(`${op.kind} ${op.id} was acknowledged as row ${reply.seq} of ${actor}; the committed log has it at row ${row.seq}`);
+    else if (reply.durables !== durables)
+      v(
+        `${op.kind} ${op.id} was acknowledged counting ${reply.durables} durable applies; the committed log has ${durables} up to its row ${row.seq}`,
+      );
+    const list = acked.get(actor) ?? [];
+    list.push({ o, seq: row.seq });
+    acked.set(actor, list);
+  }
+  for (const [actor, list] of acked) {
+    for (const b of list) {
+      const before = list.find((a) => a.o.ackedAt! < b.o.sentAt! && a.seq > b.seq);
+      if (before)
+        out.push({
+          check: 'linearizable',
+          message: `${before.o.op.kind} ${before.o.op.id} was acknowledged at ${rel(before.o.ackedAt!)}, before ${b.o.op.kind} ${b.o.op.id} was first sent at ${rel(b.o.sentAt!)}, yet comes after it in ${actor}'s log (rows ${before.seq} and ${b.seq})`,
+          at: now,
+          actor,
+          op: b.o.op.i,
+        });
+    }
+  }
+  return out;
+}
+
+/** What the chain check reads of a link's header. */
+export interface LinkWriter {
+  seq: number;
+  generation: number;
+  nodeId: string;
+  epoch: number;
+}
+
+/** One writer (node and epoch) per hold generation along an actor's chain, and no generation below one before it. */
+export function checkChainWriters(actor: string, links: readonly LinkWriter[], now: number): Violation[] {
+  const out: Violation[] = [];
+  const writers = new Map<number, string>();
+  let previous: LinkWriter | undefined;
+  for (const l of links) {
+    const writer = `${l.nodeId}/${l.epoch}`;
+    const first = writers.get(l.generation);
+    if (first === undefined) writers.set(l.generation, writer);
+    else if (first !== writer)
+      out.push({
+        check: 'chain',
+        message: `${actor}'s link ${l.seq} of generation ${l.generation} was written by ${writer}, an earlier one by ${first}`,
+        at: now,
+        actor,
+      });
+    if (previous && l.generation < previous.generation)
+      out.push({
+        check: 'chain',
+        message: `${actor}'s link ${l.seq} has generation ${l.generation}, below link ${previous.seq}'s ${previous.generation}`,
+        at: now,
+        actor,
+      });
+    previous = l;
   }
   return out;
 }

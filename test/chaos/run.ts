@@ -24,7 +24,7 @@ import { makeTempDir, removeTempDir } from '../../support/temp-dir.js';
 import { Lab, labUnavailable } from '../cluster/netns.js';
 import { emptyBucket, uniqueBucket } from '../cluster/s3-bucket.js';
 import { BucketRelay } from './bucket-relay.js';
-import { describeChain, readActor, type ActorView } from './bucket-view.js';
+import { chainWriters, describeChain, readActor, type ActorView } from './bucket-view.js';
 import {
   ALARM_BOUND_MS,
   checkAlarms,
@@ -32,6 +32,8 @@ import {
   checkDurables,
   checkEarlyRuns,
   checkOnce,
+  checkLinearizable,
+  checkChainWriters,
   QUIET_BOUND_MS,
   setRunStart,
   type AlarmStats,
@@ -488,6 +490,8 @@ async function finalChecks(
   const now = Date.now();
   for (const v of checkDurables(workload.outcomes, views, Infinity, now)) found(v);
   for (const v of checkOnce(views, now)) found(v);
+  for (const v of checkLinearizable(workload.outcomes, views, now)) found(v);
+  for (const actor of views.keys()) for (const v of checkChainWriters(actor, await chainWriters(store, actor), now)) found(v);
   const deleted = checkDeleted(workload.outcomes, views, now);
   deleted.violations.forEach(found);
   const stats: AlarmStats = { runs: 0, lateness: [], quiet: [], recurringRuns: 0, retriedRuns: 0 };
