@@ -55,6 +55,18 @@ function until(s: Socket, text: string): Promise<string> {
   });
 }
 
+/** Sends `request` on `s` and waits for the connection to end: its error (none: closed cleanly) and what came back. */
+function sendUntilClosed(s: Socket, request: string): Promise<{ error: NodeJS.ErrnoException | undefined; got: string }> {
+  let got = '';
+  s.on('data', (d: Buffer) => (got += d.toString('latin1')));
+  const ended = new Promise<{ error: NodeJS.ErrnoException | undefined; got: string }>((r) => {
+    s.once('error', (error) => r({ error, got }));
+    s.once('close', () => r({ error: undefined, got }));
+  });
+  s.write(request);
+  return ended;
+}
+
 async function waitFor(cond: () => boolean): Promise<void> {
   while (!cond()) await new Promise((r) => setImmediate(r));
 }
@@ -218,16 +230,8 @@ describe('BucketRelay', () => {
   it('applies a write and resets the connection instead of passing its answer', async () => {
     const { applied, relay } = await relayToHttp();
     relay.wire('127.0.0.3', { seed: 1, reset: 1 });
-    const c = await client(relay, '127.0.0.3');
-    let got = '';
-    c.on('data', (d: Buffer) => (got += d.toString('latin1')));
-    const failed = new Promise<NodeJS.ErrnoException | undefined>((r) => {
-      c.once('error', (e) => r(e));
-      c.once('close', () => r(undefined));
-    });
-    c.write(put('/b/k3', 'the body'));
-    const e = await failed;
-    assert.equal(e?.code, 'ECONNRESET');
+    const { error, got } = await sendUntilClosed(await client(relay, '127.0.0.3'), put('/b/k3', 'the body'));
+    assert.equal(error?.code, 'ECONNRESET');
     assert.equal(got, '');
     assert.deepEqual(applied, [{ ...applied[0]!, method: 'PUT', path: '/b/k3', body: 'the body' }]);
     assert.equal(relay.wireCounts.wireReset, 1);
@@ -245,16 +249,8 @@ describe('BucketRelay', () => {
   it('resets a write before applying it, and applies it later on a connection of its own', async () => {
     const { applied, relay } = await relayToHttp();
     relay.wire('127.0.0.5', { seed: 1, late: { p: 1, ms: { min: 1_000, max: 1_000 } } });
-    const c = await client(relay, '127.0.0.5');
-    let got = '';
-    c.on('data', (d: Buffer) => (got += d.toString('latin1')));
-    const failed = new Promise<NodeJS.ErrnoException | undefined>((r) => {
-      c.once('error', (e) => r(e));
-      c.once('close', () => r(undefined));
-    });
-    c.write(put('/b/late', 'late body'));
-    const e = await failed;
-    assert.equal(e?.code, 'ECONNRESET');
+    const { error, got } = await sendUntilClosed(await client(relay, '127.0.0.5'), put('/b/late', 'late body'));
+    assert.equal(error?.code, 'ECONNRESET');
     assert.equal(got, '');
     assert.equal(applied.length, 0, 'not applied when the node hears of the failure');
     assert.equal(relay.wireCounts.wireLate, 0);
