@@ -63,8 +63,8 @@ export async function chainWriters(store: ObjectStore, actor: string): Promise<L
   for (const seq of await listChain(store, a)) {
     const obj = await store.get(linkKey(a, seq));
     if (!obj) continue;
-    const { generation, nodeId, epoch } = decodeLink(obj.body, seq).header;
-    out.push({ seq, generation, nodeId, epoch });
+    const { kind, generation, nodeId, epoch } = decodeLink(obj.body, seq).header;
+    out.push({ seq, kind, generation, nodeId, epoch });
   }
   return out;
 }

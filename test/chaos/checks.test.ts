@@ -14,6 +14,7 @@ import {
   checkLinearizable,
   checkOnce,
   type AlarmStats,
+  type LinkWriter,
 } from './checks.js';
 import { describeWire } from './faults.js';
 import { actorName, fingerprint, MARGIN_MS, planRun, RACE_ACTORS, TIMINGS, type Op } from './plan.js';
@@ -103,7 +104,13 @@ describe('chaos checks', () => {
   });
 
   it('chain: two writers of one generation, or a generation going back, are caught', () => {
-    const link = (seq: number, generation: number, nodeId: string, epoch = 1) => ({ seq, generation, nodeId, epoch });
+    const link = (seq: number, generation: number, nodeId: string, epoch = 1, kind: LinkWriter['kind'] = 'delta'): LinkWriter => ({
+      seq,
+      kind,
+      generation,
+      nodeId,
+      epoch,
+    });
     assert.deepEqual(checkChainWriters(ACTOR, [link(1, 1, 'n0'), link(2, 1, 'n0'), link(3, 2, 'n1'), link(4, 3, 'n0', 2)], T), []);
     assert.match(
       checkChainWriters(ACTOR, [link(1, 1, 'n0'), link(2, 1, 'n1')], T)[0]!.message,
@@ -117,6 +124,10 @@ describe('chaos checks', () => {
       checkChainWriters(ACTOR, [link(1, 2, 'n0'), link(2, 1, 'n1')], T)[0]!.message,
       /link 2 has generation 1, below link 1's 2/,
     );
+    // After a tombstone the actor made again starts a chain of its own, its generations and writers anew.
+    const tombstone = [link(1, 2, 'n0'), link(2, 2, 'n0', 1, 'tombstone')];
+    assert.deepEqual(checkChainWriters(ACTOR, [...tombstone, link(3, 1, 'n1', 1, 'snapshot')], T), []);
+    assert.equal(checkChainWriters(ACTOR, [...tombstone, link(3, 1, 'n1', 1, 'snapshot'), link(4, 1, 'n2')], T).length, 1);
   });
 
   it('alarms: a clean history of a one-shot, a replaced and a recurring alarm passes', () => {

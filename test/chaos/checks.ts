@@ -115,17 +115,26 @@ export function checkLinearizable(outcomes: readonly Outcome[], views: ReadonlyM
 /** What the chain check reads of a link's header. */
 export interface LinkWriter {
   seq: number;
+  kind: 'snapshot' | 'delta' | 'tombstone';
   generation: number;
   nodeId: string;
   epoch: number;
 }
 
-/** One writer (node and epoch) per hold generation along an actor's chain, and no generation below one before it. */
+/**
+ * One writer (node and epoch) per hold generation along an actor's chain, and no generation below
+ * one before it. A tombstone ends the actor's life: what follows it (an actor made again by a
+ * request that came later) is checked as a chain of its own.
+ */
 export function checkChainWriters(actor: string, links: readonly LinkWriter[], now: number): Violation[] {
   const out: Violation[] = [];
   const writers = new Map<number, string>();
   let previous: LinkWriter | undefined;
   for (const l of links) {
+    if (previous?.kind === 'tombstone') {
+      writers.clear();
+      previous = undefined;
+    }
     const writer = `${l.nodeId}/${l.epoch}`;
     const first = writers.get(l.generation);
     if (first === undefined) writers.set(l.generation, writer);
