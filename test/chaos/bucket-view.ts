@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAddress } from '../../src/core/address.js';
 import { listChain, restoreChain } from '../../src/replication/chain.js';
-import { decodeLink } from '../../src/replication/link.js';
+import { decodeLink, type LinkHeader } from '../../src/replication/link.js';
 import { linkKey } from '../../src/replication/state-keys.js';
 import type { ObjectStore } from '../../src/store/types.js';
 import type { LinkWriter } from './checks.js';
@@ -56,28 +56,32 @@ export async function readActor(store: ObjectStore, actor: string, workDir: stri
   }
 }
 
-/** Every link's writer and generation along the actor's chain, in order (checks.ts `checkChainWriters`). */
-export async function chainWriters(store: ObjectStore, actor: string): Promise<LinkWriter[]> {
+/** Every link's header along the actor's chain, in order. */
+async function linkHeaders(store: ObjectStore, actor: string) {
   const a = parseAddress(actor);
-  const out: LinkWriter[] = [];
+  const out: { seq: number; header: LinkHeader }[] = [];
   for (const seq of await listChain(store, a)) {
     const obj = await store.get(linkKey(a, seq));
-    if (!obj) continue;
-    const { kind, generation, nodeId, epoch } = decodeLink(obj.body, seq).header;
-    out.push({ seq, kind, generation, nodeId, epoch });
+    if (obj) out.push({ seq, header: decodeLink(obj.body, seq).header });
   }
   return out;
 }
 
+/** Every link's writer and generation along the actor's chain, in order (checks.ts `checkChainWriters`). */
+export async function chainWriters(store: ObjectStore, actor: string): Promise<LinkWriter[]> {
+  return (await linkHeaders(store, actor)).map(({ seq, header: { kind, generation, nodeId, epoch } }) => ({
+    seq,
+    kind,
+    generation,
+    nodeId,
+    epoch,
+  }));
+}
+
 /** The actor's chain, one `seq kind by nodeId/epoch gen G at T` line per link (for a violation's report). */
 export async function describeChain(store: ObjectStore, actor: string, since: number): Promise<string[]> {
-  const a = parseAddress(actor);
-  const out: string[] = [];
-  for (const seq of await listChain(store, a)) {
-    const obj = await store.get(linkKey(a, seq));
-    if (!obj) continue;
-    const h = decodeLink(obj.body, seq).header;
-    out.push(`link ${seq} ${h.kind} by ${h.nodeId}/${h.epoch} generation ${h.generation} at ${((h.atMs - since) / 1_000).toFixed(1)}s`);
-  }
-  return out;
+  return (await linkHeaders(store, actor)).map(
+    ({ seq, header: h }) =>
+      `link ${seq} ${h.kind} by ${h.nodeId}/${h.epoch} generation ${h.generation} at ${((h.atMs - since) / 1_000).toFixed(1)}s`,
+  );
 }

@@ -39,25 +39,34 @@ const EFFECT_KINDS = new Set(['apply', 'arm', 'clear']);
 /** Acknowledged durable ops (acked before `before`) missing from, or doubled in, their actor's committed log. */
 export function checkDurables(outcomes: readonly Outcome[], views: ReadonlyMap<string, ActorView>, before: number, now: number) {
   const out: Violation[] = [];
+  for (const { o, actor, view, rows } of ackedDurables(outcomes, views)) {
+    if (o.ackedAt! >= before || rows.length === 1) continue;
+    const { op } = o;
+    out.push({
+      check: 'durable',
+      message: `${op.kind} ${op.id} acknowledged at ${rel(o.ackedAt!)} is ${rows.length === 0 ? 'missing from' : `${rows.length} times in`} ${actor}'s committed log (${view.state}, ${view.log.length} rows)`,
+      at: now,
+      actor,
+      op: op.i,
+    });
+  }
+  return out;
+}
+
+/**
+ * Each acknowledged durable op but destroys, of an incarnation whose destroy was never sent (its
+ * state may be going away) and that was read, with its rows in the actor's committed log.
+ */
+function* ackedDurables(outcomes: readonly Outcome[], views: ReadonlyMap<string, ActorView>) {
   const destroyed = destroyedIncarnations(outcomes);
   for (const o of outcomes) {
     const { op } = o;
-    if (!op.durable || op.kind === 'destroy' || o.ackedAt === undefined || o.ackedAt >= before) continue;
+    if (!op.durable || op.kind === 'destroy' || o.ackedAt === undefined) continue;
     const actor = actorName(op.slot, op.incarnation);
-    if (destroyed.has(actor)) continue;
     const view = views.get(actor);
-    if (!view) continue;
-    const rows = view.log.filter((r) => r.op === op.id && EFFECT_KINDS.has(r.kind)).length;
-    if (rows !== 1)
-      out.push({
-        check: 'durable',
-        message: `${op.kind} ${op.id} acknowledged at ${rel(o.ackedAt)} is ${rows === 0 ? 'missing from' : `${rows} times in`} ${actor}'s committed log (${view.state}, ${view.log.length} rows)`,
-        at: now,
-        actor,
-        op: op.i,
-      });
+    if (destroyed.has(actor) || !view) continue;
+    yield { o, actor, view, rows: view.log.filter((r) => r.op === op.id && EFFECT_KINDS.has(r.kind)) };
   }
-  return out;
 }
 
 /**
@@ -71,16 +80,10 @@ export function checkDurables(outcomes: readonly Outcome[], views: ReadonlyMap<s
  */
 export function checkLinearizable(outcomes: readonly Outcome[], views: ReadonlyMap<string, ActorView>, now: number): Violation[] {
   const out: Violation[] = [];
-  const destroyed = destroyedIncarnations(outcomes);
   const acked = new Map<string, { o: Outcome; seq: number }[]>();
-  for (const o of outcomes) {
+  for (const { o, actor, view, rows } of ackedDurables(outcomes, views)) {
     const { op } = o;
-    if (!op.durable || op.kind === 'destroy' || o.ackedAt === undefined || o.sentAt === undefined) continue;
-    const actor = actorName(op.slot, op.incarnation);
-    const view = views.get(actor);
-    if (destroyed.has(actor) || view?.state !== 'restored') continue;
-    const rows = view.log.filter((r) => r.op === op.id && EFFECT_KINDS.has(r.kind));
-    if (rows.length !== 1) continue;
+    if (o.sentAt === undefined || view.state !== 'restored' || rows.length !== 1) continue;
     const row = rows[0]!;
     const reply = o.attempts.find((a) => a.status === 200 && a.endAt === o.ackedAt)?.result;
     const durables = view.log.filter((r) => r.kind === 'apply' && r.durable === 1 && r.seq <= row.seq).length;
