@@ -275,11 +275,13 @@ export function removeActorDb(path: string): void {
 
 /**
  * keepwork's own statements, prepared once per open database (an event runs several of them; a
- * prepare costs about as much as the statement itself). Gone with the handle.
+ * prepare costs about as much as the statement itself). Gone with the handle. A statement on a
+ * table that a rolled-back transaction created is prepared only after the table is known to be
+ * there (SQLite prepares it again itself after any schema change).
  */
 const statements = new WeakMap<Db, Map<string, Database.Statement>>();
 
-function stmt(db: Db, sql: string): Database.Statement {
+export function stmt(db: Db, sql: string): Database.Statement {
   let cache = statements.get(db);
   if (!cache) statements.set(db, (cache = new Map()));
   let s = cache.get(sql);
@@ -305,7 +307,12 @@ export function writeMeta(db: Db, key: MetaKey, value: string | null): void {
  */
 export function neverCommitted(db: Db): boolean {
   if (readMeta(db, 'initialized') === '1') return false;
-  return stmt(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_keep_idem'").get() === undefined;
+  return !hasIdemTable(db);
+}
+
+/** Whether `_keep_idem` exists (IDEM_SCHEMA: made by the first event that records a key). */
+export function hasIdemTable(db: Db): boolean {
+  return stmt(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_keep_idem'").get() !== undefined;
 }
 
 export function readAlarm(db: Db): number | null {

@@ -16,7 +16,7 @@
 import { createHash } from 'node:crypto';
 import type { Settings } from '../core/config.js';
 import { BadRequest, ErrorCode, HandlerFailed, IdempotencyMismatch } from '../core/errors.js';
-import { IDEM_SCHEMA, type Db } from './actor-db.js';
+import { hasIdemTable, IDEM_SCHEMA, stmt, type Db } from './actor-db.js';
 import type { ErrorData } from './messages.js';
 
 export type IdempotencySettings = Settings<'idempotencyKeysMax' | 'idempotencyRetentionMs'>;
@@ -41,8 +41,8 @@ export type Recorded = { type: 'result'; result: unknown } | { type: 'error'; er
 
 /** The recorded outcome of `call.key`; null when the key is new (or expired). */
 export function lookupCall(db: Db, call: IdemCall, nowMs: number, s: IdempotencySettings): Recorded | null {
-  if (!hasTable(db)) return null;
-  const row = db.prepare('SELECT args_hash, result, error, at FROM _keep_idem WHERE key = ?').get(call.key) as
+  if (!hasIdemTable(db)) return null;
+  const row = stmt(db, 'SELECT args_hash, result, error, at FROM _keep_idem WHERE key = ?').get(call.key) as
     { args_hash: string; result: string | null; error: string | null; at: number } | undefined;
   if (!row || row.at < nowMs - s.idempotencyRetentionMs) return null;
   if (row.args_hash !== call.hash)
@@ -83,7 +83,8 @@ export function recordable(error: ErrorData): boolean {
 
 function record(db: Db, call: IdemCall, result: string | null, error: string | null, nowMs: number, s: IdempotencySettings): void {
   db.exec(IDEM_SCHEMA);
-  db.prepare(
+  stmt(
+    db,
     `INSERT INTO _keep_idem (key, args_hash, result, error, at) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT(key) DO UPDATE SET args_hash = excluded.args_hash, result = excluded.result, error = excluded.error, at = excluded.at`,
   ).run(call.key, call.hash, result, error, nowMs);
@@ -92,16 +93,12 @@ function record(db: Db, call: IdemCall, result: string | null, error: string | n
 
 /** Keys past the retention age, then the oldest past the count. */
 export function prune(db: Db, nowMs: number, s: IdempotencySettings): number {
-  if (!hasTable(db)) return 0;
-  let n = db.prepare('DELETE FROM _keep_idem WHERE at < ?').run(nowMs - s.idempotencyRetentionMs).changes;
-  const { count } = db.prepare('SELECT count(*) AS count FROM _keep_idem').get() as { count: number };
+  if (!hasIdemTable(db)) return 0;
+  let n = stmt(db, 'DELETE FROM _keep_idem WHERE at < ?').run(nowMs - s.idempotencyRetentionMs).changes;
+  const { count } = stmt(db, 'SELECT count(*) AS count FROM _keep_idem').get() as { count: number };
   if (count > s.idempotencyKeysMax)
-    n += db
-      .prepare('DELETE FROM _keep_idem WHERE rowid IN (SELECT rowid FROM _keep_idem ORDER BY at, rowid LIMIT ?)')
-      .run(count - s.idempotencyKeysMax).changes;
+    n += stmt(db, 'DELETE FROM _keep_idem WHERE rowid IN (SELECT rowid FROM _keep_idem ORDER BY at, rowid LIMIT ?)').run(
+      count - s.idempotencyKeysMax,
+    ).changes;
   return n;
-}
-
-function hasTable(db: Db): boolean {
-  return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_keep_idem'").get() !== undefined;
 }

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import { parseAddress } from '../../src/core/address.js';
-import { actorDbPath } from '../../src/workers/actor-db.js';
+import { actorDbPath, newMemoryImage, openMemoryActorDb } from '../../src/workers/actor-db.js';
+import { idemCall, lookupCall, recordResult } from '../../src/workers/idempotency.js';
 import { defineActor, type ActorContext } from '../../src/workers/define-actor.js';
 import { checkIdempotencyKey, IDEMPOTENCY_KEY_MAX_CHARS } from '../../src/core/idempotency-key.js';
 import type { EventResult } from '../../src/workers/messages.js';
@@ -191,5 +192,34 @@ describe('idempotent durable calls (pipeline)', () => {
     assert.equal(runs, 3, 'past the retention: runs again');
     assert.deepEqual(recordedKeys(env, A), ['old'], '"older" was pruned in the event that recorded "old" again');
     assert.equal(okResult(await env.call(A, 'value')), 3);
+  });
+});
+
+describe('the record kept per open database', () => {
+  const s = { idempotencyRetentionMs: 60_000, idempotencyKeysMax: 10 };
+
+  it('a first record rolled back takes its table with it; the next one makes it again and is found', () => {
+    // The statements on _keep_idem are prepared once per open database: one prepared while a
+    // rolled-back transaction's table existed must not answer, nor fail, once it is gone.
+    const db = openMemoryActorDb(Buffer.from(newMemoryImage()), parseAddress('t/Acc/rolled'));
+    try {
+      const first = idemCall('k1', 'add', [1]);
+      assert.throws(
+        () =>
+          db.transaction(() => {
+            recordResult(db, first, 'one', 1_000, s);
+            assert.deepEqual(lookupCall(db, first, 1_000, s), { type: 'result', result: 'one' });
+            throw new Error('roll back');
+          })(),
+        /roll back/,
+      );
+      assert.equal(lookupCall(db, first, 1_000, s), null, 'the table went with the transaction');
+      const second = idemCall('k2', 'add', [2]);
+      db.transaction(() => recordResult(db, second, 'two', 2_000, s))();
+      assert.deepEqual(lookupCall(db, second, 2_000, s), { type: 'result', result: 'two' });
+      assert.equal(lookupCall(db, first, 2_000, s), null);
+    } finally {
+      db.close();
+    }
   });
 });
