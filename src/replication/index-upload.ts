@@ -152,7 +152,12 @@ export class IndexUpload {
   }
 }
 
+/** READ_NAMED prepared once per open database: every upload reads it (checkNamed), and a prepare costs more than the read. */
+const readNamedStatements = new WeakMap<ReplicaDb, ReturnType<ReplicaDb['prepare']>>();
+
 /** alarm_indexed as stored ('' for none). */
 function readNamed(db: ReplicaDb): string {
-  return (db.prepare(READ_NAMED).get() as { value: string } | undefined)?.value ?? '';
+  let statement = readNamedStatements.get(db);
+  if (!statement) readNamedStatements.set(db, (statement = db.prepare(READ_NAMED)));
+  return (statement.get() as { value: string } | undefined)?.value ?? '';
 }
