@@ -252,7 +252,7 @@ function drainBoundMs(c: DrainConfig): number {
 }
 
 /** Index entries of the run's actors (its class, names starting with its tag). */
-async function pendingEntries(store: ObjectStore, runTag: string): Promise<number> {
+export async function pendingEntries(store: ObjectStore, runTag: string): Promise<number> {
   let n = 0;
   for await (const key of listAll(store, { prefix: tenantPrefix(BENCH_TENANT) })) {
     const address = parseEntryKey(key)?.address;

@@ -15,8 +15,9 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { runCalls } from './calls.js';
-import { BenchAborted, runDrain, type BenchEnv, type DrainingNode } from './drain.js';
+import { BenchAborted, pendingEntries, runDrain, type BenchEnv, type DrainingNode } from './drain.js';
 import { LocalNodes } from './local-nodes.js';
 import { callActor, inLanes } from './node-calls.js';
 import { ProgressLine } from './progress-line.js';
@@ -24,6 +25,7 @@ import { connectTargets } from './remote-nodes.js';
 import { writeReport, type BenchReport, type BenchRun, type SweepReport } from './report.js';
 import { mean, recommend } from './stats.js';
 import { assertEmpty, benchTarget, emptyTarget, openTarget, removeCreated } from './target.js';
+import type { ObjectStore } from '../store/types.js';
 
 export interface BenchPlan {
   kind: 'drain' | 'calls';
@@ -96,8 +98,10 @@ export async function runBench(
       } finally {
         progress.end();
         await env.local.stopAll();
-        if (targets) await destroyTouched(targets, env.touched, progress);
-        else await emptyTarget(store);
+        if (targets) {
+          await destroyTouched(targets, env.touched, progress);
+          await awaitEntriesGone(store, env.runTag, progress, signal);
+        } else await emptyTarget(store);
       }
     }
     if (signal.aborted) stopped = stoppedBy(signal);
@@ -149,6 +153,30 @@ async function destroyTouched(targets: readonly DrainingNode[], touched: Readonl
   progress.end();
   if (failed.length > 0)
     progress.note(`warning: ${failed.length} of ${addresses.length} bench actors could not be destroyed, e.g. ${failed[0]}`);
+}
+
+/** How long, after destroying a run's actors, the bench waits for the running nodes to remove their index entries. */
+const ENTRIES_GONE_WAIT_MS = 60_000;
+
+/**
+ * Waits until no index entry of the run's actors is left in the bucket. A delivered alarm's entry
+ * goes in a delete batched across actors once the link that replaced it is up, and a batched
+ * delete that failed leaves it for the holder's next sweep to remove as stale: the running nodes
+ * remove them, at their pace. Past the wait, a warning says how many are left; it does not throw.
+ * After Ctrl-C it does not wait.
+ */
+async function awaitEntriesGone(store: ObjectStore, runTag: string, progress: ProgressLine, signal: AbortSignal): Promise<void> {
+  const deadline = Date.now() + ENTRIES_GONE_WAIT_MS;
+  const first = await pendingEntries(store, runTag);
+  for (let left = first; left > 0 && !signal.aborted; left = await pendingEntries(store, runTag)) {
+    if (Date.now() >= deadline) {
+      progress.note(`warning: ${left} index entries of the bench actors are still in the bucket after ${ENTRIES_GONE_WAIT_MS / 1000} s`);
+      return;
+    }
+    progress.update("the nodes removing the bench actors' index entries", first - left, first, 'removed', NaN);
+    await sleep(500);
+  }
+  progress.end();
 }
 
 const stoppedBy = (signal: AbortSignal) => `stopped by ${typeof signal.reason === 'string' ? signal.reason : 'an abort'}`;

@@ -337,7 +337,7 @@ describe('keepwork bench', () => {
     assert.equal(existsSync(join(cwd, 'bucket')), false);
   });
 
-  it('--targets: running nodes with a token drain what the node the bench started and killed armed; its actors destroyed after', async () => {
+  it('--targets: running nodes with a token drain what the node the bench started and killed armed; its actors destroyed after', async (t) => {
     const cwd = temp();
     const bucket = join(cwd, 'fleet');
     const added = cli(['token', 'add', 'bench', '--tenants', '*', '--rights', 'call,read', '--file', 'tokens.json'], cwd);
@@ -350,6 +350,9 @@ describe('keepwork bench', () => {
     const secured = ['--auth-file', 'tokens.json', '--cluster-secret-file', 'cluster-secret'];
     const args = ['--bucket', bucket, '--class', klass.stdout.trim(), ...secured, ...FAST];
     const targets = await Promise.all(['t1', 't2'].map((id) => startTarget(cwd, id, args)));
+    t.after(() => {
+      for (const target of targets) if (tagged(TAG).includes(target.pid)) process.kill(target.pid, 'SIGKILL'); // also when an assertion failed
+    });
     const urls = targets.map((t) => t.url).join(',');
 
     const refused = await bench(['drain', '--bucket', bucket, '--targets', urls, '--alarms', '10', '--out', 'out'], cwd);
@@ -431,7 +434,6 @@ describe('keepwork bench', () => {
     const callsRun = reportOf(calls).runs[0] as CallsResult;
     assert.ok(callsRun.calls > 0 && callsRun.failed === 0, JSON.stringify(callsRun));
     assert.deepEqual(tagged(TAG).sort(), targets.map((t) => t.pid).sort(), 'calls on targets starts no node');
-    for (const t of targets) process.kill(t.pid, 'SIGKILL');
   });
 
   it(
