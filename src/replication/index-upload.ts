@@ -23,7 +23,7 @@
 import { ActorGivenUp } from '../core/errors.js';
 import { formatAddress, type ActorAddress } from '../core/address.js';
 import { invariantFailure } from '../core/invariant.js';
-import type { ReplicaDb, ReplicaDeps } from './replica-deps.js';
+import { preparedOnce, type ReplicaDb, type ReplicaDeps } from './replica-deps.js';
 
 /** An index entry to delete: its key and the generation of the owner that listed it (null: a legacy entry). */
 export interface ReplacedEntry {
@@ -152,12 +152,7 @@ export class IndexUpload {
   }
 }
 
-/** READ_NAMED prepared once per open database: every upload reads it (checkNamed), and a prepare costs more than the read. */
-const readNamedStatements = new WeakMap<ReplicaDb, ReturnType<ReplicaDb['prepare']>>();
-
-/** alarm_indexed as stored ('' for none). */
+/** alarm_indexed as stored ('' for none); every upload reads it (checkNamed). */
 function readNamed(db: ReplicaDb): string {
-  let statement = readNamedStatements.get(db);
-  if (!statement) readNamedStatements.set(db, (statement = db.prepare(READ_NAMED)));
-  return (statement.get() as { value: string } | undefined)?.value ?? '';
+  return (preparedOnce(db, READ_NAMED).get() as { value: string } | undefined)?.value ?? '';
 }

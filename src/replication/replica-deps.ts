@@ -46,3 +46,19 @@ export interface ReplicaDb {
   /** The whole database image (used for a database kept in memory). */
   serialize(): Buffer;
 }
+
+/**
+ * A statement of keepwork's own, prepared once per open database (an event runs several; a prepare
+ * costs about as much as the statement itself) and gone with the handle. A statement on a table
+ * that a rolled-back transaction created is to be run only once the table is known to be there
+ * (SQLite prepares it again itself after any schema change).
+ */
+const statements = new WeakMap<object, Map<string, unknown>>();
+
+export function preparedOnce<D extends { prepare(source: string): unknown }>(db: D, sql: string): ReturnType<D['prepare']> {
+  let cache = statements.get(db);
+  if (!cache) statements.set(db, (cache = new Map()));
+  let s = cache.get(sql);
+  if (s === undefined) cache.set(sql, (s = db.prepare(sql)));
+  return s as ReturnType<D['prepare']>;
+}

@@ -16,6 +16,7 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSy
 import { dirname, join } from 'node:path';
 import { nameHex, type ActorAddress } from '../core/address.js';
 import { forMemory } from '../replication/memory-image.js';
+import { preparedOnce } from '../replication/replica-deps.js';
 import { fsyncFd, type FsyncFile } from '../store/fs/io.js';
 import { diskFull, isDiskFull } from '../core/disk-full.js';
 import { filesExhausted, isOutOfFiles } from '../core/files-exhausted.js';
@@ -273,20 +274,9 @@ export function removeActorDb(path: string): void {
   for (const suffix of ['', '-wal', '-shm']) rmSync(path + suffix, { force: true });
 }
 
-/**
- * keepwork's own statements, prepared once per open database (an event runs several of them; a
- * prepare costs about as much as the statement itself). Gone with the handle. A statement on a
- * table that a rolled-back transaction created is prepared only after the table is known to be
- * there (SQLite prepares it again itself after any schema change).
- */
-const statements = new WeakMap<Db, Map<string, Database.Statement>>();
-
+/** keepwork's own statements on an actor's database (replica-deps.ts `preparedOnce`). */
 export function stmt(db: Db, sql: string): Database.Statement {
-  let cache = statements.get(db);
-  if (!cache) statements.set(db, (cache = new Map()));
-  let s = cache.get(sql);
-  if (!s) cache.set(sql, (s = db.prepare(sql)));
-  return s;
+  return preparedOnce(db, sql);
 }
 
 export function readMeta(db: Db, key: MetaKey): string | null {
