@@ -25,13 +25,30 @@ import type { LeaseSettings } from '../leases/node-lease.js';
 
 export type MembershipSettings = LeaseSettings & HoldSettings & DirectorySettings & Settings<'leasePeriodMs'>;
 
+/** The lease's share with the workers (`Membership.shared`), made before the workers start (start-node.ts). */
+export const leaseShare = (): SharedArrayBuffer => new SharedArrayBuffer(16);
+
+export interface MembershipParts {
+  /** The renewal schedule's RxJS scheduler (test seam: the simulator's virtual clock). */
+  scheduler?: SchedulerLike;
+  /**
+   * What the lease is written through (the node's store unless given): a store of its own whose
+   * writes never wait behind the other file work of the process (start-node.ts). Closed by stop().
+   */
+  leaseStore?: ObjectStore;
+  /** `shared`, when the workers were given it before this was made (leaseShare). */
+  shared?: SharedArrayBuffer;
+}
+
 export class Membership {
   readonly lease: NodeLease;
   readonly nodes: NodeDirectory;
   readonly holds: HoldTable;
   /** Shared with the workers: the lease's "valid until", in ms, then the epoch it is valid for. */
-  readonly shared = new SharedArrayBuffer(16);
-  private readonly view = new BigInt64Array(this.shared);
+  readonly shared: SharedArrayBuffer;
+  private readonly view: BigInt64Array;
+  private readonly scheduler: SchedulerLike | undefined;
+  private readonly leaseStore: ObjectStore;
   private renewals: Subscription | undefined;
   private renewing: Promise<void> | undefined;
 
@@ -41,15 +58,13 @@ export class Membership {
     private readonly config: MembershipSettings,
     private readonly log: Logger,
     self: NodeSelf,
-    /** The renewal schedule's RxJS scheduler (test seam: the simulator's virtual clock). */
-    private readonly scheduler?: SchedulerLike,
-    /**
-     * What the lease is written through (`store` unless given): a store of its own whose writes
-     * never wait behind the other file work of the process (start-node.ts). Closed by stop().
-     */
-    private readonly leaseStore: ObjectStore = store,
+    more: MembershipParts = {},
   ) {
-    this.lease = new NodeLease(leaseStore, clock, config, self, log);
+    this.shared = more.shared ?? leaseShare();
+    this.view = new BigInt64Array(this.shared);
+    this.scheduler = more.scheduler;
+    this.leaseStore = more.leaseStore ?? store;
+    this.lease = new NodeLease(this.leaseStore, clock, config, self, log);
     this.nodes = new NodeDirectory(store, clock, config, log);
     this.holds = new HoldTable(store, clock, config, this.lease, this.nodes, { nodeId: self.nodeId }, log);
   }

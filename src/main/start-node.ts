@@ -1,9 +1,10 @@
 /**
- * `startNode`: the composition root of one keepwork node — options resolved, identity and epoch,
- * class modules checked, the data dir locked, the HTTP port bound, the bucket (requests counted),
- * the worker group started (its threads load the classes while the lease is written), membership
- * (lease, holds), the Node itself, then HTTP served (calls queue for the workers still starting),
- * the sweep, and once the workers are up the timer refilled from the data dir while it serves.
+ * `startNode`: the composition root of one keepwork node — options resolved, class modules
+ * checked, the data dir locked, identity and epoch, the worker group started (its threads boot and
+ * load the classes while the rest of the start goes on), the HTTP port bound, the bucket (requests
+ * counted), membership (lease, holds), the Node itself, then HTTP served (calls queue for the
+ * workers still starting), the sweep, and once the workers are up the timer refilled from the
+ * data dir while it serves.
  */
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -18,12 +19,12 @@ import { countedStore } from '../store/request-counts.js';
 import { resolveClasses } from './classes.js';
 import { resolveOptions, type KeepworkOptions, type ResolvedConfig, type Tunable } from '../core/config.js';
 import { checkClasses } from '../workers/class-loader.js';
-import { nextIdentity } from './identity.js';
-import { Membership } from './membership.js';
+import { nextIdentity, type NodeIdentity } from './identity.js';
+import { leaseShare, Membership } from './membership.js';
 import { NodeMetrics } from './metrics.js';
 import { Node } from './node.js';
 import type { BoundHttp, FrontDoor, KeepworkNode, StartNodeOptions, UnsafeTestSeams } from './node-api.js';
-import { SAFE_RULES } from '../alarms/rules.js';
+import { SAFE_RULES, type ProtocolRules } from '../alarms/rules.js';
 import { BadConfig } from '../core/errors.js';
 import { WorkerGroup, workerCount } from './worker-group.js';
 import { bucketFilesOf, planFiles } from './file-budget.js';
@@ -86,23 +87,23 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
   for (const w of doors.warnings) baseLog.warn({ host: listenHost }, w);
   let http: BoundHttp | undefined;
   let fsyncPool: FsyncPool | undefined;
+  let started: StartedWorkers | undefined;
   try {
+    const bucketUrl = bucket ?? defaultBucketUrl(dataDir);
+    fsyncPool = config.fsyncThreadsMax > 0 ? new FsyncPool({ threadsMax: config.fsyncThreadsMax }) : undefined;
+    started = startWorkers({ config, tunables, classUrls, bucketUrl, nodeId, baseLog, fsyncPool }, dataDir, unsafe);
     if (port !== undefined && frontDoor) {
       const access = { ...(tokens ? { tokens } : {}), ...(clusterKey ? { clusterKey } : {}), ...(tls.server ? { tls: tls.server } : {}) };
       http = await frontDoor({ port, host: listenHost, bodyMaxBytes: config.httpBodyMaxBytes, limits: config, log: baseLog, ...access });
     }
-    const bucketUrl = bucket ?? defaultBucketUrl(dataDir);
     const addr = advertise ?? http?.url ?? '';
     const peers = new PeerClient(tls.client, config.httpResultMaxBytes, unsafe.forwardDropped);
-    fsyncPool = config.fsyncThreadsMax > 0 ? new FsyncPool({ threadsMax: config.fsyncThreadsMax }) : undefined;
     const parts = {
       config,
-      tunables,
       classUrls,
       methods,
       served,
       bucketUrl,
-      nodeId,
       baseLog,
       http,
       clusterKey,
@@ -111,8 +112,11 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
       peers,
       fsyncPool,
     };
-    return await startLocked(parts, dataDir, dirLock, unsafe);
+    const workers = started;
+    started = undefined; // startLocked's from here
+    return await startLocked(parts, workers, dataDir, dirLock, unsafe);
   } catch (e) {
+    await started?.workers.destroy();
     await fsyncPool?.close();
     await http?.close();
     dirLock.release();
@@ -120,14 +124,65 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
   }
 }
 
+/** What startWorkers made before the port is bound and the lease written. */
+interface StartedWorkers {
+  identity: NodeIdentity;
+  metrics: NodeMetrics;
+  /** The lease's share with the workers (Membership `shared`). */
+  leaseValidUntil: SharedArrayBuffer;
+  rules: ProtocolRules;
+  workers: WorkerGroup;
+  /** The workers' loading of the classes; awaited once the node serves. */
+  loaded: Promise<void>;
+}
+
+/**
+ * The worker threads, started as soon as the data dir is held: their threads boot and load the
+ * classes (most of a start's CPU) while the main thread binds the port, opens the bucket and
+ * writes the lease. They post nothing to the bucket before the main thread sends them an event,
+ * which it does once the lease is live. The node's identity (its epoch bumped in the data dir)
+ * comes first, as the workers are told the node's id.
+ */
+function startWorkers(
+  parts: Pick<StartParts, 'config' | 'classUrls' | 'bucketUrl' | 'baseLog' | 'fsyncPool'> & { tunables: KeepworkOptions; nodeId: string | undefined },
+  dataDir: string,
+  unsafe: UnsafeTestSeams,
+): StartedWorkers {
+  const { config, tunables, classUrls, bucketUrl, baseLog, fsyncPool } = parts;
+  const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
+  const metrics = new NodeMetrics();
+  const leaseValidUntil = leaseShare();
+  const rules = unsafe.rules ?? SAFE_RULES;
+  const workers = new WorkerGroup(config, {
+    dataDir,
+    bucket: bucketUrl,
+    classes: classUrls,
+    options: {
+      ...tunables,
+      dbCacheMax: config.dbCacheMax,
+      spareActorFiles: config.spareActorFiles,
+      workerConcurrency: config.workerConcurrency,
+    },
+    logLevel: baseLog.level,
+    nodeId: identity.nodeId,
+    leaseValidUntil,
+    requestCounts: metrics.workerRequests.buffer,
+    throttleStats: metrics.workerThrottle.buffer,
+    ...(fsyncPool ? { fsyncPool: fsyncPool.shared } : {}),
+    rules,
+    ...(unsafe.clockOffsetMs ? { clockOffsetMs: unsafe.clockOffsetMs } : {}),
+  });
+  const loaded = workers.loadClasses(Object.keys(classUrls));
+  loaded.catch(() => undefined); // awaited once the node serves
+  return { identity, metrics, leaseValidUntil, rules, workers, loaded };
+}
+
 interface StartParts {
   config: ResolvedConfig;
-  tunables: KeepworkOptions;
   classUrls: Record<string, string>;
   methods: Record<string, string[]>;
   served: string[] | undefined;
   bucketUrl: string;
-  nodeId: string | undefined;
   baseLog: Logger;
   http: BoundHttp | undefined;
   clusterKey: ClusterKey | undefined;
@@ -189,63 +244,44 @@ function fitFiles(config: ResolvedConfig, tunables: KeepworkOptions, bucketUrl: 
   return Object.freeze({ ...config, ...plan.sizes });
 }
 
-/** The rest of the start, holding the data dir's lock (released by `Node.stop`) and the port. */
-async function startLocked(parts: StartParts, dataDir: string, dirLock: DataDirLock, unsafe: UnsafeTestSeams): Promise<KeepworkNode> {
-  const { config, tunables, classUrls, served, bucketUrl, baseLog, http, fsyncPool } = parts;
-  const rules = unsafe.rules ?? SAFE_RULES;
+/** The rest of the start, holding the data dir's lock (released by `Node.stop`), the port and the workers. */
+async function startLocked(
+  parts: StartParts,
+  started: StartedWorkers,
+  dataDir: string,
+  dirLock: DataDirLock,
+  unsafe: UnsafeTestSeams,
+): Promise<KeepworkNode> {
+  const { config, classUrls, served, bucketUrl, baseLog, http, fsyncPool } = parts;
+  const { identity, metrics, rules, workers, loaded } = started;
   // TEST-ONLY (UnsafeTestSeams): a negative skew bound stretches the lease's own validity.
   const leaseConfig = unsafe.leaseOverstayMs ? { ...config, skewBoundMs: config.skewBoundMs - unsafe.leaseOverstayMs } : config;
   // TEST-ONLY (UnsafeTestSeams): a skewed clock, the workers' too.
   const clock: Clock = unsafe.clockOffsetMs ? new OffsetClock(unsafe.clockOffsetMs) : new SystemClock();
-  const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
-  const metrics = new NodeMetrics();
   const fsyncs = fsyncPool?.queue;
-  const store = countedStore(
-    openStore(bucketUrl, { config, clock, throttle: metrics.mainThrottle.sink(0), ...(fsyncs ? { fsyncs } : {}) }),
-    metrics.mainRequests,
-  );
-  const membership = new Membership(
-    store,
-    clock,
-    leaseConfig,
-    baseLog.child({ nodeId: identity.nodeId }),
-    {
-      nodeId: identity.nodeId,
-      addr: parts.addr,
-      tenants: served ?? null,
-      classes: Object.keys(classUrls),
-      dataDirId: identity.dataDirId, // we hold the data dir's lock
-    },
-    undefined,
-    leaseStoreOf(bucketUrl, store, config, clock, metrics),
-  );
-  // The workers start, and load the classes, while the lease is written and the node begins to
-  // serve: they post nothing to the bucket before the main thread sends them an event, which it
-  // does once the lease is live.
-  const workers = new WorkerGroup(config, {
-    dataDir,
-    bucket: bucketUrl,
-    classes: classUrls,
-    options: {
-      ...tunables,
-      dbCacheMax: config.dbCacheMax,
-      spareActorFiles: config.spareActorFiles,
-      workerConcurrency: config.workerConcurrency,
-    },
-    logLevel: baseLog.level,
-    nodeId: identity.nodeId,
-    leaseValidUntil: membership.shared,
-    requestCounts: metrics.workerRequests.buffer,
-    throttleStats: metrics.workerThrottle.buffer,
-    ...(fsyncPool ? { fsyncPool: fsyncPool.shared } : {}),
-    rules,
-    ...(unsafe.clockOffsetMs ? { clockOffsetMs: unsafe.clockOffsetMs } : {}),
-  });
-  const loaded = workers.loadClasses(Object.keys(classUrls));
-  loaded.catch(() => undefined); // awaited below, once the node serves
   let node: Node | undefined;
+  let store: ObjectStore;
+  let membership: Membership;
   let epoch: number;
   try {
+    store = countedStore(
+      openStore(bucketUrl, { config, clock, throttle: metrics.mainThrottle.sink(0), ...(fsyncs ? { fsyncs } : {}) }),
+      metrics.mainRequests,
+    );
+    membership = new Membership(
+      store,
+      clock,
+      leaseConfig,
+      baseLog.child({ nodeId: identity.nodeId }),
+      {
+        nodeId: identity.nodeId,
+        addr: parts.addr,
+        tenants: served ?? null,
+        classes: Object.keys(classUrls),
+        dataDirId: identity.dataDirId, // we hold the data dir's lock
+      },
+      { leaseStore: leaseStoreOf(bucketUrl, store, config, clock, metrics), shared: started.leaseValidUntil },
+    );
     epoch = await membership.start(identity.epoch, () => node?.fenced());
   } catch (e) {
     await workers.destroy();

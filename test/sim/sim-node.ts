@@ -91,7 +91,7 @@ export class SimNode {
       log,
       // The data dir's lock is implied: a SimNode starts on a data dir only when its previous one there is dead.
       { nodeId, addr: '', tenants: null, classes: [className], dataDirId: identity.dataDirId },
-      scheduler,
+      { scheduler },
     );
     this.membership = membership;
     const epoch = await membership.start(identity.epoch, () => this.node?.fenced());
