@@ -144,7 +144,10 @@ interface StartedWorkers {
  * comes first, as the workers are told the node's id.
  */
 function startWorkers(
-  parts: Pick<StartParts, 'config' | 'classUrls' | 'bucketUrl' | 'baseLog' | 'fsyncPool'> & { tunables: KeepworkOptions; nodeId: string | undefined },
+  parts: Pick<StartParts, 'config' | 'classUrls' | 'bucketUrl' | 'baseLog' | 'fsyncPool'> & {
+    tunables: KeepworkOptions;
+    nodeId: string | undefined;
+  },
   dataDir: string,
   unsafe: UnsafeTestSeams,
 ): StartedWorkers {
