@@ -4,14 +4,12 @@
  * frame since applied. Unlike `db.serialize()` it is right even while the actor's next event
  * holds a write transaction open, so a snapshot never has to wait for a quiet moment. A main
  * file too short for a header (and no WAL frames) is a `CorruptState`: the actor is not served.
- * `wal`: the WAL captured from its start (no cursor) just before, if the caller has it.
+ * `wal`: the WAL's commits from its start (a capture with no cursor, or a capture's `fromStart`)
+ * just before, if the caller has them.
  */
 import { readFileSync } from 'node:fs';
 import { CorruptState } from '../core/errors.js';
-import { captureWal, type WalCursor } from './wal.js';
-
-/** What `captureWal` gives. */
-type WalCapture = ReturnType<typeof captureWal>;
+import { captureWal, type WalCapture, type WalCursor } from './wal.js';
 
 export interface CommittedImage {
   image: Uint8Array;
@@ -20,7 +18,10 @@ export interface CommittedImage {
   cursor: WalCursor | null;
 }
 
-export function committedImage(dbPath: string, wal: WalCapture = captureWal(`${dbPath}-wal`, null)): CommittedImage {
+export function committedImage(
+  dbPath: string,
+  wal: Pick<WalCapture, 'delta' | 'cursor'> = captureWal(`${dbPath}-wal`, null),
+): CommittedImage {
   const main = readFileSync(dbPath);
   const { delta, cursor } = wal;
   const pageSize = delta?.pageSize ?? pageSizeOf(main);

@@ -36,7 +36,7 @@ import { checkpointDue, nextLinkKind, pruneBelow } from './link-policy.js';
 import type { ReplicaDb, ReplicaDeps } from './replica-deps.js';
 import { take, takeInMemory, takeNew, type TakeContext, type TakeResult } from './replica-take.js';
 import { removeSidecar, writeSidecar } from './sidecar.js';
-import { captureWal, encodeDelta, type WalCursor } from './wal.js';
+import { captureWal, encodeDelta, type WalCapture, type WalCursor, type WalFromStart } from './wal.js';
 
 export type { ReplicaDb, ReplicaDeps, ReplicaSettings } from './replica-deps.js';
 export type { TakeResult } from './replica-take.js';
@@ -45,6 +45,8 @@ export class ActorReplica {
   givenUp: Error | undefined;
   /** Where the local copy stands against the chain (set by the take path, moved on by each upload). */
   private readonly pos = new ChainPosition();
+  /** The WAL's commits from its start to the last landed capture's cursor (wal.ts `fromStart`), when known. */
+  private walFromStart: WalFromStart | undefined;
   private closed = false;
   /** A link was uploaded by this replica, i.e. under its hold (the history ends with our own). */
   uploadedUnderHold = false;
@@ -295,21 +297,22 @@ export class ActorReplica {
     if (!db || !db.open) return;
     try {
       const m = this.pos.memory;
-      const captured = m
+      const captured: WalCapture = m
         ? { delta: this.pos.captureMemory(m, db.serialize()), cursor: null }
-        : captureWal(`${this.dbPath}-wal`, this.pos.cursor);
+        : captureWal(`${this.dbPath}-wal`, this.pos.cursor, this.walFromStart);
       const first = this.pos.head === null || this.pos.deleted; // a chain (re)starts with a snapshot
       // No frames (no change) — and a new actor in memory that has committed nothing has no chain yet.
       if (!captured.delta && (!first || this.pos.memory)) return;
       const deletes = this.index.captured(db);
       await this.uploadCaptured(captured, first); // if it fails the entries stay: extra ones are harmless
+      this.walFromStart = captured.fromStart; // the next capture goes on from its cursor, the link's
       this.index.landed(deletes); // not awaited: a durable reply waits for its link, not for cleanup
     } catch (e) {
       throw isKeepworkError(e, ErrorCode.Internal) && !this.givenUp ? this.giveUpNow(e) : e; // a bug, wherever raised: loudly
     }
   }
 
-  private async uploadCaptured(captured: ReturnType<typeof captureWal>, first: boolean): Promise<void> {
+  private async uploadCaptured(captured: WalCapture, first: boolean): Promise<void> {
     // A chain's first link is a snapshot whatever the delta weighs: no delta is encoded for it.
     const deltaBytes = captured.delta && !first ? encodeDelta(captured.delta) : undefined;
     const since = {
@@ -323,10 +326,13 @@ export class ActorReplica {
     }
     // Synchronous since the capture above: no commit can slip in between the two reads. With no
     // cursor (a new file's first link, or the first since a checkpoint) that capture read the WAL
-    // from its start, as committedImage would: its frames are the image's, read once.
+    // from its start, as committedImage would: its frames are the image's, read once. Otherwise
+    // its `fromStart` carries every commit since the WAL's start when the captures before it did
+    // (a small actor's); only without it is the WAL read from its start again.
+    const fromStart = captured.fromStart && { delta: captured.fromStart.delta(), cursor: captured.fromStart.cursor };
     const { image, pageSize, cursor } = this.pos.memory
       ? { image: forBucket(this.pos.memory.captured!), pageSize: this.pos.memory.pageSize, cursor: null }
-      : committedImage(this.dbPath, this.pos.cursor === null ? captured : undefined);
+      : committedImage(this.dbPath, this.pos.cursor === null ? captured : fromStart);
     return this.upload('snapshot', image, pageSize, image.byteLength / pageSize, cursor ?? captured.cursor);
   }
 

@@ -35,6 +35,48 @@ export interface WalCursor {
   pageSize: number;
 }
 
+export interface WalCapture {
+  /** The pages of the commits past the cursor given; null when there are none. */
+  delta: PageDelta | null;
+  /** Just past the last commit captured. */
+  cursor: WalCursor | null;
+  commits?: number;
+  /**
+   * Every commit from the WAL's first frame to `cursor`, when this capture read from there or
+   * continued the `known` the caller passed: what `committedImage` applies to the main file,
+   * without reading the WAL from its start again. Absent when neither.
+   */
+  fromStart?: WalFromStart;
+}
+
+/** The commits of one WAL from its first frame up to `cursor` (captureWal's `fromStart`). */
+export interface WalFromStart {
+  readonly cursor: WalCursor;
+  /** Their pages, as one capture of them all from the WAL's start would give. */
+  delta(): PageDelta | null;
+}
+
+/** Each WalFromStart's pages, for the capture that continues it. */
+const pagesOf = new WeakMap<WalFromStart, CommittedPages>();
+
+/**
+ * `fromStart` holds at most this many bytes of pages (16 of 4 KiB): a small actor's, whose
+ * snapshots come every few links, each of which would otherwise read and checksum its WAL from
+ * the start again. A larger one's WAL is read again for a snapshot.
+ */
+export const FROM_START_BYTES_MAX = 64 * 1024;
+
+function fromStart(pages: CommittedPages | undefined, cursor: WalCursor): { fromStart?: WalFromStart } {
+  if (!pages || pages.bytes > FROM_START_BYTES_MAX) return {};
+  const f: WalFromStart = { cursor, delta: () => pages.result(cursor.offset).delta };
+  pagesOf.set(f, pages);
+  return { fromStart: f };
+}
+
+function sameCursor(a: WalCursor, b: WalCursor): boolean {
+  return a.offset === b.offset && a.salt1 === b.salt1 && a.salt2 === b.salt2 && a.pageSize === b.pageSize;
+}
+
 interface WalHeader {
   bigEndianChecksums: boolean;
   pageSize: number;
@@ -60,10 +102,7 @@ const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
  * WAL is no change (the cursor is returned as given). Reads only the header, the previous
  * frame's checksum and the new bytes.
  */
-export function captureWal(
-  walPath: string,
-  cursor: WalCursor | null,
-): { delta: PageDelta | null; cursor: WalCursor | null; commits?: number } {
+export function captureWal(walPath: string, cursor: WalCursor | null, known?: WalFromStart): WalCapture {
   const fd = openIfExists(walPath);
   if (fd === null) return { delta: null, cursor };
   try {
@@ -80,11 +119,21 @@ export function captureWal(
     }
     const start = sameGeneration ? cursor.offset : WAL_HEADER_BYTES;
     const generation = { offset: start, salt1: header.salt1, salt2: header.salt2, pageSize: header.pageSize };
-    if (start + frameBytes > size) return { delta: null, cursor: generation };
+    // The pages from the WAL's first frame: begun here when this capture starts there, else
+    // continued from `known` when it ends where this capture starts (a copy: `known` stays right
+    // for its own cursor, should the caller not take this capture up).
+    const before =
+      start === WAL_HEADER_BYTES
+        ? new CommittedPages(header.pageSize)
+        : known && sameCursor(known.cursor, generation)
+          ? pagesOf.get(known)?.copy()
+          : undefined;
+    if (start + frameBytes > size) return { delta: null, cursor: generation, ...fromStart(before, generation) };
     const seed = start === WAL_HEADER_BYTES ? header.checksum : readChecksum(readAt(fd, start - frameBytes + 16, 8), 0);
-    const scan = scanFrames(fd, header, start, size, seed);
-    if (scan.end === start) return { delta: null, cursor: generation };
-    return { delta: scan.delta, cursor: { ...generation, offset: scan.end }, commits: scan.commits };
+    const scan = scanFrames(fd, header, start, size, seed, before);
+    const end = { ...generation, offset: scan.end };
+    if (scan.end === start) return { delta: null, cursor: generation, ...fromStart(before, generation) };
+    return { delta: scan.delta, cursor: end, commits: scan.commits, ...fromStart(before, end) };
   } finally {
     closeSync(fd);
   }
@@ -113,11 +162,13 @@ function scanFrames(
   start: number,
   size: number,
   seed: Checksum,
+  /** The commits before `start` from the WAL's first frame: this scan's commits go on in it too. */
+  before?: CommittedPages,
 ): { end: number; delta: PageDelta | null; commits: number } {
   const { pageSize } = header;
   const frameBytes = FRAME_HEADER_BYTES + pageSize;
   const chunkFrames = Math.max(1, Math.floor(READ_CHUNK_BYTES_MAX / frameBytes));
-  const pages = new CommittedPages(pageSize);
+  const pages = before && start === WAL_HEADER_BYTES ? before : new CommittedPages(pageSize);
   let pending = new Map<number, Uint8Array>();
   let checksum = seed;
   let end = start;
@@ -137,6 +188,7 @@ function scanFrames(
       const sizeAfterCommit = view.getUint32(f + 4);
       if (sizeAfterCommit !== 0) {
         pages.commit(pending, sizeAfterCommit);
+        if (before && before !== pages) before.commit(pending, sizeAfterCommit);
         pending = new Map();
         end = pos + frameBytes;
         commits++;
@@ -154,11 +206,25 @@ function scanFrames(
  * zeros. So one capture over several commits equals a capture after each of them.
  */
 class CommittedPages {
-  private readonly pages = new Map<number, Uint8Array>();
   private sizeMin = Infinity;
   private size = 0;
 
-  constructor(private readonly pageSize: number) {}
+  constructor(
+    private readonly pageSize: number,
+    private readonly pages = new Map<number, Uint8Array>(),
+  ) {}
+
+  /** The bytes of the pages held. */
+  get bytes(): number {
+    return this.pages.size * this.pageSize;
+  }
+
+  copy(): CommittedPages {
+    const c = new CommittedPages(this.pageSize, new Map(this.pages));
+    c.sizeMin = this.sizeMin;
+    c.size = this.size;
+    return c;
+  }
 
   commit(frames: Map<number, Uint8Array>, sizeAfter: number): void {
     if (sizeAfter < this.size) for (const pgno of this.pages.keys()) if (pgno > sizeAfter) this.pages.delete(pgno);
@@ -167,13 +233,15 @@ class CommittedPages {
     this.size = sizeAfter;
   }
 
+  /** The delta so far; the pages held are left as they are (more commits may follow). */
   result(end: number): { end: number; delta: PageDelta | null } {
     if (this.size === 0) return { end, delta: null };
+    const pages = new Map(this.pages);
     for (let pgno = this.sizeMin + 1; pgno <= this.size; pgno++) {
-      if (!this.pages.has(pgno)) this.pages.set(pgno, new Uint8Array(this.pageSize));
+      if (!pages.has(pgno)) pages.set(pgno, new Uint8Array(this.pageSize));
     }
-    const pages = [...this.pages.entries()].sort((a, b) => a[0] - b[0]);
-    return { end, delta: { pageSize: this.pageSize, pageCountAfter: this.size, pages: pages.map(([pgno, data]) => ({ pgno, data })) } };
+    const sorted = [...pages.entries()].sort((a, b) => a[0] - b[0]);
+    return { end, delta: { pageSize: this.pageSize, pageCountAfter: this.size, pages: sorted.map(([pgno, data]) => ({ pgno, data })) } };
   }
 }
 

@@ -89,7 +89,14 @@ describe('WAL capture: torn and corrupt frames', () => {
   it('a WAL with big-endian checksums (magic 0x377f0683) is read the same', () => {
     const { wal, cursor } = walCopy();
     const le = readFileSync(wal);
-    const expected = captureWal(wal, null);
+    /** What a capture read (its `fromStart` holds a function: compared through its delta). */
+    const read = (c: ReturnType<typeof captureWal>) => ({
+      delta: c.delta,
+      cursor: c.cursor,
+      commits: c.commits,
+      fromStart: c.fromStart?.delta(),
+    });
+    const expected = read(captureWal(wal, null));
     const be = Buffer.from(le);
     be.writeUInt32BE(0x377f0683, 0);
     let sum = walChecksum(be, 0, 24, true, [0, 0]);
@@ -103,10 +110,10 @@ describe('WAL capture: torn and corrupt frames', () => {
       be.writeUInt32BE(sum[1], f + 20);
     }
     writeFileSync(wal, be);
-    assert.deepEqual(captureWal(wal, null), expected);
+    assert.deepEqual(read(captureWal(wal, null)), expected);
     assert.equal(captureWal(wal, cursor).cursor!.offset, expected.cursor!.offset);
     writeFileSync(wal, le);
-    assert.deepEqual(captureWal(wal, null), expected);
+    assert.deepEqual(read(captureWal(wal, null)), expected);
   });
 
   it('the checksum reads aligned and unaligned buffers alike', () => {
