@@ -189,27 +189,9 @@ export class WorkerGroup {
       return r instanceof Lost ? lostBatch(events, r) : (r as BatchOutcome[]);
     }
     const { port1, port2 } = new MessageChannel();
-    // The port and the task's result are separate channels: a final may come (or the port close)
-    // before the task's result is read here, so what arrives is kept until it is asked for.
-    const arrived = new Map<number, BatchOutcome>();
-    const waiting = new Map<number, (o: BatchOutcome) => void>();
-    let closed = false;
-    port1.on('message', ({ i, outcome }: FinalOutcome) => {
-      const settle = waiting.get(i);
-      if (settle) settle(outcome);
-      else arrived.set(i, outcome);
-    });
-    port1.once('close', () => {
-      closed = true;
-      waiting.forEach((settle) => settle(lostOutcome()));
-    });
-    const finalOf = (i: number) =>
-      new Promise<BatchOutcome>((resolve) => {
-        const got = arrived.get(i);
-        if (got) resolve(got);
-        else if (closed) resolve(lostOutcome());
-        else waiting.set(i, resolve);
-      });
+    const finals = new Finals();
+    port1.on('message', ({ i, outcome }: FinalOutcome) => finals.came(i, outcome));
+    port1.once('close', () => finals.close());
     try {
       const task: EventBatch = { type: 'batch', events, finals: port2 };
       const r = await this.submit(worker, task, signal, [port2]);
@@ -219,7 +201,7 @@ export class WorkerGroup {
       }
       const outcomes = r as BatchOutcome[];
       if (!outcomes.some((o) => o.type === 'ok' && o.pending)) port1.close();
-      return outcomes.map((o, i) => (o.type === 'ok' && o.pending ? { ...o, final: finalOf(i) } : o));
+      return outcomes.map((o, i) => (o.type === 'ok' && o.pending ? { ...o, final: finals.of(i) } : o));
     } catch (e) {
       port1.close();
       throw e;
@@ -288,6 +270,42 @@ function neverStarted(cause: unknown): NeverStarted {
     'its worker was restarted before its handler began (a handler stuck in synchronous code on that worker): it never ran; retry',
     { cause },
   );
+}
+
+/**
+ * A durable batch's final outcomes, as they come on the batch's port. The port and the task's
+ * result are separate channels: a final may come (or the port close) before the task's result is
+ * read, so what comes is kept until it is asked for. One asked for that never came by the port's
+ * close is `lost()` (made only then: an error with its stack is not made for every call).
+ */
+export class Finals {
+  readonly #arrived = new Map<number, BatchOutcome>();
+  readonly #waiting = new Map<number, (o: BatchOutcome) => void>();
+  #closed = false;
+
+  constructor(private readonly lost: () => BatchOutcome = lostOutcome) {}
+
+  came(i: number, outcome: BatchOutcome): void {
+    const settle = this.#waiting.get(i);
+    if (!settle) return void this.#arrived.set(i, outcome);
+    this.#waiting.delete(i);
+    settle(outcome);
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const settle of this.#waiting.values()) settle(this.lost());
+    this.#waiting.clear();
+  }
+
+  of(i: number): Promise<BatchOutcome> {
+    return new Promise((resolve) => {
+      const got = this.#arrived.get(i);
+      if (got) resolve(got);
+      else if (this.#closed) resolve(this.lost());
+      else this.#waiting.set(i, resolve);
+    });
+  }
 }
 
 function lostOutcome(): BatchOutcome {
