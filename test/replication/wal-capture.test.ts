@@ -13,40 +13,36 @@ import fc from 'fast-check';
 import { captureWal } from '../../src/replication/wal.js';
 import { readMeta, writeMeta } from '../../src/workers/actor-db.js';
 import { dump, dumpReplica, openLive, root, startReplica } from './wal-live.js';
-import { bytes, opArb, runOp, type Op } from './wal-workload.js';
+import { bytes, runOp, workloadArb, type Op } from './wal-workload.js';
 
 describe('WAL capture (real SQLite)', () => {
   it('a replica built from the snapshot and every delta equals the live database under random workloads', () => {
     fc.assert(
-      fc.property(
-        fc.array(fc.tuple(opArb, fc.boolean()), { minLength: 5, maxLength: 40 }),
-        fc.integer({ min: 4, max: 64 }),
-        (ops, cachePages) => {
-          const steps: Array<[Op, boolean]> = [[{ kind: 'create', t: 0 }, false], ...ops];
-          const live = openLive(cachePages);
-          try {
-            const fine = startReplica(live, 'fine.db'); // captures after every step
-            const coarse = startReplica(live, 'coarse.db'); // captures when the step's flag says so, and before checkpoints
-            for (const [i, [op, captureCoarse]] of steps.entries()) {
-              if (op.kind === 'checkpoint') coarse.catchUp(); // (fine is caught up after every step)
-              const noChange = runOp(live.db, op);
-              const delta = fine.catchUp();
-              if (noChange) assert.equal(delta, null, `step ${i} (${op.kind}) wrote frames`);
-              if (captureCoarse) coarse.catchUp();
-              if (i % 8 === 7 || i === steps.length - 1) {
-                coarse.catchUp();
-                const expected = dump(live.db);
-                assert.equal(dumpReplica(fine.path), expected, `after step ${i}`);
-                assert.deepEqual(readFileSync(coarse.path), readFileSync(fine.path), `coarse and fine replicas differ after step ${i}`);
-              }
+      fc.property(workloadArb, ({ ops, cachePages }) => {
+        const steps: Array<[Op, boolean]> = [[{ kind: 'create', t: 0 }, false], ...ops];
+        const live = openLive(cachePages);
+        try {
+          const fine = startReplica(live, 'fine.db'); // captures after every step
+          const coarse = startReplica(live, 'coarse.db'); // captures when the step's flag says so, and before checkpoints
+          for (const [i, [op, captureCoarse]] of steps.entries()) {
+            if (op.kind === 'checkpoint') coarse.catchUp(); // (fine is caught up after every step)
+            const noChange = runOp(live.db, op);
+            const delta = fine.catchUp();
+            if (noChange) assert.equal(delta, null, `step ${i} (${op.kind}) wrote frames`);
+            if (captureCoarse) coarse.catchUp();
+            if (i % 8 === 7 || i === steps.length - 1) {
+              coarse.catchUp();
+              const expected = dump(live.db);
+              assert.equal(dumpReplica(fine.path), expected, `after step ${i}`);
+              assert.deepEqual(readFileSync(coarse.path), readFileSync(fine.path), `coarse and fine replicas differ after step ${i}`);
             }
-            live.db.pragma('wal_checkpoint(TRUNCATE)'); // right after the last capture
-            assert.deepEqual(readFileSync(fine.path), readFileSync(live.path), 'replica and checkpointed live file differ');
-          } finally {
-            live.db.close();
           }
-        },
-      ),
+          live.db.pragma('wal_checkpoint(TRUNCATE)'); // right after the last capture
+          assert.deepEqual(readFileSync(fine.path), readFileSync(live.path), 'replica and checkpointed live file differ');
+        } finally {
+          live.db.close();
+        }
+      }),
       { numRuns: 100 },
     );
   });

@@ -10,44 +10,40 @@ import fc from 'fast-check';
 import { committedImage } from '../../src/replication/image.js';
 import { captureWal, FROM_START_BYTES_MAX, type WalCursor, type WalFromStart } from '../../src/replication/wal.js';
 import { openLive } from './wal-live.js';
-import { bytes, opArb, runOp, type Op } from './wal-workload.js';
+import { bytes, runOp, workloadArb, type Op } from './wal-workload.js';
 
 describe("a capture's fromStart", () => {
   it('gives the committed image that reading the WAL from its start gives, under random workloads', () => {
     let compared = 0;
     fc.assert(
-      fc.property(
-        fc.array(fc.tuple(opArb, fc.boolean()), { minLength: 5, maxLength: 40 }),
-        fc.integer({ min: 4, max: 64 }),
-        (ops, cachePages) => {
-          const steps: Array<[Op, boolean]> = [[{ kind: 'create', t: 0 }, true], ...ops];
-          const live = openLive(cachePages);
-          let cursor: WalCursor | null = null;
-          let known: WalFromStart | undefined;
-          const capture = () => {
-            const c = captureWal(live.wal, cursor, known);
-            cursor = c.cursor;
-            known = c.fromStart;
-            return c;
-          };
-          try {
-            for (const [i, [op, captureNow]] of steps.entries()) {
-              if (op.kind === 'checkpoint' || op.kind === 'vacuum') capture(); // as the replica does before folding the WAL
-              runOp(live.db, op);
-              if (!captureNow) continue;
-              const c = capture();
-              if (!c.fromStart) continue; // more pages than FROM_START_BYTES_MAX since the WAL's start
-              const fromStart = committedImage(live.path, { delta: c.fromStart.delta(), cursor: c.fromStart.cursor });
-              const reread = committedImage(live.path);
-              assert.deepEqual(fromStart.cursor, reread.cursor, `step ${i} (${op.kind}): cursors differ`);
-              assert.ok(Buffer.from(fromStart.image).equals(Buffer.from(reread.image)), `step ${i} (${op.kind}): images differ`);
-              compared++;
-            }
-          } finally {
-            live.db.close();
+      fc.property(workloadArb, ({ ops, cachePages }) => {
+        const steps: Array<[Op, boolean]> = [[{ kind: 'create', t: 0 }, true], ...ops];
+        const live = openLive(cachePages);
+        let cursor: WalCursor | null = null;
+        let known: WalFromStart | undefined;
+        const capture = () => {
+          const c = captureWal(live.wal, cursor, known);
+          cursor = c.cursor;
+          known = c.fromStart;
+          return c;
+        };
+        try {
+          for (const [i, [op, captureNow]] of steps.entries()) {
+            if (op.kind === 'checkpoint' || op.kind === 'vacuum') capture(); // as the replica does before folding the WAL
+            runOp(live.db, op);
+            if (!captureNow) continue;
+            const c = capture();
+            if (!c.fromStart) continue; // more pages than FROM_START_BYTES_MAX since the WAL's start
+            const fromStart = committedImage(live.path, { delta: c.fromStart.delta(), cursor: c.fromStart.cursor });
+            const reread = committedImage(live.path);
+            assert.deepEqual(fromStart.cursor, reread.cursor, `step ${i} (${op.kind}): cursors differ`);
+            assert.ok(Buffer.from(fromStart.image).equals(Buffer.from(reread.image)), `step ${i} (${op.kind}): images differ`);
+            compared++;
           }
-        },
-      ),
+        } finally {
+          live.db.close();
+        }
+      }),
       { numRuns: 100 },
     );
     assert.ok(compared > 200, `only ${compared} images compared`);

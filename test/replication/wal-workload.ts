@@ -165,3 +165,9 @@ export function runOp(db: Db, op: Op): boolean {
       return false;
   }
 }
+
+/** A random workload: its ops, each with a flag the test reads as it likes, and the live database's page cache in pages (small: big transactions spill). */
+export const workloadArb = fc.record({
+  ops: fc.array(fc.tuple(opArb, fc.boolean()), { minLength: 5, maxLength: 40 }),
+  cachePages: fc.integer({ min: 4, max: 64 }),
+});
