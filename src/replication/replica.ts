@@ -329,10 +329,9 @@ export class ActorReplica {
     // from its start, as committedImage would: its frames are the image's, read once. Otherwise
     // its `fromStart` carries every commit since the WAL's start when the captures before it did
     // (a small actor's); only without it is the WAL read from its start again.
-    const fromStart = captured.fromStart && { delta: captured.fromStart.delta(), cursor: captured.fromStart.cursor };
     const { image, pageSize, cursor } = this.pos.memory
       ? { image: forBucket(this.pos.memory.captured!), pageSize: this.pos.memory.pageSize, cursor: null }
-      : committedImage(this.dbPath, this.pos.cursor === null ? captured : fromStart);
+      : committedImage(this.dbPath, this.pos.cursor === null ? captured : captured.fromStart);
     return this.upload('snapshot', image, pageSize, image.byteLength / pageSize, cursor ?? captured.cursor);
   }
 

@@ -52,8 +52,8 @@ export interface WalCapture {
 /** The commits of one WAL from its first frame up to `cursor` (captureWal's `fromStart`). */
 export interface WalFromStart {
   readonly cursor: WalCursor;
-  /** Their pages, as one capture of them all from the WAL's start would give. */
-  delta(): PageDelta | null;
+  /** Their pages, as one capture of them all from the WAL's start would give (made when read). */
+  readonly delta: PageDelta | null;
 }
 
 /** Each WalFromStart's pages, for the capture that continues it. */
@@ -68,7 +68,12 @@ export const FROM_START_BYTES_MAX = 64 * 1024;
 
 function fromStart(pages: CommittedPages | undefined, cursor: WalCursor): { fromStart?: WalFromStart } {
   if (!pages || pages.bytes > FROM_START_BYTES_MAX) return {};
-  const f: WalFromStart = { cursor, delta: () => pages.result(cursor.offset).delta };
+  const f: WalFromStart = {
+    cursor,
+    get delta() {
+      return pages.result(cursor.offset).delta;
+    },
+  };
   pagesOf.set(f, pages);
   return { fromStart: f };
 }

@@ -94,7 +94,7 @@ describe('WAL capture: torn and corrupt frames', () => {
       delta: c.delta,
       cursor: c.cursor,
       commits: c.commits,
-      fromStart: c.fromStart?.delta(),
+      fromStart: c.fromStart?.delta,
     });
     const expected = read(captureWal(wal, null));
     const be = Buffer.from(le);
