@@ -24,7 +24,7 @@ import { leaseShare, Membership } from './membership.js';
 import { NodeMetrics } from './metrics.js';
 import { Node } from './node.js';
 import type { BoundHttp, FrontDoor, KeepworkNode, StartNodeOptions, UnsafeTestSeams } from './node-api.js';
-import { SAFE_RULES, type ProtocolRules } from '../alarms/rules.js';
+import { SAFE_RULES } from '../alarms/rules.js';
 import { BadConfig } from '../core/errors.js';
 import { WorkerGroup, workerCount } from './worker-group.js';
 import { bucketFilesOf, planFiles } from './file-budget.js';
@@ -130,7 +130,6 @@ interface StartedWorkers {
   metrics: NodeMetrics;
   /** The lease's share with the workers (Membership `shared`). */
   leaseValidUntil: SharedArrayBuffer;
-  rules: ProtocolRules;
   workers: WorkerGroup;
   /** The workers' loading of the classes; awaited once the node serves. */
   loaded: Promise<void>;
@@ -155,7 +154,6 @@ function startWorkers(
   const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
   const metrics = new NodeMetrics();
   const leaseValidUntil = leaseShare();
-  const rules = unsafe.rules ?? SAFE_RULES;
   const workers = new WorkerGroup(config, {
     dataDir,
     bucket: bucketUrl,
@@ -172,12 +170,12 @@ function startWorkers(
     requestCounts: metrics.workerRequests.buffer,
     throttleStats: metrics.workerThrottle.buffer,
     ...(fsyncPool ? { fsyncPool: fsyncPool.shared } : {}),
-    rules,
+    rules: unsafe.rules ?? SAFE_RULES,
     ...(unsafe.clockOffsetMs ? { clockOffsetMs: unsafe.clockOffsetMs } : {}),
   });
   const loaded = workers.loadClasses(Object.keys(classUrls));
   loaded.catch(() => undefined); // awaited once the node serves
-  return { identity, metrics, leaseValidUntil, rules, workers, loaded };
+  return { identity, metrics, leaseValidUntil, workers, loaded };
 }
 
 interface StartParts {
@@ -256,7 +254,7 @@ async function startLocked(
   unsafe: UnsafeTestSeams,
 ): Promise<KeepworkNode> {
   const { config, classUrls, served, bucketUrl, baseLog, http, fsyncPool } = parts;
-  const { identity, metrics, rules, workers, loaded } = started;
+  const { identity, metrics, workers, loaded } = started;
   // TEST-ONLY (UnsafeTestSeams): a negative skew bound stretches the lease's own validity.
   const leaseConfig = unsafe.leaseOverstayMs ? { ...config, skewBoundMs: config.skewBoundMs - unsafe.leaseOverstayMs } : config;
   // TEST-ONLY (UnsafeTestSeams): a skewed clock, the workers' too.
@@ -305,7 +303,7 @@ async function startLocked(
     metrics,
     dirLock,
     ...(fsyncPool ? { fsyncPool } : {}),
-    ...(unsafe.rules ? { seams: { rules } } : {}),
+    ...(unsafe.rules ? { seams: { rules: unsafe.rules } } : {}),
     ...(parts.clusterKey ? { clusterKey: parts.clusterKey } : {}),
     ...(parts.peersAllow ? { peersAllow: parts.peersAllow } : {}),
     peers: parts.peers,

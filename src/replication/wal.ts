@@ -173,7 +173,7 @@ function scanFrames(
   const { pageSize } = header;
   const frameBytes = FRAME_HEADER_BYTES + pageSize;
   const chunkFrames = Math.max(1, Math.floor(READ_CHUNK_BYTES_MAX / frameBytes));
-  const pages = before && start === WAL_HEADER_BYTES ? before : new CommittedPages(pageSize);
+  const pages = new CommittedPages(pageSize);
   let pending = new Map<number, Uint8Array>();
   let checksum = seed;
   let end = start;
@@ -193,7 +193,7 @@ function scanFrames(
       const sizeAfterCommit = view.getUint32(f + 4);
       if (sizeAfterCommit !== 0) {
         pages.commit(pending, sizeAfterCommit);
-        if (before && before !== pages) before.commit(pending, sizeAfterCommit);
+        before?.commit(pending, sizeAfterCommit);
         pending = new Map();
         end = pos + frameBytes;
         commits++;
