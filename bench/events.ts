@@ -13,7 +13,8 @@
  * --hot: only plain calls on one hot key over HTTP (fs bucket, 64 in flight) for --seconds
  * (default 8), with --threads (default 2), --runs times (default 2): calls/s, p50/p99, the node's
  * CPU per call (every thread of the node's process, and its main thread alone; the load client is
- * a child process), with the load average. Add `node --cpu-prof --cpu-prof-dir D` to profile it (bench/profile-summary.ts).
+ * a child process), with the load average; `--set name=value` (repeatable): a tunable of the node
+ * (docs/tuning.md). Add `node --cpu-prof --cpu-prof-dir D` to profile it (bench/profile-summary.ts).
  */
 import { fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -23,7 +24,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../src/core/logger.js';
 import { startNode } from '../src/index.js';
-import { benchArgs, httpPost, measure, quick, round, table, writeResult } from './lib.js';
+import { benchArgs, httpPost, measure, quick, round, setPairs, table, writeResult } from './lib.js';
+import type { KeepworkOptions } from '../src/core/config.js';
 
 const COUNTER = new URL('../examples/counter.ts', import.meta.url).href;
 const CALLS = { plain: quick ? 1_500 : 10_000, durable: quick ? 300 : 2_000 };
@@ -120,7 +122,7 @@ function mainThreadCpuMs(): number {
 }
 
 /** --hot: plain calls on one hot key over HTTP for `seconds`, `runs` times on one node; the client is a child process. */
-async function hotKey(seconds: number, threads: number, runs: number) {
+async function hotKey(seconds: number, threads: number, runs: number, set: KeepworkOptions) {
   const dataDir = mkdtempSync(join(tmpdir(), 'kw-bench-events-'));
   const node = await startNode({
     dataDir,
@@ -130,6 +132,7 @@ async function hotKey(seconds: number, threads: number, runs: number) {
     workerThreads: threads,
     logger: silentLogger(),
     actorQueueMax: 10_000,
+    ...set,
   });
   const url = `${node.url}/v1/actors/bench/Counter/hot/add`;
   const client = (secs: number) =>
@@ -178,9 +181,10 @@ async function main() {
     threads: { type: 'string' },
     runs: { type: 'string' },
     client: { type: 'string' },
+    set: { type: 'string', multiple: true },
   });
   if (args.client) return hotClient(args.client, Number(args.seconds));
-  if (args.hot) return hotKey(Number(args.seconds ?? 8), Number(args.threads ?? 2), Number(args.runs ?? 2));
+  if (args.hot) return hotKey(Number(args.seconds ?? 8), Number(args.threads ?? 2), Number(args.runs ?? 2), setPairs(args.set));
   const t0 = Date.now();
   const rows = [];
   for (const leg of legs()) for (const threads of [1, 2]) rows.push(...(await runLeg(leg, threads)));

@@ -23,6 +23,11 @@
  *     [--only keepwork-plain,keepwork-durable,keepwork-new-in-memory,restate,workerd]
  *     [--set name=value …] [--bucket folder|sqlite]
  *
+ * --kill-only: only the kill -9 trials, each system fresh (started, then the trial's 2 s of load):
+ * how soon it serves again after a short history. Restate replays at its start every record its
+ * partitions logged since they last persisted their state, so its figure grows with the work done
+ * before the kill (docs/benchmarks.md#peers); the full run's kill comes after every row's work.
+ * Writes bench/results/peers-kill.json (peers-kill-quick.json with --quick).
  * --set (repeatable): a tunable for every keepwork system (docs/tuning.md), named in its column.
  * --bucket sqlite: every keepwork system on the SQLite bucket (`sqlite:`, src/store/sqlite/store.ts) instead
  * of the folder bucket; its columns say `bucket=sqlite`.
@@ -271,6 +276,20 @@ interface SystemResult {
  */
 const finished: string[] = [];
 
+/** The rows before the kill -9 trials: the hot key, the first touch, 1,000 keys, the timers. */
+async function rows(c: Client, out: Partial<SystemResult>, step: (what: string) => void): Promise<void> {
+  step('hot key');
+  await c.call('Counter', 'hot', 'add', [0]);
+  out.hotKey = await loadFor(LOAD_MS, () => c.call('Counter', 'hot', 'add', [1]));
+  step(`first touch of ${KEYS} keys`);
+  const first = await loadAll(KEYS, (i) => c.call('Counter', `k${i}`, 'add', [1]));
+  out.firstTouch = { keys: KEYS, ...first };
+  step(`${KEYS} keys`);
+  out.manyKeys = await loadFor(LOAD_MS, (i) => c.call('Counter', `k${i % KEYS}`, 'add', [1]));
+  step(`${TIMERS} timers (due ${TIMER_LEAD_MS / 1000} s after arming starts)`);
+  out.timers = await timers(c, 'a');
+}
+
 async function runSystem(Pool: PoolCtor, sys: System): Promise<SystemResult> {
   const dir = mkdtempSync(join(tmpdir(), 'kw-bench-peers-'));
   const out: Partial<SystemResult> = { label: sys.label, about: sys.about, kill: [] };
@@ -282,16 +301,7 @@ async function runSystem(Pool: PoolCtor, sys: System): Promise<SystemResult> {
     out.startMs = Math.round(performance.now() - t0);
     client = new Client(Pool, origin, sys);
     const c = client;
-    step('hot key');
-    await c.call('Counter', 'hot', 'add', [0]);
-    out.hotKey = await loadFor(LOAD_MS, () => c.call('Counter', 'hot', 'add', [1]));
-    step(`first touch of ${KEYS} keys`);
-    const first = await loadAll(KEYS, (i) => c.call('Counter', `k${i}`, 'add', [1]));
-    out.firstTouch = { keys: KEYS, ...first };
-    step(`${KEYS} keys`);
-    out.manyKeys = await loadFor(LOAD_MS, (i) => c.call('Counter', `k${i % KEYS}`, 'add', [1]));
-    step(`${TIMERS} timers (due ${TIMER_LEAD_MS / 1000} s after arming starts)`);
-    out.timers = await timers(c, 'a');
+    if (!KILL_ONLY) await rows(c, out, step);
     for (let trial = 0; trial < KILL_TRIALS; trial++) {
       step(`kill -9 trial ${trial + 1}/${KILL_TRIALS}`);
       out.kill!.push(await killTrial(sys, c, `kill${trial}`));
@@ -310,10 +320,12 @@ async function runSystem(Pool: PoolCtor, sys: System): Promise<SystemResult> {
 const servesCell = (k: KillResult) => `${cell(k.servesAgainMs)}${k.refusedStarts ? ` (${k.refusedStarts} starts refused)` : ''}`;
 const lostCell = (k: KillResult) => `${k.lost} of ${cell(k.acked)}${k.unreadable ? ` (${k.unreadable} keys unreadable)` : ''}`;
 
+/** The table of every row some system has a figure for (`--kill-only`: the kill -9 rows). */
 function tableOf(results: SystemResult[]): string {
   const row = (work: string, f: (r: SystemResult) => string) =>
     Object.fromEntries([['work', work], ...results.map((r) => [r.label, r.error && !f(r) ? 'failed' : f(r)])]);
-  return table([
+  const measured = (r: Record<string, string>) => Object.entries(r).some(([k, v]) => k !== 'work' && v !== '');
+  const rows = [
     row(`one hot key, calls/s (p99 ms)`, (r) => (r.hotKey ? `${cell(r.hotKey.perSec)} (${cell(r.hotKey.p99Ms)})` : '')),
     row(`first call to ${cell(KEYS)} new keys, s`, (r) => (r.firstTouch ? cell(round(r.firstTouch.ms / 1000, 2)) : '')),
     row(`${cell(KEYS)} keys, calls/s (p99 ms)`, (r) => (r.manyKeys ? `${cell(r.manyKeys.perSec)} (${cell(r.manyKeys.p99Ms)})` : '')),
@@ -327,14 +339,17 @@ function tableOf(results: SystemResult[]): string {
     row(`kill -9: serves again after, ms`, (r) => r.kill.map(servesCell).join(', ') || '—'),
     row(`kill -9: … after its start, ms`, (r) => r.kill.map((k) => cell(k.servesAfterStartMs)).join(', ') || '—'),
     row(`kill -9: acknowledged writes lost`, (r) => r.kill.map(lostCell).join(', ') || '—'),
-  ]);
+  ];
+  return table(rows.filter(measured));
 }
 
 const args = benchArgs({
   only: { type: 'string' },
   set: { type: 'string', multiple: true },
   bucket: { type: 'string', default: 'folder' },
+  'kill-only': { type: 'boolean' },
 });
+const KILL_ONLY = args['kill-only'] === true;
 if (!['folder', 'sqlite'].includes(args.bucket!)) throw new Error(`--bucket ${args.bucket}: folder or sqlite`);
 /** `--set` and `--bucket sqlite`: for every keepwork system, after its own tunables. */
 const SET = [
@@ -357,7 +372,7 @@ async function main() {
   const t0 = performance.now();
   const loadBefore = loadavg().map((l) => round(l, 2));
   console.log(
-    `bench/peers${quick ? ' --quick' : ''}: ${IN_FLIGHT} in flight, load ${LOAD_MS / 1000} s per rate, ${cell(KEYS)} keys, ` +
+    `bench/peers${quick ? ' --quick' : ''}${KILL_ONLY ? ' --kill-only' : ''}: ${IN_FLIGHT} in flight, load ${LOAD_MS / 1000} s per rate, ${cell(KEYS)} keys, ` +
       `${cell(TIMERS)} timers${quick ? ' (--quick: 500 timers instead of 2,000, 4 s loads, 1 kill -9 trial)' : ''}; ` +
       `load average ${loadBefore.join(' ')} on ${cpus().length} cores; data under ${tmpdir()} (TMPDIR)`,
   );
@@ -371,7 +386,7 @@ async function main() {
   console.log();
   for (const r of results) console.log(`${r.label}: ${r.about}${r.error ? ` — FAILED: ${r.error}` : ''}`);
   console.log(`load average before ${loadBefore.join(' ')}, after ${loadAfter.join(' ')}; ${seconds} s in all`);
-  const path = writeResult(quick ? 'peers-quick' : 'peers', {
+  const path = writeResult(`peers${KILL_ONLY ? '-kill' : ''}${quick ? '-quick' : ''}`, {
     inFlight: IN_FLIGHT,
     loadMs: LOAD_MS,
     keys: KEYS,
