@@ -3,13 +3,14 @@
  * the `keepwork` command, the worker thread's module, the bench's class module), the code they
  * share in `dist/chunks/`. A node's start then loads a handful of files instead of ~180, which
  * Node's ESM loader resolves, reads, compiles and links one by one. The pure-JavaScript packages a
- * start loads are bundled in too (RxJS, prom-client and its deps, commander, p-queue, pino and its
- * deps: ~190 files in the main thread, ~30 in each worker); EXTERNAL ones are left to Node:
- * better-sqlite3 (native), piscina (it starts its own worker file), the AWS SDK and undici (loaded
- * only for an S3 bucket), tsx (an optional peer, for .ts classes). A bundled CommonJS package's
- * `require` of a Node built-in goes through the `require` each output file makes for itself
- * (BANNER). pino's transports, which find worker files beside pino's own, are never used. The example classes go to `examples/dist/*.js`, each still importing `keepwork/actor`
- * (the package's own dist/actor.js, the module the worker loads too).
+ * start loads are bundled in too (RxJS, prom-client and its deps, commander, p-queue: ~160 files in
+ * the main thread, none in a worker); EXTERNAL ones are left to Node: better-sqlite3 (native),
+ * piscina (it starts its own worker file), pino (src/core/logger.ts requires it when a logger is
+ * first made, which a worker thread does only when it first logs: ~36 ms of CPU a thread saved at
+ * start), the AWS SDK and undici (loaded only for an S3 bucket), tsx (an optional peer, for .ts
+ * classes). A bundled CommonJS package's `require` of a Node built-in goes through the `require`
+ * each output file makes for itself (BANNER). The example classes go to `examples/dist/*.js`, each
+ * still importing `keepwork/actor` (the package's own dist/actor.js, the module the worker loads too).
  *
  *   node scripts/build.mjs              bundle (`npm run build` runs tsc first, for the .d.ts files)
  *   node scripts/build.mjs --if-stale   only when a source is newer than the last bundle (`prestart`)
@@ -26,7 +27,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(ROOT, 'dist');
 const ENTRIES = ['index', 'actor', 'client/index', 'cli/cli', 'workers/event-worker', 'bench/bench-actor'];
 const EXAMPLES = ['counter', 'reminder'];
-const EXTERNAL = /^(better-sqlite3|piscina|undici|@aws-sdk\/|@smithy\/|tsx)(\/|$)/;
+const EXTERNAL = /^(better-sqlite3|piscina|pino|undici|@aws-sdk\/|@smithy\/|tsx)(\/|$)/;
 const BANNER = "import { createRequire as __keepworkRequire } from 'node:module';\nconst require = __keepworkRequire(import.meta.url);";
 const INPUTS = ['src', 'examples', 'package.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/build.mjs'];
 

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { workerData } from 'node:worker_threads';
 import { OffsetClock, SystemClock } from '../core/clock.js';
-import { createLogger } from '../core/logger.js';
+import { deferredLogger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../core/config.js';
 import { classLoader } from './class-loader.js';
@@ -65,7 +65,7 @@ const setup = workerData as WorkerSetup;
 const config = resolveOptions(setup.options);
 const clock = setup.clockOffsetMs ? new OffsetClock(setup.clockOffsetMs) : new SystemClock();
 const random = new SystemRandom();
-const log = createLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } });
+const log = deferredLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } });
 const throttle = new ThrottleStats(setup.throttleStats).sink(setup.worker + 1);
 const fsyncs = setup.fsyncPool ? new FsyncQueue(setup.fsyncPool) : undefined;
 const store = countedStore(
