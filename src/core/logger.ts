@@ -48,7 +48,8 @@ const LEVELS: Readonly<Record<string, number>> = { trace: 10, debug: 20, info: 3
  * `createLogger(settings)`, made when a line at or above its level is first written (or anything
  * else of pino's is asked for): until then a line below the level is dropped, `level` and
  * `isLevelEnabled` answer from the settings, and `child` makes a deferred child, which becomes
- * pino's own child of the same bindings once one of them writes. `make`: a test seam.
+ * pino's own child of the same bindings once one of them writes. Setting a property (`level`)
+ * makes it at once. `make`: a test seam.
  */
 export function deferredLogger(settings: LoggerSettings = {}, make: (s: LoggerSettings) => Logger = createLogger): Logger {
   const level = levelOf(settings);
@@ -77,6 +78,9 @@ function deferred(make: () => Logger, level: string): Logger {
       const target = load();
       const value: unknown = Reflect.get(target, prop, target);
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+    set(_, prop, value) {
+      return Reflect.set(load(), prop, value); // `log.level = 'debug'`: pino's own setter
     },
   });
 }

@@ -62,4 +62,16 @@ describe('deferredLogger', () => {
     assert.equal(c.made(), 1);
     assert.throws(() => deferredLogger({ level: 'loud' }, c.make), /level/);
   });
+
+  it("sets pino's own level when its level is set", () => {
+    const c = capture();
+    const log = deferredLogger({ level: 'warn' }, c.make);
+    log.level = 'debug';
+    log.debug('now written');
+    assert.equal(c.made(), 1);
+    assert.deepEqual(
+      c.lines.map((l) => l.msg),
+      ['now written'],
+    );
+  });
 });
