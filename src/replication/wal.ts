@@ -40,6 +40,7 @@ export interface WalCapture {
   delta: PageDelta | null;
   /** Just past the last commit captured. */
   cursor: WalCursor | null;
+  /** The commits the delta holds (absent when there are none). */
   commits?: number;
   /**
    * Every commit from the WAL's first frame to `cursor`, when this capture read from there or
