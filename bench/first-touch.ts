@@ -139,8 +139,10 @@ async function run(r: number) {
         'per actor, settled': round(x.settle / KEYS, 2),
       }));
     const thenMs = Number(args['then-seconds']) * 1000;
-    let then: { calls: number; ms: number; cpu: { thread: string; ms: number }[]; window: string } | undefined;
+    let then:
+      { calls: number; ms: number; cpu: { thread: string; ms: number }[]; window: string; requests: Map<string, number> } | undefined;
     if (thenMs > 0) {
+      const reqThen = requests(await node.metricsText());
       const cpuThen = threadCpu();
       const t1Us = process.hrtime.bigint() / 1000n;
       const began = performance.now();
@@ -151,7 +153,11 @@ async function run(r: number) {
         }),
       );
       const ms2 = performance.now() - began;
-      then = { calls, ms: ms2, cpu: cpuSince(cpuThen), window: `${t1Us}-${process.hrtime.bigint() / 1000n}` };
+      const cpu = cpuSince(cpuThen);
+      const window = `${t1Us}-${process.hrtime.bigint() / 1000n}`;
+      const after = requests(await node.metricsText());
+      const made = new Map([...after].map(([k, v]) => [k, v - (reqThen.get(k) ?? 0)] as const).filter(([, n]) => n > 0));
+      then = { calls, ms: ms2, cpu, window, requests: made };
     }
     return { ms, callMs, settledMs, cpu, cpuSettled, reqRows, then };
   } finally {
@@ -186,6 +192,7 @@ for (let r = 0; r < RUNS; r++) {
       `\nthen ${round(t.ms / 1000, 1)} s of calls round-robin over the ${KEYS} keys: ${Math.round((t.calls / t.ms) * 1000)} calls/s (window ${t.window})`,
     );
     console.log(table(t.cpu.slice(0, 6).map((c) => ({ thread: c.thread, 'CPU ms per call': round(c.ms / t.calls, 3) }))));
+    console.log(table([...t.requests].map(([k, n]) => ({ 'requests (thread op area)': k, 'per call': round(n / t.calls, 3) }))));
   }
 }
 writeResult('first-touch', { keys: KEYS, inFlight: IN_FLIGHT, api: args.api, durable: !!args.durable, alarm: !!args.alarm, runs: results });

@@ -43,8 +43,12 @@ export const DEFAULTS = Object.freeze({
   retryMaxMs: 300_000,
   /** An actor idle this long is flushed, closed and released. */
   idleTimeoutMs: 60_000,
-  /** Group-commit window of the replicator. */
+  /** Group-commit window of the replicator on an idle worker thread: a plain call's commit waits
+   *  this long for others of its actor to join its upload. */
   replicationDelayMs: 20,
+  /** The group-commit window on a busy worker thread (upload-pace.ts): it grows from
+   *  replicationDelayMs to this as the worker's event loop gets busy. */
+  replicationDelayMaxMs: 1_000,
   /** Attempts of one store request before it is reported as failed. */
   storeAttemptsMax: 4,
   /** First delay between store attempts (doubles, with jitter). */
@@ -193,6 +197,7 @@ export const RULES: Readonly<Record<IntegerTunable, Rule>> = {
   retryMaxMs: { min: 1 },
   idleTimeoutMs: { min: 1 },
   replicationDelayMs: { min: 0 },
+  replicationDelayMaxMs: { min: 0 },
   storeAttemptsMax: { min: 1, max: 100 },
   storeRetryBaseMs: { min: 0 },
   storeRequestTimeoutMs: { min: 1 },

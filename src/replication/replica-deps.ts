@@ -8,9 +8,11 @@ import type { Logger } from '../core/logger.js';
 import type { Random } from '../core/random.js';
 import type { Settings } from '../core/config.js';
 import type { ObjectStore } from '../store/types.js';
+import type { UploadPace } from './upload-pace.js';
 
 export type ReplicaSettings = Settings<
   | 'replicationDelayMs'
+  | 'replicationDelayMaxMs'
   | 'snapshotEveryLinks'
   | 'checkpointEveryLinks'
   | 'checkpointWalBytes'
@@ -31,6 +33,8 @@ export interface ReplicaDeps {
   leaseValid(): boolean;
   /** Where replaced index entries go once their link is up (batched across actors); absent: one deleteMany per upload. */
   deletes?: { add(keys: readonly string[]): void; flush(): Promise<void> };
+  /** The worker's group-commit window (upload-pace.ts), shared by its replicas; absent: replicationDelayMs. */
+  pace?: Pick<UploadPace, 'delayMs'>;
 }
 
 /**

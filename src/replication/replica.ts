@@ -221,10 +221,14 @@ export class ActorReplica {
     return !this.givenUp && !this.closed && this.leaseValid();
   }
 
-  /** A commit happened: schedule a group-commit upload (an actor in memory is synced by its event instead: pipeline.ts withDb). */
+  /**
+   * A commit happened: schedule a group-commit upload (an actor in memory is synced by its event
+   * instead: pipeline.ts withDb), its window as the worker's load says (upload-pace.ts).
+   */
   committed(): void {
     if (this.timer || this.givenUp || this.pos.memory || this.ended) return;
-    this.timer = this.deps.clock.setTimer(this.deps.config.replicationDelayMs, () => {
+    const { clock, config, pace } = this.deps;
+    this.timer = clock.setTimer(pace ? pace.delayMs() : config.replicationDelayMs, () => {
       this.timer = undefined;
       this.sync().catch(() => undefined); // failures are recorded in givenUp and logged
     });

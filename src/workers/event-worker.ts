@@ -14,6 +14,7 @@ import { classLoader } from './class-loader.js';
 import { NonceSource } from '../alarms/keys.js';
 import type { ProtocolRules } from '../alarms/rules.js';
 import { DeleteBatcher } from '../store/delete-batch.js';
+import { UploadPace } from '../replication/upload-pace.js';
 import { fsyncDoesNothing, fsyncFd } from '../store/fs/io.js';
 import { FsyncQueue } from '../store/fs/fsync-queue.js';
 import { openStore } from '../store/open.js';
@@ -108,9 +109,21 @@ const deps: PipelineDeps = {
     writer,
     leaseValid,
     deletes: new DeleteBatcher(store, clock, log),
+    pace: new UploadPace(config, eventLoopBusy(), clock),
   }),
   loadClass: classLoader(setup.classes),
 };
+
+/** The share of time this thread's event loop was busy since the last call (upload-pace.ts). */
+function eventLoopBusy(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const { utilization } = performance.eventLoopUtilization(now, last);
+    last = now;
+    return utilization;
+  };
+}
 
 const progress = new Int32Array(setup.progress);
 const ran = () => void Atomics.add(progress, setup.worker, 1);

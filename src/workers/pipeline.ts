@@ -289,7 +289,8 @@ async function initOnce(deps: PipelineDeps, db: Db, def: ActorDefinition, run: G
  * writes (an idempotency record) commit together. On a
  * failure the SQL rolls back; for an alarm event the committed-retry outcome is then written in a
  * transaction of its own. After the commit the replica uploads it: at once for a durable call
- * (which replies only once its link is in the bucket), within replicationDelayMs otherwise. An
+ * (which replies only once its link is in the bucket), otherwise within the group-commit window (from
+ * replicationDelayMs idle to replicationDelayMaxMs busy: replication/upload-pace.ts). An
  * event that deleted the actor rolls back instead, and ends the chain (`destroy`).
  */
 async function inEvent(

@@ -23,6 +23,7 @@ import { defineActor, type ActorContext, type ActorDefinition } from '../../src/
 import type { EventResult } from '../../src/workers/messages.js';
 import { runEvent } from '../../src/workers/pipeline.js';
 import type { PipelineDeps } from '../../src/workers/deps.js';
+import { UploadPace } from '../../src/replication/upload-pace.js';
 
 let nextSeed = 1;
 
@@ -57,6 +58,8 @@ export const Timer = defineActor({
 export class InlineActors {
   deps: PipelineDeps;
   epoch = 1;
+  /** The share of time the "worker" was busy (upload-pace.ts): 0 keeps the window at replicationDelayMs. */
+  busy = 0;
   /** What the replicas see as this node's LeaseView (tests flip it). */
   leaseValid = true;
   /** The hold generation events run under (a real node gets it from its hold). */
@@ -97,6 +100,7 @@ export class InlineActors {
         log,
         writer,
         leaseValid: () => this.leaseValid,
+        pace: new UploadPace(config, () => this.busy, this.clock),
       }),
       loadClass: async (name) => {
         const def = this.classes[name];

@@ -62,6 +62,8 @@ export interface SimParams {
 const SHARDS_STREAM = 2 ** 40;
 /** Offset of the seed of the aimed delivery fault's own stream (network.ts aimAtDelivery). */
 export const DELIVERY_STREAM = 2 ** 41;
+/** Offset of the seed of the busy worker's window's own stream (replication/upload-pace.ts). */
+const UPLOADS_STREAM = 2 ** 42;
 
 const pick = <T>(r: SeededRandom, xs: readonly T[]): T => xs[r.int(xs.length)]!;
 const between = (r: SeededRandom, lo: number, hi: number) => lo + r.int(hi - lo + 1);
@@ -155,6 +157,9 @@ export function drawParams(seed: number): SimParams {
     faults.aimDeliveryP = pick(d, [0.2, 0.5, 1]);
     faults.aimDeliveryCutMs = config.idleTimeoutMs! + marginMs + alarmSweepMs;
   }
+  // A busy worker's group-commit window (sim-node.ts cycles its load), from a stream of its own:
+  // every other draw stays what it was.
+  config.replicationDelayMaxMs = pick(new SeededRandom(seed + UPLOADS_STREAM), [100, 1_000, 5_000]);
   return params;
 }
 
@@ -169,7 +174,7 @@ export function describeParams(p: SimParams): string {
     `nodes=${p.nodes} joiners=${p.joiners} actors=${p.actors} lease=${c.leasePeriodMs} grace=${c.graceMs} sweep=${c.alarmSweepMs}` +
     ` adaptive=${c.sweepAdaptive} memory=${c.alarmsInMemory} newInMemory=${c.newActorsInMemory} idle=${c.idleTimeoutMs} calls/${p.callGapMs}ms faults/${p.faultGapMs}ms step=${p.alarmStepMs}` +
     ` fail=${f.failP} timeout=${f.timeoutP}@${f.timeoutAfterMs}ms landLate<${f.landLateMaxMs}ms spikes=${f.spikeP}` +
-    ` handlerFail=${p.handlerFailP} reschedule=${p.rescheduleP}` +
+    ` handlerFail=${p.handlerFailP} reschedule=${p.rescheduleP} delayMax=${c.replicationDelayMaxMs}ms` +
     (p.indexShards > 1 ? ` shards=${p.indexShards}${p.indexShardsLater !== p.indexShards ? `→${p.indexShardsLater}` : ''}` : '')
   );
 }

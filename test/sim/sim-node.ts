@@ -26,6 +26,7 @@ import { Node } from '../../src/main/node.js';
 import type { RunOutcome, WorkerGroup } from '../../src/main/worker-group.js';
 import { ClockScheduler } from '../../src/core/clock-scheduler.js';
 import { DeleteBatcher } from '../../src/store/delete-batch.js';
+import { UploadPace } from '../../src/replication/upload-pace.js';
 import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
 import type { Db } from '../../src/workers/actor-db.js';
 import type { ActorDefinition } from '../../src/workers/define-actor.js';
@@ -111,6 +112,8 @@ export class SimNode {
       },
       leaseValid: () => membership.lease.isValid(),
       deletes: new DeleteBatcher(store, this.clock, log),
+      // A load that cycles idle, half busy, busy, a second each (no draw from the seed's streams).
+      pace: new UploadPace(this.config, () => (Math.floor(this.clock.now() / 1_000) % 3) / 2, this.clock),
     };
     const slots = new ActorSlots(dataDir, slotsSettings(this.config), replicaDeps);
     this.slots = slots;
