@@ -99,6 +99,18 @@ export class NodeMetrics {
     registers: [this.registry],
     collect: () => this.collectThrottle(),
   });
+  /** One slot per worker thread (workerThreads ≤ 256), each written by its worker: its window in ms. */
+  readonly replicationWindows = new Int32Array(new SharedArrayBuffer(4 * 256));
+  readonly replicationWindow = new Gauge({
+    name: 'keepwork_replication_window_seconds',
+    help: 'The group-commit window a plain call’s commit waits now before its upload, the longest over the worker threads (replicationDelayMs idle, up to replicationDelayMaxMs busy)',
+    registers: [this.registry],
+    collect: () => {
+      let longest = 0;
+      for (let i = 0; i < this.replicationWindows.length; i++) longest = Math.max(longest, Atomics.load(this.replicationWindows, i));
+      this.replicationWindow.set(longest / 1_000);
+    },
+  });
   readonly pendingAlarms = this.gauge('keepwork_timer_alarms', 'Alarms in this node’s timer');
   readonly heldActors = this.gauge('keepwork_held_actors', 'Actors this node holds');
   readonly holdTakes = new Counter({

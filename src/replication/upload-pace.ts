@@ -28,11 +28,15 @@ export class UploadPace {
   #delayMs: number;
   #readAt: number;
 
-  /** `busy`: the share (0–1) of time the worker's event loop was busy since the last call. */
+  /**
+   * `busy`: the share (0–1) of time the worker's event loop was busy since the last call;
+   * `onWindow`: told each new window (the node's metrics).
+   */
   constructor(
     private readonly settings: UploadPaceSettings,
     private readonly busy: () => number,
     private readonly clock: Clock,
+    private readonly onWindow: (ms: number) => void = () => undefined,
   ) {
     this.#delayMs = settings.replicationDelayMs;
     this.#readAt = clock.now();
@@ -43,7 +47,9 @@ export class UploadPace {
     const now = this.clock.now();
     if (now - this.#readAt >= SAMPLE_MS) {
       this.#readAt = now;
-      this.#delayMs = windowFor(this.busy(), this.settings);
+      const next = windowFor(this.busy(), this.settings);
+      if (next !== this.#delayMs) this.onWindow(next);
+      this.#delayMs = next;
     }
     return this.#delayMs;
   }

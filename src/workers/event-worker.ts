@@ -48,6 +48,8 @@ export interface WorkerSetup {
   requestCounts: SharedArrayBuffer;
   /** The node's worker throttle table (store/throttle/stats.ts): each worker writes row worker + 1. */
   throttleStats: SharedArrayBuffer;
+  /** One int32 per worker: its group-commit window now, ms (replication/upload-pace.ts; the node's metrics). */
+  replicationWindows: SharedArrayBuffer;
   /**
    * The queue of the node's fsync pool (store/fs/fsync-queue.ts): the worker's folder bucket and
    * new actor files fsync there. Absent (fsyncThreadsMax 0): on libuv's pool.
@@ -68,6 +70,8 @@ const clock = setup.clockOffsetMs ? new OffsetClock(setup.clockOffsetMs) : new S
 const random = new SystemRandom();
 const log = deferredLogger({ level: setup.logLevel, base: { nodeId: setup.nodeId, worker: setup.worker } });
 const throttle = new ThrottleStats(setup.throttleStats).sink(setup.worker + 1);
+const windows = new Int32Array(setup.replicationWindows);
+Atomics.store(windows, setup.worker, config.replicationDelayMs);
 const fsyncs = setup.fsyncPool ? new FsyncQueue(setup.fsyncPool) : undefined;
 const store = countedStore(
   openStore(setup.bucket, { config, clock, random, throttle, ...(fsyncs ? { fsyncs } : {}) }),
@@ -109,7 +113,7 @@ const deps: PipelineDeps = {
     writer,
     leaseValid,
     deletes: new DeleteBatcher(store, clock, log),
-    pace: new UploadPace(config, eventLoopBusy(), clock),
+    pace: new UploadPace(config, eventLoopBusy(), clock, (ms) => Atomics.store(windows, setup.worker, ms)),
   }),
   loadClass: classLoader(setup.classes),
 };

@@ -200,6 +200,8 @@ describe('node (real Piscina workers)', () => {
       assert.ok(count('op="put_conditional",area="holds",thread="main"') >= 1, text);
       assert.equal(puts('area="state",thread="main"'), 0, "uploads are the workers' requests");
       assert.match(text, /^keepwork_release_backlog 0$/m, 'nothing waits to be released: the gauge is there, at 0');
+      const window = Number(/^keepwork_replication_window_seconds ([\d.]+)$/m.exec(text)?.[1]);
+      assert.ok(window >= 0.02 && window <= 1, `the workers' group-commit window, within the defaults' bounds: ${window}`);
     } finally {
       await b.stop();
       await store.close();

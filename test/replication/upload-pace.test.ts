@@ -24,7 +24,13 @@ describe('upload pace: the group-commit window follows the worker load', () => {
     const clock = new SimClock(0);
     let reads = 0;
     let busy = 1;
-    const pace = new UploadPace(s, () => (reads++, busy), clock);
+    const told: number[] = [];
+    const pace = new UploadPace(
+      s,
+      () => (reads++, busy),
+      clock,
+      (ms) => told.push(ms),
+    );
     assert.equal(pace.delayMs(), 20, 'no reading yet: the idle window');
     await clock.advance(SAMPLE_MS);
     assert.equal(pace.delayMs(), 1_000);
@@ -35,6 +41,9 @@ describe('upload pace: the group-commit window follows the worker load', () => {
     await clock.advance(1);
     assert.equal(pace.delayMs(), 20);
     assert.equal(reads, 2);
+    await clock.advance(SAMPLE_MS);
+    pace.delayMs();
+    assert.deepEqual(told, [1_000, 20], 'each new window told once (the metrics)');
   });
 });
 
