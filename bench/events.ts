@@ -4,7 +4,7 @@
  * replication on:
  *
  *   bucket memory  plain    each worker's own in-memory bucket (uploads cost almost nothing)
- *   bucket fs      plain    reply after the local commit; uploaded within replicationDelayMs
+ *   bucket fs      plain    reply after the local commit; uploaded within the group-commit window
  *   bucket fs      durable  reply once the link holding the call is in the bucket
  *   bucket s3      plain, durable   (full run only, when KEEPWORK_TEST_S3_URL is set)
  *

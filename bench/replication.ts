@@ -2,7 +2,7 @@
  * bench/replication: what replicating every actor's state to the bucket costs (docs/architecture.md).
  *
  *   (a) calls per second of counter.add with replication on — plain (reply after the local
- *       commit, uploaded within replicationDelayMs) and durable (reply once the link is in the
+ *       commit, uploaded within the group-commit window) and durable (reply once the link is in the
  *       bucket) — one hot actor and 100 actors round-robin, 1 and 2 worker threads, on the folder
  *       bucket and on S3 (RGW) when KEEPWORK_TEST_S3_URL is set;
  *   (b) bytes uploaded per call: the sizes of the objects under `state/<cell's tenant>/` after

@@ -103,7 +103,7 @@ export class KeepworkSystem implements System {
     this.label = ['keepwork', kind, ...tunables].join(' ');
     this.about = durable
       ? 'keepwork, every write a durable call (?durable=1: replies once its link is in the bucket)'
-      : 'keepwork, plain calls (reply after the local SQLite commit; uploaded within replicationDelayMs)';
+      : 'keepwork, plain calls (reply after the local SQLite commit; uploaded within the group-commit window: replicationDelayMs idle, up to replicationDelayMaxMs busy)';
     if (tunables.length > 0) this.about += `, with ${tunables.join(', ')} (docs/tuning.md)`;
   }
 
