@@ -15,7 +15,7 @@
  * arms a timer an hour ahead instead (bench/peers' Reminder `set`), as peers' "arming timers on new
  * keys" row does — a first touch plus an alarm index entry. --then-seconds S: afterwards, S seconds
  * of calls round-robin over the same keys (bench/peers' "1,000 keys" row): calls/s and CPU ms per
- * call by thread. --new-in-memory: the node runs with `newActorsInMemory` on (docs/tuning.md).
+ * call by thread, bucket requests per call (links: `worker put_conditional state`). --new-in-memory: the node runs with `newActorsInMemory` on (docs/tuning.md).
  * --sqlite: the bucket is one SQLite file (`sqlite:`, src/store/sqlite/store.ts) instead of a folder.
  * --latency-ms N: the folder bucket behind the LatencyStore (`latency+file://…?ms=N`), every
  * request N ms late as on S3; the table adds each call's p50 and p99 latency. --set name=value
