@@ -6,6 +6,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { RequestCounts } from '../store/request-counts.js';
 import { ThrottleStats } from '../store/throttle/stats.js';
 import { StatusFeed } from './status-feed.js';
+import { RULES } from '../core/config.js';
 import type { SweepResult } from '../alarms/sweep.js';
 
 /** keepwork_hold_takes_total's `how` label for each count of the hold table (holds.ts `takes`). */
@@ -99,8 +100,9 @@ export class NodeMetrics {
     registers: [this.registry],
     collect: () => this.collectThrottle(),
   });
-  /** One slot per worker thread (workerThreads ≤ 256), each written by its worker: its window in ms. */
-  readonly replicationWindows = new Int32Array(new SharedArrayBuffer(4 * 256));
+  /** One int32 slot per worker thread (as many as workerThreads may be), each written by its worker: its window in ms. */
+  readonly replicationWindowsBuffer = new SharedArrayBuffer(4 * RULES.workerThreads.max!);
+  readonly replicationWindows = new Int32Array(this.replicationWindowsBuffer);
   readonly replicationWindow = new Gauge({
     name: 'keepwork_replication_window_seconds',
     help: 'The group-commit window a plain call’s commit waits now before its upload, the longest over the worker threads (replicationDelayMs idle, up to replicationDelayMaxMs busy)',

@@ -169,7 +169,7 @@ function startWorkers(
     leaseValidUntil,
     requestCounts: metrics.workerRequests.buffer,
     throttleStats: metrics.workerThrottle.buffer,
-    replicationWindows: metrics.replicationWindows.buffer as SharedArrayBuffer,
+    replicationWindows: metrics.replicationWindowsBuffer,
     ...(fsyncPool ? { fsyncPool: fsyncPool.shared } : {}),
     rules: unsafe.rules ?? SAFE_RULES,
     ...(unsafe.clockOffsetMs ? { clockOffsetMs: unsafe.clockOffsetMs } : {}),
