@@ -40,6 +40,7 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/replication/wal-delta.test.ts', 'unit'],
   ['test/replication/pitr.test.ts', 'unit'],
   ['test/store/keys.test.ts', 'unit'],
+  ['test/store/default-bucket.test.ts', 'unit'],
   ['test/store/memory.test.ts', 'unit'],
   ['test/store/request-counts.test.ts', 'unit'],
   ['test/store/delete-batch.test.ts', 'unit'],

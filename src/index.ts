@@ -15,6 +15,6 @@ export { createLogger, type Logger } from './core/logger.js';
 export { RIGHTS, newToken, sha256Hex, parseTokenFile, type Right, type TokenEntry, type TokenFile } from './core/tokens.js';
 export type { Pem, TlsOptions } from './core/tls-material.js';
 export type { ObjectStore, PutCondition, ListOptions, ListPage, StoredObject, ObjectHead } from './store/types.js';
-export { openStore, DEFAULT_BUCKET_URL, defaultBucketUrl } from './store/open.js';
+export { openStore, defaultBucketUrl } from './store/open.js';
 export { MemoryStore, type FaultHook, type Fault, type StoreRequest } from './store/memory.js';
 export { listAll } from './store/keys.js';

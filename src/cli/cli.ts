@@ -71,7 +71,7 @@ const program = new Command('keepwork')
   .version(VERSION, '-V, --version', 'print the version')
   .showHelpAfterError();
 
-/** `--bucket` when given, else the folder `bucket` inside `--data` (a hook, so every action sees `o.bucket` set). */
+/** `--bucket` when given, else the data dir's own bucket, defaultBucketUrl (a hook, so every action sees `o.bucket` set). */
 function bucketOfData(command: Command): void {
   const o = command.opts<{ bucket?: string; data: string }>();
   if (o.bucket === undefined) command.setOptionValue('bucket', defaultBucketUrl(o.data));
@@ -79,11 +79,11 @@ function bucketOfData(command: Command): void {
 
 program
   .command('start')
-  .description('run a node (the embedded default: ./data with a folder bucket in it)')
+  .description('run a node (the embedded default: ./data with its bucket in it, the SQLite file bucket.db)')
   .option('--data <dir>', 'data directory', './data')
   .option(
     '--bucket <url>',
-    'bucket URL: file://…, a path, s3://bucket/prefix?endpoint=…, or sqlite:FILE (one host) (default: <data>/bucket)',
+    'bucket URL: file://…, a path, s3://bucket/prefix?endpoint=…, or sqlite:FILE (one host) (default: sqlite:<data>/bucket.db, or the folder <data>/bucket if it exists)',
   )
   .option('--port <n>', 'HTTP port (0 picks a free one)', port, 8080)
   .option('--host <addr>', 'HTTP listen address', '127.0.0.1')
@@ -187,11 +187,11 @@ function tlsOf(o: TlsFlags): { tls?: TlsOptions } {
   return Object.keys(tls).length === 0 ? {} : { tls };
 }
 
-/** A subcommand that reads (or writes) a bucket: every one takes `--bucket URL` (default: `<data>/bucket`). */
+/** A subcommand that reads (or writes) a bucket: every one takes `--bucket URL` (default: the data dir's, defaultBucketUrl). */
 function bucketCommand(parent: Command, name: string): Command {
   return parent
     .command(name)
-    .option('--bucket <url>', 'bucket URL (default: <data>/bucket)')
+    .option('--bucket <url>', 'bucket URL (default: sqlite:<data>/bucket.db, or the folder <data>/bucket if it exists)')
     .option('--data <dir>', 'the data directory whose bucket to use when --bucket is not given', './data')
     .hook('preAction', (_program, command) => bucketOfData(command));
 }

@@ -328,14 +328,13 @@ async function startLocked(
 }
 
 /**
- * What the lease is written through. On a folder bucket, a store of its own whose fsyncs run on a
- * thread of its own (FsStore `fsyncThread`): a renewal's two fsyncs (its record and its folder,
- * every leasePeriodMs / 3) then never queue behind the node's other fsyncs or the app's own file
+ * What the lease is written through. On a bucket on this host's disk (a folder or a SQLite file), a
+ * store of its own whose fsyncs run on a thread of its own (fs/fsync-thread.ts): a renewal's fsyncs
+ * (every leasePeriodMs / 3) then never queue behind the node's other fsyncs or the app's own file
  * work, which on a busy disk held renewals past the lease, and never share a group commit with the
- * node's other writes. Any other bucket: the node's store (its requests do
- * not wait in the pool).
+ * node's other writes. Any other bucket: the node's store (its requests do not wait in a pool).
  */
 function leaseStoreOf(bucketUrl: string, store: ObjectStore, config: ResolvedConfig, clock: Clock, metrics: NodeMetrics): ObjectStore {
-  if (bucketUrl.startsWith('memory:') || localBucket(bucketUrl)?.kind !== 'folder') return store;
+  if (bucketUrl.startsWith('memory:') || localBucket(bucketUrl) === null) return store;
   return countedStore(openStore(bucketUrl, { config, clock, fsyncThread: true }), metrics.mainRequests);
 }

@@ -1,9 +1,10 @@
 /**
  * Opens the bucket a URL names — the one place that knows every store kind:
  *
- *   file:///abs/path · file://./rel/path · ./plain/path   → FsStore (the embedded default)
+ *   file:///abs/path · file://./rel/path · ./plain/path   → FsStore
  *   s3://bucket/prefix?endpoint=http://host:port&region=r → S3Store
- *   sqlite:/abs/file · sqlite:///abs/file · sqlite:./rel   → SqliteStore (one host: every node's threads share one file)
+ *   sqlite:/abs/file · sqlite:///abs/file · sqlite:./rel   → SqliteStore (one host: every node's threads share one file;
+ *                                                           the embedded default, defaultBucketUrl)
  *   memory:                                               → MemoryStore (tests; one per call)
  *   memory:<name>                                         → one MemoryStore for every thread of the process (testing/shared-memory.ts)
  *   latency+<any of these>[?ms=20]                        → LatencyStore around it (benchmarks)
@@ -13,6 +14,7 @@
  * Whatever the URL, the store returned is a GovernedStore around it (throttle/governed-store.ts):
  * each request class's window, and a throttle answer from any layer below taken as a signal.
  */
+import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { SystemClock, type Clock } from '../core/clock.js';
@@ -33,12 +35,16 @@ import { GovernedStore } from './throttle/governed-store.js';
 import { Governor, type GovernorSettings } from './throttle/governor.js';
 import type { ThrottleSink } from './throttle/stats.js';
 
-/** The bucket of the default data dir (`./data`): `defaultBucketUrl('./data')`. */
-export const DEFAULT_BUCKET_URL = 'file://./data/bucket';
-
-/** The bucket a node uses when none is given: the folder `bucket` inside its data dir. */
+/**
+ * The bucket a node uses when none is given: the SQLite file `bucket.db` in its data dir, unless the
+ * data dir has a folder `bucket` (a node started before the SQLite file was the default, or given
+ * that folder): then that folder, since a new file beside it would hide every actor it holds. The
+ * SQLite file is the default because on a disk it shares its fsyncs between writes (docs/benchmarks.md).
+ */
 export function defaultBucketUrl(dataDir: string): string {
-  return pathToFileURL(resolve(dataDir, 'bucket')).href;
+  const folder = resolve(dataDir, 'bucket');
+  if (statSync(folder, { throwIfNoEntry: false })?.isDirectory()) return pathToFileURL(folder).href;
+  return SQLITE_SCHEME + resolve(dataDir, 'bucket.db');
 }
 
 /**
@@ -56,8 +62,9 @@ export interface OpenStoreDeps {
   /** Where the governor records throttle answers and window sizes (a node's metrics). */
   throttle?: ThrottleSink;
   /**
-   * A folder bucket fsyncs on a thread of its own, never on libuv's pool (FsStore's `fsyncThread`):
-   * for the node's lease, whose renewals must not wait behind other file work. Other buckets ignore it.
+   * A folder or SQLite bucket fsyncs on a thread of its own, never on libuv's pool or the node's fsync
+   * pool (fs/fsync-thread.ts): for the node's lease, whose renewals must not wait behind other file
+   * work. Other buckets ignore it.
    */
   fsyncThread?: boolean;
   /**
@@ -113,7 +120,7 @@ function openBare(url: string, deps: OpenStoreDeps & { clock: Clock; random: Ran
   if (local.kind === 'sqlite') {
     return new SqliteStore(
       local.path,
-      { lockWaitMs: config.storeRequestTimeoutMs, ...(deps.fsyncs ? { fsyncs: deps.fsyncs } : {}) },
+      { lockWaitMs: config.storeRequestTimeoutMs, fsyncThread: deps.fsyncThread === true, ...(deps.fsyncs ? { fsyncs: deps.fsyncs } : {}) },
       clock,
     );
   }

@@ -170,7 +170,7 @@ describe('keepwork CLI', () => {
     const help = spawnSync(process.execPath, [...CLI, 'start', '--help'], { encoding: 'utf8' });
     assert.equal(help.status, 0, help.stderr);
     assert.doesNotMatch(help.stdout, /default: \{\}/);
-    assert.match(help.stdout, /--bucket <url>[\s\S]*\(default: <data>\/bucket\)/);
+    assert.match(help.stdout, /--bucket <url>[\s\S]*\(default: sqlite:<data>\/bucket\.db, or\s+the folder <data>\/bucket if it exists\)/);
     assert.match(help.stdout, /--heap-growth <pct>[\s\S]*\(default: 20\)/);
     for (const [name, value] of Object.entries(DEFAULTS)) {
       const unit = unitOf(name as keyof typeof DEFAULTS);
@@ -192,6 +192,7 @@ describe('keepwork CLI', () => {
         r.stderr,
         new RegExp(`^keepwork: BAD_CLASS: actor class Bad \\(${bad.replace(/[.]/g, '\\.')}\\): it has no default export`, 'm'),
       );
+      assert.equal(existsSync(join(data, 'bucket.db')), false);
       assert.equal(existsSync(join(data, 'bucket')), false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -250,6 +251,7 @@ describe('keepwork CLI', () => {
       );
       assert.equal(r.status, 1, r.stderr);
       assert.match(r.stderr, new RegExp(`^keepwork: PORT_UNAVAILABLE: cannot listen on 127\\.0\\.0\\.1:${port}: it is in use`, 'm'));
+      assert.equal(existsSync(join(data, 'bucket.db')), false);
       assert.equal(existsSync(join(data, 'bucket')), false);
     } finally {
       await new Promise((ok) => taken.close(ok));
@@ -295,10 +297,19 @@ describe('keepwork CLI', () => {
     }
   });
 
-  it('bucket commands default to the bucket inside --data', () => {
-    const data = join(tmpdir(), `kw-cli-nothing-${process.pid}`);
-    const r = spawnSync(process.execPath, [...CLI, 'status', '--data', data], { encoding: 'utf8' });
-    assert.equal(r.status, 1);
-    assert.match(r.stderr, new RegExp(`no bucket at ${join(data, 'bucket')} `));
+  it('bucket commands default to the bucket inside --data: bucket.db, or the folder bucket if there is one', () => {
+    const data = mkdtempSync(join(tmpdir(), 'kw-cli-data-'));
+    try {
+      const none = spawnSync(process.execPath, [...CLI, 'status', '--data', data], { encoding: 'utf8' });
+      assert.equal(none.status, 1);
+      assert.match(none.stderr, new RegExp(`no bucket at ${join(data, 'bucket.db')} \\(the SQLite file does not exist\\)`));
+      mkdirSync(join(data, 'bucket'));
+      const folder = spawnSync(process.execPath, [...CLI, 'status', '--data', data], { encoding: 'utf8' });
+      assert.equal(folder.status, 1);
+      assert.match(folder.stderr, new RegExp(`no keepwork bucket at ${join(data, 'bucket')}: the folder is empty`));
+      assert.equal(existsSync(join(data, 'bucket.db')), false);
+    } finally {
+      rmSync(data, { recursive: true, force: true });
+    }
   });
 });

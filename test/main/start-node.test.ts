@@ -8,6 +8,7 @@ import { startNode } from '../../src/index.js';
 import type { StartNodeOptions } from '../../src/main/node-api.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { FsStore } from '../../src/store/fs/store.js';
+import { localBucket, openStore } from '../../src/store/open.js';
 import { listAll } from '../../src/store/keys.js';
 import { NODES_PREFIX, decodeNode, nodeKey } from '../../src/leases/records.js';
 import { tempDirs } from '../helpers/temp.js';
@@ -19,10 +20,10 @@ function options(dataDir: string, extra: Partial<StartNodeOptions> = {}): StartN
   return { dataDir, bucket: join(dataDir, 'bucket'), classes: { Probe: PROBE }, workerThreads: 1, logger: silentLogger(), ...extra };
 }
 
-/** The node records in a folder bucket (none when the folder was never created). */
+/** The node records in a folder or SQLite bucket (none when it was never created). */
 async function leases(bucket: string): Promise<string[]> {
-  if (!existsSync(bucket)) return [];
-  const store = new FsStore(bucket);
+  if (!existsSync(localBucket(bucket)!.path)) return [];
+  const store = openStore(bucket);
   try {
     const keys: string[] = [];
     for await (const key of listAll(store, { prefix: NODES_PREFIX })) keys.push(key);
@@ -114,15 +115,32 @@ describe('startNode: what fails the start before the node joins', () => {
     }
   });
 
-  it('the bucket defaults to the folder bucket inside the data dir', async () => {
+  it('the bucket defaults to the SQLite file bucket.db inside the data dir', async () => {
     const dataDir = tempDir();
     const { bucket: _none, ...rest } = options(dataDir, { nodeId: 'n-default' });
     const node = await startNode(rest);
     try {
-      assert.deepEqual(await leases(join(dataDir, 'bucket')), [nodeKey('n-default')]);
+      assert.deepEqual(await leases(`sqlite:${join(dataDir, 'bucket.db')}`), [nodeKey('n-default')]);
     } finally {
       await node.stop();
     }
-    assert.ok(readdirSync(dataDir).includes('bucket'));
+    assert.equal(existsSync(join(dataDir, 'bucket')), false, 'no folder bucket is made');
+  });
+
+  it('a data dir that has a folder bucket keeps it: the default is that folder, no bucket.db is made', async () => {
+    const dataDir = tempDir();
+    const folder = join(dataDir, 'bucket');
+    await (await startNode(options(dataDir, { nodeId: 'n-folder' }))).stop();
+    const { bucket: _none, ...rest } = options(dataDir, { nodeId: 'n-folder', port: 0 });
+    const node = await startNode(rest);
+    try {
+      const store = new FsStore(folder);
+      const record = decodeNode((await store.get(nodeKey('n-folder')))!.body);
+      await store.close();
+      assert.equal(record.addr, node.url, 'the second start renewed its lease in the folder');
+    } finally {
+      await node.stop();
+    }
+    assert.equal(existsSync(join(dataDir, 'bucket.db')), false);
   });
 });

@@ -14,7 +14,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { decodeNode, nodeKey } from '../../src/leases/records.js';
-import { FsStore } from '../../src/store/fs/store.js';
+import { openStore } from '../../src/store/open.js';
 import { childLines } from '../helpers/child-lines.js';
 import { tempDirs } from '../helpers/temp.js';
 import { waitFor } from '../helpers/wait.js';
@@ -42,31 +42,35 @@ async function spawnNode(bucket: string, data: string, fifo: string) {
   return { command };
 }
 
+/** The two buckets on this host's disk: a folder, and the SQLite file (the embedded default). */
+const BUCKETS = { folder: (dir: string) => join(dir, 'bucket'), sqlite: (dir: string) => `sqlite:${join(dir, 'bucket.db')}` };
+
 describe('a node whose libuv pool is held by slow file work', { skip: !linux && 'needs Linux and mkfifo', timeout: 120_000 }, () => {
-  it('renews its lease for more than a lease period, and serves, while every pool thread waits', async () => {
-    const dir = tempDir();
-    const bucket = join(dir, 'bucket');
-    const fifo = join(dir, 'fifo');
-    assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
-    const node = await spawnNode(bucket, join(dir, 'data'), fifo);
-    const records = new FsStore(bucket, { readOnly: true });
-    const record = async () => decodeNode((await records.get(nodeKey('p1')))!.body);
+  for (const [kind, bucketIn] of Object.entries(BUCKETS))
+    it(`renews its lease for more than a lease period, and serves, while every pool thread waits (${kind} bucket)`, async () => {
+      const dir = tempDir();
+      const bucket = bucketIn(dir);
+      const fifo = join(dir, 'fifo');
+      assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+      const node = await spawnNode(bucket, join(dir, 'data'), fifo);
+      const records = openStore(bucket, { readOnly: true });
+      const record = async () => decodeNode((await records.get(nodeKey('p1')))!.body);
 
-    await node.command('block', 'blocked');
-    const before = await record();
-    // Renewals sent a whole lease period after the pool was taken: none of them waited for it.
-    const renewed = await waitFor('renewals past a lease period with the pool held', 60_000, async () => {
-      const now = await record();
-      return now.expiresAtMs > before.expiresAtMs + LEASE.leasePeriodMs && now;
+      await node.command('block', 'blocked');
+      const before = await record();
+      // Renewals sent a whole lease period after the pool was taken: none of them waited for it.
+      const renewed = await waitFor('renewals past a lease period with the pool held', 60_000, async () => {
+        const now = await record();
+        return now.expiresAtMs > before.expiresAtMs + LEASE.leasePeriodMs && now;
+      });
+      assert.equal(renewed.state, 'live');
+      assert.equal(renewed.epoch, before.epoch);
+      // Each a new hold, a new actor file and a link, all fsynced: none of them waits for the pool.
+      assert.equal(await node.command('call 20', 'called'), 'called 20');
+      assert.equal(await node.command('pending', 'pending'), 'pending 64', 'the pool was held all along');
+
+      await node.command('release', 'released');
+      await node.command('stop', 'done');
+      await records.close();
     });
-    assert.equal(renewed.state, 'live');
-    assert.equal(renewed.epoch, before.epoch);
-    // Each a new hold, a new actor file and a link, all fsynced: none of them waits for the pool.
-    assert.equal(await node.command('call 20', 'called'), 'called 20');
-    assert.equal(await node.command('pending', 'pending'), 'pending 64', 'the pool was held all along');
-
-    await node.command('release', 'released');
-    await node.command('stop', 'done');
-    await records.close();
-  });
 });

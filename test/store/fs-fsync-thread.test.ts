@@ -1,8 +1,8 @@
 /**
- * FsStore's `fsyncThread` (store/fs/fsync-thread.ts): its fsyncs run on a thread of the store's
+ * The `fsyncThread` of FsStore and SqliteStore (store/fs/fsync-thread.ts): their fsyncs run on a thread of the store's
  * own, so writes are made durable and answered while every thread of libuv's pool is held by
  * other file work (here: opens of a FIFO no one writes to, which return only when the test opens
- * it for writing). The store's promises are the folder bucket's: creates stay exclusive, a replace
+ * it for writing). The store's promises are its bucket's: creates stay exclusive, a replace
  * checks its etag, deletes are answered. Before the thread runs, and after it is gone, the fsyncs
  * are made on the calling thread.
  */
@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ErrorCode } from '../../src/core/errors.js';
 import { FsStore } from '../../src/store/fs/store.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { FsyncThread } from '../../src/store/fs/fsync-thread.js';
 import { SystemClock } from '../../src/core/clock.js';
 import { waitFor } from '../helpers/wait.js';
@@ -96,6 +97,29 @@ describe('fs store with fsyncThread', { skip: !linux && 'needs Linux and mkfifo'
       await pool.release();
       await store.close();
       await thread.close();
+    }
+  });
+});
+
+describe('sqlite store with fsyncThread', { skip: !linux && 'needs Linux and mkfifo', timeout: 60_000 }, () => {
+  it('commits, fsyncs its WAL and answers while every thread of libuv’s pool is held', async () => {
+    const dir = tempDir();
+    const fifo = join(dir, 'fifo');
+    assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+    const store = new SqliteStore(join(dir, 'bucket.db'), { lockWaitMs: 10_000, fsyncThread: true }, new SystemClock());
+    await store.put('warm', text('up'));
+    const pool = holdPool(fifo);
+    try {
+      const { etag } = await store.put('nodes/n1', text('one'), { ifNoneMatch: '*' });
+      await assert.rejects(store.put('nodes/n1', text('again'), { ifNoneMatch: '*' }), { code: ErrorCode.PreconditionFailed });
+      await store.put('nodes/n1', text('two'), { ifMatch: etag });
+      assert.equal(str((await store.get('nodes/n1'))!.body), 'two');
+      await store.delete('nodes/n1');
+      assert.equal(await store.get('nodes/n1'), null);
+      assert.equal(pool.held(), HOLDERS, 'the pool was held all along');
+    } finally {
+      await pool.release();
+      await store.close();
     }
   });
 });

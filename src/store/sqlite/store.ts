@@ -35,6 +35,7 @@ import { dirname, resolve } from 'node:path';
 import type { Clock } from '../../core/clock.js';
 import { AmbiguousWrite, BadConfig, StoreUnavailable } from '../../core/errors.js';
 import { etagOf } from '../etag.js';
+import { FsyncThread } from '../fs/fsync-thread.js';
 import { fsyncDoesNothing, fsyncFd, fsyncPathSync, sleepOn, type FsDurability } from '../fs/io.js';
 import { createFailed, mismatch, modeOf, type Mode } from '../conditions.js';
 import { compareKeys, pageOf, resolveList, validateKey } from '../keys.js';
@@ -59,6 +60,8 @@ export interface SqliteStoreSettings {
   fsyncWal?: (fd: number) => Promise<void>;
   /** Where the WAL's fsync is made: the node's fsync pool (fs/fsync-queue.ts); libuv's pool when not given. */
   fsyncs?: FsDurability;
+  /** The WAL's fsyncs on a thread of the store's own (fs/fsync-thread.ts), in place of `fsyncs`: the node's lease. */
+  fsyncThread?: boolean;
 }
 
 type Write =
@@ -91,6 +94,8 @@ export class SqliteStore implements ObjectStore {
   readonly #walPath: string;
   readonly #fsync: boolean;
   readonly #fsyncWal: (fd: number) => Promise<void>;
+  /** With `fsyncThread`: the thread the WAL's fsyncs are made on. */
+  readonly #thread: FsyncThread | undefined;
   #walFd: number | undefined;
   #queue: Write[] = [];
   /** Settles when the batch being written (if any) has been answered. */
@@ -116,7 +121,8 @@ export class SqliteStore implements ObjectStore {
     }
     this.#walPath = `${path}-wal`;
     this.#fsync = settings.fsync !== false && (settings.fsyncWal !== undefined || !fsyncDoesNothing(dirname(path)));
-    this.#fsyncWal = settings.fsyncWal ?? settings.fsyncs?.fsyncFile ?? fsyncFd;
+    const thread = (this.#thread = settings.fsyncThread === true ? new FsyncThread() : undefined);
+    this.#fsyncWal = settings.fsyncWal ?? (thread ? (fd) => thread.fsyncFile(fd) : settings.fsyncs?.fsyncFile) ?? fsyncFd;
     // Another process opening the same new file may hold the lock the set-up needs: then the
     // set-up waits for it like any request (`#statements`); a file that is not a database fails here.
     try {
@@ -225,6 +231,7 @@ export class SqliteStore implements ObjectStore {
     if (this.#walFd !== undefined) closeSync(this.#walFd);
     this.#walFd = undefined;
     if (this.#db.open) this.#db.close();
+    await this.#thread?.close();
   }
 
   #enqueue<T>(make: (done: Settle<T>) => Write): Promise<T> {
