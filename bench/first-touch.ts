@@ -1,9 +1,9 @@
 /**
  * bench/first-touch: the first call to N new keys (the counter example's `add`), 64 in flight
- * (`--in-flight`), on one node with the folder bucket — what creating an actor costs.
+ * (`--in-flight`), on one node with the default bucket (one SQLite file) — what creating an actor costs.
  *
  *   npm run bench -- first-touch [--quick] [--keys 1000] [--runs 1] [--api library|http] [--durable]
- *     [--alarm] [--new-in-memory] [--sqlite] [--in-flight 64] [--latency-ms N] [--set name=value …]
+ *     [--alarm] [--new-in-memory] [--folder] [--in-flight 64] [--latency-ms N] [--set name=value …]
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/first-touch.ts --keys 1000
  *   (a CPU profile per thread lands in /tmp/prof; summarise the touch alone with
  *   `tsx bench/profile-summary.ts --window <the window the bench prints> /tmp/prof/*.cpuprofile`)
@@ -16,8 +16,8 @@
  * keys" row does — a first touch plus an alarm index entry. --then-seconds S: afterwards, S seconds
  * of calls round-robin over the same keys (bench/peers' "1,000 keys" row): calls/s and CPU ms per
  * call by thread, bucket requests per call (links: `worker put_conditional state`). --new-in-memory: the node runs with `newActorsInMemory` on (docs/tuning.md).
- * --sqlite: the bucket is one SQLite file (`sqlite:`, src/store/sqlite/store.ts) instead of a folder.
- * --latency-ms N: the folder bucket behind the LatencyStore (`latency+file://…?ms=N`), every
+ * --folder: the bucket is a folder (src/store/fs/) instead of the default SQLite file.
+ * --latency-ms N: the bucket behind the LatencyStore (`latency+sqlite:…?ms=N`), every
  * request N ms late as on S3; the table adds each call's p50 and p99 latency. --set name=value
  * (repeatable): a tunable of the node (docs/tuning.md), after the options above.
  */
@@ -40,7 +40,7 @@ const args = benchArgs({
   'then-seconds': { type: 'string', default: '0' },
   threads: { type: 'string', default: '2' },
   'new-in-memory': { type: 'boolean' },
-  sqlite: { type: 'boolean' },
+  folder: { type: 'boolean' },
   'in-flight': { type: 'string', default: '64' },
   'latency-ms': { type: 'string', default: '0' },
   set: { type: 'string', multiple: true },
@@ -71,9 +71,9 @@ async function pool(total: number, op: (i: number) => Promise<unknown>): Promise
   );
 }
 
-/** The folder bucket in the data dir (`--sqlite`: the SQLite bucket), N ms away with `--latency-ms N`. */
+/** The SQLite bucket in the data dir (`--folder`: a folder bucket), N ms away with `--latency-ms N`. */
 function bucketUrl(dataDir: string): string {
-  const url = args.sqlite ? `sqlite:${join(dataDir, 'bucket.db')}` : `file://${join(dataDir, 'bucket')}`;
+  const url = args.folder ? `file://${join(dataDir, 'bucket')}` : `sqlite:${join(dataDir, 'bucket.db')}`;
   return LATENCY_MS > 0 ? `latency+${url}?ms=${LATENCY_MS}` : url;
 }
 
@@ -173,7 +173,7 @@ for (let r = 0; r < RUNS; r++) {
   const res = await run(r);
   results.push({ ...res, load });
   console.log(
-    `\nfirst touch of ${KEYS} new keys (${args.api}${args.durable ? ', durable' : ''}${args.alarm ? ', arming an alarm' : ''}, ${IN_FLIGHT} in flight, ${args.sqlite ? 'sqlite bucket' : 'fs bucket'}${LATENCY_MS ? ` + ${LATENCY_MS} ms per request` : ''}, ${args.threads} workers), ` +
+    `\nfirst touch of ${KEYS} new keys (${args.api}${args.durable ? ', durable' : ''}${args.alarm ? ', arming an alarm' : ''}, ${IN_FLIGHT} in flight, ${args.folder ? 'fs bucket' : 'sqlite bucket'}${LATENCY_MS ? ` + ${LATENCY_MS} ms per request` : ''}, ${args.threads} workers), ` +
       `load ${load}: ${round(res.ms / 1000, 2)} s (${Math.round((KEYS / res.ms) * 1000)} actors/s; a call p50 ${res.callMs.p50}, p99 ${res.callMs.p99} ms); idle again after ${round(res.settledMs / 1000, 2)} s`,
   );
   console.log(

@@ -21,7 +21,7 @@
  *
  *   npm run bench -- peers [--quick]
  *     [--only keepwork-plain,keepwork-durable,keepwork-new-in-memory,restate,workerd]
- *     [--set name=value …] [--bucket folder|sqlite]
+ *     [--set name=value …] [--bucket sqlite|folder]
  *
  * --kill-only: only the kill -9 trials, each system fresh (started, then the trial's 2 s of load):
  * how soon it serves again after a short history. Restate replays at its start every record its
@@ -29,8 +29,8 @@
  * before the kill (docs/benchmarks.md#peers); the full run's kill comes after every row's work.
  * Writes bench/results/peers-kill.json (peers-kill-quick.json with --quick).
  * --set (repeatable): a tunable for every keepwork system (docs/tuning.md), named in its column.
- * --bucket sqlite: every keepwork system on the SQLite bucket (`sqlite:`, src/store/sqlite/store.ts) instead
- * of the folder bucket; its columns say `bucket=sqlite`.
+ * --bucket folder: every keepwork system on a folder bucket instead of the default SQLite file
+ * (src/store/open.ts defaultBucketUrl); its columns say `bucket=folder`.
  *
  * --quick: D = 4 s and 500 timers (full: D = 15 s, 2,000 timers, 3 kill -9 trials). Writes
  * bench/results/peers.json (peers-quick.json with --quick).
@@ -41,6 +41,7 @@ import { createRequire } from 'node:module';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { benchArgs, quick, round, setPairs, table, words, writeResult } from './lib.js';
+import { FOLDER_BUCKET } from './support/peers/keepwork-command.js';
 import { cell, lostWrites, summarizeFiring, summarizeLoad, type FiringSummary, type LoadSummary } from './support/peers/stats.js';
 import {
   KeepworkSystem,
@@ -346,15 +347,15 @@ function tableOf(results: SystemResult[]): string {
 const args = benchArgs({
   only: { type: 'string' },
   set: { type: 'string', multiple: true },
-  bucket: { type: 'string', default: 'folder' },
+  bucket: { type: 'string', default: 'sqlite' },
   'kill-only': { type: 'boolean' },
 });
 const KILL_ONLY = args['kill-only'] === true;
-if (!['folder', 'sqlite'].includes(args.bucket!)) throw new Error(`--bucket ${args.bucket}: folder or sqlite`);
-/** `--set` and `--bucket sqlite`: for every keepwork system, after its own tunables. */
+if (!['folder', 'sqlite'].includes(args.bucket!)) throw new Error(`--bucket ${args.bucket}: sqlite or folder`);
+/** `--set` and `--bucket folder`: for every keepwork system, after its own tunables. */
 const SET = [
   ...Object.entries(setPairs(args.set)).map(([name, value]) => `${name}=${value}`),
-  ...(args.bucket === 'sqlite' ? ['bucket=sqlite'] : []),
+  ...(args.bucket === 'folder' ? [FOLDER_BUCKET] : []),
 ];
 
 const SYSTEMS: Record<string, () => System> = {

@@ -258,13 +258,10 @@ describe('the packed package installed into an app', () => {
     const viaClient = run(process.execPath, ['--import', './refuse-heavy.js', 'client.js'], app, { env: cleanEnv({ URL: lib.url }) });
     assert.deepEqual(JSON.parse(viaClient), r1, 'keepwork/client reads what the node recorded');
     assert.deepEqual(await stop(lib.child), { code: 0, signal: null }, 'app.js ends by itself after node.stop()');
+    assert.ok(existsSync(join(app, 'data', 'bucket.db')) && !existsSync(join(app, 'data', 'bucket')), 'the default bucket: data/bucket.db');
 
     // with the command, on the same data dir: r1 is still there, and r2's alarm fires
-    const cli = await serve(
-      'npx',
-      ['keepwork', 'start', '--data', './data', '--bucket', './data/bucket', '--port', '0', '--class', 'Reminder=reminder.js'],
-      app,
-    );
+    const cli = await serve('npx', ['keepwork', 'start', '--data', './data', '--port', '0', '--class', 'Reminder=reminder.js'], app);
     assert.equal((await fired(cli.url, 'r1'))[0]?.text, 'stand up');
     const set = await fetch(`${cli.url}/v1/actors/demo/Reminder/r2/remind`, {
       method: 'POST',
@@ -286,11 +283,7 @@ describe('the packed package installed into an app', () => {
 
     // a TypeScript class with no tsx in the app: refused at start, with what to do
     writeFileSync(join(app, 'reminder.ts'), readFileSync(join(FIXTURE, 'reminder.js'), 'utf8'));
-    const ts = await refused(
-      'npx',
-      ['keepwork', 'start', '--data', './data-ts', '--bucket', './data-ts/bucket', '--port', '0', '--class', 'Reminder=reminder.ts'],
-      app,
-    );
+    const ts = await refused('npx', ['keepwork', 'start', '--data', './data-ts', '--port', '0', '--class', 'Reminder=reminder.ts'], app);
     assert.notEqual(ts.code, 0, ts.stderr);
     assert.match(ts.stderr, /classes\.Reminder: \S+reminder\.ts is TypeScript/);
     assert.match(ts.stderr, /npm install tsx/);

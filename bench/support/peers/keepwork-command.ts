@@ -1,8 +1,8 @@
 /**
  * How bench/peers starts a keepwork node: as an operator does, `node dist/cli/cli.js start` (the
  * bundle `npm run build` makes) with the bench's Counter and Reminder compiled to JavaScript, on a
- * folder bucket in DATA_DIR/bucket (`bucket=sqlite` among the settings: the SQLite bucket
- * DATA_DIR/bucket.db); the other `name=value` settings go to `--set`. The classes are compiled
+ * the bucket a node picks when given none (DATA_DIR/node/bucket.db; `bucket=folder` among the
+ * settings: the folder bucket DATA_DIR/bucket); the other `name=value` settings go to `--set`. The classes are compiled
  * once per data dir, into DATA_DIR/classes/, each importing the package's dist/actor.js.
  *
  * The node prints `… serving <url> …` on stderr once it serves (src/cli/cli.ts).
@@ -15,15 +15,16 @@ import { transformSync } from 'esbuild';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const CLI = join(ROOT, 'dist/cli/cli.js');
 const CLASSES = { Counter: 'counter', Reminder: 'reminder' };
+/** The setting that puts a node on a folder bucket instead of the default SQLite file. */
+export const FOLDER_BUCKET = 'bucket=folder';
 
 /** argv (after the node binary) of `keepwork start` for a node on `dataDir`, listening on 127.0.0.1:`port`. */
 export function keepworkStartArgs(dataDir: string, port: number, settings: string[]): string[] {
   if (!existsSync(CLI)) throw new Error(`no ${CLI}: run npm run build first`);
-  const sqlite = settings.includes('bucket=sqlite');
   const argv = [CLI, 'start', '--data', join(dataDir, 'node'), '--port', String(port), '--host', '127.0.0.1', '--node-id', 'bench'];
-  argv.push('--bucket', sqlite ? `sqlite:${join(dataDir, 'bucket.db')}` : join(dataDir, 'bucket'));
+  if (settings.includes(FOLDER_BUCKET)) argv.push('--bucket', join(dataDir, 'bucket'));
   for (const [name, file] of Object.entries(CLASSES)) argv.push('--class', `${name}=${compiled(dataDir, file)}`);
-  for (const s of settings.filter((t) => t !== 'bucket=sqlite')) argv.push('--set', s);
+  for (const s of settings.filter((t) => t !== FOLDER_BUCKET)) argv.push('--set', s);
   return argv;
 }
 

@@ -1,6 +1,6 @@
 /**
  * The systems bench/peers compares, each as processes it starts, kills -9 and starts again on the
- * same data: keepwork (`keepwork start` from dist/, folder bucket; plain or durable calls),
+ * same data: keepwork (`keepwork start` from dist/, the default bucket; plain or durable calls),
  * Restate (the native server binary and an SDK endpoint) and workerd (Durable Objects on SQLite).
  * Each turns a call (class, key, method, args) into an HTTP request and its answer into a value.
  */
@@ -83,7 +83,7 @@ async function stopChild(child: ChildProcess | undefined): Promise<void> {
   clearTimeout(t);
 }
 
-/** keepwork: one node process (`keepwork start`: keepwork-command.ts), folder bucket in the temp dir. */
+/** keepwork: one node process (`keepwork start`: keepwork-command.ts), its data and bucket in the temp dir. */
 export class KeepworkSystem implements System {
   readonly label: string;
   readonly about: string;
