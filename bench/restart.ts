@@ -1,6 +1,6 @@
 /**
  * bench/restart: how soon a node serves again after kill -9, from the spawn of its new process to
- * the first durable call it answers, on the same data dir and folder bucket, started the way an
+ * the first durable call it answers, on the same data dir and its default bucket, started the way an
  * operator starts it (the `keepwork start` command):
  *
  *   dist      node dist/cli/cli.js start … (what `npm start` runs; `npm run build` first), the
