@@ -14,6 +14,7 @@ import { describe, it } from 'node:test';
 import { ErrorCode } from '../../src/core/errors.js';
 import { FsStore } from '../../src/store/fs/store.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
+import type { ObjectStore } from '../../src/store/types.js';
 import { FsyncThread } from '../../src/store/fs/fsync-thread.js';
 import { SystemClock } from '../../src/core/clock.js';
 import { waitFor } from '../helpers/wait.js';
@@ -40,6 +41,23 @@ function holdPool(fifo: string): { release: () => Promise<void>; held: () => num
       closeSync(writer);
     },
   };
+}
+
+/** With every thread of libuv's pool held: a create, a create and a replace refused, a replace, a read, a delete. */
+async function writeWithPoolHeld(store: ObjectStore, fifo: string): Promise<void> {
+  const pool = holdPool(fifo);
+  try {
+    const { etag } = await store.put('nodes/n1', text('one'), { ifNoneMatch: '*' });
+    await assert.rejects(store.put('nodes/n1', text('again'), { ifNoneMatch: '*' }), { code: ErrorCode.PreconditionFailed });
+    await assert.rejects(store.put('nodes/n1', text('two'), { ifMatch: 'stale' }), { code: ErrorCode.PreconditionFailed });
+    await store.put('nodes/n1', text('two'), { ifMatch: etag });
+    assert.equal(str((await store.get('nodes/n1'))!.body), 'two');
+    await store.delete('nodes/n1');
+    assert.equal(await store.get('nodes/n1'), null);
+    assert.equal(pool.held(), HOLDERS, 'the pool was held all along');
+  } finally {
+    await pool.release();
+  }
 }
 
 describe('fs store with fsyncThread', { skip: !linux && 'needs Linux and mkfifo', timeout: 60_000 }, () => {
@@ -83,18 +101,9 @@ describe('fs store with fsyncThread', { skip: !linux && 'needs Linux and mkfifo'
     const store = new FsStore(join(dir, 'b'), {}, new SystemClock(), thread);
     await store.put('warm', text('up'));
     await waitFor('the fsync thread to run', 30_000, () => thread.running);
-    const pool = holdPool(fifo);
     try {
-      const { etag } = await store.put('nodes/n1', text('one'), { ifNoneMatch: '*' });
-      await assert.rejects(store.put('nodes/n1', text('again'), { ifNoneMatch: '*' }), { code: ErrorCode.PreconditionFailed });
-      await assert.rejects(store.put('nodes/n1', text('two'), { ifMatch: 'stale' }), { code: ErrorCode.PreconditionFailed });
-      await store.put('nodes/n1', text('two'), { ifMatch: etag });
-      assert.equal(str((await store.get('nodes/n1'))!.body), 'two');
-      await store.delete('nodes/n1');
-      assert.equal(await store.get('nodes/n1'), null);
-      assert.equal(pool.held(), HOLDERS, 'the pool was held all along');
+      await writeWithPoolHeld(store, fifo);
     } finally {
-      await pool.release();
       await store.close();
       await thread.close();
     }
@@ -108,17 +117,9 @@ describe('sqlite store with fsyncThread', { skip: !linux && 'needs Linux and mkf
     assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
     const store = new SqliteStore(join(dir, 'bucket.db'), { lockWaitMs: 10_000, fsyncThread: true }, new SystemClock());
     await store.put('warm', text('up'));
-    const pool = holdPool(fifo);
     try {
-      const { etag } = await store.put('nodes/n1', text('one'), { ifNoneMatch: '*' });
-      await assert.rejects(store.put('nodes/n1', text('again'), { ifNoneMatch: '*' }), { code: ErrorCode.PreconditionFailed });
-      await store.put('nodes/n1', text('two'), { ifMatch: etag });
-      assert.equal(str((await store.get('nodes/n1'))!.body), 'two');
-      await store.delete('nodes/n1');
-      assert.equal(await store.get('nodes/n1'), null);
-      assert.equal(pool.held(), HOLDERS, 'the pool was held all along');
+      await writeWithPoolHeld(store, fifo);
     } finally {
-      await pool.release();
       await store.close();
     }
   });
