@@ -257,6 +257,14 @@ bucketCommand(bucket, 'migrate')
     bucketMigrateCommand(o);
   });
 
+bucketCommand(bucket, 'copy')
+  .description('copy every object into an empty bucket of any kind, e.g. a folder bucket into a SQLite file (every node stopped)')
+  .requiredOption('--to <url>', 'the empty bucket to copy into (created if it is a folder or SQLite file that does not exist)')
+  .action(async (o: { bucket: string; to: string }) => {
+    const { bucketCopyCommand } = await import('./bucket-copy-command.js');
+    await bucketCopyCommand(o);
+  });
+
 const token = program.command('token').description('bearer tokens in a token file (--auth-file of start; docs/security.md)');
 const TOKEN_FILE = './keepwork-tokens.json';
 token
