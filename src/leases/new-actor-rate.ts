@@ -7,6 +7,9 @@
  *
  *   tokens(now) = min(rate, tokens(then) + (now − then) × rate / 1000)
  *
+ * kept in thousandths of a token: with whole milliseconds and a whole rate every step is then exact
+ * (in fractions of a token, a wait computed to the next token could fall a hair short of it).
+ *
  * `refill` is the pure decision; `NewActorRate` keeps one bucket per tenant, bounded: a bucket
  * that has refilled to full is the same as none and is forgotten, and past TENANTS_MAX the oldest
  * are forgotten first (a forgotten tenant starts full, which errs toward admitting).
@@ -19,16 +22,18 @@ import { Overloaded } from '../core/errors.js';
 const TENANTS_MAX = 65_536;
 
 export interface RateBucket {
-  tokens: number;
+  /** Thousandths of a token. */
+  milliTokens: number;
   atMs: number;
 }
 
 /** The bucket at `nowMs`, and whether one token could be taken from it (taken when so); `waitMs`: until the next token. */
 export function refill(b: RateBucket | undefined, nowMs: number, perSecond: number): { bucket: RateBucket; waitMs: number } {
+  const full = perSecond * 1000;
   const elapsed = b === undefined ? Infinity : Math.max(0, nowMs - b.atMs);
-  const tokens = Math.min(perSecond, (b?.tokens ?? perSecond) + (elapsed * perSecond) / 1000);
-  if (tokens >= 1) return { bucket: { tokens: tokens - 1, atMs: nowMs }, waitMs: 0 };
-  return { bucket: { tokens, atMs: nowMs }, waitMs: Math.ceil(((1 - tokens) * 1000) / perSecond) };
+  const milliTokens = Math.min(full, (b?.milliTokens ?? full) + elapsed * perSecond);
+  if (milliTokens >= 1000) return { bucket: { milliTokens: milliTokens - 1000, atMs: nowMs }, waitMs: 0 };
+  return { bucket: { milliTokens, atMs: nowMs }, waitMs: Math.ceil((1000 - milliTokens) / perSecond) };
 }
 
 export class NewActorRate {
@@ -59,12 +64,12 @@ export class NewActorRate {
   /** Gives back the token of a create that found the actor existed (its PUT lost to a hold). */
   giveBack(a: ActorAddress): void {
     const b = this.buckets.get(a.tenant);
-    if (b) this.keep(a.tenant, { tokens: Math.min(this.perSecond, b.tokens + 1), atMs: b.atMs });
+    if (b) this.keep(a.tenant, { milliTokens: Math.min(this.perSecond * 1000, b.milliTokens + 1000), atMs: b.atMs });
   }
 
   private keep(tenant: string, bucket: RateBucket): void {
     this.buckets.delete(tenant); // re-insert: the least recently used first in line to be forgotten
-    if (bucket.tokens >= this.perSecond) return;
+    if (bucket.milliTokens >= this.perSecond * 1000) return;
     this.buckets.set(tenant, bucket);
     if (this.buckets.size > TENANTS_MAX) this.buckets.delete(this.buckets.keys().next().value!);
   }
