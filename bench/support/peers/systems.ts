@@ -204,6 +204,9 @@ export class RestateSystem implements System {
 
   private spawnServer(): void {
     const log = logTo(this.dir, 'restate-server');
+    // Its scratch folders (48 `invoker-*` a start, never removed) go in the run's folder, removed with it.
+    const scratch = join(this.dir, 'restate-tmp');
+    mkdirSync(scratch, { recursive: true });
     this.server = spawn(
       RESTATE_BIN,
       ['--base-dir', join(this.dir, 'restate'), '--node-name', 'bench', '--no-logo', '--listen-mode', 'tcp'],
@@ -211,6 +214,7 @@ export class RestateSystem implements System {
         stdio: ['ignore', log, log],
         env: {
           ...process.env,
+          TMPDIR: scratch,
           RESTATE_DISABLE_TELEMETRY: 'true',
           DO_NOT_TRACK: '1',
           RESTATE_LOG_DISABLE_ANSI_CODES: 'true',
