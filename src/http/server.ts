@@ -148,8 +148,17 @@ function portUnavailable(s: HttpSettings, e: unknown): Error {
 /** A verified forward's replies are signed over its signature (forward.ts checks them). */
 const replySigners = new WeakMap<ServerResponse, (status: number, body: string) => string>();
 
+/**
+ * The request target as a URL. It must be a path (origin form); one starting `//` is a path here,
+ * where `new URL(target, base)` would take what follows for a host and throw.
+ */
+function targetUrl(target = '/'): URL {
+  if (!target.startsWith('/')) throw new BadRequest(`the request target must be a path, got ${JSON.stringify(target.slice(0, 100))}`);
+  return new URL(`http://x${target}`);
+}
+
 async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, res: ServerResponse, view: StatusView): Promise<void> {
-  const url = new URL(req.url ?? '/', 'http://x');
+  const url = targetUrl(req.url);
   const parts = url.pathname.split('/').slice(1);
   checkHost(s, req);
   if (url.pathname === '/healthz') {
