@@ -39,9 +39,12 @@ export function refill(b: RateBucket | undefined, nowMs: number, perSecond: numb
 export class NewActorRate {
   private readonly buckets = new Map<string, RateBucket>();
   private readonly perSecond: number;
+  /** A full bucket, in thousandths of a token. */
+  private readonly full: number;
 
   constructor(config: Settings<'newActorsPerTenantPerSecond'>) {
     this.perSecond = config.newActorsPerTenantPerSecond;
+    this.full = this.perSecond * 1000;
   }
 
   /** Takes a token for a new actor of `a`'s tenant, or throws OVERLOADED with the wait until the next one. */
@@ -64,12 +67,12 @@ export class NewActorRate {
   /** Gives back the token of a create that found the actor existed (its PUT lost to a hold). */
   giveBack(a: ActorAddress): void {
     const b = this.buckets.get(a.tenant);
-    if (b) this.keep(a.tenant, { milliTokens: Math.min(this.perSecond * 1000, b.milliTokens + 1000), atMs: b.atMs });
+    if (b) this.keep(a.tenant, { milliTokens: Math.min(this.full, b.milliTokens + 1000), atMs: b.atMs });
   }
 
   private keep(tenant: string, bucket: RateBucket): void {
     this.buckets.delete(tenant); // re-insert: the least recently used first in line to be forgotten
-    if (bucket.milliTokens >= this.perSecond * 1000) return;
+    if (bucket.milliTokens >= this.full) return;
     this.buckets.set(tenant, bucket);
     if (this.buckets.size > TENANTS_MAX) this.buckets.delete(this.buckets.keys().next().value!);
   }
