@@ -2,7 +2,8 @@
  * One run of `keepwork bench drain`: how fast live nodes drain the alarms of a node that died.
  *
  *   start 1+N nodes ─▶ node A arms K alarms, all due at T (after the last is armed; see armAll)
- *     ─▶ A is killed -9 ─▶ the N others take A's alarms over once A's lease and grace ran out
+ *     ─▶ A deleted the entries its re-arming replaced ─▶ A is killed -9
+ *     ─▶ the N others take A's alarms over once A's lease and grace ran out
  *     ─▶ every second: each node's /metrics (deliveries, CPU, bucket requests) ─▶ until K ran
  *     ─▶ each actor's firing time read back (a sample of READBACK_MAX when K is larger)
  *
@@ -31,6 +32,8 @@ const ARM_IN_FLIGHT = 32;
 const WATCH_EVERY_MS = 1_000;
 /** Arming stops this long before T at the latest, so that A is dead before any alarm is due. */
 const ARM_STOP_BEFORE_DUE_MS = 500;
+/** How often the bucket is listed while A's replaced entries are being deleted. */
+const REPLACED_POLL_MS = 50;
 
 export interface DrainConfig {
   alarms: number;
@@ -115,7 +118,8 @@ export async function runDrain(c: DrainConfig, env: BenchEnv): Promise<DrainResu
   progress.note(`${c.label}: starting ${ids.length === 1 ? 'node a' : `${ids.length} nodes`}`);
   const [a, ...started] = await Promise.all(ids.map((id) => local.start(id, bucketUrl, c.set)));
   const live: readonly DrainingNode[] = env.targets ?? started;
-  const { dueAt, armed } = await armAll(a!, c, env);
+  const { dueAt, armed, probeAt } = await armAll(a!, c, env);
+  await replacedGone(store, env.runTag, probeAt, dueAt - ARM_STOP_BEFORE_DUE_MS, progress, signal);
   const killedAt = Date.now();
   await a!.kill9();
   progress.note(
@@ -139,19 +143,20 @@ export async function runDrain(c: DrainConfig, env: BenchEnv): Promise<DrainResu
  * Arms the alarms through A for one T after the last is armed: the first 32 are armed an hour
  * ahead to time the calls, and T is 3 s plus twice what that rate says the whole lot takes. Should
  * arming run slower than that, it stops half a second before T (calls in flight abandoned): A
- * must be dead before any alarm is due, or it would run some itself. Resolves with T and the
- * actors armed (all K unless it stopped early).
+ * must be dead before any alarm is due, or it would run some itself. Resolves with T, the
+ * actors armed (all K unless it stopped early) and the hour-ahead time the first 32 had first.
  */
-async function armAll(a: Endpoint, c: DrainConfig, env: BenchEnv): Promise<{ dueAt: number; armed: number[] }> {
+async function armAll(a: Endpoint, c: DrainConfig, env: BenchEnv): Promise<{ dueAt: number; armed: number[]; probeAt: number }> {
   const { progress, signal } = env;
   const arm = async (i: number, at: number, signal: AbortSignal) => {
     const address = benchAddress(env, `a${i}`);
     env.touched.add(address);
     await callActor(a, address, 'arm', [at], { durable: true, signal });
   };
+  const probeAt = Date.now() + 3_600_000;
   const t0 = Date.now();
   const probe = Math.min(ARM_IN_FLIGHT, c.alarms);
-  await inLanes(probe, ARM_IN_FLIGHT, signal, (i) => arm(i, t0 + 3_600_000, signal));
+  await inLanes(probe, ARM_IN_FLIGHT, signal, (i) => arm(i, probeAt, signal));
   const perCallMs = (Date.now() - t0) / probe;
   const dueAt = Date.now() + 3_000 + Math.ceil(perCallMs * c.alarms * 2);
   const cut = new AbortController();
@@ -177,7 +182,33 @@ async function armAll(a: Endpoint, c: DrainConfig, env: BenchEnv): Promise<{ due
   if (signal.aborted) throw new BenchAborted();
   if (armed.length < c.alarms)
     progress.note(`warning: arming ran slower than timed; ${armed.length} of ${c.alarms} alarms armed before T, the drain measures those`);
-  return { dueAt, armed: armed.sort((x, y) => x - y) };
+  return { dueAt, armed: armed.sort((x, y) => x - y), probeAt };
+}
+
+/**
+ * Waits (until `deadline` at most) for A to delete the entries its re-arming replaced, the ones
+ * due at `probeAt`. A deletes them in a batch shortly after each re-arming is uploaded; killed
+ * before that, A would leave them for an hour, until they are due and a sweep removes them as
+ * stale: on running nodes that is garbage the run leaves behind. Past the deadline a warning says
+ * how many are left.
+ */
+async function replacedGone(
+  store: ObjectStore,
+  runTag: string,
+  probeAt: number,
+  deadline: number,
+  progress: ProgressLine,
+  signal: AbortSignal,
+): Promise<void> {
+  for (;;) {
+    const left = await pendingEntries(store, runTag, probeAt);
+    if (left === 0 || signal.aborted) return;
+    if (Date.now() + REPLACED_POLL_MS >= deadline) {
+      progress.note(`warning: node a is killed with ${left} replaced index entries not yet deleted; they stay until due, in an hour`);
+      return;
+    }
+    await sleep(REPLACED_POLL_MS, signal);
+  }
 }
 
 /** Thrown when Ctrl-C came before there was anything to measure (while arming). */
@@ -251,12 +282,13 @@ function drainBoundMs(c: DrainConfig): number {
   return 3 * lease + 50 * c.alarms + 60_000;
 }
 
-/** Index entries of the run's actors (its class, names starting with its tag). */
-export async function pendingEntries(store: ObjectStore, runTag: string): Promise<number> {
+/** Index entries of the run's actors (its class, names starting with its tag); only those due at `dueMs` if given. */
+export async function pendingEntries(store: ObjectStore, runTag: string, dueMs?: number): Promise<number> {
   let n = 0;
   for await (const key of listAll(store, { prefix: tenantPrefix(BENCH_TENANT) })) {
-    const address = parseEntryKey(key)?.address;
-    if (address?.className === BENCH_CLASS && address.name.startsWith(runTag)) n++;
+    const entry = parseEntryKey(key);
+    if (dueMs !== undefined && entry?.dueMs !== dueMs) continue;
+    if (entry?.address.className === BENCH_CLASS && entry.address.name.startsWith(runTag)) n++;
   }
   return n;
 }
