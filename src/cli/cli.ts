@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { Command, InvalidArgumentError } from 'commander';
-import { createLogger } from '../core/logger.js';
+import { deferredLogger } from '../core/logger.js';
 import { isKeepworkError } from '../core/errors.js';
 import { defaultBucketUrl } from '../store/open.js';
 import { startNode } from '../http/start.js';
@@ -140,7 +140,7 @@ program
       // Listen before anything starts: a SIGTERM that comes while the node starts (or right after the
       // line that says it serves) stops it cleanly instead of killing the process outright.
       const stopSignal = new Promise<void>((resolve) => process.once('SIGINT', resolve).once('SIGTERM', resolve));
-      const log = createLogger();
+      const log = deferredLogger(); // pino loads at the first line written, once the workers are starting
       const secret = o.clusterSecretFile === undefined ? {} : { clusterSecret: readClusterSecret(o.clusterSecretFile) };
       const node = await startNode({
         ...o.set,

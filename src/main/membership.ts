@@ -22,11 +22,9 @@ import type { Settings } from '../core/config.js';
 import type { DirectorySettings } from '../leases/directory.js';
 import type { HoldSettings } from '../leases/holds.js';
 import type { LeaseSettings } from '../leases/node-lease.js';
+import { leaseShare } from './worker-shares.js';
 
 export type MembershipSettings = LeaseSettings & HoldSettings & DirectorySettings & Settings<'leasePeriodMs'>;
-
-/** The lease's share with the workers (`Membership.shared`), made before the workers start (start-node.ts). */
-export const leaseShare = (): SharedArrayBuffer => new SharedArrayBuffer(16);
 
 export interface MembershipParts {
   /** The renewal schedule's RxJS scheduler (test seam: the simulator's virtual clock). */

@@ -3,9 +3,10 @@
  * Every series is documented in docs/operations.md.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { RequestCounts } from '../store/request-counts.js';
-import { ThrottleStats } from '../store/throttle/stats.js';
+import type { RequestCounts } from '../store/request-counts.js';
+import type { ThrottleStats } from '../store/throttle/stats.js';
 import { StatusFeed } from './status-feed.js';
+import { WorkerShares } from './worker-shares.js';
 import { RULES } from '../core/config.js';
 import type { SweepResult } from '../alarms/sweep.js';
 
@@ -66,9 +67,8 @@ export class NodeMetrics {
     labelNames: ['tenant'] as const,
     registers: [this.registry],
   });
-  /** Counted in shared memory by the main thread and every worker (src/store/request-counts.ts). */
-  readonly mainRequests = new RequestCounts();
-  readonly workerRequests = new RequestCounts();
+  readonly mainRequests: RequestCounts;
+  readonly workerRequests: RequestCounts;
   readonly storeRequests = new Counter({
     name: 'keepwork_store_requests_total',
     help: 'Bucket requests by operation, key area (alarms, state, holds, nodes, other) and thread (main, worker)',
@@ -76,9 +76,8 @@ export class NodeMetrics {
     registers: [this.registry],
     collect: () => this.collectRequests(),
   });
-  /** Throttle answers and windows, in shared memory like the request counts (src/store/throttle/stats.ts). */
-  readonly mainThrottle = new ThrottleStats();
-  readonly workerThrottle = new ThrottleStats();
+  readonly mainThrottle: ThrottleStats;
+  readonly workerThrottle: ThrottleStats;
   readonly storeThrottled = new Counter({
     name: 'keepwork_store_throttled_total',
     help: 'Throttle answers from the bucket (503 SlowDown, 429, …), each one a request sent again, by request class and thread',
@@ -100,9 +99,7 @@ export class NodeMetrics {
     registers: [this.registry],
     collect: () => this.collectThrottle(),
   });
-  /** One int32 slot per worker thread (as many as workerThreads may be), each written by its worker: its window in ms. */
-  readonly replicationWindowsBuffer = new SharedArrayBuffer(4 * RULES.workerThreads.max!);
-  readonly replicationWindows = new Int32Array(this.replicationWindowsBuffer);
+  readonly replicationWindows: Int32Array;
   readonly replicationWindow = new Gauge({
     name: 'keepwork_replication_window_seconds',
     help: 'The group-commit window a plain call’s commit waits now before its upload, the longest over the worker threads (replicationDelayMs idle, up to replicationDelayMaxMs busy)',
@@ -151,7 +148,10 @@ export class NodeMetrics {
     return new Gauge({ name, help, registers: [this.registry] });
   }
 
-  constructor() {
+  constructor(shares = new WorkerShares()) {
+    ({ mainRequests: this.mainRequests, workerRequests: this.workerRequests } = shares);
+    ({ mainThrottle: this.mainThrottle, workerThrottle: this.workerThrottle } = shares);
+    this.replicationWindows = new Int32Array(shares.replicationWindowsBuffer);
     collectDefaultMetrics({ register: this.registry, prefix: 'keepwork_process_' });
     // prom-client's gauges named like counters (`…_total`) fail `promtool check metrics`; the
     // same values stay in the `…_active_{handles,requests,resources}` gauges by type.

@@ -1,28 +1,25 @@
 /**
  * `startNode`: the composition root of one keepwork node — options resolved, class modules
  * checked, the data dir locked, identity and epoch, the worker group started (its threads boot and
- * load the classes while the rest of the start goes on), the HTTP port bound, the bucket (requests
- * counted), membership (lease, holds), the Node itself, then HTTP served (calls queue for the
- * workers still starting), the sweep, and once the workers are up the timer refilled from the
- * data dir while it serves.
+ * load the classes while the rest of the start goes on). Only then does the main thread load the
+ * rest of the node's code (start-locked.ts: the Node, membership, metrics, the bucket's client, and
+ * the HTTP server through the front door): the HTTP port bound, the bucket (requests counted),
+ * membership (lease, holds), the Node itself, then HTTP served (calls queue for the workers still
+ * starting), the sweep, and once the workers are up the timer refilled from the data dir while it
+ * serves.
  */
 import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { OffsetClock, SystemClock, type Clock } from '../core/clock.js';
 import { validateTenant } from '../core/address.js';
-import { createLogger, type Logger } from '../core/logger.js';
+import { deferredLogger, type Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
-import { openStore, defaultBucketUrl, localBucket } from '../store/open.js';
+import { defaultBucketUrl } from '../store/open.js';
 import { FsyncPool } from '../store/fs/fsync-pool.js';
-import type { ObjectStore } from '../store/types.js';
-import { countedStore } from '../store/request-counts.js';
 import { resolveClasses } from './classes.js';
 import { resolveOptions, type KeepworkOptions, type ResolvedConfig, type Tunable } from '../core/config.js';
 import { checkClasses } from '../workers/class-loader.js';
 import { nextIdentity, type NodeIdentity } from './identity.js';
-import { leaseShare, Membership } from './membership.js';
-import { NodeMetrics } from './metrics.js';
-import { Node } from './node.js';
+import { leaseShare, WorkerShares } from './worker-shares.js';
 import type { BoundHttp, FrontDoor, KeepworkNode, StartNodeOptions, UnsafeTestSeams } from './node-api.js';
 import { SAFE_RULES } from '../alarms/rules.js';
 import { BadConfig } from '../core/errors.js';
@@ -35,8 +32,7 @@ import { tokenSetOf } from '../core/tokens.js';
 import { doorDecision } from './access-policy.js';
 import { nodeAddrProblem } from '../leases/records.js';
 import { parsePeersAllow, type PeersAllow } from './peers-allow.js';
-import { PeerClient } from './peer-client.js';
-import { certNames, resolveTls, type ServerTls } from '../core/tls-material.js';
+import { certNames, resolveTls, type ClientTls, type ServerTls } from '../core/tls-material.js';
 
 /**
  * Starts a node; `frontDoor` serves its HTTP API when `options.port` is given (the package's
@@ -68,7 +64,7 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
     tls: tlsOptions,
     ...tunables
   } = options;
-  const baseLog = logger ?? createLogger();
+  const baseLog = logger ?? deferredLogger();
   const config = fitFiles(resolveOptions(tunables), tunables, bucket ?? '', baseLog);
   const listenHost = host ?? '127.0.0.1';
   const tokens = auth === undefined ? undefined : tokenSetOf(auth);
@@ -97,7 +93,6 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
       http = await frontDoor({ port, host: listenHost, bodyMaxBytes: config.httpBodyMaxBytes, limits: config, log: baseLog, ...access });
     }
     const addr = advertise ?? http?.url ?? '';
-    const peers = new PeerClient(tls.client, config.httpResultMaxBytes, unsafe.forwardDropped);
     const parts = {
       config,
       classUrls,
@@ -109,9 +104,12 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
       clusterKey,
       addr,
       peersAllow,
-      peers,
+      peerTls: tls.client,
       fsyncPool,
     };
+    // The rest of the node's code (the Node, membership, metrics, the bucket's client) loads while
+    // the workers boot: loaded before them, it kept the second core idle for most of a start.
+    const { startLocked } = await import('./start-locked.js');
     const workers = started;
     started = undefined; // startLocked's from here
     return await startLocked(parts, workers, dataDir, dirLock, unsafe);
@@ -125,9 +123,9 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
 }
 
 /** What startWorkers made before the port is bound and the lease written. */
-interface StartedWorkers {
+export interface StartedWorkers {
   identity: NodeIdentity;
-  metrics: NodeMetrics;
+  shares: WorkerShares;
   /** The lease's share with the workers (Membership `shared`). */
   leaseValidUntil: SharedArrayBuffer;
   workers: WorkerGroup;
@@ -152,7 +150,7 @@ function startWorkers(
 ): StartedWorkers {
   const { config, tunables, classUrls, bucketUrl, baseLog, fsyncPool } = parts;
   const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
-  const metrics = new NodeMetrics();
+  const shares = new WorkerShares();
   const leaseValidUntil = leaseShare();
   const workers = new WorkerGroup(config, {
     dataDir,
@@ -167,19 +165,19 @@ function startWorkers(
     logLevel: baseLog.level,
     nodeId: identity.nodeId,
     leaseValidUntil,
-    requestCounts: metrics.workerRequests.buffer,
-    throttleStats: metrics.workerThrottle.buffer,
-    replicationWindows: metrics.replicationWindowsBuffer,
+    requestCounts: shares.workerRequests.buffer,
+    throttleStats: shares.workerThrottle.buffer,
+    replicationWindows: shares.replicationWindowsBuffer,
     ...(fsyncPool ? { fsyncPool: fsyncPool.shared } : {}),
     rules: unsafe.rules ?? SAFE_RULES,
     ...(unsafe.clockOffsetMs ? { clockOffsetMs: unsafe.clockOffsetMs } : {}),
   });
   const loaded = workers.loadClasses(Object.keys(classUrls));
   loaded.catch(() => undefined); // awaited once the node serves
-  return { identity, metrics, leaseValidUntil, workers, loaded };
+  return { identity, shares, leaseValidUntil, workers, loaded };
 }
 
-interface StartParts {
+export interface StartParts {
   config: ResolvedConfig;
   classUrls: Record<string, string>;
   methods: Record<string, string[]>;
@@ -191,7 +189,8 @@ interface StartParts {
   /** What the lease carries for other nodes to call: `advertise`, or the listen URL. */
   addr: string;
   peersAllow: PeersAllow | undefined;
-  peers: PeerClient;
+  /** What the node's calls to other nodes trust and present (tls-material.ts). */
+  peerTls: ClientTls;
   /** The node's fsync pool (none with fsyncThreadsMax 0): the main thread's and the workers' fsyncs. */
   fsyncPool: FsyncPool | undefined;
 }
@@ -244,97 +243,4 @@ function fitFiles(config: ResolvedConfig, tunables: KeepworkOptions, bucketUrl: 
     `options sized down to fit the open-file limit (${limit}): ${plan.shrunk.map((k) => `${k} ${config[k]} → ${plan.sizes[k]}`).join(', ')}; raise the limit (ulimit -n) for larger caches`,
   );
   return Object.freeze({ ...config, ...plan.sizes });
-}
-
-/** The rest of the start, holding the data dir's lock (released by `Node.stop`), the port and the workers. */
-async function startLocked(
-  parts: StartParts,
-  started: StartedWorkers,
-  dataDir: string,
-  dirLock: DataDirLock,
-  unsafe: UnsafeTestSeams,
-): Promise<KeepworkNode> {
-  const { config, classUrls, served, bucketUrl, baseLog, http, fsyncPool } = parts;
-  const { identity, metrics, workers, loaded } = started;
-  // TEST-ONLY (UnsafeTestSeams): a negative skew bound stretches the lease's own validity.
-  const leaseConfig = unsafe.leaseOverstayMs ? { ...config, skewBoundMs: config.skewBoundMs - unsafe.leaseOverstayMs } : config;
-  // TEST-ONLY (UnsafeTestSeams): a skewed clock, the workers' too.
-  const clock: Clock = unsafe.clockOffsetMs ? new OffsetClock(unsafe.clockOffsetMs) : new SystemClock();
-  const fsyncs = fsyncPool?.queue;
-  let node: Node | undefined;
-  let store: ObjectStore;
-  let membership: Membership;
-  let epoch: number;
-  try {
-    store = countedStore(
-      openStore(bucketUrl, { config, clock, throttle: metrics.mainThrottle.sink(0), ...(fsyncs ? { fsyncs } : {}) }),
-      metrics.mainRequests,
-    );
-    membership = new Membership(
-      store,
-      clock,
-      leaseConfig,
-      baseLog.child({ nodeId: identity.nodeId }),
-      {
-        nodeId: identity.nodeId,
-        addr: parts.addr,
-        tenants: served ?? null,
-        classes: Object.keys(classUrls),
-        dataDirId: identity.dataDirId, // we hold the data dir's lock
-      },
-      { leaseStore: leaseStoreOf(bucketUrl, store, config, clock, metrics), shared: started.leaseValidUntil },
-    );
-    epoch = await membership.start(identity.epoch, () => node?.fenced());
-  } catch (e) {
-    await workers.destroy();
-    throw e;
-  }
-  const log = baseLog.child({ nodeId: identity.nodeId, epoch });
-  node = new Node({
-    config,
-    clock,
-    log,
-    store,
-    workers,
-    membership,
-    identity: { nodeId: identity.nodeId, epoch },
-    classes: classUrls,
-    tenants: served,
-    methods: parts.methods,
-    metrics,
-    dirLock,
-    ...(fsyncPool ? { fsyncPool } : {}),
-    ...(unsafe.rules ? { seams: { rules: unsafe.rules } } : {}),
-    ...(parts.clusterKey ? { clusterKey: parts.clusterKey } : {}),
-    ...(parts.peersAllow ? { peersAllow: parts.peersAllow } : {}),
-    peers: parts.peers,
-  });
-  try {
-    // Served while the workers still start: a call waits in its worker's queue, not at the door.
-    // The main thread checked every class above; a worker that cannot load one fails the start.
-    if (http) node.serveHttp(http);
-    node.startSweeping();
-    await loaded;
-    // The data dir's scan once the workers are up: begun earlier, it took the CPU and the main
-    // thread the first calls wait for (a thousand actor files: most of a restart under load). A
-    // call's actor is opened whether or not its file was scanned yet.
-    void node.refill(dataDir);
-  } catch (e) {
-    await node.stop();
-    throw e;
-  }
-  log.info({ dataDir, bucket: store.description, classes: Object.keys(classUrls), workers: workers.size, url: node.url }, 'node started');
-  return node;
-}
-
-/**
- * What the lease is written through. On a bucket on this host's disk (a folder or a SQLite file), a
- * store of its own whose fsyncs run on a thread of its own (fs/fsync-thread.ts): a renewal's fsyncs
- * (every leasePeriodMs / 3) then never queue behind the node's other fsyncs or the app's own file
- * work, which on a busy disk held renewals past the lease, and never share a group commit with the
- * node's other writes. Any other bucket: the node's store (its requests do not wait in a pool).
- */
-function leaseStoreOf(bucketUrl: string, store: ObjectStore, config: ResolvedConfig, clock: Clock, metrics: NodeMetrics): ObjectStore {
-  if (bucketUrl.startsWith('memory:') || localBucket(bucketUrl) === null) return store;
-  return countedStore(openStore(bucketUrl, { config, clock, fsyncThread: true }), metrics.mainRequests);
 }
