@@ -20,11 +20,16 @@
  * wait on a journaled disk under a burst); the spare that finishes next was started earlier.
  * A rename within one file system keeps the bytes it names durable; the new name is made durable
  * by the folder fsync SQLite makes at the actor's first checkpoint, as for a file made in place.
- * The folder is emptied when the worker starts (a file of an earlier run may be half written). A
- * failure to make one turns spares off for the worker, with a warning: actors are then created
- * without spares, each file written and fsynced at its first call.
+ *
+ * A file is made as `<n>.tmp` and renamed to `<n>.db` once fsynced, so a `<n>.db` found when the
+ * worker starts was whole on disk before its name was: the worker keeps those an earlier run left
+ * ready (when they hold exactly this worker's image) instead of making them again, which at a
+ * restart took CPU and fsyncs from the first calls. Anything else in the folder (a `.tmp` an
+ * earlier run was writing, a file of other bytes, more than `target`) is removed. A failure to make
+ * one turns spares off for the worker, with a warning: actors are then created without spares,
+ * each file written and fsynced at its first call.
  */
-import { mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
+import { mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../core/logger.js';
 import { fillNewFile, fsyncFd, isMissing, unlinkQuiet, type FsyncFile } from '../store/fs/io.js';
@@ -51,17 +56,33 @@ export class SpareActorFiles {
     private readonly fsync: FsyncFile | null = fsyncFd,
   ) {}
 
-  /** Empties the folder (what an earlier run left) and starts making the files. */
+  /** Keeps the whole files an earlier run left (up to `target`), removes the rest, and makes what is missing. */
   start(): void {
     if (this.target === 0) return;
     try {
-      rmSync(this.dir, { recursive: true, force: true });
       mkdirSync(this.dir, { recursive: true });
+      for (const name of readdirSync(this.dir)) {
+        const file = join(this.dir, name);
+        const n = /^(\d{1,9})\.db$/.exec(name)?.[1];
+        if (n !== undefined && this.ready.length < this.target && this.isImage(file)) {
+          this.ready.push(file);
+          this.next = Math.max(this.next, Number(n) + 1);
+        } else rmSync(file, { recursive: true, force: true });
+      }
     } catch (e) {
       this.turnOff(e);
       return;
     }
     this.fill();
+  }
+
+  /** Whether `file` holds exactly the image (an earlier run's whole spare, of the same schema and SQLite). */
+  private isImage(file: string): boolean {
+    try {
+      return readFileSync(file).equals(this.image);
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -122,7 +143,14 @@ export class SpareActorFiles {
 
   /** Async, so that a failed open is a rejection (fill's `turnOff`), not a throw out of moveTo. */
   private async make(file: string): Promise<void> {
-    await fillNewFile(openSync(file, 'wx', 0o644), file, this.image, this.fsync);
+    const tmp = file.replace(/\.db$/, '.tmp');
+    await fillNewFile(openSync(tmp, 'wx', 0o644), tmp, this.image, this.fsync);
+    try {
+      renameSync(tmp, file); // whole on disk before the name a later run keeps
+    } catch (e) {
+      unlinkQuiet(tmp);
+      throw e;
+    }
   }
 
   private turnOff(e: unknown): void {

@@ -51,6 +51,39 @@ describe('spare actor files', () => {
     assert.equal(moved, ready - 1);
   });
 
+  it('a later start keeps the whole files an earlier run left ready and makes only what is missing', async () => {
+    const folder = join(dir(), 'spare', '3');
+    const first = new SpareActorFiles(folder, 3, newFileImage(), silentLogger());
+    first.start();
+    await first.settled();
+    assert.equal(first.moveTo(join(dir(), 'e0.db')), true);
+    await first.settled();
+    const kept = readdirSync(folder).sort();
+    assert.equal(kept.length, 3);
+    for (const f of kept) assert.match(f, /^\d+\.db$/, 'each made as <n>.tmp, named <n>.db once whole');
+    const keptInodes = inodes(folder);
+    // What a run killed while making files, or an older version, leaves beside them:
+    writeFileSync(join(folder, '4.tmp'), 'half written');
+    writeFileSync(join(folder, '5.db'), 'other bytes');
+    writeFileSync(join(folder, '6.db'), Buffer.concat([newFileImage(), Buffer.from('x')]));
+
+    const next = new SpareActorFiles(folder, 4, newFileImage(), silentLogger());
+    next.start();
+    assert.equal(next.readyCount, 3, 'the three whole files are ready at once');
+    await next.settled();
+    assert.equal(next.readyCount, 4);
+    const files = readdirSync(folder).sort();
+    const past = `${Math.max(...kept.map((f) => parseInt(f, 10))) + 1}.db`;
+    assert.deepEqual(files, [...kept, past].sort(), 'one made, numbered past the kept ones; the rest removed');
+    for (const f of kept) assert.ok(keptInodes.has(statSync(join(folder, f)).ino), `${f} kept, not made again`);
+    for (const f of files) assert.ok(readFileSync(join(folder, f)).equals(newFileImage()));
+
+    const fewer = new SpareActorFiles(folder, 2, newFileImage(), silentLogger());
+    fewer.start();
+    assert.equal(fewer.readyCount, 2);
+    assert.equal(readdirSync(folder).length, 2, 'past the target, files are removed');
+  });
+
   it('lets a caller wait for the file being made when none is ready, and go when that one fails', async () => {
     const folder = join(dir(), 'spare', '2');
     const { log, lines } = capturedLogger();
