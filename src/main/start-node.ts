@@ -35,6 +35,13 @@ import { parsePeersAllow, type PeersAllow } from './peers-allow.js';
 import { certNames, resolveTls, type ClientTls, type ServerTls } from '../core/tls-material.js';
 
 /**
+ * The fsync pool's threads start no earlier than this after the node's start: the start's own few
+ * fsyncs go to libuv's pool, and a thread's boot (~40 ms of CPU) is kept off the start, which is
+ * CPU-bound on two cores (docs/benchmarks.md#restart).
+ */
+const FSYNC_THREADS_AFTER_MS = 1_000;
+
+/**
  * Starts a node; `frontDoor` serves its HTTP API when `options.port` is given (the package's
  * `startNode`, src/http/start.ts, passes src/http's server). Everything that can be checked
  * locally fails the start before the node writes anything to the bucket: the options, the token
@@ -86,7 +93,10 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
   let started: StartedWorkers | undefined;
   try {
     const bucketUrl = bucket ?? defaultBucketUrl(dataDir);
-    fsyncPool = config.fsyncThreadsMax > 0 ? new FsyncPool({ threadsMax: config.fsyncThreadsMax }) : undefined;
+    fsyncPool =
+      config.fsyncThreadsMax > 0
+        ? new FsyncPool({ threadsMax: config.fsyncThreadsMax, firstThreadAfterMs: FSYNC_THREADS_AFTER_MS })
+        : undefined;
     started = startWorkers({ config, tunables, classUrls, bucketUrl, nodeId, baseLog, fsyncPool }, dataDir, unsafe);
     if (port !== undefined && frontDoor) {
       const access = { ...(tokens ? { tokens } : {}), ...(clusterKey ? { clusterKey } : {}), ...(tls.server ? { tls: tls.server } : {}) };

@@ -177,6 +177,24 @@ describe('fsync pool', { timeout: 180_000 }, () => {
     }
   });
 
+  it('starts no thread before firstThreadAfterMs: fsyncs until then are made on libuv’s pool', async () => {
+    const pool = new FsyncPool({ threadsMax: 2, firstThreadAfterMs: 300 });
+    const made = performance.now();
+    const fd = fileWith(tempDir(), 'f');
+    try {
+      await pool.queue.fsyncFile(fd);
+      await pool.queue.fsyncFile(fd);
+      if (performance.now() - made < 250) assert.equal(pool.threads, 0, 'none started within the delay');
+      await waitFor('a thread, once the delay is over', 30_000, () => pool.threads > 0);
+      assert.ok(performance.now() - made >= 295, 'not before the delay');
+      await waitFor('it runs', 30_000, () => pool.running > 0);
+      await pool.queue.fsyncFile(fd);
+    } finally {
+      await pool.close();
+      closeSync(fd);
+    }
+  });
+
   it('serves worker threads, and its idle threads keep no process alive', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', USER, tempDir()], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';

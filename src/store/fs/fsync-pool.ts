@@ -13,7 +13,7 @@
  *                                          to `threadsMax`; a thread idle `idleExitMs` leaves
  *
  * Threads start lazily: none until an fsync finds none idle (so none on tmpfs, where fsyncs are
- * skipped: fs/io.ts `fsyncDoesNothing`), then one more each time the last one runs while fsyncs
+ * skipped: fs/io.ts `fsyncDoesNothing`) and `firstThreadAfterMs` has passed, then one more each time the last one runs while fsyncs
  * still find none idle, up to `threadsMax`. Each is a worker thread running a few lines of plain JavaScript (no loader: about
  * 8 MB and 40 ms of CPU to start) blocked in Atomics.wait while idle; none keeps the process
  * alive (a caller waiting for its fsync does, fs/fsync-queue.ts). `close()` (the node's stop)
@@ -33,6 +33,12 @@ export interface FsyncPoolOptions {
   /** A thread idle this long leaves (another starts when fsyncs want one again). */
   idleExitMs: number;
   /**
+   * No thread starts before this long after the pool is made: fsyncs until then are made on
+   * libuv's pool. A node's start (start-node.ts) makes a few fsyncs, and a thread's start would
+   * take ~40 ms of CPU from the workers' boot and the first calls.
+   */
+  firstThreadAfterMs: number;
+  /**
    * TEST-ONLY: before each fsync a thread counts itself in word 1 of this buffer, then waits while
    * word 0 is 1, and dies (exit code 1) if it is 2: fsyncs held at once, and a thread that dies
    * making one.
@@ -40,7 +46,7 @@ export interface FsyncPoolOptions {
   gate?: SharedArrayBuffer;
 }
 
-export const FSYNC_POOL_DEFAULTS: Readonly<FsyncPoolOptions> = Object.freeze({ threadsMax: 16, idleExitMs: 30_000 });
+export const FSYNC_POOL_DEFAULTS: Readonly<FsyncPoolOptions> = Object.freeze({ threadsMax: 16, idleExitMs: 30_000, firstThreadAfterMs: 0 });
 
 /** A pool thread's code: CommonJS, nothing to load (fs/fsync-queue.ts is the layout it shares). */
 const SOURCE = `
@@ -121,6 +127,7 @@ export class FsyncPool {
   #closing: Promise<void> | undefined;
   /** Whether `#watch` runs (it stops while `threadsMax` threads run). */
   #watching = false;
+  readonly #createdAt = performance.now();
 
   constructor(options: Partial<FsyncPoolOptions> = {}) {
     this.#o = { ...FSYNC_POOL_DEFAULTS, ...options };
@@ -170,6 +177,8 @@ export class FsyncPool {
   async #watch(): Promise<void> {
     this.#watching = true;
     try {
+      const after = this.#createdAt + this.#o.firstThreadAfterMs - performance.now();
+      if (after > 0) await new Promise((resolve) => setTimeout(resolve, after).unref());
       while (!this.#closed && !this.gone && this.#threads.size < this.#o.threadsMax) {
         if (!this.#backlog()) {
           const wait = Atomics.waitAsync(this.#words, Word.wanted, 0);
