@@ -73,7 +73,7 @@ describe('fs store with fsyncThread', { skip: !linux && 'needs Linux and mkfifo'
     const fifo = join(dir, 'fifo');
     assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
     const fd = openSync(join(dir, 'file'), 'w');
-    const thread = new FsyncThread(0);
+    const thread = new FsyncThread();
     await thread.fsyncFile(fd); // on this thread; starts the thread
     await waitFor('the fsync thread to run', 30_000, () => thread.running);
     const pool = holdPool(fifo);
@@ -93,31 +93,11 @@ describe('fs store with fsyncThread', { skip: !linux && 'needs Linux and mkfifo'
     }
   });
 
-  it('starts no thread for the fsyncs of its first startAfterMs: they are made on the caller’s', async () => {
-    const dir = tempDir();
-    const thread = new FsyncThread(300);
-    const made = performance.now();
-    const fd = openSync(join(dir, 'file'), 'w');
-    try {
-      await thread.fsyncFile(fd);
-      await thread.fsyncFolder(dir);
-      if (performance.now() - made < 250) assert.equal(thread.started, false, 'no thread within the delay');
-      await waitFor('the delay to pass', 30_000, () => performance.now() - made >= 301);
-      await thread.fsyncFile(fd); // on this thread; starts the thread
-      assert.equal(thread.started, true);
-      await waitFor('the fsync thread to run', 30_000, () => thread.running);
-      await thread.fsyncFile(fd);
-    } finally {
-      await thread.close();
-      closeSync(fd);
-    }
-  });
-
   it('writes, replaces and deletes while every thread of libuv’s pool is held', async () => {
     const dir = tempDir();
     const fifo = join(dir, 'fifo');
     assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
-    const thread = new FsyncThread(0);
+    const thread = new FsyncThread();
     const store = new FsStore(join(dir, 'b'), {}, new SystemClock(), thread);
     await store.put('warm', text('up'));
     await waitFor('the fsync thread to run', 30_000, () => thread.running);

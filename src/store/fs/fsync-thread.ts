@@ -12,12 +12,10 @@
  *                                       └▶ not yet: on the calling thread (INLINE_DURABILITY),
  *                                          and the thread is started for the next ones
  *
- * The first fsync made `startAfterMs` (a second) or more after the FsyncThread was made starts the
- * thread (a worker thread running a few lines of plain JavaScript, no loader: about 10 MB and ~40
- * ms of CPU to start); fsyncs before it runs are made on the calling thread. So a node's start
- * (its lease's first writes) neither waits for the thread nor spends its CPU on it: the start is
- * CPU-bound on two cores (docs/benchmarks.md#restart). The thread keeps the process alive only
- * while an fsync is under way. If it dies, the fsyncs it had are failed with its error (a put then fails, or is
+ * The first fsync starts the thread (a worker thread running a few lines of plain JavaScript, no
+ * loader: about 10 MB and a tenth of a second to start) and is made on the calling thread meanwhile,
+ * so a node's start never waits for it. The thread keeps the process alive only while an fsync
+ * is under way. If it dies, the fsyncs it had are failed with its error (a put then fails, or is
  * AmbiguousWrite: fs/commit.ts) and later ones are made on the calling thread.
  */
 import { Worker } from 'node:worker_threads';
@@ -52,12 +50,8 @@ interface Waiting {
   reject: (e: unknown) => void;
 }
 
-/** How long after an FsyncThread is made its thread may be started. */
-const START_AFTER_MS = 1_000;
-
 export class FsyncThread implements FsDurability {
   #worker: Worker | undefined;
-  readonly #startAt: number;
   #running = false;
   /** Died or closed: every fsync from now on is made on the calling thread. */
   #gone = false;
@@ -70,16 +64,6 @@ export class FsyncThread implements FsDurability {
 
   readonly fsyncFolder = (dir: string): Promise<void> =>
     this.#worker && this.#running ? this.#send({ path: dir }) : this.#inline(() => INLINE_DURABILITY.fsyncFolder(dir));
-
-  /** `startAfterMs`: fsyncs before it are made on the calling thread and start no thread (tests: 0). */
-  constructor(startAfterMs = START_AFTER_MS) {
-    this.#startAt = performance.now() + startAfterMs;
-  }
-
-  /** Whether the thread was started (it may still be booting, or have died). */
-  get started(): boolean {
-    return this.#worker !== undefined || this.#gone;
-  }
 
   /** Whether fsyncs go to the thread (it has started and not died). */
   get running(): boolean {
@@ -101,7 +85,7 @@ export class FsyncThread implements FsDurability {
   }
 
   #start(): void {
-    if (this.#worker || this.#gone || performance.now() < this.#startAt) return;
+    if (this.#worker || this.#gone) return;
     const worker = new Worker(SOURCE, { eval: true, execArgv: [], stdout: false, stderr: false });
     worker.unref();
     this.#worker = worker;
