@@ -54,7 +54,7 @@ export async function startLocked(
         classes: Object.keys(classUrls),
         dataDirId: identity.dataDirId, // we hold the data dir's lock
       },
-      { leaseStore: leaseStoreOf(bucketUrl, store, config, clock, metrics), shared: started.leaseValidUntil },
+      { leaseStore: leaseStoreOf(bucketUrl, store, config, clock, metrics), shared: started.shares.leaseValidUntil },
     );
     epoch = await membership.start(identity.epoch, () => node?.fenced());
   } catch (e) {

@@ -19,7 +19,7 @@ import { resolveClasses } from './classes.js';
 import { resolveOptions, type KeepworkOptions, type ResolvedConfig, type Tunable } from '../core/config.js';
 import { checkClasses } from '../workers/class-loader.js';
 import { nextIdentity, type NodeIdentity } from './identity.js';
-import { leaseShare, WorkerShares } from './worker-shares.js';
+import { WorkerShares } from './worker-shares.js';
 import type { BoundHttp, FrontDoor, KeepworkNode, StartNodeOptions, UnsafeTestSeams } from './node-api.js';
 import { SAFE_RULES } from '../alarms/rules.js';
 import { BadConfig } from '../core/errors.js';
@@ -136,8 +136,6 @@ export async function startNodeWith(options: StartNodeOptions, frontDoor?: Front
 export interface StartedWorkers {
   identity: NodeIdentity;
   shares: WorkerShares;
-  /** The lease's share with the workers (Membership `shared`). */
-  leaseValidUntil: SharedArrayBuffer;
   workers: WorkerGroup;
   /** The workers' loading of the classes; awaited once the node serves. */
   loaded: Promise<void>;
@@ -161,7 +159,6 @@ function startWorkers(
   const { config, tunables, classUrls, bucketUrl, baseLog, fsyncPool } = parts;
   const identity = nextIdentity(dataDir, new SystemRandom(), parts.nodeId);
   const shares = new WorkerShares();
-  const leaseValidUntil = leaseShare();
   const workers = new WorkerGroup(config, {
     dataDir,
     bucket: bucketUrl,
@@ -174,7 +171,7 @@ function startWorkers(
     },
     logLevel: baseLog.level,
     nodeId: identity.nodeId,
-    leaseValidUntil,
+    leaseValidUntil: shares.leaseValidUntil,
     requestCounts: shares.workerRequests.buffer,
     throttleStats: shares.workerThrottle.buffer,
     replicationWindows: shares.replicationWindowsBuffer,
@@ -184,7 +181,7 @@ function startWorkers(
   });
   const loaded = workers.loadClasses(Object.keys(classUrls));
   loaded.catch(() => undefined); // awaited once the node serves
-  return { identity, shares, leaseValidUntil, workers, loaded };
+  return { identity, shares, workers, loaded };
 }
 
 export interface StartParts {

@@ -16,7 +16,11 @@ export class WorkerShares {
   readonly workerThrottle = new ThrottleStats();
   /** One int32 slot per worker thread (as many as workerThreads may be), each written by its worker: its window in ms. */
   readonly replicationWindowsBuffer = new SharedArrayBuffer(4 * RULES.workerThreads.max!);
+  /** The lease's share (`Membership.shared`). */
+  readonly leaseValidUntil = leaseShare();
 }
 
-/** The lease's share with the workers (`Membership.shared`). */
-export const leaseShare = (): SharedArrayBuffer => new SharedArrayBuffer(16);
+/** The lease's share with the workers: written by Membership, read by each worker. */
+export function leaseShare(): SharedArrayBuffer {
+  return new SharedArrayBuffer(16);
+}

@@ -3,7 +3,7 @@
  * and fsynced ahead of need, and a new actor's file is one of them renamed into place.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { fstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { parseAddress } from '../../src/core/address.js';
@@ -11,6 +11,7 @@ import { silentLogger } from '../../src/core/logger.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import { actorDbPath, newFileImage } from '../../src/workers/actor-db.js';
 import { SpareActorFiles } from '../../src/workers/spare-files.js';
+import { fsyncFd } from '../../src/store/fs/io.js';
 import { capturedLogger } from '../helpers/log-lines.js';
 import { tempDirs } from '../helpers/temp.js';
 import { Counter, InlineActors, okResult } from '../helpers/inline-actors.js';
@@ -53,7 +54,13 @@ describe('spare actor files', () => {
 
   it('a later start keeps the whole files an earlier run left ready and makes only what is missing', async () => {
     const folder = join(dir(), 'spare', '3');
-    const first = new SpareActorFiles(folder, 3, newFileImage(), silentLogger());
+    const namedBeforeFsync: string[] = [];
+    const fsyncChecked = async (fd: number) => {
+      const ino = fstatSync(fd).ino;
+      namedBeforeFsync.push(...readdirSync(folder).filter((f) => f.endsWith('.db') && statSync(join(folder, f)).ino === ino));
+      await fsyncFd(fd);
+    };
+    const first = new SpareActorFiles(folder, 3, newFileImage(), silentLogger(), fsyncChecked);
     first.start();
     await first.settled();
     assert.equal(first.moveTo(join(dir(), 'e0.db')), true);
@@ -61,6 +68,7 @@ describe('spare actor files', () => {
     const kept = readdirSync(folder).sort();
     assert.equal(kept.length, 3);
     for (const f of kept) assert.match(f, /^\d+\.db$/, 'each made as <n>.tmp, named <n>.db once whole');
+    assert.deepEqual(namedBeforeFsync, [], 'no <n>.db name before its file was fsynced');
     const keptInodes = inodes(folder);
     // What a run killed while making files, or an older version, leaves beside them:
     writeFileSync(join(folder, '4.tmp'), 'half written');

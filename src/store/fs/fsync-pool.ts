@@ -13,8 +13,9 @@
  *                                          to `threadsMax`; a thread idle `idleExitMs` leaves
  *
  * Threads start lazily: none until an fsync finds none idle (so none on tmpfs, where fsyncs are
- * skipped: fs/io.ts `fsyncDoesNothing`) and `firstThreadAfterMs` has passed, then one more each time the last one runs while fsyncs
- * still find none idle, up to `threadsMax`. Each is a worker thread running a few lines of plain JavaScript (no loader: about
+ * skipped: fs/io.ts `fsyncDoesNothing`) and `firstThreadAfterMs` has passed, then one more each
+ * time the last one runs while fsyncs still find none idle, up to `threadsMax`. Each is a worker
+ * thread running a few lines of plain JavaScript (no loader: about
  * 8 MB and 40 ms of CPU to start) blocked in Atomics.wait while idle; none keeps the process
  * alive (a caller waiting for its fsync does, fs/fsync-queue.ts). `close()` (the node's stop)
  * ends them after the fsync each is making.
