@@ -12,7 +12,7 @@
  *              client of its own: storeSocketsMax sockets on S3, a folder's openFilesMax
  *   http       httpConnectionsMax
  *   spares     spareActorFiles per worker (each open while it is written: spare-files.ts)
- *   databases  FILES_PER_DB (the file, its -wal, its -shm) per open actor database: per worker at
+ *   databases  FILES_PER_DB (the file and its -wal) per open actor database: per worker at
  *              most dbCacheMax kept, plus workerConcurrency in use past the LRU's bound
  *              (actor-slots.ts never evicts an actor an event is using)
  *
@@ -28,8 +28,9 @@ import type { Settings, Tunable } from '../core/config.js';
 import { BadConfig } from '../core/errors.js';
 import { FS_OPEN_FILES_MAX } from '../store/fs/options.js';
 
-/** The file descriptors of one open actor database: the file, its WAL and its shared-memory index. */
-export const FILES_PER_DB = 3;
+/** The file descriptors of one open actor database: the file and its WAL (EXCLUSIVE locking mode keeps
+ *  the WAL's index in memory, no -shm file: actor-db.ts). */
+export const FILES_PER_DB = 2;
 /** The process's own files beside the workers' (measured: an idle node with no worker holds about 25). */
 export const RESERVE_MAIN = 64;
 /** Each worker thread's own files beside its databases (an idle worker adds about 4). */

@@ -17,7 +17,7 @@ import type { ObjectStore } from '../store/types.js';
 import { Sweeper, type SweepHost, type SweepResult } from '../alarms/sweep.js';
 import type { SweepNode } from '../alarms/plan-sweep.js';
 import type { ActorEvent, EventResult } from '../workers/messages.js';
-import { scanAlarms } from '../workers/scan.js';
+import { HELD, scanAlarms } from '../workers/scan.js';
 import { checkIdempotencyKey } from '../core/idempotency-key.js';
 import { actorHandle, type ActorHandle, type ActorShape } from '../core/actor-handle.js';
 import { ActorLanes } from './actor-lanes.js';
@@ -177,15 +177,17 @@ export class Node implements RoutingNode, SweepHost {
     const delivery = this.delivery;
     let n = 0;
     let files = 0;
+    let held = 0;
     for (const found of scanAlarms(dataDir, (path, e) => this.log.error({ path, err: e }, 'cannot read actor database at start'))) {
       if (this.stopping || delivery !== this.delivery) return; // stopped, or fenced and rejoined: that run scans again
-      if (found && serves(this.served, found.address)) {
+      if (found === HELD) held++;
+      else if (found && serves(this.served, found.address)) {
         delivery.set(found.address, found.at);
         n++;
       }
       if (++files % filesPerTurn === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    this.log.info({ alarms: n, files }, 'timer refilled from the data dir');
+    this.log.info({ alarms: n, files, held }, 'timer refilled from the data dir');
   }
 
   /**

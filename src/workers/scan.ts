@@ -1,7 +1,10 @@
 /**
  * The start-up scan of a data dir (docs/architecture.md): every actor database's committed alarm, so
  * the node's timer is refilled after a restart and no alarm is lost. Reads only; a file that
- * cannot be read is reported to `onError` and skipped.
+ * cannot be read is reported to `onError` and skipped. The node serves while it scans, so a worker
+ * may already have a file open, in EXCLUSIVE locking mode (actor-db.ts): that file is skipped at
+ * once (`held`: no waiting on the lock), since the event that opened it answered with the actor's
+ * alarm, which set the timer.
  */
 import Database from 'better-sqlite3';
 import { existsSync, readdirSync } from 'node:fs';
@@ -14,19 +17,23 @@ export interface ScannedAlarm {
   at: number;
 }
 
-export function* scanAlarms(dataDir: string, onError: (path: string, e: unknown) => void): Generator<ScannedAlarm | null> {
+/** A file being scanned that a worker has open (its events keep the timer): skipped. */
+export const HELD = 'held';
+
+export function* scanAlarms(dataDir: string, onError: (path: string, e: unknown) => void): Generator<ScannedAlarm | typeof HELD | null> {
   for (const path of actorFiles(join(dataDir, 'actors'))) {
     let db: Database.Database | undefined;
-    let found: ScannedAlarm | null = null;
+    let found: ScannedAlarm | typeof HELD | null = null;
     try {
       // Read-only: a read-write handle would fold the WAL into the file when it closes, and
       // commits the bucket never got would then look like part of the state it has.
-      db = new Database(path, { fileMustExist: true, readonly: true });
+      db = new Database(path, { fileMustExist: true, readonly: true, timeout: 0 });
       const at = readAlarm(db);
       const address = readMeta(db, 'address');
       if (at !== null && address !== null) found = { address: parseAddress(address), at };
     } catch (e) {
-      onError(path, e);
+      if ((e as { code?: unknown }).code === 'SQLITE_BUSY') found = HELD;
+      else onError(path, e);
     } finally {
       db?.close();
     }

@@ -3,9 +3,9 @@
  * InlineActors is one node's actors, `inlineEnvs` a test file's maker of them (each on a bucket
  * and a hold generation, all cleaned up when the file's tests end).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { after } from 'node:test';
 import { SimClock } from '../../src/core/clock.js';
 import { parseAddress } from '../../src/core/address.js';
@@ -162,23 +162,43 @@ export class InlineActors {
   }
 
   /**
-   * A kill -9 and a restart on the same data dir: fresh handles, a new epoch, and the old ones
-   * left open as a dead process leaves them (closing one would fold its WAL into the file, which
-   * a kill does not do). Their replicas must have no upload pending (a long replicationDelayMs).
+   * A kill -9 and a restart on the same data dir: the actors' files as the kill leaves them, fresh
+   * handles and a new epoch. The old handles are closed (their EXCLUSIVE locks would refuse the new
+   * ones: actor-db.ts) and the files put back as they were before (a close folds the WAL into the
+   * file, which a kill does not do). Their replicas must have no upload pending (a long
+   * replicationDelayMs).
    */
   crash(options: KeepworkOptions = {}): void {
-    this.crashed.push(this.deps.slots);
+    const left = filesUnder(join(this.dataDir, 'actors'));
+    this.deps.slots.dropAll();
+    putBack(join(this.dataDir, 'actors'), left);
     this.epoch++;
     this.deps = this.makeDeps(options);
   }
 
-  private readonly crashed: ActorSlots[] = [];
-
   async cleanup(): Promise<void> {
-    for (const slots of this.crashed) slots.dropAll();
     await this.deps.slots.closeAll();
     rmSync(this.dataDir, { recursive: true, force: true });
   }
+}
+
+/** Every file under `root` (relative path → bytes). */
+function filesUnder(root: string): Map<string, Buffer> {
+  const files = new Map<string, Buffer>();
+  if (!existsSync(root)) return files;
+  for (const d of readdirSync(root, { recursive: true, withFileTypes: true }))
+    if (d.isFile()) files.set(relative(root, join(d.parentPath, d.name)), readFileSync(join(d.parentPath, d.name)));
+  return files;
+}
+
+/** Makes the files under `root` what `files` holds: rewritten, and those not in it removed. */
+function putBack(root: string, files: Map<string, Buffer>): void {
+  for (const [path, bytes] of filesUnder(root)) {
+    const was = files.get(path);
+    if (!was) rmSync(join(root, path));
+    else if (!was.equals(bytes)) writeFileSync(join(root, path), was);
+  }
+  for (const [path, bytes] of files) if (!existsSync(join(root, path))) writeFileSync(join(root, path), bytes);
 }
 
 export function okResult(r: EventResult): unknown {

@@ -250,6 +250,7 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
   const root = scratchRoot();
   const run = new Run(p, variant, root);
   actorDbHooks.onOpen = (db) => run.cluster.handles.push(db);
+  actorDbHooks.sharedLocking = true;
   holdHooks.onExpectedTake = (taken) => (taken ? run.expectedTakes++ : run.expectedMisses++);
   invariantHooks.onFailure = (e) => (run.internal ??= { message: e.stack ?? e.message, atMs: run.clock.now() - START_MS });
   let verdict: Verdict = 'ok';
@@ -262,6 +263,7 @@ export async function runSeed(seed: number, variant: Variant = 'none'): Promise<
     message = e instanceof Error ? (e.stack ?? e.message) : String(e);
   } finally {
     actorDbHooks.onOpen = undefined;
+    actorDbHooks.sharedLocking = undefined;
     holdHooks.onExpectedTake = undefined;
     invariantHooks.onFailure = undefined;
     await new Promise((r) => setImmediate(r)); // let the last promise reactions run before handles close

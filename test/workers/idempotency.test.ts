@@ -46,8 +46,9 @@ const Acc = defineActor({
 
 const errorOf = (r: EventResult) => (r.type === 'error' ? { code: r.error.code, message: r.error.message } : { ok: r.result });
 
-/** The keys recorded in the actor's database (read beside the open handle; WAL mode). */
-function recordedKeys(env: InlineActors, address: string): string[] {
+/** The keys recorded in the actor's database, read once the actor is closed (its handle holds the file's lock). */
+async function recordedKeys(env: InlineActors, address: string): Promise<string[]> {
+  await env.deps.slots.close(parseAddress(address));
   const db = new Database(actorDbPath(env.dataDir, parseAddress(address)), { readonly: true });
   try {
     return (db.prepare('SELECT key FROM _keep_idem ORDER BY at, key').all() as { key: string }[]).map((r) => r.key);
@@ -170,12 +171,12 @@ describe('idempotent durable calls (pipeline)', () => {
       okResult(await env.callOnce(k, A, 'add', 1));
       await env.clock.advance(10);
     }
-    assert.deepEqual(recordedKeys(env, A), ['c', 'd', 'e']);
+    assert.deepEqual(await recordedKeys(env, A), ['c', 'd', 'e']);
     for (const k of ['e', 'd', 'c']) okResult(await env.callOnce(k, A, 'add', 1));
     assert.equal(runs, 5, 'the kept keys answer from the record');
     okResult(await env.callOnce('a', A, 'add', 1));
     assert.equal(runs, 6, 'a pruned key runs again');
-    assert.deepEqual(recordedKeys(env, A), ['d', 'e', 'a']);
+    assert.deepEqual(await recordedKeys(env, A), ['d', 'e', 'a']);
   });
 
   it('retention by age: a key older than idempotencyRetentionMs runs again, and is pruned by the next record', async () => {
@@ -190,7 +191,7 @@ describe('idempotent durable calls (pipeline)', () => {
     await env.clock.advance(2);
     okResult(await env.callOnce('old', A, 'add', 1));
     assert.equal(runs, 3, 'past the retention: runs again');
-    assert.deepEqual(recordedKeys(env, A), ['old'], '"older" was pruned in the event that recorded "old" again');
+    assert.deepEqual(await recordedKeys(env, A), ['old'], '"older" was pruned in the event that recorded "old" again');
     assert.equal(okResult(await env.call(A, 'value')), 3);
   });
 });
