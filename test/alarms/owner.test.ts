@@ -50,14 +50,11 @@ function recordingStore() {
 }
 
 function indexedOf(e: InlineActors) {
-  const db = new Database(join(e.dataDir, 'actors', 't', 'Rem', Buffer.from('a').toString('hex') + '.db'), { readonly: true });
-  try {
-    return parseIndexed(
+  return e.readClosed(A, (db) =>
+    parseIndexed(
       (db.prepare("SELECT value FROM _keep_meta WHERE key = 'alarm_indexed'").get() as { value: string } | undefined)?.value ?? null,
-    );
-  } finally {
-    db.close();
-  }
+    ),
+  );
 }
 
 const entries = (s: MemoryStore) => s.keys().filter((k) => k.startsWith('alarms/'));
@@ -100,7 +97,7 @@ describe('alarm index, owner side (through the pipeline)', () => {
     const [key] = entries(r.store);
     const parsed = parseEntryKey(key!)!;
     assert.deepEqual({ due: parsed.dueMs, gen: parsed.tag?.generation }, { due: 1_900_000_000_000, gen: 7 });
-    assert.deepEqual(indexedOf(e), { at: 1_900_000_000_000, tag: parsed.tag });
+    assert.deepEqual(await indexedOf(e), { at: 1_900_000_000_000, tag: parsed.tag });
   });
 
   it('one extra PUT and one DELETE per event that changes the alarm; none for events that leave it alone, even under a new generation', async () => {
@@ -162,7 +159,7 @@ describe('alarm index, owner side (through the pipeline)', () => {
     okResult(await e.call(A, 'clear'));
     await e.clock.advance(25);
     assert.deepEqual(entries(r.store), []);
-    assert.equal(indexedOf(e), null);
+    assert.equal(await indexedOf(e), null);
     okResult(await e.call(A, 'set', 1_900_000_000_000));
     await e.clock.advance(25);
     okResult(await e.call(A, 'remove'));
@@ -187,7 +184,7 @@ describe('alarm index, owner side (through the pipeline)', () => {
     okResult(await e.callDurable(A, 'touch')); // an event later: the legacy entry still stands beside it
     const both = entries(r.store).map((k) => parseEntryKey(k)!.tag === null);
     assert.deepEqual(both.sort(), [false, true], 'tagged and legacy side by side (nothing removed before an upload)');
-    assert.equal(indexedOf(e)!.tag!.generation, 2);
+    assert.equal((await indexedOf(e))!.tag!.generation, 2);
   });
 
   it('a legacy entry named by the state is replaced by a tagged one on the next event and deleted by its exact name', async () => {

@@ -15,6 +15,8 @@ import { SeededRandom } from '../../src/core/random.js';
 import { resolveOptions, type KeepworkOptions } from '../../src/core/config.js';
 import { MemoryStore } from '../../src/store/memory.js';
 import type { ObjectStore } from '../../src/store/types.js';
+import Database from 'better-sqlite3';
+import { actorDbPath } from '../../src/workers/actor-db.js';
 import { ActorSlots, slotsSettings } from '../../src/workers/actor-slots.js';
 import type { SpareActorFiles } from '../../src/workers/spare-files.js';
 import { NonceSource } from '../../src/alarms/keys.js';
@@ -159,6 +161,21 @@ export class InlineActors {
     await this.deps.slots.closeAll();
     this.epoch++;
     this.deps = this.makeDeps(options);
+  }
+
+  /**
+   * `read` of the actor's file, once the actor is closed (flushed; its handle holds the file's
+   * lock: actor-db.ts); its next event opens it again.
+   */
+  async readClosed<T>(address: string, read: (db: Database.Database) => T): Promise<T> {
+    const a = parseAddress(address);
+    await this.deps.slots.close(a);
+    const db = new Database(actorDbPath(this.dataDir, a), { readonly: true, fileMustExist: true });
+    try {
+      return read(db);
+    } finally {
+      db.close();
+    }
   }
 
   /**

@@ -46,15 +46,11 @@ const Acc = defineActor({
 
 const errorOf = (r: EventResult) => (r.type === 'error' ? { code: r.error.code, message: r.error.message } : { ok: r.result });
 
-/** The keys recorded in the actor's database, read once the actor is closed (its handle holds the file's lock). */
-async function recordedKeys(env: InlineActors, address: string): Promise<string[]> {
-  await env.deps.slots.close(parseAddress(address));
-  const db = new Database(actorDbPath(env.dataDir, parseAddress(address)), { readonly: true });
-  try {
-    return (db.prepare('SELECT key FROM _keep_idem ORDER BY at, key').all() as { key: string }[]).map((r) => r.key);
-  } finally {
-    db.close();
-  }
+/** The keys recorded in the actor's database. */
+function recordedKeys(env: InlineActors, address: string): Promise<string[]> {
+  return env.readClosed(address, (db) =>
+    (db.prepare('SELECT key FROM _keep_idem ORDER BY at, key').all() as { key: string }[]).map((r) => r.key),
+  );
 }
 
 describe('idempotent durable calls (pipeline)', () => {
