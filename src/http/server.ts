@@ -163,7 +163,8 @@ async function handle(node: RoutingNode, s: HttpSettings, req: IncomingMessage, 
   checkHost(s, req);
   if (url.pathname === '/healthz') {
     onlyMethod(req, 'GET');
-    const problems = selfProblems({ nowMs: Date.now(), filesExhausted: node.metrics.feed.filesExhausted });
+    const { filesExhausted, actorFilesHeld } = node.metrics.feed;
+    const problems = selfProblems({ nowMs: Date.now(), filesExhausted, actorFilesHeld });
     if (problems.length) return send(res, 503, { ok: false, nodeId: node.nodeId, epoch: node.epoch, problems });
     return send(res, 200, { ok: true, nodeId: node.nodeId, epoch: node.epoch });
   }

@@ -15,6 +15,10 @@
  *   files-exhausted     an event on this node failed for want of file descriptors (EMFILE)
  *                       within the last FAILING_WINDOW_MS: new actors cannot be opened. Also what
  *                       makes GET /healthz answer 503 (`selfProblems`)
+ *   actor-files-held    an event on this node failed within the last FAILING_WINDOW_MS because its
+ *                       actor's file is held by a worker thread stopped while stuck in native code
+ *                       (core/file-held.ts): its actors cannot be opened until the node restarts.
+ *                       Also a reason for GET /healthz's 503
  *
  * Released nodes (stopped cleanly) are not a problem.
  */
@@ -23,7 +27,8 @@ import type { DeliveryRecord, StatusSample } from '../main/status-feed.js';
 
 const FAILING_WINDOW_MS = 60_000;
 
-export type ProblemKind = 'self-fenced' | 'node-fenced' | 'node-expired' | 'index-lag' | 'deliveries-failing' | 'files-exhausted';
+export type ProblemKind =
+  'self-fenced' | 'node-fenced' | 'node-expired' | 'index-lag' | 'deliveries-failing' | 'files-exhausted' | 'actor-files-held';
 
 export interface Problem {
   kind: ProblemKind;
@@ -58,19 +63,30 @@ export interface HealthInput {
   failures: DeliveryRecord[];
   /** When an event last failed with FILES_EXHAUSTED, and its message (status-feed.ts); null: never. */
   filesExhausted: { atMs: number; message: string } | null;
+  /** When an event last failed because its actor's file is held (status-feed.ts); null: never. */
+  actorFilesHeld: { atMs: number; message: string } | null;
 }
 
 /** This node's own problems, which its GET /healthz answers 503 for: it cannot serve new actors. */
-export function selfProblems(h: Pick<HealthInput, 'nowMs' | 'filesExhausted'>): Problem[] {
+export function selfProblems(h: Pick<HealthInput, 'nowMs' | 'filesExhausted' | 'actorFilesHeld'>): Problem[] {
+  const problems: Problem[] = [];
+  const recent = (at: { atMs: number } | null): at is { atMs: number; message: string } =>
+    at !== null && h.nowMs - at.atMs < FAILING_WINDOW_MS;
   const f = h.filesExhausted;
-  if (f === null || h.nowMs - f.atMs >= FAILING_WINDOW_MS) return [];
-  return [
-    {
+  if (recent(f))
+    problems.push({
       kind: 'files-exhausted',
       where: 'this node',
       what: `out of file descriptors ${s1(h.nowMs - f.atMs)} ago: actors cannot be opened (${f.message})`,
-    },
-  ];
+    });
+  const held = h.actorFilesHeld;
+  if (recent(held))
+    problems.push({
+      kind: 'actor-files-held',
+      where: 'this node',
+      what: `actors' files held by a stuck worker thread ${s1(h.nowMs - held.atMs)} ago: those actors cannot be opened until the node restarts (${held.message})`,
+    });
+  return problems;
 }
 
 const s1 = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

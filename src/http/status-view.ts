@@ -112,6 +112,7 @@ export class StatusView {
         samples,
         failures,
         filesExhausted: this.feed.filesExhausted,
+        actorFilesHeld: this.feed.actorFilesHeld,
       }),
       node: {
         nodeId: this.node.nodeId,

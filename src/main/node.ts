@@ -10,6 +10,7 @@
 import type { Clock } from '../core/clock.js';
 import { parseAddress, type ActorAddress } from '../core/address.js';
 import { BadRequest, LeaseLost, NodeStopped, reviveError } from '../core/errors.js';
+import { isActorFileHeld } from '../core/file-held.js';
 import { isFilesExhausted } from '../core/files-exhausted.js';
 import type { Logger } from '../core/logger.js';
 import { SystemRandom } from '../core/random.js';
@@ -330,7 +331,7 @@ export class Node implements RoutingNode, SweepHost {
     try {
       return await this.holding(address, elsewhere, mine, absent);
     } catch (e) {
-      if (isFilesExhausted(e)) this.metrics.feed.outOfFiles(e.message, this.clock.now());
+      this.noteOpenFailure(e);
       throw e;
     }
   }
@@ -430,10 +431,16 @@ export class Node implements RoutingNode, SweepHost {
   }
 
   /** Runs one event through the actor's lane and worker (event-runner.ts). */
+  /** An event that could not open its actor (out of file descriptors, or the file held): the node's health says so for a while. */
+  private noteOpenFailure(e: unknown): void {
+    if (isFilesExhausted(e)) this.metrics.feed.outOfFiles(e.message, this.clock.now());
+    else if (isActorFileHeld(e)) this.metrics.feed.fileHeld(e.message, this.clock.now());
+  }
+
   private submit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
     if (this.stopping) return Promise.reject(new NodeStopped(`node ${this.nodeId} is stopping`));
     return this.runner.submit(address, event).then((r) => {
-      if (r.type === 'error' && isFilesExhausted(r.error)) this.metrics.feed.outOfFiles(r.error.message, this.clock.now());
+      if (r.type === 'error') this.noteOpenFailure(r.error);
       return r; // a delivery's outcome; a call's error is noted by withHold too (the same moment, kept once)
     });
   }

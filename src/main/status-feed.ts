@@ -7,11 +7,12 @@
  *   failures    the most recent failed deliveries only, with their errors (≤ FAILURES_MAX), so
  *               a burst of successes does not push the last failures out of sight
  *   filesExhausted  when an event last failed for want of file descriptors
+ *   actorFilesHeld  when an event last failed because a stuck worker thread holds its actor's file
  *
  * Error messages are cut to ERROR_CHARS_MAX characters.
  *
  * Fed by the node's delivery path (`delivered`, `failed`: one call each in node.ts), its event
- * results (`outOfFiles`) and by the
+ * results (`outOfFiles`, `fileHeld`) and by the
  * HTTP layer's sampler (status-view.ts).
  */
 import type { EventResult } from '../workers/messages.js';
@@ -79,9 +80,17 @@ export class StatusFeed {
   /** When an event last failed for want of file descriptors (FILES_EXHAUSTED), and the message; null: never. */
   filesExhausted: { atMs: number; message: string } | null = null;
 
+  /** When an event last failed because its actor's file is held (core/file-held.ts), and the message; null: never. */
+  actorFilesHeld: { atMs: number; message: string } | null = null;
+
   /** An event failed with FILES_EXHAUSTED (node.ts): the node's health says so for a while (status-health.ts). */
   outOfFiles(message: string, nowMs: number): void {
     this.filesExhausted = { atMs: nowMs, message: cut(message) };
+  }
+
+  /** An event failed because its actor's file is held by a stuck worker thread (node.ts): as outOfFiles. */
+  fileHeld(message: string, nowMs: number): void {
+    this.actorFilesHeld = { atMs: nowMs, message: cut(message) };
   }
 
   /** A delivery finished with a result from the worker (an error result counts as failed). */

@@ -19,6 +19,7 @@ import { forMemory } from '../replication/memory-image.js';
 import { preparedOnce } from '../replication/replica-deps.js';
 import { fsyncFd, type FsyncFile } from '../store/fs/io.js';
 import { diskFull, isDiskFull } from '../core/disk-full.js';
+import { actorFileHeld } from '../core/file-held.js';
 import { filesExhausted, isOutOfFiles } from '../core/files-exhausted.js';
 import type { SpareActorFiles } from './spare-files.js';
 
@@ -96,7 +97,15 @@ export async function createActorDb(
 }
 
 /**
- * Opens the file; out of file descriptors, FILES_EXHAUSTED (core/files-exhausted.ts); on a full
+ * How long an open waits for the file's lock: the one other connection that may have it for a
+ * moment is the start-up scan's read (scan.ts); past that, the holder is a worker thread stuck in
+ * native code, and waiting longer (SQLite's default here is 5 s) would only stall this worker.
+ */
+const OPEN_BUSY_MS = 100;
+
+/**
+ * Opens the file; held by another connection, OVERLOADED resource actorFile (core/file-held.ts);
+ * out of file descriptors, FILES_EXHAUSTED (core/files-exhausted.ts); on a full
  * disk, OVERLOADED resource disk (core/disk-full.ts). SQLite opens the WAL and its index at the
  * first statement, and says only SQLITE_CANTOPEN (or an I/O error) when it cannot: a failed open
  * is told apart by trying to open the file here, and by the free space of its folder.
@@ -104,12 +113,14 @@ export async function createActorDb(
 function openFile(path: string, address: ActorAddress, created: boolean): Db {
   let db: Db | undefined;
   try {
-    db = new Database(path);
+    db = new Database(path, { timeout: OPEN_BUSY_MS });
     return setUp(db, path, address, created);
   } catch (e) {
-    const outOfFiles = isOutOfFiles(e) || (isSqliteOpenFailure(e) && outOfFilesNow(path)); // before the close frees some
-    const full = !outOfFiles && (isDiskFull(e) || (isSqliteOpenFailure(e) && noSpaceLeft(dirname(path))));
+    const held = (e as { code?: unknown }).code === 'SQLITE_BUSY';
+    const outOfFiles = !held && (isOutOfFiles(e) || (isSqliteOpenFailure(e) && outOfFilesNow(path))); // before the close frees some
+    const full = !held && !outOfFiles && (isDiskFull(e) || (isSqliteOpenFailure(e) && noSpaceLeft(dirname(path))));
     if (db?.open) db.close();
+    if (held) throw actorFileHeld(`open actor database ${path}`, e);
     if (outOfFiles) throw filesExhausted(`open actor database ${path}`, e);
     throw full ? diskFull(`open actor database ${path}`, e) : e;
   }

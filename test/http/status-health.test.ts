@@ -55,6 +55,7 @@ function input(o: Partial<HealthInput>): HealthInput {
     samples: [],
     failures: [],
     filesExhausted: null,
+    actorFilesHeld: null,
     ...o,
   };
 }
@@ -69,9 +70,25 @@ describe('status health', () => {
       ['files-exhausted'],
     );
     assert.match(h.summary, /out of file descriptors 5\.0 s ago/);
-    assert.equal(selfProblems({ nowMs: NOW, filesExhausted: exhausted }).length, 1);
-    assert.deepEqual(selfProblems({ nowMs: NOW + 60_000, filesExhausted: exhausted }), []);
+    assert.equal(selfProblems({ nowMs: NOW, filesExhausted: exhausted, actorFilesHeld: null }).length, 1);
+    assert.deepEqual(selfProblems({ nowMs: NOW + 60_000, filesExhausted: exhausted, actorFilesHeld: null }), []);
     assert.equal(health(input({ filesExhausted: { ...exhausted, atMs: NOW - 60_000 } })).ok, true);
+  });
+
+  it('says actors’ files are held by a stuck worker thread for a minute after an event met one', () => {
+    const held = { atMs: NOW - 2_000, message: 'open actor database x: the file is held by a worker thread …' };
+    const h = health(input({ actorFilesHeld: held }));
+    assert.equal(h.ok, false);
+    assert.deepEqual(
+      h.problems.map((p) => p.kind),
+      ['actor-files-held'],
+    );
+    assert.match(h.summary, /held by a stuck worker thread 2\.0 s ago: those actors cannot be opened until the node restarts/);
+    assert.deepEqual(
+      selfProblems({ nowMs: NOW, filesExhausted: null, actorFilesHeld: held }).map((p) => p.kind),
+      ['actor-files-held'],
+    );
+    assert.deepEqual(selfProblems({ nowMs: NOW + 60_000, filesExhausted: null, actorFilesHeld: held }), []);
   });
 
   it('says healthy with the live nodes and the largest lag when nothing is wrong', () => {
