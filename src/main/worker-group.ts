@@ -94,6 +94,8 @@ export class WorkerGroup {
   private readonly pools: Piscina[];
   /** Pools replaced by a restart → their end (the old thread's exit). */
   private readonly retiring = new WeakMap<Piscina, Promise<void>>();
+  /** Per worker, while its replaced thread has not ended (at most RETIRE_WAIT_MS): what its new tasks wait for. */
+  private readonly settling: (Promise<void> | undefined)[] = [];
   /** Events each worker has finished (event-worker.ts counts them). */
   private readonly finished: Int32Array;
 
@@ -130,9 +132,14 @@ export class WorkerGroup {
    * stuck thread and every task it was running or had queued. Such a task is `Lost`: its start
    * gate (start-gate.ts) is revoked, which says how many of its events had begun their handler;
    * the answer waits (at most RETIRE_WAIT_MS) for the old thread to end, so an event run again
-   * does not find the old thread's transaction still open on its actor's database.
+   * does not find the old thread's transaction still open on its actor's database. A task for a
+   * worker whose old thread has not ended yet waits for that too (`settling`): the old thread holds
+   * the files of the actors it had open (each in EXCLUSIVE locking mode: workers/actor-db.ts)
+   * until it has closed them all, which takes a while when it had many open.
    */
   private async submit(worker: number, task: ActorEvent | EventBatch, signal?: StopSignal, transferList?: MessagePort[]): Promise<unknown> {
+    const settling = this.settling[worker];
+    if (settling) await settling;
     const pool = this.pools[worker]!;
     const gate = newStartGate();
     const ran = post(pool, task, gate, transferList);
@@ -153,6 +160,11 @@ export class WorkerGroup {
     if (this.pools[worker] !== pool) return; // already replaced
     this.pools[worker] = this.makePool(worker);
     this.retiring.set(pool, pool.destroy());
+    const settled = this.retired(pool);
+    this.settling[worker] = settled;
+    void settled.then(() => {
+      if (this.settling[worker] === settled) this.settling[worker] = undefined;
+    });
   }
 
   /** The old thread has ended, or RETIRE_WAIT_MS passed (a thread stuck in native code, a runaway query, never ends). */
