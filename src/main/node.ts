@@ -430,13 +430,13 @@ export class Node implements RoutingNode, SweepHost {
     return this.membership.holds.acquire(address, { create });
   }
 
-  /** Runs one event through the actor's lane and worker (event-runner.ts). */
   /** An event that could not open its actor (out of file descriptors, or the file held): the node's health says so for a while. */
   private noteOpenFailure(e: unknown): void {
     if (isFilesExhausted(e)) this.metrics.feed.outOfFiles(e.message, this.clock.now());
     else if (isActorFileHeld(e)) this.metrics.feed.fileHeld(e.message, this.clock.now());
   }
 
+  /** Runs one event through the actor's lane and worker (event-runner.ts). */
   private submit(address: ActorAddress, event: ActorEvent): Promise<EventResult> {
     if (this.stopping) return Promise.reject(new NodeStopped(`node ${this.nodeId} is stopping`));
     return this.runner.submit(address, event).then((r) => {

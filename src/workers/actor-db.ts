@@ -98,8 +98,9 @@ export async function createActorDb(
 
 /**
  * How long an open waits for the file's lock: the one other connection that may have it for a
- * moment is the start-up scan's read (scan.ts); past that, the holder is a worker thread stuck in
- * native code, and waiting longer (SQLite's default here is 5 s) would only stall this worker.
+ * moment is the start-up scan's read (scan.ts); past that, the holder is a restarted worker's old
+ * thread that has not ended (main/worker-group.ts), stuck in native code, and waiting longer
+ * (SQLite's default here is 5 s) would only stall this worker.
  */
 const OPEN_BUSY_MS = 100;
 
@@ -162,7 +163,7 @@ function setUp(db: Db, path: string, address: ActorAddress, created: boolean): D
   // access: one connection (this one) ever has the file open, so it takes the file's lock once and
   // keeps it until it closes, and keeps the WAL's index in its own memory: no -shm file to create,
   // map and remove, and no lock calls in each transaction (~10 µs of the ~20 a small one costs on
-  // a disk, docs/benchmarks.md#hot-key). Another connection to the file meanwhile gets SQLITE_BUSY
+  // a disk: docs/benchmarks.md#first-touch). Another connection to the file meanwhile gets SQLITE_BUSY
   // (the start-up scan skips such a file: scan.ts).
   const locking = actorDbHooks.sharedLocking ? '' : 'PRAGMA locking_mode = EXCLUSIVE; ';
   db.exec(
