@@ -3,7 +3,9 @@
  * which is the only way to end the stuck thread): the worker is restarted at the hard limit; the
  * actors whose files the old thread holds (EXCLUSIVE locking mode, src/workers/actor-db.ts) are
  * refused at once with OVERLOADED resource actorFile (not HANDLER_FAILED after a 5 s wait on the
- * lock), a new actor is served, and GET /healthz answers 503 naming actor-files-held.
+ * lock), a new actor is served, and GET /healthz answers 503 naming actor-files-held. No call is
+ * served before the old thread has been waited for (RETIRE_WAIT_MS, src/main/worker-group.ts):
+ * the new thread's tasks wait for it as the lost ones do.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -45,5 +47,9 @@ describe('a runaway query', () => {
     assert.deepEqual(r.b, { code: 'OVERLOADED', resource: 'actorFile' }, 'held by the old thread');
     assert.deepEqual(r.fresh, { ok: ['fresh'] });
     assert.deepEqual(r.healthz, { status: 503, kinds: ['actor-files-held'] });
+    assert.ok((r.probes as number) >= 8, `probes sent while it was stuck: ${String(r.probes)}`);
+    // Unwaited, the probes sent after the restart are served by the new thread within a moment,
+    // up to RETIRE_WAIT_MS (5 s) before the stuck call's answer; waited, with it.
+    assert.ok((r.probeLeadMs as number) < 2_000, `a probe was answered ${String(r.probeLeadMs)} ms before the stuck call`);
   });
 });
