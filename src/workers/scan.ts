@@ -7,10 +7,10 @@
  * alarm, which set the timer.
  */
 import Database from 'better-sqlite3';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAddress, type ActorAddress } from '../core/address.js';
-import { readAlarm, readMeta } from './actor-db.js';
+import { actorDbHooks, readAlarm, readMeta } from './actor-db.js';
 
 export interface ScannedAlarm {
   address: ActorAddress;
@@ -36,6 +36,11 @@ export function* scanAlarms(dataDir: string, onError: (path: string, e: unknown)
       else onError(path, e);
     } finally {
       db?.close();
+      // A read-only handle in NORMAL locking mode makes the WAL's shared-memory index (`-shm`) and
+      // leaves it; a node's own handles are EXCLUSIVE and never use one (actor-db.ts), so it would
+      // stay beside the file for good, one per actor. Removed, with any an older version left:
+      // no handle is using it (the simulator's NORMAL handles aside, which do).
+      if (found !== HELD && !actorDbHooks.sharedLocking) rmSync(`${path}-shm`, { force: true });
     }
     yield found;
   }

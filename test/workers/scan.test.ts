@@ -1,10 +1,10 @@
 /**
  * The start-up scan of a data dir (src/workers/scan.ts): each actor file's committed alarm; a file a
  * worker holds open (EXCLUSIVE locking mode, actor-db.ts) is skipped as held, not reported as
- * unreadable; a file that is not a database is reported.
+ * unreadable; a file that is not a database is reported; no `-shm` is left beside a file read.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -30,6 +30,7 @@ describe('the start-up scan', () => {
       db.close();
     }
     writeFileSync(join(dataDir, 'actors', 't', 'C', 'junk.db'), 'not a database');
+    writeFileSync(actorDbPath(dataDir, none) + '-shm', Buffer.alloc(32_768)); // an older version's, left behind
     const open = openActorDb(actorDbPath(dataDir, held), held, false)!; // a worker's handle: kept open, its lock held
     open.exec('CREATE TABLE IF NOT EXISTS touched (x)'); // written meanwhile, as a worker's events do
     try {
@@ -45,5 +46,7 @@ describe('the start-up scan', () => {
     }
     const again = [...scanAlarms(dataDir, () => undefined)].filter((f) => f !== null && f !== HELD);
     assert.equal(again.length, 2, 'once closed, the held file is read');
+    const shm = readdirSync(join(dataDir, 'actors', 't', 'C')).filter((f) => f.endsWith('-shm'));
+    assert.deepEqual(shm, [], 'no -shm left beside a file read (the node never uses one)');
   });
 });
