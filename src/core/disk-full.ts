@@ -6,7 +6,7 @@
  * HANDLER_FAILED, which says the handler is broken and a retry will not help. The node keeps its
  * actors meanwhile (docs/operations.md "What survives what").
  */
-import { Overloaded, isKeepworkError } from './errors.js';
+import { Overloaded, isOverloadedBy } from './errors.js';
 
 const FULL = new Set(['SQLITE_FULL', 'ENOSPC', 'EDQUOT']);
 
@@ -18,7 +18,7 @@ export function isDiskFull(e: unknown): boolean {
   for (let depth = 0; typeof e === 'object' && e !== null && depth < 8; depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && FULL.has(code)) return true;
-    if (isKeepworkError(e, 'OVERLOADED') && (e as { details?: { resource?: unknown } }).details?.resource === 'disk') return true;
+    if (isOverloadedBy(e, 'disk')) return true;
     e = (e as { cause?: unknown }).cause;
   }
   return false;

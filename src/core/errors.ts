@@ -219,3 +219,8 @@ export function isKeepworkError(e: unknown, code?: ErrorCode): e is { code: Erro
   if (typeof c !== 'string' || !Object.values(ErrorCode).includes(c as ErrorCode)) return false;
   return code === undefined || c === code;
 }
+
+/** Whether `e` (live, or as data from a worker) is OVERLOADED for want of `resource` (its `details.resource`). */
+export function isOverloadedBy(e: unknown, resource: string): e is { code: 'OVERLOADED'; message: string } {
+  return isKeepworkError(e, 'OVERLOADED') && (e as { details?: { resource?: unknown } }).details?.resource === resource;
+}

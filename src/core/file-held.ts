@@ -8,7 +8,7 @@
  * becomes OVERLOADED with `details.resource` "actorFile" (nothing ran), and the node's health says
  * so (http/status-health.ts): restarting the node ends the thread.
  */
-import { Overloaded, isKeepworkError } from './errors.js';
+import { Overloaded, isOverloadedBy } from './errors.js';
 
 /** How long a caller refused for a held file is told to wait. */
 const RETRY_AFTER_MS = 1_000;
@@ -24,5 +24,5 @@ export function actorFileHeld(what: string, cause: unknown): InstanceType<typeof
 
 /** Whether `e` is the OVERLOADED error `actorFileHeld` makes (live, or as data from a worker). */
 export function isActorFileHeld(e: unknown): e is { code: 'OVERLOADED'; message: string } {
-  return isKeepworkError(e, 'OVERLOADED') && (e as { details?: { resource?: unknown } }).details?.resource === 'actorFile';
+  return isOverloadedBy(e, 'actorFile');
 }

@@ -7,7 +7,7 @@
  * instead of a handler failure nobody can act on. The details survive the worker boundary, so the
  * main thread tells it apart by them (`isFilesExhausted`), never by the message.
  */
-import { Overloaded, isKeepworkError } from './errors.js';
+import { Overloaded, isOverloadedBy } from './errors.js';
 
 const OUT_OF_FILES = new Set(['EMFILE', 'ENFILE']);
 
@@ -27,7 +27,7 @@ export function isOutOfFiles(e: unknown): boolean {
 
 /** Whether `e` is the OVERLOADED error `filesExhausted` makes (live, or as data from a worker). */
 export function isFilesExhausted(e: unknown): e is { code: 'OVERLOADED'; message: string } {
-  return isKeepworkError(e, 'OVERLOADED') && (e as { details?: { resource?: unknown } }).details?.resource === 'files';
+  return isOverloadedBy(e, 'files');
 }
 
 /** The OVERLOADED error for a failure to `what` (e.g. "open actor database …") for want of file descriptors. */

@@ -92,8 +92,8 @@ export function workerCount(config: Settings<'workerThreads'>): number {
 
 export class WorkerGroup {
   private readonly pools: Piscina[];
-  /** Pools replaced by a restart → their end (the old thread's exit). */
-  private readonly retiring = new WeakMap<Piscina, Promise<void>>();
+  /** Pools replaced by a restart → their retirement: the old thread's exit, or RETIRE_WAIT_MS (one stuck in native code, a runaway query, never ends). */
+  private readonly retired = new WeakMap<Piscina, Promise<void>>();
   /** Per worker, while its replaced thread has not ended (at most RETIRE_WAIT_MS): what its new tasks wait for. */
   private readonly settling: (Promise<void> | undefined)[] = [];
   /** Events each worker has finished (event-worker.ts counts them). */
@@ -149,7 +149,7 @@ export class WorkerGroup {
     } catch (e) {
       if (this.pools[worker] === pool) throw e;
       const begun = revokeTask(gate);
-      await this.retired(pool);
+      await this.retired.get(pool);
       return new Lost(begun, e);
     } finally {
       unlisten?.();
@@ -159,20 +159,13 @@ export class WorkerGroup {
   private restart(worker: number, pool: Piscina): void {
     if (this.pools[worker] !== pool) return; // already replaced
     this.pools[worker] = this.makePool(worker);
-    this.retiring.set(pool, pool.destroy());
-    const settled = this.retired(pool);
-    this.settling[worker] = settled;
-    void settled.then(() => {
-      if (this.settling[worker] === settled) this.settling[worker] = undefined;
-    });
-  }
-
-  /** The old thread has ended, or RETIRE_WAIT_MS passed (a thread stuck in native code, a runaway query, never ends). */
-  private async retired(pool: Piscina): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, RETIRE_WAIT_MS).unref()));
-    await Promise.race([this.retiring.get(pool), waited]);
-    clearTimeout(timer);
+    const retired = endedWithin(pool.destroy(), RETIRE_WAIT_MS);
+    this.retired.set(pool, retired);
+    this.settling[worker] = retired;
+    const settled = () => {
+      if (this.settling[worker] === retired) this.settling[worker] = undefined;
+    };
+    void retired.then(settled, settled);
   }
 
   get size(): number {
@@ -247,6 +240,17 @@ export class WorkerGroup {
 
   async destroy(): Promise<void> {
     await Promise.all(this.pools.map((p) => p.destroy()));
+  }
+}
+
+/** `ended`, or `ms` passed, whichever comes first. */
+async function endedWithin(ended: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms).unref()));
+  try {
+    await Promise.race([ended, waited]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
