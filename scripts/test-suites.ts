@@ -47,6 +47,7 @@ const RULES: ReadonlyArray<readonly [string, Suite]> = [
   ['test/store/latency.test.ts', 'unit'],
   ['test/store/faults.test.ts', 'unit'],
   ['test/store/file-gate.test.ts', 'unit'],
+  ['test/store/fs-fsync-queue.test.ts', 'unit'],
   ['test/store/throttle/', 'unit'],
   ['test/ops/actor-cache.test.ts', 'unit'],
   ['test/ops/index-findings.test.ts', 'unit'],

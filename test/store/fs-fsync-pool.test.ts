@@ -1,6 +1,7 @@
 /**
  * The node's fsync pool (store/fs/fsync-pool.ts, its queue store/fs/fsync-queue.ts): threads
- * started as fsyncs want them make a batch's fsyncs at once; an fsync's failure is its caller's;
+ * started as fsyncs want them make a batch's fsyncs at once where fsyncs are slow, and one thread
+ * makes them in turn where they are fast (fs-fsync-queue.test.ts has the rule); an fsync's failure is its caller's;
  * a thread that dies fails the fsync it was making and sends later ones to libuv's pool; close
  * ends the threads; idle threads leave, and keep no process alive.
  *
@@ -16,6 +17,7 @@ import { describe, it } from 'node:test';
 import { SystemClock } from '../../src/core/clock.js';
 import { ErrorCode } from '../../src/core/errors.js';
 import { FsyncPool } from '../../src/store/fs/fsync-pool.js';
+import { Word } from '../../src/store/fs/fsync-queue.js';
 import { FsStore } from '../../src/store/fs/store.js';
 import { str, text } from '../helpers/bytes.js';
 import { tempDirs } from '../helpers/temp.js';
@@ -41,6 +43,14 @@ function gate() {
 }
 type Gate = ReturnType<typeof gate>;
 
+/** Sets the pool's running average of an fsync's time, as its threads would after fsyncs of `us` each. */
+function paceOf(pool: FsyncPool, us: number): void {
+  Atomics.store(new Int32Array(pool.shared), Word.serviceUs, us);
+}
+
+/** Fsyncs of a slow disk: every fsync queued beyond the idle threads wants one (50 ms each). */
+const SLOW_US = 50_000;
+
 function fileWith(dir: string, name: string): number {
   const fd = openSync(join(dir, name), 'w');
   writeSync(fd, name);
@@ -57,6 +67,7 @@ async function poolOf(n: number, g: Gate = gate()): Promise<FsyncPool> {
   try {
     await pool.queue.fsyncFile(fd);
     await waitFor('a pool thread', 30_000, () => pool.running === 1);
+    paceOf(pool, SLOW_US);
     g.hold();
     const held = Array.from({ length: n }, () => pool.queue.fsyncFile(fd));
     await waitFor(`${n} fsyncs held, each on a thread`, 30_000, () => g.held() === n);
@@ -70,7 +81,7 @@ async function poolOf(n: number, g: Gate = gate()): Promise<FsyncPool> {
 }
 
 describe('fsync pool', { timeout: 180_000 }, () => {
-  it('starts no thread until an fsync wants one, then makes a batch’s fsyncs at once', async () => {
+  it('starts no thread until an fsync wants one, then makes a slow batch’s fsyncs at once', async () => {
     const g = gate();
     const pool = new FsyncPool({ threadsMax: 4, gate: g.shared });
     assert.equal(pool.threads, 0);
@@ -79,6 +90,7 @@ describe('fsync pool', { timeout: 180_000 }, () => {
     try {
       await pool.queue.fsyncFile(fds[0]!); // no thread running: on libuv's pool, and one is started
       await waitFor('a pool thread', 30_000, () => pool.running === 1);
+      paceOf(pool, SLOW_US);
       g.hold();
       const batch = fds.map((fd) => pool.queue.fsyncFile(fd));
       // One thread was idle: the other three fsyncs wanted one each, and got it.
@@ -88,6 +100,29 @@ describe('fsync pool', { timeout: 180_000 }, () => {
       await Promise.all(batch);
       await Promise.all(fds.map((fd) => pool.queue.fsyncFile(fd))); // threads idle: taken at once
       await pool.queue.fsyncFolder(dir);
+    } finally {
+      g.release();
+      await pool.close();
+      fds.forEach((fd) => closeSync(fd));
+    }
+  });
+
+  it('leaves a batch of fast fsyncs to the thread it has: a thread costs more to start than they wait', async () => {
+    const g = gate();
+    const pool = new FsyncPool({ threadsMax: 4, gate: g.shared });
+    const dir = tempDir();
+    const fds = ['a', 'b', 'c', 'd'].map((n) => fileWith(dir, n));
+    try {
+      await pool.queue.fsyncFile(fds[0]!);
+      await waitFor('a pool thread', 30_000, () => pool.running === 1);
+      paceOf(pool, 100); // 0.1 ms each: the three behind the first wait 0.3 ms
+      g.hold();
+      const batch = fds.map((fd) => pool.queue.fsyncFile(fd));
+      await waitFor('the first fsync held on the thread', 30_000, () => g.held() === 1);
+      g.release();
+      await Promise.all(batch);
+      assert.equal(g.held(), 4, 'all four made on the one thread');
+      assert.equal(pool.threads, 1);
     } finally {
       g.release();
       await pool.close();

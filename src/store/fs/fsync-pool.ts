@@ -7,18 +7,20 @@
  * (docs/benchmarks.md, "The folder bucket's system calls").
  *
  *   FsyncQueue (any thread of the node: fs/fsync-queue.ts) ──▶ shared slots ──▶ pool thread 1..N:
- *        │ no idle thread: `wanted` + 1                                          take a slot (CAS),
- *        ▼                                                                       fsync(2), done
- *   FsyncPool (the node's main thread) ─▶ starts a thread while fsyncs want one, one at a time, up
- *                                          to `threadsMax`; a thread idle `idleExitMs` leaves
+ *        │ a thread wanted: `wanted` + 1                                         take a slot (CAS),
+ *        ▼                                                                       fsync(2), done,
+ *   FsyncPool (the node's main thread) ─▶ starts a thread while one is wanted,   time it (serviceUs)
+ *                                          one at a time, up to `threadsMax`;
+ *                                          a thread idle `idleExitMs` leaves
  *
- * Threads start lazily: none until an fsync finds none idle (so none on tmpfs, where fsyncs are
- * skipped: fs/io.ts `fsyncDoesNothing`) and `firstThreadAfterMs` has passed, then one more each
- * time the last one runs while fsyncs still find none idle, up to `threadsMax`. Each is a worker
- * thread running a few lines of plain JavaScript (no loader: about
- * 8 MB and 40 ms of CPU to start) blocked in Atomics.wait while idle; none keeps the process
- * alive (a caller waiting for its fsync does, fs/fsync-queue.ts). `close()` (the node's stop)
- * ends them after the fsync each is making.
+ * Threads start lazily: none until an fsync finds none running (so none on tmpfs, where fsyncs
+ * are skipped: fs/io.ts `fsyncDoesNothing`) and `firstThreadAfterMs` has passed, then one more
+ * each time the last one runs while one is still wanted: the fsyncs queued beyond the idle
+ * threads would wait longer than QUEUE_DELAY_MAX_MS at the pace the threads keep (fsync-queue.ts
+ * `wantsThread`), up to `threadsMax`. Each is a worker thread running a few lines of plain
+ * JavaScript (no loader: about 8 MB and 40 ms of CPU to start) blocked in Atomics.wait while
+ * idle; none keeps the process alive (a caller waiting for its fsync does, fs/fsync-queue.ts).
+ * `close()` (the node's stop) ends them after the fsync each is making.
  *
  * A thread that dies (anything but leaving idle or at close) fails the fsync it was making (its
  * caller's put fails, or is AmbiguousWrite: fs/commit.ts); the pool is then gone: later fsyncs go
@@ -26,7 +28,7 @@
  */
 import { once } from 'node:events';
 import { SHARE_ENV, Worker } from 'node:worker_threads';
-import { at, Field, FsyncQueue, HEADER_WORDS, Outcome, SHARED_BYTES, SLOT_WORDS, SLOTS, State, Word } from './fsync-queue.js';
+import { at, Field, FsyncQueue, HEADER_WORDS, Outcome, SHARED_BYTES, SLOT_WORDS, SLOTS, State, threadWanted, Word } from './fsync-queue.js';
 
 export interface FsyncPoolOptions {
   /** Threads at most (each about 8 MB while it runs). */
@@ -47,7 +49,11 @@ export interface FsyncPoolOptions {
   gate?: SharedArrayBuffer;
 }
 
-export const FSYNC_POOL_DEFAULTS: Readonly<FsyncPoolOptions> = Object.freeze({ threadsMax: 16, idleExitMs: 30_000, firstThreadAfterMs: 0 });
+export const FSYNC_POOL_DEFAULTS: Readonly<FsyncPoolOptions> = Object.freeze({
+  threadsMax: 16,
+  idleExitMs: 30_000,
+  firstThreadAfterMs: 0,
+});
 
 /** A pool thread's code: CommonJS, nothing to load (fs/fsync-queue.ts is the layout it shares). */
 const SOURCE = `
@@ -72,6 +78,7 @@ function take() {
 const gate = workerData.gate && new Int32Array(workerData.gate);
 function run(i) {
   const state = ${HEADER_WORDS} + i * ${SLOT_WORDS};
+  const started = performance.now();
   if (gate) {
     Atomics.add(gate, 1, 1);
     while (Atomics.load(gate, 0) === 1) Atomics.wait(gate, 0, 1);
@@ -83,6 +90,9 @@ function run(i) {
   } catch (e) {
     outcome = typeof e.errno === 'number' && e.errno < 0 ? e.errno : -5;
   }
+  const us = Math.round((performance.now() - started) * 1000);
+  const average = Atomics.load(w, ${Word.serviceUs});
+  Atomics.store(w, ${Word.serviceUs}, average === 0 ? us : Math.round(average + (us - average) / 8));
   Atomics.store(w, state + ${Field.outcome}, outcome);
   Atomics.store(w, state, ${State.done});
   Atomics.notify(w, state);
@@ -171,9 +181,9 @@ export class FsyncPool {
 
   /**
    * Starts threads while fsyncs wait for one, one at a time: whenever fsyncs want one (a
-   * waitAsync: this thread's event loop goes on) and, once the last started runs, again while more
-   * fsyncs are queued than threads idle. A burst (a worker's spare files at its start) then gets
-   * the few threads it keeps busy, a long drain all of `threadsMax` within a second.
+   * waitAsync: this thread's event loop goes on) and, once the last started runs, again while
+   * one is still wanted. A short burst (a worker's spare files) then gets the few threads that
+   * clear it, a folder bucket's drain on a journaled disk all of `threadsMax` within a second.
    */
   async #watch(): Promise<void> {
     this.#watching = true;
@@ -195,9 +205,9 @@ export class FsyncPool {
     }
   }
 
-  /** More fsyncs queued than threads waiting for one. */
+  /** Fsyncs wait for a thread longer than the pool lets them (fsync-queue.ts `wantsThread`). */
   #backlog(): boolean {
-    return Atomics.load(this.#words, Word.queued) > Atomics.load(this.#words, Word.idle);
+    return threadWanted(this.#words);
   }
 
   /** Starts a thread; resolves once it runs (or has left). */

@@ -48,6 +48,8 @@ export const Word = Object.freeze({
   wanted: 5,
   /** Slots QUEUED and not taken yet. */
   queued: 6,
+  /** A running average of one fsync's time on a pool thread (from taking it to its outcome), in µs; 0 before the first. */
+  serviceUs: 7,
 });
 
 export const HEADER_WORDS = 8;
@@ -65,6 +67,49 @@ export const SHARED_BYTES = Int32Array.BYTES_PER_ELEMENT * (HEADER_WORDS + SLOTS
 
 /** The int32 index of slot `i`'s field `f`. */
 export const at = (i: number, f: number): number => HEADER_WORDS + i * SLOT_WORDS + f;
+
+/**
+ * Fsyncs queued beyond the threads waiting for one would wait, at the pace the threads have kept
+ * lately, longer than this: the pool starts one more thread. A thread costs ~40 ms of CPU to start
+ * (and ~8 MB), so a queue the running threads clear sooner is left to them: a burst of a few
+ * fsyncs, or a queue that stands only because the CPU is busy (a new actor's fsync is made in
+ * under a millisecond but its thread waits for a core), gains less than the thread's start costs.
+ * On a journaled disk under a folder bucket's batches, fsyncs take milliseconds each and a batch
+ * queues dozens: the pool grows, and they share journal commits (docs/benchmarks.md).
+ */
+export const QUEUE_DELAY_MAX_MS = 10;
+
+/** What an fsync is taken to cost before any has been timed: a journal commit. */
+const SERVICE_UNKNOWN_US = 5_000;
+
+/**
+ * Whether the pool should start a thread (a pure rule, read from the shared words): no thread
+ * runs yet and fsyncs are queued, or the fsyncs queued beyond the idle threads would wait longer
+ * than `queueDelayMaxMs` for the running ones, each taking the recent average time.
+ */
+export function wantsThread(
+  s: { queued: number; idle: number; live: number; serviceUs: number },
+  queueDelayMaxMs: number = QUEUE_DELAY_MAX_MS,
+): boolean {
+  const waiting = s.queued - s.idle;
+  if (waiting <= 0) return false;
+  if (s.live <= 0) return true;
+  const serviceMs = (s.serviceUs > 0 ? s.serviceUs : SERVICE_UNKNOWN_US) / 1000;
+  return (waiting * serviceMs) / s.live > queueDelayMaxMs;
+}
+
+/** wantsThread of the queue's words now. */
+export function threadWanted(w: Int32Array, queueDelayMaxMs?: number): boolean {
+  return wantsThread(
+    {
+      queued: Atomics.load(w, Word.queued),
+      idle: Atomics.load(w, Word.idle),
+      live: Atomics.load(w, Word.live),
+      serviceUs: Atomics.load(w, Word.serviceUs),
+    },
+    queueDelayMaxMs,
+  );
+}
 
 /** A never-firing timer, referenced only while this thread waits for an fsync (as libuv's request would). */
 function keepAlive(): NodeJS.Timeout {
@@ -118,7 +163,7 @@ export class FsyncQueue implements FsDurability {
     Atomics.add(w, Word.queued, 1);
     Atomics.add(w, Word.seq, 1);
     Atomics.notify(w, Word.seq, 1);
-    if (Atomics.load(w, Word.queued) > Atomics.load(w, Word.idle)) this.#want(); // more queued than threads waiting
+    if (threadWanted(w)) this.#want();
     // No thread left to take it (the last one left idle, or the pool went meanwhile): take it back.
     if ((Atomics.load(w, Word.live) === 0 || Atomics.load(w, Word.gone) !== 0) && this.#withdraw(slot)) {
       Atomics.store(w, at(slot, Field.state), State.free);
