@@ -19,7 +19,7 @@
  * chunk sits one folder down, as src/main/worker-group.ts does): the build fails otherwise.
  * Plain JavaScript, so that `npm start` checks for staleness without loading tsx.
  */
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -78,8 +78,32 @@ function externalPackages({ path }) {
   return EXTERNAL.test(path) ? { path, external: true } : undefined;
 }
 
+/**
+ * Makes every output file ASCII. esbuild escapes non-ASCII in code (its default `charset`) but
+ * copies the comments it keeps as they are, and one non-ASCII character makes V8 hold and scan
+ * the whole file as two-byte text, and Node's loader decode it on its slow path: a start loads
+ * about a megabyte of these files in each of three threads (docs/benchmarks.md#restart). Each
+ * such character becomes `\u{…}` in the comment. Checked: the file without its comments must be
+ * the same code after; one whose code would change (a character in a String.raw template, which
+ * esbuild cannot escape) fails the build: write it as an escape in the source.
+ */
+function asciiOnly(dirs, transformSync) {
+  for (const dir of dirs)
+    for (const name of readdirSync(dir, { recursive: true })) {
+      if (!String(name).endsWith('.js')) continue;
+      const file = join(dir, String(name));
+      const text = readFileSync(file, 'utf8');
+      if (!/[^\x00-\x7f]/.test(text)) continue;
+      const ascii = text.replace(/[^\x00-\x7f]/gu, (c) => `\\u{${c.codePointAt(0).toString(16)}}`);
+      const code = (t) => transformSync(t, { minifyWhitespace: true, format: 'esm', logLevel: 'silent' }).code;
+      if (code(ascii) !== code(text))
+        throw new Error(`${relative(ROOT, file)}: non-ASCII outside comments (write it as an escape in the source)`);
+      writeFileSync(file, ascii);
+    }
+}
+
 async function bundle() {
-  const { build } = await import('esbuild');
+  const { build, transformSync } = await import('esbuild');
   removeJs(DIST);
   const { metafile } = await build({
     absWorkingDir: ROOT,
@@ -109,6 +133,7 @@ async function bundle() {
     target: 'node20',
     logLevel: 'warning',
   });
+  asciiOnly([DIST, join(ROOT, 'examples/dist')], transformSync);
   const now = new Date(); // esbuild leaves an unchanged output's file (and its mtime) alone
   for (const p of OUTPUTS) utimesSync(join(ROOT, p), now, now);
 }

@@ -9,7 +9,7 @@
 export const CHART_JS = String.raw`
 const CHART = { W: 460, H: 190, left: 56, right: 12, top: 12, bottom: 40 };
 
-/** The smallest 1, 2 or 5 × 10^k at or above v (v > 0). */
+/** The smallest 1, 2 or 5 times 10^k at or above v (v > 0). */
 function niceStep(v) {
   if (!(v > 0)) return 1;
   const p = Math.pow(10, Math.floor(Math.log10(v)));
@@ -17,7 +17,7 @@ function niceStep(v) {
   return 10 * p;
 }
 
-/** Ticks from 0 to a round top at or above max (about four steps); max ≤ 0 gives 0..1. */
+/** Ticks from 0 to a round top at or above max (about four steps); max <= 0 gives 0..1. */
 function ticks(max, integer) {
   let step = niceStep(Math.max(max, integer ? 1 : 0.5) / 4);
   if (integer) step = Math.max(1, Math.round(step));

@@ -49,7 +49,7 @@ function renderNodes(s) {
       addr.appendChild(a);
     } else addr.textContent = n.addr || '-';
     cell(tr, secs(n.renewedMsAgo) + ' ago', 'num');
-    const holds = cell(tr, n.holds === null ? '…' : n.holds, 'num holds');
+    const holds = cell(tr, n.holds === null ? '\u2026' : n.holds, 'num holds');
     const bar = cell(tr, '', 'bar');
     if (n.holds) { const b = document.createElement('span'); b.style.width = Math.round((n.holds / most) * 120) + 'px'; bar.appendChild(b); }
     holds.title = 'hold records in the bucket for ' + n.nodeId + ' epoch ' + n.epoch;
@@ -120,7 +120,7 @@ async function poll() {
     if (!r.ok) throw new Error('GET /v1/status: ' + r.status);
     const s = await r.json();
     $('self-node').textContent = s.node.nodeId + ' (epoch ' + s.node.epoch + ')';
-    $('this-node').textContent = 'holds ' + s.node.held + ' actors · ' + s.node.timer + ' alarms in its timer · deliveries: ' +
+    $('this-node').textContent = 'holds ' + s.node.held + ' actors \u00b7 ' + s.node.timer + ' alarms in its timer \u00b7 deliveries: ' +
       s.totals.ran + ' ran, ' + s.totals.stale + ' stale, ' + s.totals.kept + ' kept, ' + s.totals.failed + ' failed';
     renderHealth(s.health);
     renderCharts(s);

@@ -235,6 +235,11 @@ describe('the packed package installed into an app', () => {
       .filter((f) => /^\/\/ node_modules\//m.test(readFileSync(f, 'utf8')))
       .map((f) => relative(installed, f));
     assert.deepEqual(bundledIntoClient, [], 'keepwork/client bundles no package in');
+    // ASCII only (scripts/build.mjs asciiOnly): one other character makes V8 hold a file as two-byte text.
+    const notAscii = listFiles(join(installed, 'dist'))
+      .filter((f) => f.endsWith('.js') && /[^\x00-\x7f]/.test(readFileSync(f, 'utf8')))
+      .map((f) => relative(installed, f));
+    assert.deepEqual(notAscii, [], 'every shipped .js file is ASCII');
     assert.equal(manifest.peerDependenciesMeta?.tsx?.optional, true, 'tsx is an optional peer dependency');
 
     for (const f of ['app.js', 'reminder.js']) copyFileSync(join(FIXTURE, f), join(app, f));
