@@ -48,7 +48,10 @@ export const Word = Object.freeze({
   wanted: 5,
   /** Slots QUEUED and not taken yet. */
   queued: 6,
-  /** A running average of one fsync's time on a pool thread (from taking it to its outcome), in µs; 0 before the first. */
+  /**
+   * A running average of one fsync's time on a pool thread (from taking it to its outcome), in
+   * µs; 0 before the first. Threads update it without a lock: a lost update only drops a sample.
+   */
   serviceUs: 7,
 });
 
@@ -85,30 +88,24 @@ const SERVICE_UNKNOWN_US = 5_000;
 /**
  * Whether the pool should start a thread (a pure rule, read from the shared words): no thread
  * runs yet and fsyncs are queued, or the fsyncs queued beyond the idle threads would wait longer
- * than `queueDelayMaxMs` for the running ones, each taking the recent average time.
+ * than QUEUE_DELAY_MAX_MS for the running ones, each taking the recent average time.
  */
-export function wantsThread(
-  s: { queued: number; idle: number; live: number; serviceUs: number },
-  queueDelayMaxMs: number = QUEUE_DELAY_MAX_MS,
-): boolean {
+export function wantsThread(s: { queued: number; idle: number; live: number; serviceUs: number }): boolean {
   const waiting = s.queued - s.idle;
   if (waiting <= 0) return false;
   if (s.live <= 0) return true;
   const serviceMs = (s.serviceUs > 0 ? s.serviceUs : SERVICE_UNKNOWN_US) / 1000;
-  return (waiting * serviceMs) / s.live > queueDelayMaxMs;
+  return (waiting * serviceMs) / s.live > QUEUE_DELAY_MAX_MS;
 }
 
 /** wantsThread of the queue's words now. */
-export function threadWanted(w: Int32Array, queueDelayMaxMs?: number): boolean {
-  return wantsThread(
-    {
-      queued: Atomics.load(w, Word.queued),
-      idle: Atomics.load(w, Word.idle),
-      live: Atomics.load(w, Word.live),
-      serviceUs: Atomics.load(w, Word.serviceUs),
-    },
-    queueDelayMaxMs,
-  );
+export function threadWanted(w: Int32Array): boolean {
+  return wantsThread({
+    queued: Atomics.load(w, Word.queued),
+    idle: Atomics.load(w, Word.idle),
+    live: Atomics.load(w, Word.live),
+    serviceUs: Atomics.load(w, Word.serviceUs),
+  });
 }
 
 /** A never-firing timer, referenced only while this thread waits for an fsync (as libuv's request would). */
