@@ -69,24 +69,19 @@ export interface HealthInput {
 
 /** This node's own problems, which its GET /healthz answers 503 for: it cannot serve new actors. */
 export function selfProblems(h: Pick<HealthInput, 'nowMs' | 'filesExhausted' | 'actorFilesHeld'>): Problem[] {
-  const problems: Problem[] = [];
-  const recent = (at: { atMs: number } | null): at is { atMs: number; message: string } =>
-    at !== null && h.nowMs - at.atMs < FAILING_WINDOW_MS;
-  const f = h.filesExhausted;
-  if (recent(f))
-    problems.push({
-      kind: 'files-exhausted',
-      where: 'this node',
-      what: `out of file descriptors ${s1(h.nowMs - f.atMs)} ago: actors cannot be opened (${f.message})`,
-    });
-  const held = h.actorFilesHeld;
-  if (recent(held))
-    problems.push({
-      kind: 'actor-files-held',
-      where: 'this node',
-      what: `actors' files held by a stuck worker thread ${s1(h.nowMs - held.atMs)} ago: those actors cannot be opened until the node restarts (${held.message})`,
-    });
-  return problems;
+  const failures: [ProblemKind, { atMs: number; message: string } | null, (ago: string) => string][] = [
+    ['files-exhausted', h.filesExhausted, (ago) => `out of file descriptors ${ago} ago: actors cannot be opened`],
+    [
+      'actor-files-held',
+      h.actorFilesHeld,
+      (ago) => `actors' files held by a stuck worker thread ${ago} ago: those actors cannot be opened until the node restarts`,
+    ],
+  ];
+  return failures.flatMap(([kind, at, what]) =>
+    at !== null && h.nowMs - at.atMs < FAILING_WINDOW_MS
+      ? [{ kind, where: 'this node', what: `${what(s1(h.nowMs - at.atMs))} (${at.message})` }]
+      : [],
+  );
 }
 
 const s1 = (ms: number) => `${(ms / 1000).toFixed(1)} s`;

@@ -49,11 +49,7 @@ export interface FsyncPoolOptions {
   gate?: SharedArrayBuffer;
 }
 
-export const FSYNC_POOL_DEFAULTS: Readonly<FsyncPoolOptions> = Object.freeze({
-  threadsMax: 16,
-  idleExitMs: 30_000,
-  firstThreadAfterMs: 0,
-});
+export const FSYNC_POOL_DEFAULTS: Readonly<FsyncPoolOptions> = Object.freeze({ threadsMax: 16, idleExitMs: 30_000, firstThreadAfterMs: 0 });
 
 /** A pool thread's code: CommonJS, nothing to load (fs/fsync-queue.ts is the layout it shares). */
 const SOURCE = `
