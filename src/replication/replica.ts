@@ -223,10 +223,15 @@ export class ActorReplica {
 
   /**
    * A commit happened: schedule a group-commit upload (an actor in memory is synced by its event
-   * instead: pipeline.ts withDb), its window as the worker's load says (upload-pace.ts).
+   * instead, or schedules its upload itself: pipeline.ts uploadFromMemory).
    */
   committed(): void {
-    if (this.timer || this.givenUp || this.pos.memory || this.ended) return;
+    if (!this.pos.memory) this.uploadSoon();
+  }
+
+  /** An upload within the group-commit window, as the worker's load says (upload-pace.ts). */
+  uploadSoon(): void {
+    if (this.timer || this.givenUp || this.ended) return;
     const { clock, config, pace } = this.deps;
     this.timer = clock.setTimer(pace ? pace.delayMs() : config.replicationDelayMs, () => {
       this.timer = undefined;

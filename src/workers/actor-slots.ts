@@ -296,14 +296,16 @@ export class ActorSlots {
   }
 
   /**
-   * A new actor kept in memory, all of it in the bucket (an event in memory replies only once its
-   * commit is up), goes to a local file holding the same image: its next events are plain calls
-   * again, without restoring it from the bucket.
+   * A new actor kept in memory goes to a local file holding the same image, all of it in the bucket
+   * first (a call in memory replies only once its commit is up; an alarm's upload may still be on
+   * its way: pipeline.ts uploadFromMemory): its next events are plain calls again, without
+   * restoring it from the bucket.
    */
   private async toFile(slot: Slot): Promise<Slot> {
     const { replica } = slot;
     let image: Buffer;
     try {
+      await replica.sync();
       image = replica.fileImage(slot.db);
     } finally {
       slot.db.close(); // in memory: on a failure the next take restores the actor from the bucket

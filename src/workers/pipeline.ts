@@ -203,7 +203,7 @@ async function runAlarm(
       await def.alarm?.(run.ctx, info);
     });
   };
-  return withDb(deps, address, false, generation, use, { uploadedByCaller: inDelivery });
+  return withDb(deps, address, false, generation, use, inDelivery ? { uploadedByCaller: true } : { outcomeOnly: true });
 }
 
 async function runDeliver(
@@ -221,7 +221,7 @@ async function runDeliver(
     false,
     generation,
     (slot) => deliverTo(deps, slot, address, dueMs, () => runAlarm(deps, address, false, generation, true), found),
-    { absent: () => absent, onTake: (state) => (taken = state) },
+    { absent: () => absent, onTake: (state) => (taken = state), outcomeOnly: true },
   );
   if (result !== absent) return result;
   try {
@@ -237,7 +237,12 @@ async function withDb(
   create: boolean,
   generation: number,
   use: (slot: Slot) => Promise<EventResult> | EventResult,
-  opts: TakeOptions & { absent?: () => EventResult; uploadedByCaller?: boolean } = {},
+  opts: TakeOptions & {
+    absent?: () => EventResult;
+    uploadedByCaller?: boolean;
+    /** An alarm or a delivery: its outcome goes to the node, not to a caller waiting for its durability. */
+    outcomeOnly?: boolean;
+  } = {},
 ): Promise<EventResult> {
   let slot: Slot | null;
   try {
@@ -253,10 +258,7 @@ async function withDb(
       slot.fresh = false;
     }
     result = await use(slot);
-    // An actor in memory is closed once released: what the event committed goes up now, and a
-    // delivery counts as done only once its outcome is in the bucket (that of an alarm run by a
-    // delivery, by the delivery's withDb: the slot is held by it until then).
-    if (slot.memory && !slot.replica.givenUp && !opts.uploadedByCaller) await slot.replica.sync();
+    if (slot.memory && !slot.replica.givenUp && !opts.uploadedByCaller) await uploadFromMemory(slot, opts.outcomeOnly === true);
   } catch (e) {
     result = failure(e, null);
   }
@@ -264,6 +266,22 @@ async function withDb(
   deps.slots.release(slot);
   if (create && result.type === 'error') deps.slots.discardUnwritten(slot);
   return result.type === 'ok' && !deps.slots.isOpen(address) ? { ...result, closed: true } : result;
+}
+
+/**
+ * The upload of what an event on an actor in memory committed. A call replies only once that is
+ * in the bucket (the actor has no local file to make it durable). An actor in memory other than a
+ * new one kept open is closed once released, and the node then gives its hold back without asking
+ * the worker: a delivery to it counts as done only once its outcome is in the bucket (that of an
+ * alarm run by a delivery, by the delivery's withDb: the slot is held by it until then). A kept
+ * one is closed through its worker, whose close waits for its uploads, before its hold goes, as an
+ * actor in a file is: so an alarm or a delivery to it answers the node at once and its upload goes
+ * within the group-commit window, as a file's would (the entry it replaced is deleted once that
+ * lands); a call that moves it to a file waits for the upload (actor-slots.ts toFile).
+ */
+async function uploadFromMemory(slot: Slot, outcomeOnly: boolean): Promise<void> {
+  if (outcomeOnly && slot.keep) slot.replica.uploadSoon();
+  else await slot.replica.sync();
 }
 
 /**

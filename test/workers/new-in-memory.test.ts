@@ -2,6 +2,8 @@
  * New actors in memory (`newActorsInMemory`, actor-slots.ts `takeNew`/`toFile`): the first call to
  * an actor the bucket has never seen runs without a local file and replies once its link is in the
  * bucket; its next call moves it to a local file holding the same image, without reading the bucket.
+ * An alarm delivered to it meanwhile answers the node at once and goes up within the group-commit
+ * window, as a file actor's would; a call that moves it to a file uploads it first.
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -13,7 +15,8 @@ import { MemoryStore } from '../../src/store/memory.js';
 import type { ListOptions } from '../../src/store/types.js';
 import { actorDbPath } from '../../src/workers/actor-db.js';
 import { runEvent } from '../../src/workers/pipeline.js';
-import { Counter, InlineActors, okResult } from '../helpers/inline-actors.js';
+import { Counter, InlineActors, okResult, Timer } from '../helpers/inline-actors.js';
+import { waitFor } from '../helpers/wait.js';
 
 const A = 't/Counter/a';
 const address = parseAddress(A);
@@ -35,9 +38,9 @@ class CountingStore extends MemoryStore {
   }
 }
 
-function env(store: MemoryStore, newActorsInMemory: boolean): InlineActors {
-  // A long replication delay: anything in the bucket right after a call was put there by the call.
-  const e = new InlineActors({ Counter }, { replicationDelayMs: 60_000, newActorsInMemory }, store);
+function env(store: MemoryStore, newActorsInMemory: boolean, replicationDelayMs = 60_000): InlineActors {
+  // A long replication delay by default: anything in the bucket right after a call was put there by the call.
+  const e = new InlineActors({ Counter, Timer }, { replicationDelayMs, newActorsInMemory }, store);
   envs.push(e);
   return e;
 }
@@ -97,6 +100,48 @@ describe('new actors in memory', () => {
     assert.equal(existsSync(actorDbPath(e.dataDir, address)), false);
     assert.equal(okResult(await e.call(A, 'add', 3)), 3);
     assert.deepEqual(await listChain(store, address), [1]);
+  });
+});
+
+describe('an alarm of a new actor kept in memory', () => {
+  const T = 't/Timer/a';
+  const timer = parseAddress(T);
+  const entries = (store: MemoryStore) => store.keys().filter((k) => k.startsWith('alarms/'));
+
+  /** A Timer armed by its first call (link 1 up), then its alarm delivered: answered before its upload. */
+  async function delivered(windowMs: number): Promise<{ e: InlineActors; store: MemoryStore }> {
+    const store = new MemoryStore();
+    const e = env(store, true, windowMs);
+    assert.equal(okResult(await e.call(T, 'arm', 1_000)), 1);
+    assert.deepEqual(await listChain(store, timer), [1], 'the first call replied once link 1 was up');
+    const [entry] = entries(store);
+    assert.ok(entry, 'the alarm is indexed');
+    await e.clock.advance(1_000);
+    const due = (await e.getAlarm(T))!;
+    const r = await e.deliver(T, due);
+    assert.ok(r.type === 'ok' && r.ran && r.alarmAt === null && !r.closed, 'the alarm ran; the actor stays open');
+    assert.deepEqual(await listChain(store, timer), [1], 'the delivery answered before its upload');
+    assert.deepEqual(entries(store), [entry], 'the entry it replaced stays until the upload lands');
+    assert.equal(existsSync(actorDbPath(e.dataDir, timer)), false, 'still in memory');
+    return { e, store };
+  }
+
+  it('its outcome goes up within the group-commit window, then its entry is deleted', async () => {
+    const { e, store } = await delivered(20);
+    await e.clock.advance(20);
+    await waitFor('the alarm’s link', 10_000, async () => (await listChain(store, timer)).length === 2);
+    await waitFor('the replaced entry to go', 10_000, () => entries(store).length === 0);
+  });
+
+  it('a call moves it to a file once the alarm’s outcome is in the bucket', async () => {
+    const { e, store } = await delivered(60_000);
+    assert.equal(okResult(await e.call(T, 'count')), 1);
+    assert.deepEqual(await listChain(store, timer), [1, 2], 'link 2, the alarm’s, went up before the move');
+    assert.equal(existsSync(actorDbPath(e.dataDir, timer)), true, 'the call moved it to a file');
+    assert.equal(await e.getAlarm(T), null);
+    await e.restart({ replicationDelayMs: 60_000, newActorsInMemory: true }); // close: flushed
+    assert.deepEqual(await listChain(store, timer), [1, 2], 'nothing else to upload: the file holds link 2');
+    assert.equal(okResult(await e.call(T, 'count')), 1);
   });
 });
 
