@@ -133,6 +133,13 @@ describe('an alarm of a new actor kept in memory', () => {
     await waitFor('the replaced entry to go', 10_000, () => entries(store).length === 0);
   });
 
+  it('closing it, as the node does before it releases the hold, waits for the alarm’s upload', async () => {
+    const { e, store } = await delivered(60_000);
+    okResult(await runEvent(e.deps, { type: 'close', address: timer }));
+    assert.deepEqual(await listChain(store, timer), [1, 2], 'link 2 was up when the close answered');
+    await waitFor('the replaced entry to go', 10_000, () => entries(store).length === 0);
+  });
+
   it('a call moves it to a file once the alarm’s outcome is in the bucket', async () => {
     const { e, store } = await delivered(60_000);
     assert.equal(okResult(await e.call(T, 'count')), 1);
