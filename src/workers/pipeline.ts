@@ -203,7 +203,7 @@ async function runAlarm(
       await def.alarm?.(run.ctx, info);
     });
   };
-  return withDb(deps, address, false, generation, use, inDelivery ? { uploadedByCaller: true } : { outcomeOnly: true });
+  return withDb(deps, address, false, generation, use, { upload: inDelivery ? 'caller' : 'outcome' });
 }
 
 async function runDeliver(
@@ -221,7 +221,7 @@ async function runDeliver(
     false,
     generation,
     (slot) => deliverTo(deps, slot, address, dueMs, () => runAlarm(deps, address, false, generation, true), found),
-    { absent: () => absent, onTake: (state) => (taken = state), outcomeOnly: true },
+    { absent: () => absent, onTake: (state) => (taken = state), upload: 'outcome' },
   );
   if (result !== absent) return result;
   try {
@@ -239,9 +239,12 @@ async function withDb(
   use: (slot: Slot) => Promise<EventResult> | EventResult,
   opts: TakeOptions & {
     absent?: () => EventResult;
-    uploadedByCaller?: boolean;
-    /** An alarm or a delivery: its outcome goes to the node, not to a caller waiting for its durability. */
-    outcomeOnly?: boolean;
+    /**
+     * The upload of what the event commits on an actor in memory (uploadFromMemory): `reply`
+     * waits for it; `outcome`, an alarm or a delivery, answers the node, not a caller waiting for
+     * its durability; `caller`, an alarm run by a delivery, leaves it to the delivery.
+     */
+    upload?: 'reply' | 'outcome' | 'caller';
   } = {},
 ): Promise<EventResult> {
   let slot: Slot | null;
@@ -258,7 +261,7 @@ async function withDb(
       slot.fresh = false;
     }
     result = await use(slot);
-    if (slot.memory && !slot.replica.givenUp && !opts.uploadedByCaller) await uploadFromMemory(slot, opts.outcomeOnly === true);
+    if (slot.memory && !slot.replica.givenUp && opts.upload !== 'caller') await uploadFromMemory(slot, opts.upload ?? 'reply');
   } catch (e) {
     result = failure(e, null);
   }
@@ -279,8 +282,8 @@ async function withDb(
  * within the group-commit window, as a file's would (the entry it replaced is deleted once that
  * lands); a call that moves it to a file waits for the upload (actor-slots.ts toFile).
  */
-async function uploadFromMemory(slot: Slot, outcomeOnly: boolean): Promise<void> {
-  if (outcomeOnly && slot.keep) slot.replica.uploadSoon();
+async function uploadFromMemory(slot: Slot, upload: 'reply' | 'outcome'): Promise<void> {
+  if (upload === 'outcome' && slot.keep) slot.replica.uploadSoon();
   else await slot.replica.sync();
 }
 
